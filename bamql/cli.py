@@ -1,0 +1,151 @@
+"""The ``bamql`` command: gen, ingest, verify, sql, shell, demo."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from bamql.errors import BamqlError
+
+_EPILOG = "Errors print one line; set BAMQL_DEBUG=1 or pass --debug for a traceback."
+
+
+def _size(text: str) -> int:
+    """Parse '4096', '4KiB', '64k', '1MiB', '8GiB' into bytes."""
+    t = text.strip().lower().replace("ib", "").replace("b", "")
+    mult = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+    try:
+        if t and t[-1] in mult:
+            return int(float(t[:-1]) * mult[t[-1]])
+        return int(t)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (try 4096, 4KiB, 1MiB)") from None
+
+
+def cmd_gen(a: argparse.Namespace) -> int:
+    from bamql.datasets.generator import GenParams
+    from bamql.datasets.orc import generate_orc
+    from bamql.progress import progress_bar
+
+    params = GenParams(rows=a.rows, seed=a.seed, williamsburg_share=a.williamsburg_share)
+    with progress_bar("generating", a.rows) as adv:
+        r = generate_orc(a.out, params, files=a.files, workers=a.workers, progress=adv)
+    print(f"wrote {r.rows:,} rows to {len(r.files)} ORC file(s) in {a.out} "
+          f"({r.bytes / 1e6:,.1f} MB) in {r.seconds:.2f} s: {r.rows_per_s:,.0f} rows/s")
+    return 0
+
+
+def cmd_ingest(a: argparse.Namespace) -> int:
+    from bamql.progress import progress_bar
+    from bamql.storage.ingest import ingest
+    from bamql.storage.sources import open_source
+
+    rows = sum(open_source(s).num_rows for s in a.sources)
+    with progress_bar("ingesting", rows) as adv:
+        r = ingest(a.sources, a.out, page_size=a.page_size, volumes=a.volumes, table=a.table,
+                   progress=adv)
+    print(f"ingested {r.rows:,} rows into {r.path} ({r.store_bytes / 1e6:,.1f} MB store, "
+          f"page size {a.page_size} B) in {r.seconds:.2f} s: {r.rows / r.seconds:,.0f} rows/s, "
+          f"{r.source_bytes / 1e6 / r.seconds:,.1f} MB/s of source")
+    return 0
+
+
+def cmd_verify(a: argparse.Namespace) -> int:
+    from bamql.storage.store import PageStore
+
+    with PageStore(a.store) as s:
+        problems = s.verify()
+    if problems:
+        for p in problems[:20]:
+            print(f"{a.store}: {p}", file=sys.stderr)
+        if len(problems) > 20:
+            print(f"... and {len(problems) - 20} more", file=sys.stderr)
+        raise BamqlError(f"store {a.store} is corrupt: {len(problems)} bad page(s)")
+    m = s.manifest
+    print(f"{a.store}: OK ({m.rows:,} rows, {len(m.columns)} columns, {m.total_pages:,} pages "
+          f"of {m.page_size} B, {m.n_volumes} volume(s))")
+    return 0
+
+
+def cmd_demo(a: argparse.Namespace) -> int:
+    from bamql.demo import run_demo
+
+    return run_demo(rows=a.rows, workdir=a.dir, device=a.device)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``bamql`` command."""
+    p = argparse.ArgumentParser(
+        prog="bamql",
+        description="SQL over NYC-taxi tables that fetches dependent columns only for matching "
+        "rows, through a page cache (BaM-style), on GPU or CPU.",
+        epilog=_EPILOG,
+    )
+    p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    sub = p.add_subparsers(dest="cmd", metavar="COMMAND", required=True)
+
+    g = sub.add_parser("gen", help="generate a synthetic taxi table as ORC",
+                       description="Generate synthetic NYC yellow-taxi trips (calibrated on the "
+                       "real 2019 TLC sample) as ORC files: zstd, 64 MiB stripes, 10,000-row index.")
+    g.add_argument("--rows", type=int, required=True, help="number of trips")
+    g.add_argument("--out", required=True, help="output directory (must not exist)")
+    g.add_argument("--files", type=int, default=1, help="number of ORC files (default 1)")
+    g.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    g.add_argument("--williamsburg-share", type=float, default=None, metavar="F",
+                   help="share of pickups in zones 255/256, e.g. 0.0005 (default: the real share)")
+    g.add_argument("--workers", type=int, default=None, help="processes (default: all cores)")
+    g.set_defaults(func=cmd_gen)
+
+    i = sub.add_parser("ingest", help="lay ORC/Parquet/CSV files out as a page store",
+                       description="Ingest source files of one schema into a page store "
+                       "directory (atomic: the table appears only when complete).")
+    i.add_argument("sources", nargs="+", metavar="SRC", help=".orc, .parquet or .csv files")
+    i.add_argument("--out", required=True, help="table directory to create, e.g. data/trips")
+    i.add_argument("--page-size", type=_size, default=4096, metavar="B",
+                   help="page size, a power of two from 512 B to 1 MiB (default 4096)")
+    i.add_argument("--volumes", type=int, default=1, help="volume files to stripe over (default 1)")
+    i.add_argument("--table", default=None, help="table name (default: the directory's name)")
+    i.set_defaults(func=cmd_ingest)
+
+    v = sub.add_parser("verify", help="check every page checksum of a store")
+    v.add_argument("store", help="table directory")
+    v.set_defaults(func=cmd_verify)
+
+    d = sub.add_parser("demo", help="generate, ingest and query a small taxi table",
+                       description="The main job on an embedded default: generate a small "
+                       "taxi table, ingest it, run the taxi queries Q1-Q6 and show bytes read.")
+    d.add_argument("--rows", type=int, default=1_000_000, help="trips (default 1,000,000)")
+    d.add_argument("--dir", default=None, help="work directory (default: a temporary one)")
+    d.add_argument("--device", default="auto", choices=["auto", "cpu", "gpu"],
+                   help="engine device (default auto: GPU if one works, else CPU)")
+    d.set_defaults(func=cmd_demo)
+
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``bamql`` command; returns the exit code."""
+    parser = build_parser()
+    a = parser.parse_args(argv)
+    debug = a.debug or os.environ.get("BAMQL_DEBUG") not in (None, "", "0")
+    try:
+        return a.func(a)
+    except BamqlError as e:
+        if debug:
+            raise
+        print(f"bamql: error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("bamql: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # unexpected: still one line unless debugging
+        if debug:
+            raise
+        print(f"bamql: internal error: {type(e).__name__}: {e} (rerun with --debug)", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

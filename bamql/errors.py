@@ -1,0 +1,23 @@
+"""Errors that bamql reports to users as one line, never as a traceback."""
+
+from __future__ import annotations
+
+
+class BamqlError(Exception):
+    """Base class of every error bamql raises on purpose; its message is user-facing."""
+
+
+class IngestError(BamqlError):
+    """A source could not be ingested (missing, unreadable, schemas disagree...)."""
+
+
+class StoreError(BamqlError):
+    """A page store is missing, corrupt, truncated or of an unknown format."""
+
+
+class PlanError(BamqlError):
+    """A query uses SQL that bamql cannot run, or names an unknown table or column."""
+
+
+class DeviceError(BamqlError):
+    """The requested device or backend is unavailable or out of memory."""

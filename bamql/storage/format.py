@@ -1,0 +1,162 @@
+"""The page store's on-disk format: manifest, column metadata and encodings.
+
+A table directory holds ``manifest.json``, ``pages.npz`` (per-page checksum, zone-map
+min/max and null count over the global page-id space) and ``vol-NNN.bin`` volume files.
+Global page ``p`` lives in volume ``p % n_volumes`` at byte ``(p // n_volumes) * page_size``.
+
+Nulls are stored in-band as a sentinel (NaN for floats, the storage type's minimum for
+integers, timestamps and dictionary codes), not as a validity bitmap: a gather then costs
+one page per value instead of two, which is what late materialization is for.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from bamql.errors import StoreError
+
+FORMAT_NAME = "bamql-pagestore"
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+PAGES_META = "pages.npz"
+DEFAULT_PAGE_SIZE = 4096
+MIN_PAGE_SIZE = 512
+MAX_PAGE_SIZE = 1 << 20
+#: Small integer domains get an exact histogram in the manifest (for selectivity estimates).
+HISTOGRAM_MAX_DOMAIN = 4096
+
+#: Logical kinds a column may have.
+KINDS = ("int", "float", "timestamp", "string")
+
+
+def check_page_size(page_size: int) -> int:
+    """Return ``page_size`` if it is a power of two within 512 B..1 MiB, else raise."""
+    if page_size < MIN_PAGE_SIZE or page_size > MAX_PAGE_SIZE or page_size & (page_size - 1):
+        raise StoreError(
+            f"page size {page_size} is not a power of two between {MIN_PAGE_SIZE} and {MAX_PAGE_SIZE}"
+        )
+    return page_size
+
+
+def volume_name(i: int) -> str:
+    """File name of volume ``i``."""
+    return f"vol-{i:03d}.bin"
+
+
+def sentinel_for(dtype: np.dtype):
+    """The null sentinel of a storage dtype (NaN for floats, the minimum for integers)."""
+    dtype = np.dtype(dtype)
+    return float("nan") if dtype.kind == "f" else int(np.iinfo(dtype).min)
+
+
+def narrow_int_dtype(lo: int, hi: int) -> np.dtype:
+    """Smallest signed integer dtype holding ``[lo, hi]`` with its minimum kept for null."""
+    for dt in (np.int8, np.int16, np.int32, np.int64):
+        info = np.iinfo(dt)
+        if info.min < lo and hi <= info.max:
+            return np.dtype(dt)
+    raise StoreError(f"integer range [{lo}, {hi}] does not fit int64 with a null sentinel")
+
+
+@dataclass(frozen=True)
+class ColumnMeta:
+    """One column of a stored table.
+
+    ``kind`` is the logical type (int, float, timestamp as int64 microseconds, string as
+    dictionary codes); ``dtype`` the fixed-width storage type; pages
+    ``first_page .. first_page + n_pages - 1`` hold it, ``rows_per_page`` values each.
+    """
+
+    name: str
+    kind: str
+    dtype: str
+    first_page: int
+    n_pages: int
+    rows_per_page: int
+    nulls: int = 0
+    min: float | None = None
+    max: float | None = None
+    dictionary: tuple[str, ...] | None = None
+    #: exact value -> row count, for small domains
+    histogram: dict[str, int] | None = None
+
+    @property
+    def np_dtype(self) -> np.dtype:
+        return np.dtype(self.dtype)
+
+    @property
+    def itemsize(self) -> int:
+        return self.np_dtype.itemsize
+
+    @property
+    def sentinel(self):
+        return sentinel_for(self.np_dtype)
+
+    def page_of(self, rows: np.ndarray) -> np.ndarray:
+        """Global page ids holding ``rows``."""
+        return self.first_page + rows // self.rows_per_page
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """The table's description; written last, atomically, by ingest."""
+
+    table: str
+    rows: int
+    page_size: int
+    n_volumes: int
+    total_pages: int
+    columns: tuple[ColumnMeta, ...]
+    pages_meta_sha256: str
+    sources: tuple[str, ...] = ()
+    format: str = FORMAT_NAME
+    format_version: int = FORMAT_VERSION
+    extra: dict = field(default_factory=dict)
+
+    def column(self, name: str) -> ColumnMeta:
+        for c in self.columns:
+            if c.name == name:
+                return c
+        raise KeyError(name)
+
+    def volume_bytes(self, i: int) -> int:
+        """Expected size of volume ``i``."""
+        pages = self.total_pages // self.n_volumes + (i < self.total_pages % self.n_volumes)
+        return pages * self.page_size
+
+    def to_json(self) -> str:
+        d = asdict(self)
+        return json.dumps(d, indent=1)
+
+    @classmethod
+    def load(cls, path: Path) -> Manifest:
+        mpath = path / MANIFEST
+        if not path.exists():
+            raise StoreError(f"store {path} does not exist")
+        if not mpath.exists():
+            raise StoreError(f"{path} is not a bamql table: no {MANIFEST}")
+        try:
+            d = json.loads(mpath.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise StoreError(f"store {path}: {MANIFEST} is corrupt ({e})") from None
+        if not isinstance(d, dict) or d.get("format") != FORMAT_NAME:
+            raise StoreError(f"store {path}: {MANIFEST} is not a bamql page-store manifest")
+        if d.get("format_version") != FORMAT_VERSION:
+            raise StoreError(
+                f"store {path}: format version {d.get('format_version')} is not supported "
+                f"(this bamql reads version {FORMAT_VERSION}); re-ingest the table"
+            )
+        try:
+            cols = []
+            for c in d.pop("columns"):
+                if c.get("dictionary") is not None:
+                    c["dictionary"] = tuple(c["dictionary"])
+                cols.append(ColumnMeta(**c))
+            d["sources"] = tuple(d.get("sources", ()))
+            return cls(columns=tuple(cols), **d)
+        except (TypeError, KeyError) as e:
+            raise StoreError(f"store {path}: {MANIFEST} is malformed ({e})") from None

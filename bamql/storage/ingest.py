@@ -1,0 +1,268 @@
+"""``bamql ingest``: ORC/Parquet/CSV files -> a page store, streaming and atomic.
+
+Memory stays bounded by one source batch (an ORC stripe, a Parquet row group or a CSV
+block) whatever the table size. The table is written into a hidden temporary directory
+beside the target and renamed into place only when complete, so readers never see a
+half-written table; an interrupted ingest leaves at most a hidden directory that the next
+ingest of the same name removes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import secrets
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from bamql.errors import IngestError
+from bamql.storage.format import (
+    DEFAULT_PAGE_SIZE,
+    MANIFEST,
+    PAGES_META,
+    ColumnMeta,
+    Manifest,
+    check_page_size,
+    narrow_int_dtype,
+    sentinel_for,
+)
+from bamql.storage.sources import Source, open_source
+from bamql.storage.writer import ColumnPlan, PageWriter
+
+#: Dictionary-coded strings are for small domains (flags, codes): at most this many values.
+MAX_DICTIONARY = 32767
+
+
+@dataclass(frozen=True)
+class IngestReport:
+    """What an ingest wrote and how fast."""
+
+    path: Path
+    rows: int
+    source_bytes: int
+    store_bytes: int
+    seconds: float
+
+
+def _kind(t: pa.DataType) -> str | None:
+    if pa.types.is_integer(t) or pa.types.is_boolean(t):
+        return "int"
+    if pa.types.is_float32(t) or pa.types.is_float64(t):
+        return "float"
+    if pa.types.is_timestamp(t):
+        return "timestamp"
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "string"
+    return None
+
+
+def _unify(sources: Sequence[Source]) -> list[tuple[str, str, pa.DataType]]:
+    """Check that all sources share one schema; return (name, kind, widest type) per column."""
+    first = sources[0]
+    cols = []
+    for f in first.schema:
+        k = _kind(f.type)
+        if k is None:
+            raise IngestError(
+                f"{first.path.name}: column {f.name!r} has type {f.type}, which bamql cannot store "
+                "(supported: integers, booleans, float32/64, timestamps, small-domain strings)"
+            )
+        cols.append((f.name, k, f.type))
+    for s in sources[1:]:
+        names = s.schema.names
+        if names != [c[0] for c in cols]:
+            raise IngestError(
+                f"schemas disagree: {s.path.name} has columns {names}, "
+                f"{first.path.name} has {[c[0] for c in cols]}"
+            )
+        for j, f in enumerate(s.schema):
+            name, k, t = cols[j]
+            if _kind(f.type) != k:
+                raise IngestError(
+                    f"schemas disagree: column {name!r} is {t} in {first.path.name} "
+                    f"but {f.type} in {s.path.name}"
+                )
+            if k == "float" and pa.types.is_float64(f.type):
+                cols[j] = (name, k, pa.float64())
+    return cols
+
+
+def _plans(sources: Sequence[Source], cols) -> list[ColumnPlan]:
+    stats = [s.int_stats() for s in sources]
+    need_scan = [n for n, k, _ in cols if k in ("int", "string")
+                 and (k == "string" or any(st.get(n) is None for st in stats))]
+    lo: dict[str, int] = {}
+    hi: dict[str, int] = {}
+    distinct: dict[str, set] = {n: set() for n, k, _ in cols if k == "string"}
+    for st in stats:
+        for n, r in st.items():
+            if r is not None and n not in need_scan:
+                lo[n] = min(lo.get(n, r[0]), r[0])
+                hi[n] = max(hi.get(n, r[1]), r[1])
+    if need_scan:
+        for s in sources:
+            for b in s.batches(columns=need_scan):
+                for n in need_scan:
+                    a = b.column(n)
+                    if n in distinct:
+                        distinct[n].update(x for x in pc.unique(a).to_pylist() if x is not None)
+                        if len(distinct[n]) > MAX_DICTIONARY:
+                            raise IngestError(
+                                f"column {n!r} has more than {MAX_DICTIONARY} distinct strings; "
+                                "bamql stores only small-domain strings (dictionary codes)"
+                            )
+                    else:
+                        mm = pc.min_max(a.cast(pa.int64()) if pa.types.is_boolean(a.type) else a)
+                        if mm["min"].is_valid:
+                            lo[n] = min(lo.get(n, mm["min"].as_py()), mm["min"].as_py())
+                            hi[n] = max(hi.get(n, mm["max"].as_py()), mm["max"].as_py())
+    plans = []
+    for n, k, t in cols:
+        if k == "int":
+            a, b = lo.get(n, 0), hi.get(n, 0)  # an all-null column: any range will do
+            plans.append(ColumnPlan(n, k, narrow_int_dtype(a, b), a, b))
+        elif k == "float":
+            plans.append(ColumnPlan(n, k, np.dtype(t.to_pandas_dtype())))
+        elif k == "timestamp":
+            plans.append(ColumnPlan(n, k, np.dtype(np.int64)))
+        else:
+            d = tuple(sorted(distinct[n]))  # sorted: code order is string order
+            dt = np.dtype(np.int8) if len(d) < 127 else np.dtype(np.int16)
+            plans.append(ColumnPlan(n, k, dt, 0, max(len(d) - 1, 0), d))
+    return plans
+
+
+def _to_storage(a: pa.Array, pl: ColumnPlan) -> np.ndarray:
+    sent = sentinel_for(pl.dtype)
+    if pl.kind == "int":
+        if pa.types.is_boolean(a.type):
+            a = a.cast(pa.int8())
+        mm = pc.min_max(a)
+        if mm["min"].is_valid and (mm["min"].as_py() < pl.lo or mm["max"].as_py() > pl.hi):
+            raise IngestError(f"column {pl.name!r}: values outside the range its statistics gave")
+        return a.fill_null(sent).to_numpy(zero_copy_only=False).astype(pl.dtype)
+    if pl.kind == "float":
+        return a.cast(pa.from_numpy_dtype(pl.dtype)).to_numpy(zero_copy_only=False).astype(pl.dtype)
+    if pl.kind == "timestamp":
+        try:
+            us = a.cast(pa.timestamp("us", tz=a.type.tz)).cast(pa.int64())
+        except pa.ArrowInvalid as e:
+            raise IngestError(f"column {pl.name!r}: timestamps finer than microseconds ({e})") from None
+        return us.fill_null(sent).to_numpy(zero_copy_only=False)
+    codes = pc.index_in(a, value_set=pa.array(pl.dictionary or (), type=a.type))
+    return codes.fill_null(sent).to_numpy(zero_copy_only=False).astype(pl.dtype)
+
+
+def _clean_stale(out: Path) -> None:
+    for d in out.parent.glob(f".{out.name}.ingest-*"):
+        try:
+            pid = int(d.name.rsplit("-", 2)[-2])
+            os.kill(pid, 0)
+        except (ValueError, IndexError, ProcessLookupError):
+            shutil.rmtree(d, ignore_errors=True)
+        except PermissionError:
+            pass
+
+
+def ingest(
+    sources: Sequence[str | os.PathLike],
+    out: str | os.PathLike,
+    page_size: int = DEFAULT_PAGE_SIZE,
+    volumes: int = 1,
+    table: str | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> IngestReport:
+    """Ingest ``sources`` (ORC, Parquet or CSV files of one schema) into a page store at ``out``.
+
+    Parameters
+    ----------
+    sources
+        Input files, concatenated in order.
+    out
+        The table directory to create; it must not exist.
+    page_size
+        Page size in bytes, a power of two from 512 B to 1 MiB.
+    volumes
+        Number of volume files the pages are striped over (page ``p`` in volume ``p % n``).
+    table
+        Table name; defaults to ``out``'s name.
+    progress
+        Called with the number of rows of each batch written.
+    """
+    t0 = time.perf_counter()
+    out = Path(out)
+    check_page_size(page_size)
+    if volumes < 1 or volumes > 256:
+        raise IngestError(f"--volumes must be within 1..256, got {volumes}")
+    if not sources:
+        raise IngestError("no source files given")
+    if out.exists():
+        raise IngestError(f"output {out} already exists; remove it or choose another path")
+    srcs = [open_source(s) for s in sources]
+    cols = _unify(srcs)
+    plans = _plans(srcs, cols)
+    rows = sum(s.num_rows for s in srcs)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    _clean_stale(out)
+    tmp = out.parent / f".{out.name}.ingest-{os.getpid()}-{secrets.token_hex(4)}"
+    tmp.mkdir()
+    writer = None
+    try:
+        writer = PageWriter(tmp, plans, rows, page_size, volumes)
+        for s in srcs:
+            for b in s.batches():
+                for i, pl in enumerate(plans):
+                    writer.append(i, _to_storage(b.column(i), pl))
+                if progress:
+                    progress(b.num_rows)
+        res = writer.finish()
+        arrays = {"checksum": writer.checksum, "zmin": writer.zmin, "zmax": writer.zmax,
+                  "nulls": writer.nulls}
+        for pl, r in zip(plans, res["columns"], strict=True):
+            arrays[f"sample:{pl.name}"] = r["sample"]
+        buf = io.BytesIO()
+        np.savez(buf, **arrays)
+        meta_bytes = buf.getvalue()
+        (tmp / PAGES_META).write_bytes(meta_bytes)
+        columns = []
+        for i, (pl, r) in enumerate(zip(plans, res["columns"], strict=True)):
+            ids = slice(writer.first_page[i], writer.first_page[i] + -(-rows // writer.rows_per_page[i]))
+            lo = float(writer.zmin[ids].min()) if rows else None
+            hi = float(writer.zmax[ids].max()) if rows else None
+            columns.append(ColumnMeta(
+                name=pl.name, kind=pl.kind, dtype=pl.dtype.name,
+                first_page=writer.first_page[i], n_pages=ids.stop - ids.start,
+                rows_per_page=writer.rows_per_page[i], nulls=r["nulls"],
+                min=lo if lo is not None and np.isfinite(lo) else None,
+                max=hi if hi is not None and np.isfinite(hi) else None,
+                dictionary=pl.dictionary, histogram=r["histogram"],
+            ))
+        man = Manifest(
+            table=table or out.name, rows=rows, page_size=page_size, n_volumes=volumes,
+            total_pages=writer.total_pages, columns=tuple(columns),
+            pages_meta_sha256=hashlib.sha256(meta_bytes).hexdigest(),
+            sources=tuple(str(s.path.name) for s in srcs),
+        )
+        mpath = tmp / MANIFEST
+        mpath.write_text(man.to_json())
+        with open(mpath, "rb") as fh:
+            os.fsync(fh.fileno())
+        if out.exists():
+            raise IngestError(f"output {out} appeared while ingesting; not replacing it")
+        os.rename(tmp, out)
+    except BaseException:
+        if writer is not None:
+            writer.abort()
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    store_bytes = sum(f.stat().st_size for f in out.iterdir())
+    src_bytes = sum(s.path.stat().st_size for s in srcs)
+    return IngestReport(out, rows, src_bytes, store_bytes, time.perf_counter() - t0)

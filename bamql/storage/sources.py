@@ -1,0 +1,148 @@
+"""Streaming readers over the formats ingest accepts: ORC (main path), Parquet and CSV."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.orc as paorc
+import pyarrow.parquet as pq
+
+from bamql.errors import IngestError
+
+
+class Source:
+    """One input file: its schema, row count, batches, and integer statistics if known."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.schema: pa.Schema
+        self.num_rows: int
+
+    def batches(self, columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:
+        raise NotImplementedError
+
+    def int_stats(self) -> dict[str, tuple[int, int] | None]:
+        """Per integer column ``(min, max)`` from the file's own statistics, when it has them."""
+        return {}
+
+    def describe(self) -> str:
+        return f"{self.path.name} ({type(self).__name__[:-6].upper()}, {self.num_rows:,} rows)"
+
+
+class OrcSource(Source):
+    """An ORC file, read stripe by stripe; integer ranges come from its footer statistics."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        try:
+            self._f = paorc.ORCFile(str(path))
+            self.schema = self._f.schema
+            self.num_rows = self._f.nrows
+        except (pa.ArrowException, OSError) as e:
+            raise IngestError(f"{path} is not a readable ORC file ({_first_line(e)})") from None
+
+    def batches(self, columns=None):
+        for i in range(self._f.nstripes):
+            yield self._f.read_stripe(i, columns=columns)
+
+    def int_stats(self):
+        try:
+            import pyorc
+        except ImportError:  # pragma: no cover - pyorc is a core dependency
+            return {}
+        out: dict[str, tuple[int, int] | None] = {}
+        try:
+            with open(self.path, "rb") as fh:
+                r = pyorc.Reader(fh)
+                for i, field in enumerate(self.schema):
+                    if pa.types.is_integer(field.type):
+                        st = r[i + 1].statistics
+                        mn, mx = st.get("minimum"), st.get("maximum")
+                        out[field.name] = None if mn is None else (int(mn), int(mx))
+        except Exception:  # statistics are an optimization; fall back to a scan
+            return {}
+        return out
+
+
+class ParquetSource(Source):
+    """A Parquet file, read by row group; integer ranges come from row-group statistics."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        try:
+            self._f = pq.ParquetFile(str(path))
+            self.schema = self._f.schema_arrow
+            self.num_rows = self._f.metadata.num_rows
+        except (pa.ArrowException, OSError) as e:
+            raise IngestError(f"{path} is not a readable Parquet file ({_first_line(e)})") from None
+
+    def batches(self, columns=None):
+        yield from self._f.iter_batches(batch_size=1 << 20, columns=columns)
+
+    def int_stats(self):
+        md = self._f.metadata
+        out: dict[str, tuple[int, int] | None] = {}
+        for i, field in enumerate(self.schema):
+            if not pa.types.is_integer(field.type):
+                continue
+            lo = hi = None
+            for g in range(md.num_row_groups):
+                st = md.row_group(g).column(i).statistics
+                if st is None or not st.has_min_max:
+                    lo = None
+                    break
+                lo = st.min if lo is None else min(lo, st.min)
+                hi = st.max if hi is None else max(hi, st.max)
+            out[field.name] = None if lo is None else (int(lo), int(hi))
+        return out
+
+
+class CsvSource(Source):
+    """A CSV file with a header row; read in blocks, with a counting pass for the row count."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        try:
+            r = self._open()
+            self.schema = r.schema
+            self.num_rows = sum(b.num_rows for b in r)
+        except (pa.ArrowException, OSError) as e:
+            raise IngestError(f"{path} is not a readable CSV file ({_first_line(e)})") from None
+
+    def _open(self, columns=None):
+        conv = pacsv.ConvertOptions(include_columns=columns) if columns else None
+        return pacsv.open_csv(str(self.path), convert_options=conv,
+                              read_options=pacsv.ReadOptions(block_size=16 << 20))
+
+    def batches(self, columns=None):
+        r = self._open(columns)
+        for b in r:
+            # block-wise type inference can differ from the first block's; keep the schema
+            if columns is None:
+                yield b.cast(self.schema) if b.schema != self.schema else b
+            else:
+                yield b
+
+
+def open_source(path: str | Path) -> Source:
+    """Open one input file by its extension (.orc, .parquet/.pq, .csv)."""
+    p = Path(path)
+    if not p.exists():
+        raise IngestError(f"source {p} does not exist")
+    if p.is_dir():
+        raise IngestError(f"source {p} is a directory; name the files to ingest")
+    suffix = p.suffix.lower()
+    if suffix == ".orc":
+        return OrcSource(p)
+    if suffix in (".parquet", ".pq"):
+        return ParquetSource(p)
+    if suffix == ".csv":
+        return CsvSource(p)
+    raise IngestError(f"source {p}: unknown format {suffix!r} (expected .orc, .parquet or .csv)")
+
+
+def _first_line(e: BaseException) -> str:
+    return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__

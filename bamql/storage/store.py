@@ -1,0 +1,207 @@
+"""Reading a page store: pages by id into a caller's buffer, columns, verification."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from bamql.errors import StoreError
+from bamql.storage.format import PAGES_META, ColumnMeta, Manifest, volume_name
+from bamql.storage.pagemath import page_checksums
+
+
+@dataclass(frozen=True)
+class PageMeta:
+    """Per-page metadata over the global page-id space."""
+
+    checksum: np.ndarray
+    zmin: np.ndarray
+    zmax: np.ndarray
+    nulls: np.ndarray
+
+
+class PageStore:
+    """An open table: its manifest, page metadata and volume files.
+
+    Reads are positional (``os.preadv``), so one store serves many threads at once.
+    """
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = Path(path)
+        self.manifest = Manifest.load(self.path)
+        m = self.manifest
+        self.columns: dict[str, ColumnMeta] = {c.name: c for c in m.columns}
+        meta_path = self.path / PAGES_META
+        if not meta_path.exists():
+            raise StoreError(f"store {self.path}: {PAGES_META} is missing")
+        raw = meta_path.read_bytes()
+        if hashlib.sha256(raw).hexdigest() != m.pages_meta_sha256:
+            raise StoreError(f"store {self.path}: {PAGES_META} is corrupt (checksum mismatch)")
+        with np.load(meta_path) as z:
+            self.pages = PageMeta(z["checksum"], z["zmin"], z["zmax"], z["nulls"])
+            self.sample = {c: z[f"sample:{c}"] for c in self.columns}
+        self._fds: list[int] = []
+        self._lock = threading.Lock()
+        for v in range(m.n_volumes):
+            vp = self.path / volume_name(v)
+            if not vp.exists():
+                self.close()
+                raise StoreError(f"store {self.path}: volume {vp.name} is missing")
+            size, want = vp.stat().st_size, m.volume_bytes(v)
+            if size != want:
+                self.close()
+                raise StoreError(
+                    f"store {self.path}: volume {vp.name} is truncated or damaged "
+                    f"({size:,} bytes, expected {want:,})"
+                )
+            self._fds.append(os.open(vp, os.O_RDONLY))
+
+    # -- metadata ------------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.manifest.table
+
+    @property
+    def rows(self) -> int:
+        return self.manifest.rows
+
+    @property
+    def page_size(self) -> int:
+        return self.manifest.page_size
+
+    def column(self, name: str) -> ColumnMeta:
+        """Metadata of column ``name`` (StoreError naming the table if unknown)."""
+        try:
+            return self.columns[name]
+        except KeyError:
+            raise StoreError(f"table {self.name!r} has no column {name!r}") from None
+
+    def owner(self, page: int) -> ColumnMeta:
+        """The column whose extent holds global page ``page``."""
+        for c in self.manifest.columns:
+            if c.first_page <= page < c.first_page + c.n_pages:
+                return c
+        raise StoreError(f"page {page} is outside store {self.path}")
+
+    # -- reading -------------------------------------------------------------------------
+    def read_pages(self, page_ids: np.ndarray, out: np.ndarray, verify: bool = True) -> int:
+        """Read pages ``page_ids`` (sorted, unique) into rows of ``out``; return bytes read.
+
+        Pages consecutive within a volume are read with one call. With ``verify``, every page
+        is checked against its checksum, and a mismatch raises StoreError naming the column
+        and page.
+        """
+        ids = np.asarray(page_ids, dtype=np.int64)
+        n = len(ids)
+        if n == 0:
+            return 0
+        ps, nv = self.page_size, self.manifest.n_volumes
+        if out.shape[0] < n or out.shape[1] != ps or out.dtype != np.uint8:
+            raise ValueError("out must be a uint8 array of shape (>= len(page_ids), page_size)")
+        if ids[0] < 0 or ids[-1] >= self.manifest.total_pages:
+            raise StoreError(f"page ids outside store {self.path}")
+        total = 0
+        for v in range(nv):
+            idx = np.nonzero(ids % nv == v)[0] if nv > 1 else np.arange(n)
+            if not len(idx):
+                continue
+            pos = ids[idx] // nv
+            # split into runs of consecutive positions: one preadv per run
+            breaks = np.nonzero(np.diff(pos) != 1)[0] + 1
+            starts = np.concatenate([[0], breaks])
+            ends = np.concatenate([breaks, [len(pos)]])
+            for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
+                bufs = [memoryview(out[i]) for i in idx[s:e]]
+                got = os.preadv(self._fds[v], bufs, int(pos[s]) * ps)
+                if got != (e - s) * ps:
+                    raise StoreError(f"store {self.path}: short read in {volume_name(v)}")
+                total += got
+        if verify:
+            self.check(ids, out[:n])
+        return total
+
+    def check(self, ids: np.ndarray, pages: np.ndarray) -> None:
+        """Raise StoreError if any page's checksum does not match the manifest's."""
+        bad = np.nonzero(page_checksums(pages, ids) != self.pages.checksum[ids])[0]
+        if len(bad):
+            p = int(ids[bad[0]])
+            c = self.owner(p)
+            raise StoreError(
+                f"store {self.path}: checksum mismatch in column {c.name!r} page {p - c.first_page} "
+                f"(global page {p}); the store is corrupt"
+            )
+
+    def read_column_pages(self, name: str, verify: bool = True) -> tuple[np.ndarray, int]:
+        """All values of column ``name`` in storage dtype (padding dropped), and bytes read."""
+        c = self.column(name)
+        buf = np.empty((c.n_pages, self.page_size), dtype=np.uint8)
+        nbytes = self.read_pages(np.arange(c.first_page, c.first_page + c.n_pages), buf, verify)
+        vals = buf[:, : c.rows_per_page * c.itemsize].reshape(-1).view(c.np_dtype)
+        return vals[: self.rows], nbytes
+
+    def to_arrow(self, name: str) -> pa.Array:
+        """Column ``name`` decoded to its logical Arrow type, nulls restored."""
+        c = self.column(name)
+        vals, _ = self.read_column_pages(name)
+        return decode(c, vals)
+
+    def to_table(self, columns: list[str] | None = None) -> pa.Table:
+        """The table (or some columns) as Arrow, decoded."""
+        names = columns or list(self.columns)
+        return pa.table({n: self.to_arrow(n) for n in names})
+
+    def verify(self) -> list[str]:
+        """Check every page of every column; return one line per problem (empty if sound)."""
+        problems = []
+        for c in self.manifest.columns:
+            step = max(1, (64 << 20) // self.page_size)
+            for p0 in range(c.first_page, c.first_page + c.n_pages, step):
+                ids = np.arange(p0, min(p0 + step, c.first_page + c.n_pages))
+                buf = np.empty((len(ids), self.page_size), dtype=np.uint8)
+                self.read_pages(ids, buf, verify=False)
+                bad = np.nonzero(page_checksums(buf, ids) != self.pages.checksum[ids])[0]
+                for b in bad:
+                    p = int(ids[b])
+                    problems.append(
+                        f"column {c.name!r} page {p - c.first_page} (global page {p}): checksum mismatch"
+                    )
+        return problems
+
+    def close(self) -> None:
+        """Close the volume files."""
+        for fd in self._fds:
+            os.close(fd)
+        self._fds = []
+
+    def __enter__(self) -> PageStore:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+def decode(c: ColumnMeta, vals: np.ndarray) -> pa.Array:
+    """Storage values of column ``c`` -> Arrow array of its logical type, with nulls."""
+    if c.kind == "float":
+        return pa.array(vals, mask=np.isnan(vals), type=pa.from_numpy_dtype(c.np_dtype))
+    mask = vals == c.sentinel
+    if c.kind == "int":
+        return pa.array(vals.astype(np.int64), mask=mask, type=pa.int64())
+    if c.kind == "timestamp":
+        return pa.array(vals, mask=mask, type=pa.timestamp("us"))
+    codes = pa.array(np.where(mask, 0, vals).astype(np.int32), mask=mask)
+    return pa.DictionaryArray.from_arrays(codes, pa.array(c.dictionary or (), pa.string())).cast(
+        pa.string()
+    )

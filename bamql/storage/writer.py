@@ -1,0 +1,132 @@
+"""Lays column values out in fixed-width pages across volume files (used by ingest)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from bamql.storage.format import HISTOGRAM_MAX_DOMAIN, sentinel_for, volume_name
+from bamql.storage.pagemath import page_checksums, zone_maps
+
+
+@dataclass
+class ColumnPlan:
+    """A column to be written: its name, logical kind, storage dtype and value range."""
+
+    name: str
+    kind: str
+    dtype: np.dtype
+    lo: int | None = None  # integer range known before writing (for the histogram)
+    hi: int | None = None
+    dictionary: tuple[str, ...] | None = None
+
+
+class PageWriter:
+    """Streams each column's values into pages of one global page-id space.
+
+    Columns get consecutive extents; every full page is checksummed, zone-mapped and written
+    at once, so memory holds at most one partial page per column beyond the caller's batch.
+    """
+
+    def __init__(self, root: Path, plans: list[ColumnPlan], rows: int, page_size: int,
+                 n_volumes: int, sample_rows: int = 16384) -> None:
+        self.root, self.plans, self.rows = root, plans, rows
+        self.page_size, self.n_volumes = page_size, n_volumes
+        self.rows_per_page = [page_size // p.dtype.itemsize for p in plans]
+        self.first_page, p = [], 0
+        for rpp in self.rows_per_page:
+            self.first_page.append(p)
+            p += -(-rows // rpp)
+        self.total_pages = p
+        self.checksum = np.zeros(p, dtype=np.uint64)
+        self.zmin = np.full(p, np.inf)
+        self.zmax = np.full(p, -np.inf)
+        self.nulls = np.zeros(p, dtype=np.int32)
+        self.fds = []
+        for v in range(n_volumes):
+            fd = os.open(root / volume_name(v), os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
+            self.fds.append(fd)
+        self._tail = [np.empty(0, dtype=pl.dtype) for pl in plans]
+        self._written = [0] * len(plans)  # rows flushed to pages, per column
+        self._appended = [0] * len(plans)
+        self._null_count = [0] * len(plans)
+        self._hist: list[np.ndarray | None] = []
+        for pl in plans:
+            dom = None
+            if pl.lo is not None and pl.hi is not None and pl.hi - pl.lo < HISTOGRAM_MAX_DOMAIN:
+                dom = np.zeros(pl.hi - pl.lo + 1, dtype=np.int64)
+            self._hist.append(dom)
+        self.sample_stride = max(1, rows // sample_rows)
+        self._sample: list[list[np.ndarray]] = [[] for _ in plans]
+
+    def append(self, i: int, values: np.ndarray) -> None:
+        """Append the next values of column ``i`` (already in its storage dtype)."""
+        pl = self.plans[i]
+        sent = sentinel_for(pl.dtype)
+        start = self._appended[i]
+        self._appended[i] += len(values)
+        off = (-start) % self.sample_stride
+        self._sample[i].append(values[off :: self.sample_stride].copy())
+        null = np.isnan(values) if pl.dtype.kind == "f" else values == sent
+        self._null_count[i] += int(null.sum())
+        if self._hist[i] is not None:
+            v = values[~null].astype(np.int64) - pl.lo
+            self._hist[i] += np.bincount(v, minlength=len(self._hist[i]))[: len(self._hist[i])]
+        buf = np.concatenate([self._tail[i], values]) if len(self._tail[i]) else values
+        rpp = self.rows_per_page[i]
+        full = (len(buf) // rpp) * rpp
+        if full:
+            self._flush(i, buf[:full])
+        self._tail[i] = buf[full:].copy()
+
+    def _flush(self, i: int, values: np.ndarray, padding: int = 0) -> None:
+        rpp = self.rows_per_page[i]
+        n = len(values) // rpp
+        p0 = self.first_page[i] + self._written[i] // rpp
+        ids = np.arange(p0, p0 + n)
+        lo, hi, nn = zone_maps(values, rpp, sentinel_for(values.dtype))
+        nn[-1] -= padding
+        pages = np.zeros((n, self.page_size), dtype=np.uint8)
+        pages[:, : rpp * values.dtype.itemsize] = values.reshape(n, rpp).view(np.uint8)
+        self.checksum[ids] = page_checksums(pages, ids)
+        self.zmin[ids], self.zmax[ids], self.nulls[ids] = lo, hi, nn
+        nv = self.n_volumes
+        for v in range(nv):
+            # Pages p with p % nv == v are consecutive within volume v: one write each.
+            first = (v - p0) % nv
+            sel = pages[first::nv]
+            if len(sel):
+                os.pwrite(self.fds[v], sel.tobytes(), ((p0 + first) // nv) * self.page_size)
+        self._written[i] += n * rpp
+
+    def finish(self) -> dict:
+        """Flush partial last pages, close volumes and return per-column results."""
+        out = []
+        for i, pl in enumerate(self.plans):
+            if self._appended[i] != self.rows:
+                raise RuntimeError(f"column {pl.name}: {self._appended[i]} rows, expected {self.rows}")
+            tail = self._tail[i]
+            if len(tail):
+                pad = self.rows_per_page[i] - len(tail)
+                filler = np.full(pad, sentinel_for(pl.dtype), dtype=pl.dtype)
+                self._flush(i, np.concatenate([tail, filler]), padding=pad)
+            hist = None
+            if self._hist[i] is not None:
+                nz = np.nonzero(self._hist[i])[0]
+                hist = {str(int(k) + pl.lo): int(self._hist[i][k]) for k in nz}
+            out.append({"nulls": self._null_count[i], "histogram": hist,
+                        "sample": np.concatenate(self._sample[i])})
+        for fd in self.fds:
+            os.fsync(fd)
+            os.close(fd)
+        self.fds = []
+        return {"columns": out}
+
+    def abort(self) -> None:
+        """Close any open volume files (the caller removes the directory)."""
+        for fd in self.fds:
+            os.close(fd)
+        self.fds = []

@@ -1,0 +1,52 @@
+"""Shared fixtures: small generated taxi tables, as ORC and as page stores."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.orc as paorc
+import pytest
+
+from bamql.datasets.generator import GenParams, generate_chunk
+from bamql.datasets.orc import write_orc
+from bamql.storage.ingest import ingest
+
+SAMPLE_DIR = Path(__file__).resolve().parents[1] / "tests" / "data" / "tlc-sample"
+SAMPLES = sorted(SAMPLE_DIR.glob("yellow_tripdata_sample_2019-*.csv"))
+
+
+@pytest.fixture(scope="session")
+def taxi_table() -> pa.Table:
+    """60,000 generated trips, 0.5% in Williamsburg so that filters have matches."""
+    return generate_chunk(GenParams(rows=60_000, seed=7, williamsburg_share=0.005), 0)
+
+
+@pytest.fixture(scope="session")
+def taxi_orc(tmp_path_factory, taxi_table) -> list[Path]:
+    """The generated trips as two ORC files (rows split 2:1)."""
+    d = tmp_path_factory.mktemp("orc")
+    paths = [d / "a.orc", d / "b.orc"]
+    write_orc([taxi_table.slice(0, 40_000)], paths[0])
+    write_orc([taxi_table.slice(40_000)], paths[1])
+    return paths
+
+
+@pytest.fixture(scope="session")
+def taxi_store(tmp_path_factory, taxi_orc) -> Path:
+    """The generated trips as a page store (4 KiB pages, one volume); returns the data dir."""
+    d = tmp_path_factory.mktemp("data")
+    ingest(taxi_orc, d / "trips")
+    return d
+
+
+@pytest.fixture(scope="session")
+def sample_store(tmp_path_factory) -> Path:
+    """The real TLC sample (20,000 trips of 2019) as a page store of 512 B pages."""
+    d = tmp_path_factory.mktemp("sample")
+    ingest(SAMPLES, d / "trips", page_size=512)
+    return d
+
+
+def read_orc(paths) -> pa.Table:
+    return pa.concat_tables(paorc.read_table(str(p)) for p in paths)

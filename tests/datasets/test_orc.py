@@ -1,0 +1,32 @@
+from __future__ import annotations
+
+import pyarrow.orc as paorc
+import pytest
+
+from bamql.datasets.generator import CHUNK_ROWS, GenParams
+from bamql.datasets.orc import generate_orc
+from bamql.errors import BamqlError
+
+
+def test_generate_orc_options_and_parallel_determinism(tmp_path):
+    params = GenParams(rows=CHUNK_ROWS + 5_000, seed=11)
+    a = generate_orc(tmp_path / "a", params, files=2, workers=2)
+    b = generate_orc(tmp_path / "b", params, files=1, workers=1)
+    assert a.rows == b.rows == params.rows
+    f = paorc.ORCFile(str(a.files[0]))
+    assert f.compression == "ZSTD"
+    assert f.row_index_stride == 10_000
+    two = paorc.read_table(str(a.files[0])).num_rows + paorc.read_table(str(a.files[1])).num_rows
+    assert two == params.rows
+    # same rows whatever the number of files and workers
+    import pyarrow as pa
+
+    ta = pa.concat_tables([paorc.read_table(str(p)) for p in a.files])
+    tb = paorc.read_table(str(b.files[0]))
+    assert ta.equals(tb)
+    assert not list(tmp_path.glob(".*"))  # no temporary directory left
+
+
+def test_generate_orc_refuses_existing_output(tmp_path):
+    with pytest.raises(BamqlError, match="already exists"):
+        generate_orc(tmp_path, GenParams(rows=10))

@@ -1,0 +1,67 @@
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+
+def bamql(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "bamql.cli", *map(str, args)],
+                          capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+def test_help_explains_commands():
+    r = bamql("--help")
+    assert r.returncode == 0
+    for cmd in ("gen", "ingest", "verify", "demo"):
+        assert cmd in r.stdout
+
+
+def test_gen_ingest_verify(tmp_path):
+    r = bamql("gen", "--rows", 5000, "--out", tmp_path / "orc", "--seed", 1, "--workers", 1)
+    assert r.returncode == 0, r.stderr
+    assert "rows/s" in r.stdout
+    r = bamql("ingest", tmp_path / "orc" / "trips-000.orc", "--out", tmp_path / "data" / "trips",
+              "--page-size", "1KiB", "--volumes", 2)
+    assert r.returncode == 0, r.stderr
+    assert "MB/s" in r.stdout
+    r = bamql("verify", tmp_path / "data" / "trips")
+    assert r.returncode == 0 and "OK" in r.stdout
+
+
+def _one_line_error(r, text):
+    assert r.returncode != 0
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith("bamql: error:") and text in lines[0]
+    assert "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize(
+    "args, text",
+    [
+        (["ingest", "nope.orc", "--out", "x"], "does not exist"),
+        (["verify", "no/such/store"], "does not exist"),
+        (["gen", "--rows", "0", "--out", "g"], "must be positive"),
+        (["ingest", "a.txt", "--out", "y"], "does not exist"),
+    ],
+)
+def test_clear_one_line_errors(tmp_path, args, text):
+    _one_line_error(bamql(*args, cwd=tmp_path), text)
+
+
+def test_corrupt_store_fails_verify(tmp_path, taxi_store):
+    import shutil
+
+    t = tmp_path / "trips"
+    shutil.copytree(taxi_store / "trips", t)
+    with open(t / "vol-000.bin", "r+b") as f:
+        f.seek(5000)
+        b = f.read(1)
+        f.seek(5000)
+        f.write(bytes([b[0] ^ 1]))
+    r = bamql("verify", t)
+    assert r.returncode == 1
+    assert "checksum mismatch" in r.stderr and "bad page" in r.stderr
+    assert "Traceback" not in r.stderr
