@@ -1,0 +1,81 @@
+"""The CPU executor: phase 1 filters stage by stage, phase 2 gathers dependent columns for
+matching rows and aggregates, morsel by morsel (bounded memory)."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+
+from bamql.engine import accumulate
+from bamql.engine.fetch import fetch
+from bamql.engine.stats import QueryStats
+from bamql.kernels import cpu as kcpu
+from bamql.planner import ir
+from bamql.planner.physical import PhysicalPlan
+from bamql.storage.store import PageStore
+
+#: Rows per morsel: a multiple of every column's rows per page (all powers of two).
+MORSEL_ROWS = 1 << 21
+
+
+def _morsels(ranges, size: int):
+    for a, b in ranges:
+        start = a
+        while start < b:
+            end = min(b, (start // size + 1) * size)
+            yield start, end
+            start = end
+
+
+def run_cpu(plan: PhysicalPlan, store: PageStore, stats: QueryStats) -> accumulate.Grouped:
+    """Execute ``plan`` on the CPU; fills ``stats``; returns the finished groups."""
+    q = plan.query
+    sent = {name: c.sentinel for name, c in store.columns.items()}
+    t0 = time.perf_counter()
+    filters = [(s, ir.columns_of(s.predicate)) for s in plan.stages]
+    fkerns = [kcpu.filter_kernel(s.predicate, cols, sent) for s, cols in filters]
+    agg_cols: list[str] = []
+    for e in (*q.keys, *q.aggs):
+        for c in ir.columns_of(e):
+            if c not in agg_cols:
+                agg_cols.append(c)
+    akern = kcpu.agg_kernel(q.keys, plan.key_domains, q.aggs, agg_cols, sent)
+    groups = accumulate.n_groups(plan.key_domains)
+    nch = max(1, min(4 * (os.cpu_count() or 1), (1 << 26) // max(groups * max(len(q.aggs), 1), 1)))
+    # numba compiles lazily on first call; warm both kernels on empty input to time it apart
+    with kcpu.KERNEL_LOCK:
+        for (s, cols), k in zip(filters, fkerns, strict=True):
+            k(0, *[np.empty(0, store.column(c).np_dtype) for c in cols], np.empty(0, bool))
+        empty = accumulate.alloc(1, groups, q.aggs)
+        akern(0, 1, *[np.empty(0, store.column(c).np_dtype) for c in agg_cols], *empty.values())
+    stats.compile_seconds = time.perf_counter() - t0
+    total = None
+    paths = {a.column: a.path for a in plan.access}
+    size = max(MORSEL_ROWS, store.page_size)
+    for lo, hi in _morsels(plan.ranges, size):
+        rows = np.arange(lo, hi, dtype=np.int64)
+        vals: dict[str, np.ndarray] = {}
+        for (s, cols), k in zip(filters, fkerns, strict=True):
+            for c in s.columns:
+                vals[c] = fetch(store, store.column(c), rows, lo, hi, paths[c], stats, len(rows))
+            mask = np.empty(len(rows), bool)
+            with kcpu.KERNEL_LOCK:
+                k(len(rows), *[vals[c] for c in cols], mask)
+            rows = rows[mask]
+            vals = {c: v[mask] for c, v in vals.items()}
+            if not len(rows):
+                break
+        if not len(rows):
+            continue
+        stats.rows_matched += len(rows)
+        for c in plan.dependent:
+            vals[c] = fetch(store, store.column(c), rows, lo, hi, paths[c], stats, len(rows))
+        acc = accumulate.alloc(nch, groups, q.aggs)
+        with kcpu.KERNEL_LOCK:
+            akern(len(rows), nch, *[vals[c] for c in agg_cols], *acc.values())
+        total = accumulate.merge(acc, total)
+    if total is None:
+        total = accumulate.merge(accumulate.alloc(1, groups, q.aggs), None)
+    return accumulate.finish(total, q, plan.key_domains)

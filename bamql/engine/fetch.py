@@ -1,0 +1,35 @@
+"""Reading column values for a set of rows: only the pages that hold them (or the range)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bamql.engine.stats import QueryStats
+from bamql.storage.format import ColumnMeta
+from bamql.storage.store import PageStore
+
+
+def fetch(store: PageStore, c: ColumnMeta, rows: np.ndarray, lo: int, hi: int, path: str,
+          stats: QueryStats, needed: int) -> np.ndarray:
+    """Values of column ``c`` at ``rows`` (sorted, within ``[lo, hi)``).
+
+    ``gather`` reads the distinct pages that hold ``rows``; ``scan`` and ``stream`` read every
+    page of ``[lo, hi)``. Adjacent pages are read with one call (store.read_pages).
+    """
+    rpp = c.rows_per_page
+    if len(rows) == 0:
+        return np.empty(0, dtype=c.np_dtype)
+    if path == "gather":
+        pl = rows // rpp
+        pages = pl[np.concatenate(([True], pl[1:] != pl[:-1]))]
+    else:
+        pages = np.arange(lo // rpp, (hi - 1) // rpp + 1)
+    buf = np.empty((len(pages), store.page_size), dtype=np.uint8)
+    nbytes = store.read_pages(c.first_page + pages, buf)
+    stats.add(c.name, len(pages), nbytes, needed)
+    table = buf.view(c.np_dtype)[:, :rpp]
+    if path != "gather" and len(rows) == hi - lo:  # contiguous: a slice, no gather
+        start = lo - int(pages[0]) * rpp
+        return table.reshape(-1)[start : start + len(rows)]
+    idx = np.searchsorted(pages, rows // rpp)
+    return table[idx, rows % rpp]

@@ -1,0 +1,266 @@
+"""A dataframe-like path to the same IR: ``con.table("trips").filter(...).agg(...)``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bamql.engine.result import Result
+from bamql.errors import PlanError
+from bamql.planner import ir
+from bamql.planner.translate import MAX_GROUPS, key_domain
+
+
+@dataclass(frozen=True)
+class ColExpr:
+    """An unresolved column expression; resolved against a table's schema when run."""
+
+    op: str
+    args: tuple
+
+    # comparisons
+    def __eq__(self, o):  # type: ignore[override]
+        return ColExpr("=", (self, o))
+
+    def __ne__(self, o):  # type: ignore[override]
+        return ColExpr("<>", (self, o))
+
+    def __lt__(self, o):
+        return ColExpr("<", (self, o))
+
+    def __le__(self, o):
+        return ColExpr("<=", (self, o))
+
+    def __gt__(self, o):
+        return ColExpr(">", (self, o))
+
+    def __ge__(self, o):
+        return ColExpr(">=", (self, o))
+
+    # arithmetic
+    def __add__(self, o):
+        return ColExpr("+", (self, o))
+
+    def __radd__(self, o):
+        return ColExpr("+", (o, self))
+
+    def __sub__(self, o):
+        return ColExpr("-", (self, o))
+
+    def __rsub__(self, o):
+        return ColExpr("-", (o, self))
+
+    def __mul__(self, o):
+        return ColExpr("*", (self, o))
+
+    def __rmul__(self, o):
+        return ColExpr("*", (o, self))
+
+    def __truediv__(self, o):
+        return ColExpr("/", (self, o))
+
+    def __rtruediv__(self, o):
+        return ColExpr("/", (o, self))
+
+    def __neg__(self):
+        return ColExpr("neg", (self,))
+
+    # logic
+    def __and__(self, o):
+        return ColExpr("and", (self, o))
+
+    def __or__(self, o):
+        return ColExpr("or", (self, o))
+
+    def __invert__(self):
+        return ColExpr("not", (self,))
+
+    def __hash__(self):
+        return hash((self.op, self.args))
+
+    def __bool__(self):
+        raise TypeError("use & | ~ to combine conditions, not and/or/not")
+
+    def isin(self, values) -> ColExpr:
+        return ColExpr("in", (self, tuple(values)))
+
+    def between(self, lo, hi) -> ColExpr:
+        return (self >= lo) & (self <= hi)
+
+    def is_null(self) -> ColExpr:
+        return ColExpr("isnull", (self,))
+
+    def is_not_null(self) -> ColExpr:
+        return ColExpr("notnull", (self,))
+
+    def hour(self) -> ColExpr:
+        return ColExpr("extract", ("hour", self))
+
+    # aggregates
+    def mean(self) -> ColExpr:
+        return ColExpr("agg", ("avg", self))
+
+    def sum(self) -> ColExpr:
+        return ColExpr("agg", ("sum", self))
+
+    def min(self) -> ColExpr:
+        return ColExpr("agg", ("min", self))
+
+    def max(self) -> ColExpr:
+        return ColExpr("agg", ("max", self))
+
+    def count(self) -> ColExpr:
+        return ColExpr("agg", ("count", self))
+
+
+def col(name: str) -> ColExpr:
+    """A column of the table, by name."""
+    return ColExpr("col", (name,))
+
+
+def count() -> ColExpr:
+    """COUNT(*)."""
+    return ColExpr("agg", ("count", None))
+
+
+def _lit(v, other: ir.Expr, cols) -> ir.Lit:
+    from bamql.planner.translate import _Translator
+
+    t = _Translator("", {})
+    t.cols = cols
+    if isinstance(v, str):
+        lit = ir.Lit(v, "strlit")
+    elif isinstance(v, bool):
+        lit = ir.Lit(v, "bool")
+    elif isinstance(v, int):
+        lit = ir.Lit(v, "int")
+    elif isinstance(v, float):
+        lit = ir.Lit(v, "float")
+    elif v is None:
+        lit = ir.Lit(None, "null")
+    else:
+        import numpy as np
+
+        if isinstance(v, np.datetime64 | __import__("datetime").datetime):
+            lit = ir.Lit(int(np.datetime64(v, "us").astype(np.int64)), "timestamp")
+        else:
+            raise PlanError(f"unsupported constant {v!r}")
+    return t.coerce_literal(lit, other, None)
+
+
+def resolve(e, cols) -> ir.Expr:
+    """ColExpr -> IR over a table's columns (same checks as SQL)."""
+    from bamql.planner.translate import _Translator
+
+    t = _Translator("", {})
+    t.cols = cols
+    if not isinstance(e, ColExpr):
+        raise PlanError(f"expected a column expression, got {e!r}")
+    op, a = e.op, e.args
+    if op == "col":
+        if a[0] not in cols:
+            raise PlanError(f"unknown column {a[0]!r}")
+        return ir.Col(a[0], cols[a[0]].kind)
+    if op in ("=", "<>", "<", "<=", ">", ">="):
+        left = resolve(a[0], cols)
+        right = resolve(a[1], cols) if isinstance(a[1], ColExpr) else _lit(a[1], left, cols)
+        return t.compare(op, left, right, None)
+    if op in ("+", "-", "*", "/"):
+        x = resolve(a[0], cols) if isinstance(a[0], ColExpr) else _lit(a[0], ir.Lit(0, "int"), cols)
+        y = resolve(a[1], cols) if isinstance(a[1], ColExpr) else _lit(a[1], ir.Lit(0, "int"), cols)
+        for z in (x, y):
+            t.need_numeric(z, None)
+        kind = "float" if op == "/" or "float" in (x.kind, y.kind) else "int"
+        return ir.Arith(op, x, y, kind)
+    if op == "neg":
+        x = resolve(a[0], cols)
+        return ir.Neg(x, x.kind)
+    if op in ("and", "or"):
+        parts = (resolve(a[0], cols), resolve(a[1], cols))
+        return ir.And(parts) if op == "and" else ir.Or(parts)
+    if op == "not":
+        return ir.Not(resolve(a[0], cols))
+    if op == "in":
+        x = resolve(a[0], cols)
+        return ir.InList(x, tuple(_lit(v, x, cols) for v in a[1]))
+    if op in ("isnull", "notnull"):
+        return ir.IsNull(resolve(a[0], cols), negated=op == "notnull")
+    if op == "extract":
+        x = resolve(a[1], cols)
+        if x.kind != "timestamp":
+            raise PlanError("hour() needs a timestamp column")
+        return ir.Extract(a[0], x)
+    raise PlanError(f"{op} is not allowed here")
+
+
+def _agg(e: ColExpr, cols) -> ir.Agg:
+    if not isinstance(e, ColExpr) or e.op != "agg":
+        raise PlanError("agg() takes aggregates such as col('x').mean() or count()")
+    func, arg = e.args
+    if arg is None:
+        return ir.Agg("count", None, "int")
+    x = resolve(arg, cols)
+    if func == "count":
+        return ir.Agg("count", x, "int")
+    if func in ("sum", "avg"):
+        if x.kind not in ("int", "float"):
+            raise PlanError(f"{func} needs a number, got {x.kind}")
+        return ir.Agg(func, x, "float" if func == "avg" or x.kind == "float" else "int")
+    return ir.Agg(func, x, x.kind)
+
+
+class Frame:
+    """A lazy query on one table; ``agg`` runs it."""
+
+    def __init__(self, session, table: str, predicate: ColExpr | None = None,
+                 keys: tuple = ()) -> None:
+        self.session, self.name, self.predicate, self.keys = session, table, predicate, keys
+
+    def filter(self, cond: ColExpr) -> Frame:
+        """Rows where ``cond`` holds (ANDed with earlier filters)."""
+        p = cond if self.predicate is None else (self.predicate & cond)
+        return Frame(self.session, self.name, p, self.keys)
+
+    def group_by(self, *keys) -> Frame:
+        """Group by columns (names or expressions such as ``col('pickup_datetime').hour()``)."""
+        ks = tuple(col(k) if isinstance(k, str) else k for k in keys)
+        return Frame(self.session, self.name, self.predicate, ks)
+
+    def query(self, **aggs: ColExpr) -> ir.Query:
+        """The logical query that ``agg(**aggs)`` would run."""
+        if not aggs:
+            raise PlanError("agg() needs at least one named aggregate")
+        cols = self.session.store(self.name).columns
+        pred = resolve(self.predicate, cols) if self.predicate is not None else None
+        if pred is not None and pred.kind != "bool":
+            raise PlanError("filter() needs a condition")
+        keys = tuple(resolve(k, cols) for k in self.keys)
+        total = 1
+        for k in keys:
+            if not (isinstance(k, ir.Col) and k.kind in ("int", "string")) and not isinstance(k, ir.Extract):
+                raise PlanError("group_by takes integer or string columns, or .hour()")
+            total *= key_domain(k, cols)[1] + 1
+        if total > MAX_GROUPS:
+            raise PlanError(f"group_by has up to {total:,} groups (at most {MAX_GROUPS:,})")
+        agg_list: list[ir.Agg] = []
+        exprs = []
+        for a in aggs.values():
+            g = _agg(a, cols)
+            if g not in agg_list:
+                agg_list.append(g)
+            exprs.append(ir.AggRef(agg_list.index(g), g.kind))
+        key_names = tuple(k.name if isinstance(k, ir.Col) else f"{k.part}" for k in keys)
+        names = key_names + tuple(aggs)
+        key_exprs = tuple(ir.KeyRef(i, k.kind) for i, k in enumerate(keys))
+        order = tuple((i, False) for i in range(len(keys)))
+        return ir.Query(self.name, pred, keys, tuple(agg_list), names, key_exprs + tuple(exprs),
+                        None, order, None)
+
+    def agg(self, **aggs: ColExpr) -> Result:
+        """Run the query: one output column per named aggregate (plus the group keys)."""
+        return self.session.execute(self.query(**aggs))
+
+    def explain(self, **aggs: ColExpr) -> str:
+        from bamql.planner.physical import explain_text
+
+        q = self.query(**aggs)
+        return explain_text(self.session.plan(q), self.session.store(self.name))

@@ -1,0 +1,133 @@
+"""Query results: the select list over finished groups, HAVING, ORDER BY, LIMIT -> Arrow."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from bamql.engine.accumulate import Grouped
+from bamql.engine.stats import QueryStats
+from bamql.planner import ir
+from bamql.planner.evaluate import evaluate
+from bamql.storage.format import ColumnMeta
+
+
+def _dictionary_of(e: ir.Expr, q: ir.Query, cols: dict[str, ColumnMeta]) -> tuple[str, ...]:
+    src = q.keys[e.index] if isinstance(e, ir.KeyRef) else q.aggs[e.index].arg
+    return cols[src.name].dictionary or ()
+
+
+def _arrow(v: np.ndarray, ok: np.ndarray, e: ir.Expr, q: ir.Query, cols) -> pa.Array:
+    mask = ~ok
+    if e.kind == "float":
+        return pa.array(v.astype(np.float64), mask=mask, type=pa.float64())
+    if e.kind == "int":
+        return pa.array(v.astype(np.int64), mask=mask, type=pa.int64())
+    if e.kind == "bool":
+        return pa.array(v.astype(bool), mask=mask, type=pa.bool_())
+    if e.kind == "timestamp":
+        return pa.array(v.astype(np.int64), mask=mask, type=pa.timestamp("us"))
+    if e.kind == "string" and isinstance(e, ir.KeyRef | ir.AggRef):
+        d = _dictionary_of(e, q, cols)
+        codes = np.where(ok, v, 0).astype(np.int64)
+        return pa.array([d[c] if o else None for c, o in zip(codes, ok, strict=True)], pa.string())
+    if e.kind == "string":  # a constant string in the select list
+        return pa.array([str(x) if o else None for x, o in zip(v, ok, strict=True)], pa.string())
+    return pa.array(v, mask=mask)
+
+
+def assemble(g: Grouped, q: ir.Query, cols: dict[str, ColumnMeta]) -> pa.Table:
+    """Evaluate the select list, HAVING, ORDER BY and LIMIT over the groups."""
+    env = {("key", i): k for i, k in enumerate(g.keys)}
+    env.update({("agg", j): a for j, a in enumerate(g.aggs)})
+    n = g.n
+    outs = [evaluate(e, env, n) for e in q.exprs]
+    keep = np.arange(n)
+    if q.having is not None:
+        hv, hok = evaluate(q.having, env, n)
+        keep = keep[hv.astype(bool) & hok]
+    if q.order:
+        sort_keys = []  # NULLs last in either direction, as in DuckDB
+        for idx, desc in q.order:
+            v, ok = outs[idx][0][keep], outs[idx][1][keep]
+            e = q.exprs[idx]
+            if e.kind == "string" and isinstance(e, ir.KeyRef | ir.AggRef):
+                d = _dictionary_of(e, q, cols)
+                v = np.array([d[int(x)] if o else "" for x, o in zip(v, ok, strict=True)], dtype=object)
+            inv = np.unique(v, return_inverse=True)[1].reshape(-1) if len(v) else v
+            sort_keys += [(~ok).astype(np.int8), -inv if desc else inv]
+        keep = keep[np.lexsort(sort_keys[::-1])] if len(keep) else keep
+    if q.limit is not None:
+        keep = keep[: q.limit]
+    arrays = [_arrow(v[keep], ok[keep], e, q, cols) for (v, ok), e in zip(outs, q.exprs, strict=True)]
+    names = _unique(list(q.names))
+    return pa.Table.from_arrays(arrays, names=names)
+
+
+def _unique(names: list[str]) -> list[str]:
+    seen: dict[str, int] = {}
+    out = []
+    for n in names:
+        if n in seen:
+            seen[n] += 1
+            out.append(f"{n}_{seen[n]}")
+        else:
+            seen[n] = 0
+            out.append(n)
+    return out
+
+
+@dataclass
+class Result:
+    """What a query returns: an Arrow table, the I/O statistics and the plan."""
+
+    table: pa.Table
+    stats: QueryStats | None
+    plan_text: str
+
+    def to_arrow(self) -> pa.Table:
+        return self.table
+
+    def to_pandas(self):
+        return self.table.to_pandas()
+
+    def explain(self) -> str:
+        """The plan and, after a run, what it read (EXPLAIN ANALYZE)."""
+        if self.stats is None:
+            return self.plan_text
+        return self.plan_text + "\nAnalyze:\n" + self.stats.table_text()
+
+    def rows(self) -> list[tuple]:
+        cols = [c.to_pylist() for c in self.table.columns]
+        return list(zip(*cols, strict=True)) if cols else []
+
+    def __repr__(self) -> str:
+        return format_table(self.table)
+
+
+def format_table(t: pa.Table, max_rows: int = 50) -> str:
+    """A plain-text grid of an Arrow table."""
+    names = t.column_names
+    rows = [[_cell(x) for x in r] for r in zip(*(c.to_pylist() for c in t.columns), strict=True)]
+    shown = rows[:max_rows]
+    widths = [max([len(n)] + [len(r[i]) for r in shown]) for i, n in enumerate(names)]
+    sep = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
+    out = [sep, "| " + " | ".join(n.ljust(w) for n, w in zip(names, widths, strict=True)) + " |", sep]
+    for r in shown:
+        out.append("| " + " | ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) + " |")
+    out.append(sep)
+    if len(rows) > max_rows:
+        out.append(f"({len(rows)} rows, {max_rows} shown)")
+    else:
+        out.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
+    return "\n".join(out)
+
+
+def _cell(x) -> str:
+    if x is None:
+        return "NULL"
+    if isinstance(x, float):
+        return f"{x:.6g}" if abs(x) < 1e15 else repr(x)
+    return str(x)

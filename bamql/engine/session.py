@@ -1,0 +1,198 @@
+"""Sessions: open tables, pick the device, plan and run queries, keep caches between them."""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import time
+from pathlib import Path
+
+import pyarrow as pa
+
+from bamql.engine.result import Result, assemble
+from bamql.engine.stats import ColumnIO, QueryStats
+from bamql.errors import BamqlError, DeviceError, PlanError, StoreError
+from bamql.planner import ir
+from bamql.planner.cost import MEDIA
+from bamql.planner.physical import PhysicalPlan, explain_text, plan_query
+from bamql.planner.translate import translate
+from bamql.storage.format import MANIFEST
+from bamql.storage.store import PageStore
+
+_EXPLAIN = re.compile(r"^\s*explain\s+(analyze\s+)?", re.IGNORECASE)
+
+
+def gpu_unavailable_reason() -> str | None:
+    """None if the GPU engine can run here, else why not (one line)."""
+    import importlib.util
+
+    if importlib.util.find_spec("bamql.kernels.gpu") is None:
+        return "this bamql has no GPU engine yet (CPU engine only)"
+    try:
+        from bamql.kernels.gpu import gpu_available
+    except ImportError as e:
+        return f"GPU packages are not installed ({e.name}); pip install 'bamql[gpu]'"
+    return gpu_available()
+
+
+class Session:
+    """A connection to a directory of tables (or one table directory).
+
+    Thread-safe: queries from many threads share the stores and the compiled kernels.
+    """
+
+    def __init__(self, path: str | os.PathLike, device: str = "auto", backend: str | None = None,
+                 cache: int | str | None = None) -> None:
+        self.path = Path(path)
+        if not self.path.exists():
+            raise StoreError(f"{self.path} does not exist")
+        if (self.path / MANIFEST).exists():
+            dirs = [self.path]
+        else:
+            dirs = sorted(d for d in self.path.iterdir()
+                          if d.is_dir() and not d.name.startswith(".") and (d / MANIFEST).exists())
+            if not dirs:
+                raise StoreError(f"{self.path} holds no bamql tables (run `bamql ingest` first)")
+        self.stores: dict[str, PageStore] = {}
+        for d in dirs:
+            s = PageStore(d)
+            self.stores[s.name] = s
+        self._lock = threading.Lock()
+        if device not in ("auto", "cpu", "gpu"):
+            raise DeviceError(f"device must be auto, cpu or gpu, not {device!r}")
+        self.note = ""
+        self.gpu = None
+        if device in ("auto", "gpu"):
+            why = gpu_unavailable_reason()
+            if why is None:
+                from bamql.engine.gpu import GpuEngine
+
+                self.gpu = GpuEngine(self, backend=backend or "host", cache=cache)
+            elif device == "gpu":
+                raise DeviceError(f"no usable GPU: {why}")
+            else:
+                self.note = f"using the CPU engine (no usable GPU: {why})"
+        if self.gpu is None and backend not in (None, "file"):
+            if device == "cpu":
+                raise DeviceError(f"backend {backend!r} needs device='gpu'; the CPU engine reads files")
+        self.device = "gpu" if self.gpu is not None else "cpu"
+        self.backend = self.gpu.backend if self.gpu is not None else "file"
+
+    # -- catalog -------------------------------------------------------------------------
+    def tables(self) -> list[str]:
+        """Names of the tables in this session."""
+        return sorted(self.stores)
+
+    def store(self, table: str) -> PageStore:
+        try:
+            return self.stores[table]
+        except KeyError:
+            raise PlanError(f"unknown table {table!r} (tables: {', '.join(self.tables())})") from None
+
+    def schema(self, table: str) -> pa.Schema:
+        """The logical Arrow schema of a table."""
+        s = self.store(table)
+        types = {"int": pa.int64(), "float": pa.float64(), "timestamp": pa.timestamp("us"),
+                 "string": pa.string()}
+        fields = []
+        for c in s.manifest.columns:
+            t = pa.float32() if c.dtype == "float32" else types[c.kind]
+            meta = {"storage": c.dtype, "pages": str(c.n_pages)}
+            fields.append(pa.field(c.name, t, metadata=meta))
+        return pa.schema(fields)
+
+    def catalog(self) -> dict:
+        return {name: s.columns for name, s in self.stores.items()}
+
+    # -- queries -------------------------------------------------------------------------
+    def plan(self, q: ir.Query) -> PhysicalPlan:
+        store = self.store(q.table)
+        medium = MEDIA[self.backend]
+        return plan_query(q, store, medium)
+
+    def sql(self, text: str) -> Result:
+        """Run a query (or EXPLAIN / EXPLAIN ANALYZE of one); returns a Result."""
+        m = _EXPLAIN.match(text or "")
+        body = text[m.end():] if m else text
+        q = translate(body.strip().rstrip(";"), self.catalog())
+        if m and not m.group(1):
+            plan = self.plan(q)
+            txt = explain_text(plan, self.store(q.table))
+            return Result(pa.table({"explain": txt.splitlines()}), None, txt)
+        res = self.execute(q)
+        if m:
+            txt = res.explain()
+            return Result(pa.table({"explain": txt.splitlines()}), res.stats, res.plan_text)
+        return res
+
+    def explain(self, text: str) -> str:
+        """The EXPLAIN text of a query."""
+        q = translate(text.strip().rstrip(";"), self.catalog())
+        return explain_text(self.plan(q), self.store(q.table))
+
+    def execute(self, q: ir.Query) -> Result:
+        """Plan and run a logical query."""
+        store = self.store(q.table)
+        plan = self.plan(q)
+        stats = QueryStats(self.device, self.backend, store.rows)
+        for a in plan.access:
+            c = store.column(a.column)
+            stats.columns[a.column] = ColumnIO(a.column, a.role, a.path, c.itemsize,
+                                               c.n_pages * store.page_size)
+        t0 = time.perf_counter()
+        try:
+            if self.gpu is not None:
+                groups = self.gpu.run(plan, store, stats)
+            else:
+                from bamql.engine.cpu import run_cpu
+
+                groups = run_cpu(plan, store, stats)
+        except BamqlError:
+            raise
+        except MemoryError:
+            raise DeviceError("out of host memory while running the query") from None
+        stats.seconds = time.perf_counter() - t0 - stats.compile_seconds
+        table = assemble(groups, q, store.columns)
+        return Result(table, stats, explain_text(plan, store))
+
+    def table(self, name: str):
+        """A dataframe-like handle on a table (see bamql.engine.frame)."""
+        from bamql.engine.frame import Frame
+
+        self.store(name)
+        return Frame(self, name)
+
+    def close(self) -> None:
+        """Close the tables and free device memory."""
+        if self.gpu is not None:
+            self.gpu.close()
+            self.gpu = None
+        for s in self.stores.values():
+            s.close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def connect(path: str | os.PathLike, device: str = "auto", backend: str | None = None,
+            cache: int | str | None = None) -> Session:
+    """Open a directory of bamql tables.
+
+    Parameters
+    ----------
+    path
+        A table directory (made by ``bamql ingest``) or a directory of them.
+    device
+        ``"auto"`` (the GPU if one works, else the CPU; ``session.note`` says which),
+        ``"cpu"`` or ``"gpu"``.
+    backend
+        GPU only: where page misses are served from: ``"host"`` (pinned host memory),
+        ``"file"`` (the volume files, through I/O queues) or ``"gpu"`` (all resident).
+    cache
+        GPU page-cache size, e.g. ``"8GiB"`` or bytes.
+    """
+    return Session(path, device=device, backend=backend, cache=cache)

@@ -1,0 +1,115 @@
+"""I/O accounting: per column, what was read, what a whole-column reader reads, what was needed."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+
+@dataclass
+class ColumnIO:
+    """What one column cost a query.
+
+    ``bytes_read`` came from the medium (whole pages); ``whole_bytes`` is what a reader of
+    whole columns (RAPIDS) moves for it; ``bytes_needed`` is the values the query used:
+    every evaluated row of a predicate column, every matching row of a dependent column.
+    """
+
+    column: str
+    role: str
+    path: str
+    itemsize: int
+    whole_bytes: int
+    pages_read: int = 0
+    bytes_read: int = 0
+    values_needed: int = 0
+    cache_hits: int = 0
+    cache_misses: int = 0
+
+    @property
+    def bytes_needed(self) -> int:
+        return self.values_needed * self.itemsize
+
+    @property
+    def amplification(self) -> float:
+        return self.bytes_read / self.bytes_needed if self.bytes_needed else float("inf")
+
+
+@dataclass
+class QueryStats:
+    """Everything measured about one query run."""
+
+    device: str
+    backend: str
+    rows: int
+    rows_matched: int = 0
+    seconds: float = 0.0
+    compile_seconds: float = 0.0
+    columns: dict[str, ColumnIO] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, column: str, pages: int, nbytes: int, needed: int = 0) -> None:
+        with self._lock:
+            c = self.columns[column]
+            c.pages_read += pages
+            c.bytes_read += nbytes
+            c.values_needed += needed
+
+    @property
+    def bytes_read(self) -> int:
+        return sum(c.bytes_read for c in self.columns.values())
+
+    @property
+    def whole_bytes(self) -> int:
+        return sum(c.whole_bytes for c in self.columns.values())
+
+    @property
+    def bytes_needed(self) -> int:
+        return sum(c.bytes_needed for c in self.columns.values())
+
+    @property
+    def amplification(self) -> float:
+        """Bytes moved / bytes needed (1.0 is ideal)."""
+        return self.bytes_read / self.bytes_needed if self.bytes_needed else float("inf")
+
+    @property
+    def whole_amplification(self) -> float:
+        """What the amplification of a whole-column reader would be."""
+        return self.whole_bytes / self.bytes_needed if self.bytes_needed else float("inf")
+
+    def to_dict(self) -> dict:
+        return {
+            "device": self.device, "backend": self.backend, "rows": self.rows,
+            "rows_matched": self.rows_matched, "seconds": self.seconds,
+            "compile_seconds": self.compile_seconds, "bytes_read": self.bytes_read,
+            "whole_bytes": self.whole_bytes, "bytes_needed": self.bytes_needed,
+            "amplification": self.amplification, "whole_amplification": self.whole_amplification,
+            "columns": {k: {"role": c.role, "path": c.path, "pages_read": c.pages_read,
+                            "bytes_read": c.bytes_read, "whole_bytes": c.whole_bytes,
+                            "bytes_needed": c.bytes_needed, "cache_hits": c.cache_hits,
+                            "cache_misses": c.cache_misses}
+                        for k, c in self.columns.items()},
+        }
+
+    def table_text(self) -> str:
+        """The per-column I/O table of EXPLAIN ANALYZE."""
+        from bamql.planner.physical import _fmt_bytes as fb
+
+        lines = [f"  {'column':<24} {'role':<9} {'path':<6} {'pages':>9} {'read':>11} "
+                 f"{'whole col':>11} {'needed':>11} {'ampl.':>7}"]
+        for c in self.columns.values():
+            amp = f"{c.amplification:.2f}x" if c.bytes_needed else "-"
+            lines.append(f"  {c.column:<24} {c.role:<9} {c.path:<6} {c.pages_read:>9,} "
+                         f"{fb(c.bytes_read):>11} {fb(c.whole_bytes):>11} {fb(c.bytes_needed):>11} "
+                         f"{amp:>7}")
+            if c.cache_hits or c.cache_misses:
+                lines[-1] += f"  cache {c.cache_hits:,} hits / {c.cache_misses:,} misses"
+        lines.append(f"  {'total':<24} {'':<9} {'':<6} {sum(c.pages_read for c in self.columns.values()):>9,} "
+                     f"{fb(self.bytes_read):>11} {fb(self.whole_bytes):>11} {fb(self.bytes_needed):>11} "
+                     f"{self.amplification:>6.2f}x")
+        lines.append(f"  rows matched: {self.rows_matched:,} of {self.rows:,}; "
+                     f"amplification {self.amplification:.2f}x (whole-column reader: "
+                     f"{self.whole_amplification:.2f}x); {self.seconds * 1e3:.1f} ms on "
+                     f"{self.device}/{self.backend}"
+                     + (f" (+{self.compile_seconds * 1e3:.0f} ms compiling)" if self.compile_seconds else ""))
+        return "\n".join(lines)

@@ -1,0 +1,54 @@
+"""The cost model: how many pages a gather touches, and gather vs stream per column."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Medium:
+    """What a backend's storage is like: sequential bandwidth and random-read rate."""
+
+    name: str
+    seq_bytes_per_s: float
+    random_reads_per_s: float
+
+
+#: An NVMe/virtio disk as measured on the GPU machine (bam.md): 1.7 GB/s, ~100 k reads/s.
+FILE = Medium("file", 1.7e9, 1.0e5)
+#: Pinned host memory read by the GPU over PCIe: 50 GB/s, 32-byte sectors at any address.
+HOST = Medium("host", 50e9, 1.5e9)
+#: GPU memory.
+GPU = Medium("gpu", 3.0e12, 1.0e10)
+MEDIA = {m.name: m for m in (FILE, HOST, GPU)}
+
+
+def touch_probability(selectivity: float, rows_per_page: int) -> float:
+    """Probability that a page of ``rows_per_page`` rows holds at least one match."""
+    s = min(max(selectivity, 0.0), 1.0)
+    return 1.0 - (1.0 - s) ** rows_per_page
+
+
+def gather_cost(n_pages: int, rows_per_page: int, selectivity: float, page_size: int,
+                medium: Medium) -> tuple[float, float]:
+    """Estimated (pages read, seconds) of gathering only the pages that hold a match.
+
+    Adjacent touched pages coalesce into one request, so requests = touched runs.
+    """
+    p = touch_probability(selectivity, rows_per_page)
+    pages = n_pages * p
+    requests = max(pages * (1.0 - p), min(pages, 1.0))
+    return pages, requests / medium.random_reads_per_s + pages * page_size / medium.seq_bytes_per_s
+
+
+def stream_cost(n_pages: int, page_size: int, medium: Medium) -> tuple[float, float]:
+    """Estimated (pages read, seconds) of streaming a whole column."""
+    return float(n_pages), 1.0 / medium.random_reads_per_s + n_pages * page_size / medium.seq_bytes_per_s
+
+
+def choose_path(n_pages: int, rows_per_page: int, selectivity: float, page_size: int,
+                medium: Medium) -> tuple[str, float]:
+    """``('gather' | 'stream', estimated pages)`` for a dependent column: the cheaper one."""
+    gp, gt = gather_cost(n_pages, rows_per_page, selectivity, page_size, medium)
+    sp, st = stream_cost(n_pages, page_size, medium)
+    return ("gather", gp) if gt <= st else ("stream", sp)

@@ -1,0 +1,285 @@
+"""The logical IR: immutable expression and plan nodes.
+
+Expressions are typed by ``kind``: ``int``, ``float``, ``bool``, ``timestamp`` (int64
+microseconds) or ``string`` (dictionary codes, compared in code order, which is string
+order because dictionaries are sorted). Plans are a chain
+``Scan -> Filter? -> Aggregate -> Project -> Sort? -> Limit?``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ARITH_OPS = ("+", "-", "*", "/")
+CMP_OPS = ("=", "<>", "<", "<=", ">", ">=")
+AGG_FUNCS = ("count", "sum", "avg", "min", "max")
+EXTRACT_PARTS = {"hour": 24, "minute": 60, "dow": 7}
+
+
+class Expr:
+    """Base of expression nodes."""
+
+    __slots__ = ()
+
+    def children(self) -> tuple[Expr, ...]:
+        return ()
+
+
+@dataclass(frozen=True)
+class Col(Expr):
+    name: str
+    kind: str
+
+
+@dataclass(frozen=True)
+class Lit(Expr):
+    """A constant; ``value`` None is SQL NULL. String constants on dictionary columns are
+    turned into codes (possibly fractional: a string between two dictionary entries)."""
+
+    value: int | float | bool | None
+    kind: str
+
+
+@dataclass(frozen=True)
+class Arith(Expr):
+    op: str
+    left: Expr
+    right: Expr
+    kind: str
+
+    def children(self):
+        return (self.left, self.right)
+
+
+@dataclass(frozen=True)
+class Neg(Expr):
+    arg: Expr
+    kind: str
+
+    def children(self):
+        return (self.arg,)
+
+
+@dataclass(frozen=True)
+class Cmp(Expr):
+    op: str
+    left: Expr
+    right: Expr
+    kind: str = "bool"
+
+    def children(self):
+        return (self.left, self.right)
+
+
+@dataclass(frozen=True)
+class And(Expr):
+    args: tuple[Expr, ...]
+    kind: str = "bool"
+
+    def children(self):
+        return self.args
+
+
+@dataclass(frozen=True)
+class Or(Expr):
+    args: tuple[Expr, ...]
+    kind: str = "bool"
+
+    def children(self):
+        return self.args
+
+
+@dataclass(frozen=True)
+class Not(Expr):
+    arg: Expr
+    kind: str = "bool"
+
+    def children(self):
+        return (self.arg,)
+
+
+@dataclass(frozen=True)
+class IsNull(Expr):
+    arg: Expr
+    negated: bool = False
+    kind: str = "bool"
+
+    def children(self):
+        return (self.arg,)
+
+
+@dataclass(frozen=True)
+class InList(Expr):
+    arg: Expr
+    values: tuple[Lit, ...]
+    negated: bool = False
+    kind: str = "bool"
+
+    def children(self):
+        return (self.arg, *self.values)
+
+
+@dataclass(frozen=True)
+class Extract(Expr):
+    """A calendar field of a timestamp (UTC): hour, minute or day of week (Sunday = 0)."""
+
+    part: str
+    arg: Expr
+    kind: str = "int"
+
+    def children(self):
+        return (self.arg,)
+
+
+@dataclass(frozen=True)
+class Agg(Expr):
+    """An aggregate; ``arg`` None is COUNT(*)."""
+
+    func: str
+    arg: Expr | None
+    kind: str
+
+    def children(self):
+        return () if self.arg is None else (self.arg,)
+
+
+@dataclass(frozen=True)
+class KeyRef(Expr):
+    """The value of group key ``index`` (in expressions over an aggregate's output)."""
+
+    index: int
+    kind: str
+
+
+@dataclass(frozen=True)
+class AggRef(Expr):
+    """The value of aggregate ``index`` (in expressions over an aggregate's output)."""
+
+    index: int
+    kind: str
+
+
+def walk(e: Expr):
+    """Yield ``e`` and all its descendants, parents first."""
+    yield e
+    for c in e.children():
+        yield from walk(c)
+
+
+def columns_of(e: Expr | None) -> tuple[str, ...]:
+    """Names of the columns an expression reads, in first-use order."""
+    if e is None:
+        return ()
+    seen: dict[str, None] = {}
+    for n in walk(e):
+        if isinstance(n, Col):
+            seen.setdefault(n.name)
+    return tuple(seen)
+
+
+def conjuncts(e: Expr | None) -> tuple[Expr, ...]:
+    """Split a predicate into its top-level AND terms."""
+    if e is None:
+        return ()
+    if isinstance(e, And):
+        return tuple(c for a in e.args for c in conjuncts(a))
+    return (e,)
+
+
+# -- plan nodes ------------------------------------------------------------------------
+class Plan:
+    """Base of logical plan nodes."""
+
+    __slots__ = ()
+
+
+@dataclass(frozen=True)
+class Scan(Plan):
+    table: str
+    columns: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Filter(Plan):
+    child: Plan
+    predicate: Expr
+
+
+@dataclass(frozen=True)
+class Aggregate(Plan):
+    """Group ``child`` by ``keys`` (small domains) and compute ``aggs``."""
+
+    child: Plan
+    keys: tuple[Expr, ...]
+    aggs: tuple[Agg, ...]
+
+
+@dataclass(frozen=True)
+class Project(Plan):
+    """The query's output columns, over KeyRef/AggRef; ``having`` filters groups first."""
+
+    child: Plan
+    names: tuple[str, ...]
+    exprs: tuple[Expr, ...]
+    having: Expr | None = None
+
+
+@dataclass(frozen=True)
+class Sort(Plan):
+    """Order by output columns: ``(index, descending)`` pairs."""
+
+    child: Plan
+    keys: tuple[tuple[int, bool], ...]
+
+
+@dataclass(frozen=True)
+class Limit(Plan):
+    child: Plan
+    n: int
+
+
+@dataclass(frozen=True)
+class Query:
+    """A whole query, unpacked from its plan chain for the physical planner."""
+
+    table: str
+    predicate: Expr | None
+    keys: tuple[Expr, ...]
+    aggs: tuple[Agg, ...]
+    names: tuple[str, ...]
+    exprs: tuple[Expr, ...]
+    having: Expr | None
+    order: tuple[tuple[int, bool], ...]
+    limit: int | None
+
+    @classmethod
+    def from_plan(cls, plan: Plan) -> Query:
+        limit = None
+        order: tuple[tuple[int, bool], ...] = ()
+        if isinstance(plan, Limit):
+            limit, plan = plan.n, plan.child
+        if isinstance(plan, Sort):
+            order, plan = plan.keys, plan.child
+        assert isinstance(plan, Project)
+        proj = plan
+        agg = proj.child
+        assert isinstance(agg, Aggregate)
+        child, pred = agg.child, None
+        if isinstance(child, Filter):
+            pred, child = child.predicate, child.child
+        assert isinstance(child, Scan)
+        return cls(child.table, pred, agg.keys, agg.aggs, proj.names, proj.exprs, proj.having,
+                   order, limit)
+
+    def to_plan(self) -> Plan:
+        cols = {c for e in (self.predicate, *self.keys, *self.aggs) if e is not None
+                for c in columns_of(e)}
+        p: Plan = Scan(self.table, tuple(sorted(cols)))
+        if self.predicate is not None:
+            p = Filter(p, self.predicate)
+        p = Project(Aggregate(p, self.keys, self.aggs), self.names, self.exprs, self.having)
+        if self.order:
+            p = Sort(p, self.order)
+        if self.limit is not None:
+            p = Limit(p, self.limit)
+        return p

@@ -1,0 +1,435 @@
+"""SQL text -> logical IR, with sqlglot. Anything bamql cannot run fails here, with one
+line naming the construct and where it is in the query."""
+
+from __future__ import annotations
+
+import bisect
+import difflib
+from collections.abc import Mapping
+
+import numpy as np
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError, TokenError
+
+from bamql.errors import PlanError
+from bamql.planner import ir
+from bamql.storage.format import ColumnMeta
+
+#: Most groups a GROUP BY may produce (dense accumulators, one slot per possible key).
+MAX_GROUPS = 1 << 20
+
+_CMP = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
+_ARITH = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/"}
+_AGGS = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max"}
+_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "=", "<>": "<>"}
+
+
+def _where(node: exp.Expression, sql: str) -> str:
+    """' at line L, column C' for a node, from the token positions sqlglot keeps."""
+    for n in [node, *node.walk()]:
+        meta = getattr(n, "meta", None) or {}
+        if "start" in meta:
+            start = meta["start"]
+            line = sql.count("\n", 0, start) + 1
+            col = start - (sql.rfind("\n", 0, start) + 1) + 1
+            return f" at line {line}, column {col}"
+        if isinstance(n, exp.Column | exp.Identifier) and isinstance(n.this, exp.Expression):
+            continue
+    text = node.sql()
+    pos = sql.lower().find(text.lower()) if text else -1
+    if pos >= 0:
+        line = sql.count("\n", 0, pos) + 1
+        return f" at line {line}, column {pos - (sql.rfind(chr(10), 0, pos) + 1) + 1}"
+    return ""
+
+
+def _timestamp_us(text: str) -> int:
+    try:
+        return int(np.datetime64(text.strip().replace(" ", "T"), "us").astype(np.int64))
+    except ValueError:
+        raise PlanError(f"not a timestamp: {text!r} (use 'YYYY-MM-DD[ HH:MM:SS]')") from None
+
+
+class _Translator:
+    def __init__(self, sql: str, catalog: Mapping[str, Mapping[str, ColumnMeta]]) -> None:
+        self.sql = sql
+        self.catalog = catalog
+        self.cols: Mapping[str, ColumnMeta] = {}
+        self.table = ""
+
+    def fail(self, what: str, node: exp.Expression | None = None) -> PlanError:
+        return PlanError(what + (_where(node, self.sql) if node is not None else ""))
+
+    # -- statements --------------------------------------------------------------------
+    def query(self) -> ir.Query:
+        try:
+            stmts = [s for s in sqlglot.parse(self.sql, read="duckdb") if s is not None]
+        except (ParseError, TokenError) as e:
+            msg = str(e).strip().splitlines()[0]
+            raise PlanError(f"SQL syntax error: {msg}") from None
+        if len(stmts) != 1:
+            raise PlanError(f"expected one SQL statement, got {len(stmts)}")
+        s = stmts[0]
+        if not isinstance(s, exp.Select):
+            raise self.fail(f"only SELECT queries are supported, not {s.key.upper()}", s)
+        for arg, what in (("with_", "WITH (common table expressions)"), ("joins", "JOIN"),
+                          ("windows", "WINDOW"), ("distinct", "SELECT DISTINCT"),
+                          ("qualify", "QUALIFY"), ("offset", "OFFSET")):
+            if s.args.get(arg) or s.args.get(arg.rstrip("_")):
+                node = s.args.get(arg) or s.args.get(arg.rstrip("_"))
+                node = node[0] if isinstance(node, list) else node
+                raise self.fail(f"{what} is not supported", node if isinstance(node, exp.Expression)
+                                else s)
+        for sub in s.find_all(exp.Subquery, exp.Window, exp.Join, exp.Union):
+            raise self.fail(f"{sub.key.upper()} is not supported (bamql runs single-table "
+                            "filter-aggregate queries)", sub)
+        frm = s.args.get("from_") or s.args.get("from")
+        if frm is None:
+            raise PlanError("the query needs FROM <table>")
+        t = frm.this
+        if not isinstance(t, exp.Table) or not isinstance(t.this, exp.Identifier):
+            raise self.fail("FROM must name one table", t)
+        self.table = t.name
+        if self.table not in self.catalog:
+            known = ", ".join(sorted(self.catalog)) or "none"
+            raise self.fail(f"unknown table {self.table!r} (tables: {known})", t)
+        self.cols = self.catalog[self.table]
+
+        where = s.args.get("where")
+        pred = self.bool_expr(where.this) if where is not None else None
+
+        items = list(s.expressions)
+        if any(isinstance(i, exp.Star) for i in items):
+            raise self.fail("SELECT * is not supported: name the aggregates to compute",
+                            next(i for i in items if isinstance(i, exp.Star)))
+        aliases = {i.alias: i.this for i in items if isinstance(i, exp.Alias)}
+
+        keys: list[ir.Expr] = []
+        group = s.args.get("group")
+        if group is not None:
+            for g in group.expressions:
+                node = g
+                if isinstance(g, exp.Literal) and not g.is_string:
+                    k = int(g.this)
+                    if not 1 <= k <= len(items):
+                        raise self.fail(f"GROUP BY position {k} is not in the select list", g)
+                    node = items[k - 1].unalias()
+                elif isinstance(g, exp.Column) and g.name in aliases and g.name not in self.cols:
+                    node = aliases[g.name]
+                keys.append(self.key_expr(node))
+        self.check_domain(keys, group)
+
+        aggs: list[ir.Agg] = []
+        names, exprs = [], []
+        for item in items:
+            node = item.unalias() if isinstance(item, exp.Alias) else item
+            name = item.alias if isinstance(item, exp.Alias) else item.sql(dialect="duckdb")
+            names.append(name)
+            exprs.append(self.outer(node, keys, aggs))
+        having = None
+        if s.args.get("having") is not None:
+            having = self.outer(s.args["having"].this, keys, aggs, names=names, exprs=exprs)
+            if having.kind != "bool":
+                raise self.fail("HAVING needs a condition", s.args["having"])
+        if not aggs and not keys:
+            raise self.fail("bamql answers aggregate queries: SELECT needs aggregates "
+                            "(COUNT, SUM, AVG, MIN, MAX) or a GROUP BY", s)
+        order = []
+        if s.args.get("order") is not None:
+            for o in s.args["order"].expressions:
+                order.append((self.order_index(o.this, names, exprs, keys, aggs), bool(o.args.get("desc"))))
+        if len(aggs) > len({a for a in aggs}):
+            pass
+        limit = None
+        if s.args.get("limit") is not None:
+            lim = s.args["limit"].expression
+            if not (isinstance(lim, exp.Literal) and not lim.is_string and lim.this.isdigit()):
+                raise self.fail("LIMIT needs a non-negative integer", s.args["limit"])
+            limit = int(lim.this)
+        return ir.Query(self.table, pred, tuple(keys), tuple(aggs), tuple(names), tuple(exprs),
+                        having, tuple(order), limit)
+
+    def check_domain(self, keys: list[ir.Expr], node) -> None:
+        total = 1
+        for k in keys:
+            total *= key_domain(k, self.cols)[1] + 1
+        if total > MAX_GROUPS:
+            raise self.fail(f"GROUP BY has up to {total:,} groups; bamql groups only small domains "
+                            f"(at most {MAX_GROUPS:,})", node)
+
+    def order_index(self, node, names, exprs, keys, aggs) -> int:
+        if isinstance(node, exp.Literal) and not node.is_string:
+            k = int(node.this)
+            if not 1 <= k <= len(names):
+                raise self.fail(f"ORDER BY position {k} is not in the select list", node)
+            return k - 1
+        if isinstance(node, exp.Column) and node.name in names:
+            return names.index(node.name)
+        e = self.outer(node, keys, list(aggs))
+        if e in exprs:
+            return exprs.index(e)
+        raise self.fail("ORDER BY must name a column of the select list", node)
+
+    # -- expressions -------------------------------------------------------------------
+    def column(self, node: exp.Column) -> ir.Col:
+        name = node.name
+        if node.table and node.table != self.table:
+            raise self.fail(f"unknown table {node.table!r} in column {node.sql()}", node)
+        if name not in self.cols:
+            close = difflib.get_close_matches(name, list(self.cols), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise self.fail(f"unknown column {name!r} in table {self.table!r}{hint}", node)
+        return ir.Col(name, self.cols[name].kind)
+
+    def key_expr(self, node) -> ir.Expr:
+        e = self.expr(node)
+        if isinstance(e, ir.Col) and e.kind in ("int", "string"):
+            return e
+        if isinstance(e, ir.Extract):
+            return e
+        raise self.fail("GROUP BY takes integer or dictionary-string columns, or EXTRACT(HOUR|"
+                        "MINUTE|DOW FROM timestamp)", node)
+
+    def bool_expr(self, node) -> ir.Expr:
+        e = self.expr(node)
+        if e.kind != "bool":
+            raise self.fail(f"expected a condition, got a {e.kind} expression", node)
+        return e
+
+    def expr(self, node) -> ir.Expr:  # noqa: C901 - one dispatch over node types
+        if isinstance(node, exp.Paren):
+            return self.expr(node.this)
+        if isinstance(node, exp.Column):
+            return self.column(node)
+        if isinstance(node, exp.Literal):
+            if node.is_string:
+                return ir.Lit(node.this, "strlit")
+            v = node.this
+            return ir.Lit(int(v), "int") if v.lstrip("-").isdigit() else ir.Lit(float(v), "float")
+        if isinstance(node, exp.Null):
+            return ir.Lit(None, "null")
+        if isinstance(node, exp.Boolean):
+            return ir.Lit(bool(node.this), "bool")
+        if isinstance(node, exp.Cast):
+            inner = node.this
+            to = node.to.this.name.lower() if node.to is not None else ""
+            if isinstance(inner, exp.Literal) and inner.is_string and ("timestamp" in to or to == "date"):
+                return ir.Lit(_timestamp_us(inner.this), "timestamp")
+            raise self.fail(f"CAST to {node.to.sql()} is not supported", node)
+        if isinstance(node, exp.Neg):
+            a = self.expr(node.this)
+            if isinstance(a, ir.Lit) and a.kind in ("int", "float"):
+                return ir.Lit(-a.value, a.kind)
+            self.need_numeric(a, node)
+            return ir.Neg(a, a.kind)
+        for cls, op in _ARITH.items():
+            if isinstance(node, cls):
+                a, b = self.expr(node.this), self.expr(node.expression)
+                self.need_numeric(a, node.this)
+                self.need_numeric(b, node.expression)
+                kind = "float" if op == "/" or "float" in (a.kind, b.kind) else "int"
+                return ir.Arith(op, a, b, kind)
+        for cls, op in _CMP.items():
+            if isinstance(node, cls):
+                return self.compare(op, self.expr(node.this), self.expr(node.expression), node)
+        if isinstance(node, exp.And):
+            return ir.And((self.bool_expr(node.this), self.bool_expr(node.expression)))
+        if isinstance(node, exp.Or):
+            return ir.Or((self.bool_expr(node.this), self.bool_expr(node.expression)))
+        if isinstance(node, exp.Not):
+            inner = node.this
+            if isinstance(inner, exp.Is):
+                return self.is_null(inner, negated=True)
+            if isinstance(inner, exp.In):
+                e = self.expr(inner)
+                return ir.InList(e.arg, e.values, negated=True)
+            return ir.Not(self.bool_expr(inner))
+        if isinstance(node, exp.Is):
+            return self.is_null(node, negated=False)
+        if isinstance(node, exp.Between):
+            a = self.expr(node.this)
+            lo, hi = self.expr(node.args["low"]), self.expr(node.args["high"])
+            return ir.And((self.compare(">=", a, lo, node), self.compare("<=", a, hi, node)))
+        if isinstance(node, exp.In):
+            if node.args.get("query") is not None or node.args.get("unnest") is not None:
+                raise self.fail("IN (subquery) is not supported", node)
+            a = self.expr(node.this)
+            vals = []
+            for v in node.expressions:
+                lit = self.expr(v)
+                if not isinstance(lit, ir.Lit):
+                    raise self.fail("IN (...) takes constants only", v)
+                vals.append(self.coerce_literal(lit, a, v))
+            return ir.InList(a, tuple(vals))
+        if isinstance(node, exp.Extract):
+            part = node.this.name.lower() if isinstance(node.this, exp.Var | exp.Identifier) else ""
+            return self.extract(part, node.expression, node)
+        if isinstance(node, exp.Anonymous | exp.Hour | exp.Minute) or type(node).__name__ in (
+            "Hour", "Minute", "DayOfWeek"
+        ):
+            fname = (node.name if isinstance(node, exp.Anonymous) else type(node).__name__).lower()
+            part = {"hour": "hour", "minute": "minute", "dayofweek": "dow", "dow": "dow"}.get(fname)
+            if part:
+                arg = node.expressions[0] if isinstance(node, exp.Anonymous) else node.this
+                return self.extract(part, arg, node)
+        if isinstance(node, tuple(_AGGS)):
+            raise self.fail(f"aggregate {node.sql()} is not allowed here", node)
+        what = type(node).__name__.upper()
+        if isinstance(node, exp.Func):
+            what = f"function {node.sql_name() if hasattr(node, 'sql_name') else what}"
+        raise self.fail(f"{what} is not supported", node)
+
+    def extract(self, part: str, arg_node, node) -> ir.Expr:
+        if part not in ir.EXTRACT_PARTS:
+            raise self.fail(f"EXTRACT({part.upper() or '?'}) is not supported (HOUR, MINUTE, DOW)", node)
+        a = self.expr(arg_node)
+        if a.kind != "timestamp":
+            raise self.fail(f"EXTRACT needs a timestamp, got {a.kind}", node)
+        return ir.Extract(part, a)
+
+    def is_null(self, node: exp.Is, negated: bool) -> ir.Expr:
+        if not isinstance(node.expression, exp.Null):
+            raise self.fail("IS takes only NULL / NOT NULL", node)
+        return ir.IsNull(self.expr(node.this), negated)
+
+    def need_numeric(self, e: ir.Expr, node) -> None:
+        if e.kind not in ("int", "float", "null"):
+            raise self.fail(f"arithmetic needs numbers, got a {e.kind.replace('strlit', 'string')} "
+                            "value", node)
+
+    def coerce_literal(self, lit: ir.Lit, other: ir.Expr, node) -> ir.Lit:
+        """Make a literal comparable with ``other`` (timestamps, dictionary strings)."""
+        if lit.kind == "null":
+            return lit
+        if other.kind == "timestamp":
+            if lit.kind == "strlit":
+                return ir.Lit(_timestamp_us(lit.value), "timestamp")
+            if lit.kind == "timestamp":
+                return lit
+        elif other.kind == "string":
+            if lit.kind != "strlit":
+                raise self.fail("a string column compares only with string constants", node)
+            if not isinstance(other, ir.Col):
+                raise self.fail("string comparisons take a column and a constant", node)
+            d = self.cols[other.name].dictionary or ()
+            i = bisect.bisect_left(d, lit.value)
+            # a string between dictionary entries gets a code between theirs: order holds
+            code = i if i < len(d) and d[i] == lit.value else i - 0.5
+            return ir.Lit(code, "string")
+        elif other.kind in ("int", "float"):
+            if lit.kind in ("int", "float"):
+                return lit
+        elif other.kind in ("strlit", "null") and lit.kind in ("int", "float", "strlit", "timestamp"):
+            return lit
+        if lit.kind == "bool" and other.kind == "bool":
+            return lit
+        raise self.fail(f"cannot compare a {other.kind.replace('strlit', 'string')} with a "
+                        f"{lit.kind.replace('strlit', 'string')} constant", node)
+
+    def compare(self, op: str, a: ir.Expr, b: ir.Expr, node) -> ir.Expr:
+        if isinstance(a, ir.Lit) and not isinstance(b, ir.Lit):
+            a, b, op = b, a, _FLIP[op]
+        if isinstance(b, ir.Lit):
+            b = self.coerce_literal(b, a, node)
+        if a.kind == "strlit" or (isinstance(a, ir.Lit) and isinstance(b, ir.Lit)):
+            raise self.fail("comparisons between two constants are not supported", node)
+        ka, kb = a.kind, b.kind
+        numeric = {"int", "float"}
+        ok = (ka in numeric and kb in numeric) or ka == kb or "null" in (ka, kb)
+        if ka == "string" and kb == "string" and not (isinstance(b, ir.Lit) or a == b):
+            ok = False
+        if not ok:
+            raise self.fail(f"cannot compare {ka} with {kb}", node)
+        return ir.Cmp(op, a, b)
+
+    # -- after aggregation -------------------------------------------------------------
+    def outer(self, node, keys, aggs, names=None, exprs=None) -> ir.Expr:
+        """An expression over group keys and aggregates (select list, HAVING, ORDER BY)."""
+        if isinstance(node, exp.Paren):
+            return self.outer(node.this, keys, aggs, names, exprs)
+        if isinstance(node, tuple(_AGGS)):
+            a = self.aggregate(node)
+            if a not in aggs:
+                aggs.append(a)
+            return ir.AggRef(aggs.index(a), a.kind)
+        if isinstance(node, exp.Column) and names is not None and node.name in names \
+                and node.name not in self.cols:
+            return exprs[names.index(node.name)]
+        if any(isinstance(n, tuple(_AGGS)) for n in node.walk()):
+            # rebuild arithmetic/comparisons over aggregates
+            for cls, op in _ARITH.items():
+                if isinstance(node, cls):
+                    a = self.outer(node.this, keys, aggs, names, exprs)
+                    b = self.outer(node.expression, keys, aggs, names, exprs)
+                    kind = "float" if op == "/" or "float" in (a.kind, b.kind) else "int"
+                    return ir.Arith(op, a, b, kind)
+            for cls, op in _CMP.items():
+                if isinstance(node, cls):
+                    a = self.outer(node.this, keys, aggs, names, exprs)
+                    b = self.outer(node.expression, keys, aggs, names, exprs)
+                    return ir.Cmp(op, a, b)
+            if isinstance(node, exp.And | exp.Or):
+                parts = (self.outer(node.this, keys, aggs, names, exprs),
+                         self.outer(node.expression, keys, aggs, names, exprs))
+                return ir.And(parts) if isinstance(node, exp.And) else ir.Or(parts)
+            if isinstance(node, exp.Not):
+                return ir.Not(self.outer(node.this, keys, aggs, names, exprs))
+            if isinstance(node, exp.Neg):
+                a = self.outer(node.this, keys, aggs, names, exprs)
+                return ir.Neg(a, a.kind)
+            raise self.fail(f"{type(node).__name__.upper()} over aggregates is not supported", node)
+        e = self.expr(node)
+        if isinstance(e, ir.Lit):
+            return ir.Lit(e.value, "string") if e.kind == "strlit" else e
+        if e in keys:
+            return ir.KeyRef(keys.index(e), e.kind)
+        cols = ir.columns_of(e)
+        if cols:
+            raise self.fail(f"column {cols[0]!r} must appear in GROUP BY or inside an aggregate", node)
+        raise self.fail("expression is not supported in the select list", node)
+
+    def aggregate(self, node) -> ir.Agg:
+        func = _AGGS[type(node)]
+        arg = node.this
+        if func == "count" and (arg is None or isinstance(arg, exp.Star)):
+            return ir.Agg("count", None, "int")
+        if isinstance(arg, exp.Distinct):
+            raise self.fail(f"{func.upper()}(DISTINCT ...) is not supported", node)
+        if node.args.get("expressions"):
+            raise self.fail(f"{func.upper()} takes one argument", node)
+        if any(isinstance(n, tuple(_AGGS)) for n in arg.walk()):
+            raise self.fail("aggregates cannot be nested", node)
+        e = self.expr(arg)
+        if isinstance(e, ir.Lit):
+            raise self.fail(f"{func.upper()} of a constant is not supported", node)
+        if func == "count":
+            return ir.Agg("count", e, "int")
+        if func in ("sum", "avg"):
+            if e.kind not in ("int", "float"):
+                raise self.fail(f"{func.upper()} needs a number, got {e.kind}", node)
+            return ir.Agg(func, e, "float" if func == "avg" or e.kind == "float" else "int")
+        if e.kind == "bool":
+            raise self.fail(f"{func.upper()} of a condition is not supported", node)
+        return ir.Agg(func, e, e.kind)
+
+
+def key_domain(k: ir.Expr, cols: Mapping[str, ColumnMeta]) -> tuple[int, int]:
+    """``(base, size)`` of a group key: key value ``v`` maps to slot ``v - base``; one more
+    slot (``size``) holds NULL."""
+    if isinstance(k, ir.Extract):
+        return 0, ir.EXTRACT_PARTS[k.part]
+    assert isinstance(k, ir.Col)
+    c = cols[k.name]
+    if c.kind == "string":
+        return 0, max(len(c.dictionary or ()), 1)
+    if c.min is None:
+        return 0, 1
+    return int(c.min), int(c.max) - int(c.min) + 1
+
+
+def translate(sql: str, catalog: Mapping[str, Mapping[str, ColumnMeta]]) -> ir.Query:
+    """Translate SQL text into a logical query over ``catalog`` (table -> columns)."""
+    if not sql or not sql.strip():
+        raise PlanError("empty query")
+    return _Translator(sql, catalog).query()
