@@ -122,11 +122,7 @@ def count() -> ColExpr:
     return ColExpr("agg", ("count", None))
 
 
-def _lit(v, other: ir.Expr, cols) -> ir.Lit:
-    from bamql.planner.translate import _Translator
-
-    t = _Translator("", {})
-    t.cols = cols
+def _raw_lit(v) -> ir.Lit:
     if isinstance(v, str):
         lit = ir.Lit(v, "strlit")
     elif isinstance(v, bool):
@@ -144,7 +140,15 @@ def _lit(v, other: ir.Expr, cols) -> ir.Lit:
             lit = ir.Lit(int(np.datetime64(v, "us").astype(np.int64)), "timestamp")
         else:
             raise PlanError(f"unsupported constant {v!r}")
-    return t.coerce_literal(lit, other, None)
+    return lit
+
+
+def _lit(v, other: ir.Expr, cols) -> ir.Lit:
+    from bamql.planner.translate import _Translator
+
+    t = _Translator("", {})
+    t.cols = cols
+    return t.coerce_literal(_raw_lit(v), other, None)
 
 
 def resolve(e, cols) -> ir.Expr:
@@ -162,7 +166,7 @@ def resolve(e, cols) -> ir.Expr:
         return ir.Col(a[0], cols[a[0]].kind)
     if op in ("=", "<>", "<", "<=", ">", ">="):
         left = resolve(a[0], cols)
-        right = resolve(a[1], cols) if isinstance(a[1], ColExpr) else _lit(a[1], left, cols)
+        right = resolve(a[1], cols) if isinstance(a[1], ColExpr) else _raw_lit(a[1])
         return t.compare(op, left, right, None)
     if op in ("+", "-", "*", "/"):
         x = resolve(a[0], cols) if isinstance(a[0], ColExpr) else _lit(a[0], ir.Lit(0, "int"), cols)

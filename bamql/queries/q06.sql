@@ -1,0 +1,1 @@
+SELECT AVG(trip_distance), AVG(total_amount), AVG(extra), AVG(fare_amount), AVG(tolls_amount), AVG(mta_tax) FROM trips WHERE pickup_location_id IN (255, 256)

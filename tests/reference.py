@@ -1,0 +1,45 @@
+"""The reference every query result is checked against: DuckDB over the same rows."""
+
+from __future__ import annotations
+
+import math
+
+import duckdb
+import pyarrow as pa
+
+
+def normalize(t: pa.Table) -> pa.Table:
+    """Timestamps as microseconds (what the store keeps), everything else as is."""
+    cols = [c.cast(pa.timestamp("us")) if pa.types.is_timestamp(c.type) else c for c in t.columns]
+    return pa.Table.from_arrays(cols, names=t.column_names)
+
+
+def duck(sql: str, table: pa.Table) -> list[tuple]:
+    con = duckdb.connect()
+    con.execute("SET error_on_division_by_zero=false")  # x/0 is inf, as in bamql
+    con.register("trips", normalize(table))
+    return con.sql(sql).fetchall()
+
+
+def _same(a, b) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    if isinstance(a, float) or isinstance(b, float):
+        a, b = float(a), float(b)
+        if math.isnan(a) or math.isnan(b):
+            return math.isnan(a) and math.isnan(b)
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
+    return a == b
+
+
+def _key(row):
+    return tuple((x is None, str(type(x)), x if x is not None else 0) for x in row)
+
+
+def assert_same_rows(ours: list[tuple], ref: list[tuple], ordered: bool) -> None:
+    assert len(ours) == len(ref), (ours[:5], ref[:5])
+    if not ordered:
+        ours, ref = sorted(ours, key=_key), sorted(ref, key=_key)
+    for r1, r2 in zip(ours, ref, strict=True):
+        assert len(r1) == len(r2)
+        assert all(_same(a, b) for a, b in zip(r1, r2, strict=True)), (r1, r2)
