@@ -122,6 +122,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="engine device (default auto: GPU if one works, else CPU)")
     d.set_defaults(func=cmd_demo)
 
+    from bamql.engine.cli_sql import add_sql_commands
+
+    add_sql_commands(sub)
+
     return p
 
 

@@ -7,7 +7,10 @@ from pathlib import Path
 
 from bamql.datasets.generator import GenParams
 from bamql.datasets.orc import generate_orc
+from bamql.engine.session import connect
+from bamql.planner.physical import _fmt_bytes
 from bamql.progress import progress_bar
+from bamql.queries import TAXI_QUERIES, load
 from bamql.storage.ingest import ingest
 
 #: Williamsburg share of the demo table: the 0.05% of the BaM taxi queries.
@@ -40,5 +43,18 @@ def run_demo(rows: int, workdir: str | None, device: str) -> int:
 
 def _run(rows: int, workdir: Path, device: str) -> int:
     data = prepare(workdir, rows)
-    print(f"table ready in {data}")
+    with connect(data, device=device) as con:
+        print(f"engine: {con.device} (backend {con.backend})" + (f"; {con.note}" if con.note else ""))
+        print(f"{'query':<6} {'answer (first value)':>22} {'matched':>9} {'read':>11} "
+              f"{'whole-column':>13} {'needed':>11} {'ampl.':>7} {'vs whole':>9} {'ms':>8}")
+        for name in TAXI_QUERIES:
+            res = con.sql(load(name))
+            st = res.stats
+            first = res.rows()[0][0]
+            print(f"{name:<6} {first:>22.6f} {st.rows_matched:>9,} {_fmt_bytes(st.bytes_read):>11} "
+                  f"{_fmt_bytes(st.whole_bytes):>13} {_fmt_bytes(st.bytes_needed):>11} "
+                  f"{st.amplification:>6.2f}x {st.whole_bytes / max(st.bytes_read, 1):>8.1f}x "
+                  f"{st.seconds * 1e3:>8.1f}")
+        print("\nEXPLAIN ANALYZE of q06:")
+        print(con.sql(load("q06")).explain())
     return 0

@@ -46,7 +46,7 @@ def run_cpu(plan: PhysicalPlan, store: PageStore, stats: QueryStats) -> accumula
     nch = max(1, min(4 * (os.cpu_count() or 1), (1 << 26) // max(groups * max(len(q.aggs), 1), 1)))
     # numba compiles lazily on first call; warm both kernels on empty input to time it apart
     with kcpu.KERNEL_LOCK:
-        for (s, cols), k in zip(filters, fkerns, strict=True):
+        for (_, cols), k in zip(filters, fkerns, strict=True):
             k(0, *[np.empty(0, store.column(c).np_dtype) for c in cols], np.empty(0, bool))
         empty = accumulate.alloc(1, groups, q.aggs)
         akern(0, 1, *[np.empty(0, store.column(c).np_dtype) for c in agg_cols], *empty.values())

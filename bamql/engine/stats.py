@@ -104,7 +104,8 @@ class QueryStats:
                          f"{amp:>7}")
             if c.cache_hits or c.cache_misses:
                 lines[-1] += f"  cache {c.cache_hits:,} hits / {c.cache_misses:,} misses"
-        lines.append(f"  {'total':<24} {'':<9} {'':<6} {sum(c.pages_read for c in self.columns.values()):>9,} "
+        pages = sum(c.pages_read for c in self.columns.values())
+        lines.append(f"  {'total':<24} {'':<9} {'':<6} {pages:>9,} "
                      f"{fb(self.bytes_read):>11} {fb(self.whole_bytes):>11} {fb(self.bytes_needed):>11} "
                      f"{self.amplification:>6.2f}x")
         lines.append(f"  rows matched: {self.rows_matched:,} of {self.rows:,}; "

@@ -1,0 +1,60 @@
+"""The query commands of the CLI: ``bamql sql`` and ``bamql shell``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from bamql.engine.output import FORMATS, render
+
+
+def _connect(a: argparse.Namespace):
+    from bamql.engine.session import connect
+
+    s = connect(a.data, device=a.device, backend=a.backend, cache=a.cache)
+    if s.note:
+        print(f"bamql: {s.note}", file=sys.stderr)
+    return s
+
+
+def cmd_sql(a: argparse.Namespace) -> int:
+    with _connect(a) as s:
+        res = s.sql(a.query)
+        if "explain" in res.table.column_names and res.plan_text:
+            print("\n".join(res.table["explain"].to_pylist()))
+        else:
+            print(render(res.table, a.format))
+            if a.stats and res.stats is not None:
+                print(res.stats.table_text(), file=sys.stderr)
+    return 0
+
+
+def cmd_shell(a: argparse.Namespace) -> int:
+    from bamql.engine.shell import Shell
+
+    with _connect(a) as s:
+        return Shell(s).loop()
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("data", help="a table directory or a directory of tables")
+    p.add_argument("--device", default="auto", choices=["auto", "cpu", "gpu"],
+                   help="auto (GPU if one works, else CPU), cpu or gpu")
+    p.add_argument("--backend", default=None, choices=["host", "file", "gpu"],
+                   help="GPU: where page misses come from (default host)")
+    p.add_argument("--cache", default=None, help="GPU page-cache size, e.g. 8GiB")
+
+
+def add_sql_commands(sub) -> None:
+    """Register ``sql`` and ``shell`` on the CLI's subparsers."""
+    q = sub.add_parser("sql", help="run one query", description="Run one SQL query (or EXPLAIN "
+                       "[ANALYZE] of one) and print the result.")
+    _common(q)
+    q.add_argument("query", help="the SQL text, e.g. \"SELECT AVG(trip_distance) FROM trips\"")
+    q.add_argument("--format", default="table", choices=FORMATS, help="output format (default table)")
+    q.add_argument("--stats", action="store_true", help="print I/O statistics to stderr")
+    q.set_defaults(func=cmd_sql)
+    sh = sub.add_parser("shell", help="interactive SQL shell",
+                        description="Interactive SQL: statements end with ';'; .help lists commands.")
+    _common(sh)
+    sh.set_defaults(func=cmd_shell)
