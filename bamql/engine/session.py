@@ -43,8 +43,11 @@ class Session:
     """
 
     def __init__(self, path: str | os.PathLike, device: str = "auto", backend: str | None = None,
-                 cache: int | str | None = None) -> None:
+                 cache: int | str | None = None, medium: str | None = None) -> None:
         self.path = Path(path)
+        if medium is not None and medium not in MEDIA:
+            raise DeviceError(f"medium must be one of {', '.join(MEDIA)}, not {medium!r}")
+        self.medium = medium
         if not self.path.exists():
             raise StoreError(f"{self.path} does not exist")
         if (self.path / MANIFEST).exists():
@@ -108,8 +111,7 @@ class Session:
     # -- queries -------------------------------------------------------------------------
     def plan(self, q: ir.Query) -> PhysicalPlan:
         store = self.store(q.table)
-        medium = MEDIA[self.backend]
-        return plan_query(q, store, medium)
+        return plan_query(q, store, MEDIA[self.medium or self.backend])
 
     def sql(self, text: str) -> Result:
         """Run a query (or EXPLAIN / EXPLAIN ANALYZE of one); returns a Result."""
@@ -179,7 +181,7 @@ class Session:
 
 
 def connect(path: str | os.PathLike, device: str = "auto", backend: str | None = None,
-            cache: int | str | None = None) -> Session:
+            cache: int | str | None = None, medium: str | None = None) -> Session:
     """Open a directory of bamql tables.
 
     Parameters
@@ -194,5 +196,8 @@ def connect(path: str | os.PathLike, device: str = "auto", backend: str | None =
         ``"file"`` (the volume files, through I/O queues) or ``"gpu"`` (all resident).
     cache
         GPU page-cache size, e.g. ``"8GiB"`` or bytes.
+    medium
+        The cost model's idea of the storage (``file``: a disk slow at random reads, the
+        default on CPU; ``cached``: files in the OS page cache); it picks gather vs stream.
     """
-    return Session(path, device=device, backend=backend, cache=cache)
+    return Session(path, device=device, backend=backend, cache=cache, medium=medium)

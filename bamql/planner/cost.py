@@ -16,11 +16,13 @@ class Medium:
 
 #: An NVMe/virtio disk as measured on the GPU machine (bam.md): 1.7 GB/s, ~100 k reads/s.
 FILE = Medium("file", 1.7e9, 1.0e5)
+#: Files already in the OS page cache (warm): memory-speed reads, system call per request.
+CACHED = Medium("cached", 8e9, 2.0e6)
 #: Pinned host memory read by the GPU over PCIe: 50 GB/s, 32-byte sectors at any address.
 HOST = Medium("host", 50e9, 1.5e9)
 #: GPU memory.
 GPU = Medium("gpu", 3.0e12, 1.0e10)
-MEDIA = {m.name: m for m in (FILE, HOST, GPU)}
+MEDIA = {m.name: m for m in (FILE, CACHED, HOST, GPU)}
 
 
 def touch_probability(selectivity: float, rows_per_page: int) -> float:

@@ -16,6 +16,10 @@ from bamql.storage.format import PAGES_META, ColumnMeta, Manifest, volume_name
 from bamql.storage.pagemath import page_checksums
 
 
+#: Most buffers one vectored read may take (Linux's IOV_MAX).
+_IOV_MAX = 1024
+
+
 @dataclass(frozen=True)
 class PageMeta:
     """Per-page metadata over the global page-id space."""
@@ -117,11 +121,18 @@ class PageStore:
             starts = np.concatenate([[0], breaks])
             ends = np.concatenate([breaks, [len(pos)]])
             for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
-                bufs = [memoryview(out[i]) for i in idx[s:e]]
-                got = os.preadv(self._fds[v], bufs, int(pos[s]) * ps)
-                if got != (e - s) * ps:
-                    raise StoreError(f"store {self.path}: short read in {volume_name(v)}")
-                total += got
+                rows = idx[s:e]
+                if rows[-1] - rows[0] == e - s - 1:  # one contiguous span of out: one buffer
+                    spans = [(int(pos[s]), [memoryview(out[rows[0] : rows[-1] + 1]).cast("B")])]
+                else:  # scattered rows of out: vectored reads, at most IOV_MAX buffers each
+                    spans = [(int(pos[s + k]), [memoryview(out[i]) for i in rows[k : k + _IOV_MAX]])
+                             for k in range(0, e - s, _IOV_MAX)]
+                for p, bufs in spans:
+                    want = sum(b.nbytes for b in bufs)
+                    got = os.preadv(self._fds[v], bufs, p * ps)
+                    if got != want:
+                        raise StoreError(f"store {self.path}: short read in {volume_name(v)}")
+                    total += got
         if verify:
             self.check(ids, out[:n])
         return total
