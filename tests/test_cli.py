@@ -65,3 +65,30 @@ def test_corrupt_store_fails_verify(tmp_path, taxi_store):
     assert r.returncode == 1
     assert "checksum mismatch" in r.stderr and "bad page" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_more_one_line_errors(tmp_path, taxi_orc, taxi_store):
+    import shutil
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    fake = tmp_path / "fake.orc"
+    fake.write_text("not orc at all\n")
+    _one_line_error(bamql("ingest", fake, "--out", tmp_path / "o1"), "not a readable ORC file")
+    other = tmp_path / "other.parquet"
+    pq.write_table(pa.table({"a": [1]}), other)
+    _one_line_error(bamql("ingest", taxi_orc[0], other, "--out", tmp_path / "o2"), "schemas disagree")
+    nested = tmp_path / "nested.parquet"
+    pq.write_table(pa.table({"a": [[1]]}), nested)
+    _one_line_error(bamql("ingest", nested, "--out", tmp_path / "o3"), "cannot store")
+    _one_line_error(bamql("ingest", taxi_orc[0], "--out", taxi_store / "trips"), "already exists")
+    t = tmp_path / "trips"
+    shutil.copytree(taxi_store / "trips", t)
+    with open(t / "vol-000.bin", "r+b") as f:
+        f.truncate(1000)
+    _one_line_error(bamql("verify", t), "truncated")
+    _one_line_error(bamql("sql", t, "SELECT COUNT(*) FROM trips", "--device", "cpu"), "truncated")
+    (t / "vol-000.bin").unlink()
+    _one_line_error(bamql("verify", t), "missing")
+    assert not list(tmp_path.glob(".*"))  # nothing half-written left behind

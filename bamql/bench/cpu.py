@@ -28,6 +28,7 @@ from bamql.planner.translate import translate
 from bamql.progress import progress_bar
 from bamql.queries import TAXI_QUERIES, load
 from bamql.storage.ingest import ingest
+from bamql.storage.store import PageStore
 
 ENGINES = ("bamql-cpu", "pyarrow-whole", "duckdb")
 
@@ -110,7 +111,8 @@ def run(rows: int, workdir: Path, out: Path, queries=TAXI_QUERIES, reps: int = 5
                     "amplification": st.amplification, "whole_amplification": st.whole_amplification,
                     "rows_matched": st.rows_matched, "answer": list(res.rows()[0]),
                 })
-        q = translate(sql, {"trips": connect(stores[page_sizes[0]], device="cpu").store("trips").columns})
+        with PageStore(stores[page_sizes[0]] / "trips") as store:
+            q = translate(sql, {"trips": store.columns})
         needed = sorted({c for e in (q.predicate, *q.aggs) if e is not None for c in ir.columns_of(e)})
         if "pyarrow-whole" in engines:
             times, ans = [], None
@@ -143,6 +145,10 @@ def run(rows: int, workdir: Path, out: Path, queries=TAXI_QUERIES, reps: int = 5
     return results
 
 
+def _mib(r: dict, key: str) -> str:
+    return f"{r[key] / 2**20:>9.1f}" if key in r else f"{'':>9}"
+
+
 def summary(results: dict) -> str:
     """A text table of the results: time per engine, bytes and amplification."""
     lines = [f"{results['rows']:,} rows, {results['mode']}, median of {results['reps']}",
@@ -150,11 +156,10 @@ def summary(results: dict) -> str:
              f"{'whole ampl.':>11} ok"]
     for r in results["runs"]:
         eng = r["engine"] + (f" ({r['page_size']} B)" if "page_size" in r else "")
-        mib = lambda k: f"{r[k] / 2**20:>9.1f}" if k in r else f"{'':>9}"  # noqa: E731
         amp = f"{r['amplification']:>6.2f}x" if "amplification" in r else f"{'':>7}"
         wamp = f"{r['whole_amplification']:>10.2f}x" if "whole_amplification" in r else f"{'':>11}"
-        lines.append(f"{r['query']:<6} {eng:<22} {r['median_s'] * 1e3:>9.1f} {mib('bytes_read')} "
-                     f"{mib('whole_column_bytes'):>10} {amp} {wamp} {'yes' if r['ok'] else 'NO'}")
+        lines.append(f"{r['query']:<6} {eng:<22} {r['median_s'] * 1e3:>9.1f} {_mib(r, 'bytes_read')} "
+                     f"{_mib(r, 'whole_column_bytes'):>10} {amp} {wamp} {'yes' if r['ok'] else 'NO'}")
     return "\n".join(lines)
 
 

@@ -15,7 +15,6 @@ from bamql.errors import StoreError
 from bamql.storage.format import PAGES_META, ColumnMeta, Manifest, volume_name
 from bamql.storage.pagemath import page_checksums
 
-
 #: Most buffers one vectored read may take (Linux's IOV_MAX).
 _IOV_MAX = 1024
 
