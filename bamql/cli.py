@@ -75,6 +75,29 @@ def cmd_demo(a: argparse.Namespace) -> int:
     return run_demo(rows=a.rows, workdir=a.dir, device=a.device)
 
 
+def cmd_bench(a: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from bamql.bench.cpu import run, summary
+    from bamql.queries import names
+
+    queries = tuple(q.strip() for q in a.queries.split(",") if q.strip())
+    unknown = [q for q in queries if q not in names()]
+    if unknown:
+        raise BamqlError(f"unknown queries {unknown}; known: {', '.join(names())}")
+    engines = tuple(e.strip() for e in a.engines.split(","))
+    sizes = tuple(_size(x) for x in a.page_sizes.split(","))
+    out = Path(a.out)
+    res = run(a.rows, Path(a.workdir), out, queries=queries, reps=a.reps, page_sizes=sizes,
+              share=a.selectivity, engines=engines, medium=a.medium)
+    print(summary(res))
+    print(f"results: {out}")
+    bad = [r for r in res["runs"] if not r["ok"]]
+    if bad:
+        raise BamqlError(f"{len(bad)} run(s) disagree with DuckDB: {bad[0]['engine']} {bad[0]['query']}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``bamql`` command."""
     p = argparse.ArgumentParser(
@@ -121,6 +144,24 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--device", default="auto", choices=["auto", "cpu", "gpu"],
                    help="engine device (default auto: GPU if one works, else CPU)")
     d.set_defaults(func=cmd_demo)
+
+    b = sub.add_parser("bench", help="benchmark bamql against whole-column readers (CPU for now)",
+                       description="Run taxi queries through bamql's CPU engine, a whole-column "
+                       "pyarrow reader and DuckDB on the same generated data (warm), check every "
+                       "answer against DuckDB, and write JSON. The GPU/RAPIDS engines come later.")
+    b.add_argument("--rows", type=int, default=2_000_000, help="trips (default 2,000,000)")
+    b.add_argument("--queries", default="q01,q02,q03,q04,q05,q06", help="comma-separated query names")
+    b.add_argument("--engines", default="bamql-cpu,pyarrow-whole,duckdb",
+                   help="comma-separated: bamql-cpu, pyarrow-whole, duckdb")
+    b.add_argument("--reps", type=int, default=5, help="timed repetitions, median reported")
+    b.add_argument("--page-sizes", default="4096,512", help="store page sizes to compare")
+    b.add_argument("--selectivity", type=float, default=0.0005,
+                   help="Williamsburg share of pickups (default 0.0005)")
+    b.add_argument("--medium", default="cached", choices=["cached", "file"],
+                   help="cost model of the storage (cached: warm OS page cache)")
+    b.add_argument("--workdir", default="bamql-bench-data", help="where data is generated and reused")
+    b.add_argument("--out", default="bench/results/cpu.json", help="JSON output path")
+    b.set_defaults(func=cmd_bench)
 
     from bamql.engine.cli_sql import add_sql_commands
 

@@ -72,8 +72,21 @@ def prepare(workdir: Path, rows: int, share: float, page_sizes) -> tuple[list[Pa
     return orcs, parquet, stores
 
 
-def _close(a, b) -> bool:
-    return all(abs(x - y) <= 1e-9 * max(1.0, abs(y)) for x, y in zip(a, b, strict=True))
+def _same(x, y) -> bool:
+    if isinstance(x, float) or isinstance(y, float):
+        if x is None or y is None:
+            return x is y
+        return x == y or abs(x - y) <= 1e-9 * max(1.0, abs(y)) or (x != x and y != y)
+    return x == y
+
+
+def _close(a: list[tuple], b: list[tuple]) -> bool:
+    """Same rows (in any order), floats to 1e-9 relative."""
+    key = lambda r: tuple((v is None, str(v)) for v in r)  # noqa: E731
+    if len(a) != len(b):
+        return False
+    return all(len(r1) == len(r2) and all(_same(x, y) for x, y in zip(r1, r2, strict=True))
+               for r1, r2 in zip(sorted(a, key=key), sorted(b, key=key), strict=True))
 
 
 def run(rows: int, workdir: Path, out: Path, queries=TAXI_QUERIES, reps: int = 5,
@@ -82,6 +95,8 @@ def run(rows: int, workdir: Path, out: Path, queries=TAXI_QUERIES, reps: int = 5
     """Run the benchmark; write ``out`` (JSON) and return the results."""
     import duckdb
 
+    if not engines or not set(engines) & {"bamql-cpu"}:
+        raise BamqlError("bench needs the bamql-cpu engine among --engines")
     unknown = set(engines) - set(ENGINES)
     if unknown:
         raise BamqlError(f"unknown engine(s) {sorted(unknown)}; choose from {', '.join(ENGINES)}")
@@ -93,7 +108,7 @@ def run(rows: int, workdir: Path, out: Path, queries=TAXI_QUERIES, reps: int = 5
     dcon = duckdb.connect()
     for name in queries:
         sql = load(name)
-        ref = dcon.sql(sql.replace("FROM trips", f"FROM read_parquet('{parquet}')")).fetchall()[0]
+        ref = dcon.sql(sql.replace("FROM trips", f"FROM read_parquet('{parquet}')")).fetchall()
         for ps, data in stores.items():
             with connect(data, device="cpu", medium=medium) as con:
                 res = con.sql(sql)  # compiles and warms
@@ -102,18 +117,19 @@ def run(rows: int, workdir: Path, out: Path, queries=TAXI_QUERIES, reps: int = 5
                     res = con.sql(sql)
                     times.append(res.stats.seconds)
                     st = res.stats
-                ok = _close(res.rows()[0], ref)
+                ok = _close(res.rows(), ref)
                 results["runs"].append({
                     "engine": "bamql-cpu", "query": name, "page_size": ps, "ok": ok,
                     "median_s": statistics.median(times), "times_s": times,
                     "compile_s": st.compile_seconds, "bytes_read": st.bytes_read,
                     "whole_column_bytes": st.whole_bytes, "bytes_needed": st.bytes_needed,
                     "amplification": st.amplification, "whole_amplification": st.whole_amplification,
-                    "rows_matched": st.rows_matched, "answer": list(res.rows()[0]),
+                    "rows_matched": st.rows_matched, "answer": [list(r) for r in res.rows()[:20]],
                 })
         with PageStore(stores[page_sizes[0]] / "trips") as store:
             q = translate(sql, {"trips": store.columns})
-        needed = sorted({c for e in (q.predicate, *q.aggs) if e is not None for c in ir.columns_of(e)})
+        needed = sorted({c for e in (q.predicate, *q.keys, *q.aggs) if e is not None
+                         for c in ir.columns_of(e)})
         if "pyarrow-whole" in engines:
             times, ans = [], None
             for _ in range(reps + 1):
@@ -121,26 +137,26 @@ def run(rows: int, workdir: Path, out: Path, queries=TAXI_QUERIES, reps: int = 5
                 t = pa.concat_tables(paorc.read_table(str(p), columns=needed) for p in orcs)
                 c2 = duckdb.connect()
                 c2.register("trips", t)
-                ans = c2.sql(sql).fetchall()[0]
+                ans = c2.sql(sql).fetchall()
                 times.append(time.perf_counter() - t0)
             results["runs"].append({
                 "engine": "pyarrow-whole", "query": name, "ok": _close(ans, ref),
                 "median_s": statistics.median(times[1:]), "times_s": times[1:],
                 "bytes_decoded": t.nbytes, "orc_bytes": sum(p.stat().st_size for p in orcs),
-                "answer": list(ans)})
+                "answer": [list(r) for r in ans[:20]]})
         if "duckdb" in engines:
             times = []
             qp = sql.replace("FROM trips", f"FROM read_parquet('{parquet}')")
             for _ in range(reps + 1):
                 t0 = time.perf_counter()
-                ans = dcon.sql(qp).fetchall()[0]
+                ans = dcon.sql(qp).fetchall()
                 times.append(time.perf_counter() - t0)
             results["runs"].append({"engine": "duckdb", "query": name, "ok": _close(ans, ref),
                                     "median_s": statistics.median(times[1:]), "times_s": times[1:],
-                                    "answer": list(ans)})
+                                    "answer": [list(r) for r in ans[:20]]})
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(".tmp")
-    tmp.write_text(json.dumps(results, indent=1, default=float))
+    tmp.write_text(json.dumps(results, indent=1, default=str))
     tmp.rename(out)
     return results
 
