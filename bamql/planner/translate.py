@@ -34,8 +34,6 @@ def _where(node: exp.Expression, sql: str) -> str:
             line = sql.count("\n", 0, start) + 1
             col = start - (sql.rfind("\n", 0, start) + 1) + 1
             return f" at line {line}, column {col}"
-        if isinstance(n, exp.Column | exp.Identifier) and isinstance(n.this, exp.Expression):
-            continue
     text = node.sql()
     pos = sql.lower().find(text.lower()) if text else -1
     if pos >= 0:
@@ -139,8 +137,6 @@ class _Translator:
         if s.args.get("order") is not None:
             for o in s.args["order"].expressions:
                 order.append((self.order_index(o.this, names, exprs, keys, aggs), bool(o.args.get("desc"))))
-        if len(aggs) > len({a for a in aggs}):
-            pass
         limit = None
         if s.args.get("limit") is not None:
             lim = s.args["limit"].expression
