@@ -20,7 +20,7 @@ def _connect(a: argparse.Namespace):
 def cmd_sql(a: argparse.Namespace) -> int:
     with _connect(a) as s:
         res = s.sql(a.query)
-        if "explain" in res.table.column_names and res.plan_text:
+        if res.is_explain:
             print("\n".join(res.table["explain"].to_pylist()))
         else:
             print(render(res.table, a.format))

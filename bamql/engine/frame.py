@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import datetime
 from dataclasses import dataclass
+
+import numpy as np
 
 from bamql.engine.result import Result
 from bamql.errors import PlanError
@@ -133,13 +136,10 @@ def _raw_lit(v) -> ir.Lit:
         lit = ir.Lit(v, "float")
     elif v is None:
         lit = ir.Lit(None, "null")
+    elif isinstance(v, np.datetime64 | datetime.datetime):
+        lit = ir.Lit(int(np.datetime64(v, "us").astype(np.int64)), "timestamp")
     else:
-        import numpy as np
-
-        if isinstance(v, np.datetime64 | __import__("datetime").datetime):
-            lit = ir.Lit(int(np.datetime64(v, "us").astype(np.int64)), "timestamp")
-        else:
-            raise PlanError(f"unsupported constant {v!r}")
+        raise PlanError(f"unsupported constant {v!r}")
     return lit
 
 
@@ -264,7 +264,5 @@ class Frame:
         return self.session.execute(self.query(**aggs))
 
     def explain(self, **aggs: ColExpr) -> str:
-        from bamql.planner.physical import explain_text
-
-        q = self.query(**aggs)
-        return explain_text(self.session.plan(q), self.session.store(self.name))
+        """The EXPLAIN text of ``agg(**aggs)``."""
+        return self.session.explain_query(self.query(**aggs))

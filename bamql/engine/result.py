@@ -86,6 +86,8 @@ class Result:
     table: pa.Table
     stats: QueryStats | None
     plan_text: str
+    #: True for EXPLAIN [ANALYZE]: ``table`` then holds the plan's lines, column "explain"
+    is_explain: bool = False
 
     def to_arrow(self) -> pa.Table:
         return self.table

@@ -79,6 +79,7 @@ class Session:
         if self.gpu is None and backend not in (None, "file"):
             if device == "cpu":
                 raise DeviceError(f"backend {backend!r} needs device='gpu'; the CPU engine reads files")
+            self.note += f"; backend {backend!r} ignored: the CPU engine reads the volume files"
         self.device = "gpu" if self.gpu is not None else "cpu"
         self.backend = self.gpu.backend if self.gpu is not None else "file"
 
@@ -119,18 +120,21 @@ class Session:
         body = text[m.end():] if m else text
         q = translate(body.strip().rstrip(";"), self.catalog())
         if m and not m.group(1):
-            plan = self.plan(q)
-            txt = explain_text(plan, self.store(q.table))
-            return Result(pa.table({"explain": txt.splitlines()}), None, txt)
+            txt = self.explain_query(q)
+            return Result(pa.table({"explain": txt.splitlines()}), None, txt, is_explain=True)
         res = self.execute(q)
         if m:
             txt = res.explain()
-            return Result(pa.table({"explain": txt.splitlines()}), res.stats, res.plan_text)
+            return Result(pa.table({"explain": txt.splitlines()}), res.stats, res.plan_text,
+                          is_explain=True)
         return res
 
     def explain(self, text: str) -> str:
         """The EXPLAIN text of a query."""
-        q = translate(text.strip().rstrip(";"), self.catalog())
+        return self.explain_query(translate(text.strip().rstrip(";"), self.catalog()))
+
+    def explain_query(self, q: ir.Query) -> str:
+        """The EXPLAIN text of a logical query."""
         return explain_text(self.plan(q), self.store(q.table))
 
     def execute(self, q: ir.Query) -> Result:

@@ -76,7 +76,7 @@ class Shell:
         except BamqlError as e:
             self.say(f"error: {e}")
             return
-        if res.plan_text and "explain" in res.table.column_names:
+        if res.is_explain:
             self.say("\n".join(res.table["explain"].to_pylist()))
         else:
             self.say(render(res.table, self.mode))

@@ -53,4 +53,4 @@ def choose_path(n_pages: int, rows_per_page: int, selectivity: float, page_size:
     """``('gather' | 'stream', estimated pages)`` for a dependent column: the cheaper one."""
     gp, gt = gather_cost(n_pages, rows_per_page, selectivity, page_size, medium)
     sp, st = stream_cost(n_pages, page_size, medium)
-    return ("gather", gp) if gt <= st else ("stream", sp)
+    return ("gather", gp) if gt < st else ("stream", sp)  # a tie streams: one sequential read

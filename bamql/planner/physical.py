@@ -210,10 +210,11 @@ def _fmt_bytes(b: float) -> str:
 
 def explain_text(p: PhysicalPlan, store: PageStore) -> str:
     """EXPLAIN: stages, zone-map pruning, access paths and estimated bytes vs whole columns."""
-    from bamql.planner.show import show
+    from bamql.planner.show import show, show_plan
 
     q = p.query
-    lines = [f"Aggregate over {q.table} ({p.rows:,} rows, {p.page_size} B pages, medium: {p.medium})"]
+    lines = [f"Aggregate over {q.table} ({p.rows:,} rows, {p.page_size} B pages, medium: {p.medium})",
+             f"  logical: {show_plan(q.to_plan())}"]
     if q.keys:
         lines.append("  group by: " + ", ".join(show(k) for k in q.keys)
                      + f"  ({int(np.prod([s + 1 for _, s in p.key_domains])):,} slots)")

@@ -36,3 +36,23 @@ def show(e: ir.Expr) -> str:
     if isinstance(e, ir.AggRef):
         return f"agg{e.index}"
     return type(e).__name__
+
+
+def show_plan(p: ir.Plan) -> str:
+    """The logical plan chain on one line, root first."""
+    parts = []
+    while True:
+        if isinstance(p, ir.Limit):
+            parts.append(f"Limit({p.n})")
+        elif isinstance(p, ir.Sort):
+            parts.append("Sort(" + ", ".join(f"#{i}{' DESC' if d else ''}" for i, d in p.keys) + ")")
+        elif isinstance(p, ir.Project):
+            parts.append(f"Project({', '.join(p.names)}" + (", HAVING" if p.having else "") + ")")
+        elif isinstance(p, ir.Aggregate):
+            parts.append(f"Aggregate({len(p.keys)} keys, {len(p.aggs)} aggs)")
+        elif isinstance(p, ir.Filter):
+            parts.append(f"Filter({show(p.predicate)})")
+        elif isinstance(p, ir.Scan):
+            parts.append(f"Scan({p.table}: {', '.join(p.columns)})")
+            return " <- ".join(parts)
+        p = p.child

@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+import pytest
+
+import bamql
+from bamql.planner import ir
+from bamql.planner.cost import CACHED, FILE, choose_path, touch_probability
+from bamql.planner.physical import plan_query, prune
+from bamql.planner.translate import translate
+from bamql.queries import all_queries
+from bamql.storage.store import PageStore
+
+
+@pytest.fixture(scope="module")
+def store(taxi_store):
+    with PageStore(taxi_store / "trips") as s:
+        yield s
+
+
+@pytest.mark.parametrize("name", sorted(all_queries()))
+def test_plan_chain_round_trips(store, name):
+    q = translate(all_queries()[name], {"trips": store.columns})
+    assert ir.Query.from_plan(q.to_plan()) == q
+    hash(q)  # immutable and hashable
+
+
+def test_errors_name_the_position(store):
+    with pytest.raises(bamql.PlanError, match=r"unknown column 'nope' .* at line 2, column 7"):
+        translate("SELECT COUNT(*)\nWHERE nope > 1 FROM trips".replace("\nWHERE nope > 1 FROM trips",
+                  " FROM trips\nWHERE nope > 1"), {"trips": store.columns})
+
+
+def test_time_range_is_pruned_by_zone_maps(store):
+    q = translate(all_queries()["q15"], {"trips": store.columns})
+    ranges = prune(ir.conjuncts(q.predicate), store)
+    kept = sum(b - a for a, b in ranges)
+    assert 0 < kept < store.rows / 50  # one day of a time-ordered year
+
+
+def test_cost_model_prefers_streams_when_dense_and_gathers_when_sparse():
+    assert touch_probability(0.0005, 512) == pytest.approx(1 - 0.9995**512)
+    assert choose_path(10_000, 512, 0.0005, 4096, FILE)[0] == "gather"
+    assert choose_path(10_000, 512, 0.5, 4096, FILE)[0] == "stream"
+    # a disk slow at random reads streams 512 B pages that a warm cache would gather
+    assert choose_path(10_000, 64, 0.0005, 512, FILE)[0] == "stream"
+    assert choose_path(10_000, 64, 0.0005, 512, CACHED)[0] == "gather"
+
+
+def test_stage_order_puts_selective_cheap_conjuncts_first(store):
+    q = translate("SELECT COUNT(*) FROM trips WHERE fare_amount > 0 AND pickup_location_id = 255",
+                  {"trips": store.columns})
+    p = plan_query(q, store)
+    assert p.stages[0].columns == ("pickup_location_id",)
+    assert p.access_of("fare_amount").role == "predicate"
