@@ -45,6 +45,7 @@ class QueryStats:
     rows_matched: int = 0
     seconds: float = 0.0
     compile_seconds: float = 0.0
+    setup_seconds: float = 0.0  # loading a table onto the device, charged to its first query
     columns: dict[str, ColumnIO] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -81,7 +82,8 @@ class QueryStats:
         return {
             "device": self.device, "backend": self.backend, "rows": self.rows,
             "rows_matched": self.rows_matched, "seconds": self.seconds,
-            "compile_seconds": self.compile_seconds, "bytes_read": self.bytes_read,
+            "compile_seconds": self.compile_seconds, "setup_seconds": self.setup_seconds,
+            "bytes_read": self.bytes_read,
             "whole_bytes": self.whole_bytes, "bytes_needed": self.bytes_needed,
             "amplification": self.amplification, "whole_amplification": self.whole_amplification,
             "columns": {k: {"role": c.role, "path": c.path, "pages_read": c.pages_read,
@@ -112,5 +114,6 @@ class QueryStats:
                      f"amplification {self.amplification:.2f}x (whole-column reader: "
                      f"{self.whole_amplification:.2f}x); {self.seconds * 1e3:.1f} ms on "
                      f"{self.device}/{self.backend}"
-                     + (f" (+{self.compile_seconds * 1e3:.0f} ms compiling)" if self.compile_seconds else ""))
+                     + (f" (+{self.compile_seconds * 1e3:.0f} ms compiling)" if self.compile_seconds else "")
+                     + (f" (+{self.setup_seconds:.2f} s loading the table)" if self.setup_seconds else ""))
         return "\n".join(lines)

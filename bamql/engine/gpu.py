@@ -1,0 +1,288 @@
+"""The GPU executor: backends (where pages come from), the session's page cache, launches.
+
+Backends:
+- ``gpu``: the whole store resident in GPU memory (the upper bound).
+- ``host``: the store in pinned, mapped host memory; the GPU reads it itself over PCIe
+  (zero copy): stage-1 predicate columns directly and coalesced, every other column
+  through the page cache, whose misses the warp copies from host memory.
+- ``file`` (GPU-initiated I/O through submission/completion queues) is not built yet.
+
+The cache (per table, ``cache`` bytes) lives as long as the session, so a repeated query
+hits in GPU memory; predicate columns scanned whole are kept on the GPU too when they fit.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from bamql.engine import accumulate
+from bamql.engine.stats import QueryStats
+from bamql.errors import DeviceError
+from bamql.kernels import gpu as kgpu
+from bamql.planner import ir
+from bamql.planner.physical import PhysicalPlan
+from bamql.storage.store import PageStore
+
+BACKENDS = ("host", "gpu", "file")
+_DTYPES = ("int8", "int16", "int32", "int64", "float32", "float64")
+
+
+def parse_size(v: int | str | None) -> int | None:
+    """'8GiB', '512MiB', '4096' or an int -> bytes."""
+    if v is None or isinstance(v, int):
+        return v
+    m = re.fullmatch(r"\s*([0-9.]+)\s*([kmgt]?)(i?b)?\s*", v.lower())
+    if not m:
+        raise DeviceError(f"not a size: {v!r} (try 8GiB)")
+    mult = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}[m.group(2)]
+    return int(float(m.group(1)) * mult)
+
+
+def _typed(base, dtype, byte_offset: int = 0, count: int | None = None):
+    """A typed device array over part of a uint8 device (or mapped) buffer, no copy."""
+    from numba.cuda.cudadrv.devicearray import DeviceNDArray
+
+    dt = np.dtype(dtype)
+    if count is None:
+        count = (base.size - byte_offset) // dt.itemsize
+    data = base.gpu_data.view(byte_offset, byte_offset + count * dt.itemsize)
+    return DeviceNDArray(shape=(count,), strides=(dt.itemsize,), dtype=dt, gpu_data=data)
+
+
+@dataclass
+class TableState:
+    """One table on the GPU: its pages (source) and its page cache."""
+
+    source: object  # uint8 device or mapped buffer, global page order
+    host: np.ndarray | None  # the mapped host buffer (host backend)
+    n_slots: int
+    slots: object
+    state: object
+    page_slot: object
+    slot_page: object
+    slot_lock: object
+    clock: object
+    resident: dict = field(default_factory=dict)  # scanned column -> device copy
+    resident_bytes: int = 0
+    load_seconds: float = 0.0
+    reported: bool = False  # load time already charged to a query's stats
+
+
+class GpuEngine:
+    """Runs physical plans on the GPU for one session."""
+
+    def __init__(self, session, backend: str = "host", cache: int | str | None = None) -> None:
+        from numba import cuda
+
+        if backend not in BACKENDS:
+            raise DeviceError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
+        if backend == "file":
+            raise DeviceError("the GPU file backend (GPU-initiated I/O queues) is not built yet; "
+                              "use backend='host' or 'gpu'")
+        self.cuda = cuda
+        self.session = session
+        self.backend = backend
+        self.cache_bytes = parse_size(cache)
+        self.tables: dict[str, TableState] = {}
+        self._lock = threading.Lock()
+        free, total = cuda.current_context().get_memory_info()
+        self.free_at_start, self.total = free, total
+        self.name = cuda.get_current_device().name
+        if isinstance(self.name, bytes):
+            self.name = self.name.decode()
+
+    # -- setting a table up ----------------------------------------------------------------
+    def _table(self, store: PageStore) -> TableState:
+        with self._lock:
+            ts = self.tables.get(store.name)
+            if ts is None:
+                ts = self._load(store)
+                self.tables[store.name] = ts
+            return ts
+
+    def _load(self, store: PageStore) -> TableState:
+        cuda = self.cuda
+        t0 = time.perf_counter()
+        m = store.manifest
+        nbytes = m.total_pages * m.page_size
+        free, _ = cuda.current_context().get_memory_info()
+        cache = self.cache_bytes
+        if cache is None:  # default: a quarter of free memory, at most 8 GiB
+            cache = min(8 << 30, free // 4)
+        n_slots = max(1, cache // m.page_size)
+        need = n_slots * m.page_size + m.total_pages * 8 + (nbytes if self.backend == "gpu" else 0)
+        if need > free * 0.95:
+            raise DeviceError(
+                f"table {store.name!r} needs {need / 2**30:.2f} GiB of GPU memory "
+                f"({'store ' + format(nbytes / 2**30, '.2f') + ' GiB + ' if self.backend == 'gpu' else ''}"
+                f"cache {n_slots * m.page_size / 2**30:.2f} GiB) but {free / 2**30:.2f} GiB are free; "
+                "use a smaller cache= or backend='host'")
+        try:
+            host = None
+            if self.backend == "host":
+                host = cuda.mapped_array(nbytes, dtype=np.uint8)
+                self._read_all(store, host)
+                source = host
+            else:
+                source = cuda.device_array(nbytes, dtype=np.uint8)
+                chunk = 256 << 20
+                buf = cuda.pinned_array(chunk, dtype=np.uint8)
+                pages = chunk // m.page_size
+                for p0 in range(0, m.total_pages, pages):
+                    ids = np.arange(p0, min(p0 + pages, m.total_pages))
+                    view = buf[: len(ids) * m.page_size].reshape(len(ids), m.page_size)
+                    store.read_pages(ids, view)
+                    source[p0 * m.page_size : (p0 + len(ids)) * m.page_size].copy_to_device(
+                        buf[: len(ids) * m.page_size])
+            ts = TableState(
+                source=source, host=host, n_slots=n_slots,
+                slots=cuda.device_array(n_slots * m.page_size, dtype=np.uint8),
+                state=cuda.to_device(np.zeros(m.total_pages, np.int32)),
+                page_slot=cuda.to_device(np.full(m.total_pages, -1, np.int32)),
+                slot_page=cuda.to_device(np.full(n_slots, -1, np.int32)),
+                slot_lock=cuda.to_device(np.zeros(n_slots, np.int32)),
+                clock=cuda.to_device(np.zeros(1, np.int64)),
+            )
+        except Exception as e:
+            if "OUT_OF_MEMORY" in str(e).upper() or "out of memory" in str(e).lower():
+                raise DeviceError(f"GPU out of memory loading table {store.name!r} "
+                                  f"({nbytes / 2**30:.2f} GiB store, backend {self.backend})") from None
+            raise
+        ts.load_seconds = time.perf_counter() - t0
+        return ts
+
+    @staticmethod
+    def _read_all(store: PageStore, host: np.ndarray) -> None:
+        m = store.manifest
+        step = max(1, (256 << 20) // m.page_size)
+        view = host.reshape(m.total_pages, m.page_size)
+        for p0 in range(0, m.total_pages, step):
+            ids = np.arange(p0, min(p0 + step, m.total_pages))
+            store.read_pages(ids, view[p0 : p0 + len(ids)])
+
+    def clear_cache(self, table: str | None = None) -> None:
+        """Empty the page cache (and resident columns) of one or all tables."""
+        for name, ts in self.tables.items():
+            if table in (None, name):
+                ts.state.copy_to_device(np.zeros(ts.state.size, np.int32))
+                ts.page_slot.copy_to_device(np.full(ts.page_slot.size, -1, np.int32))
+                ts.slot_page.copy_to_device(np.full(ts.n_slots, -1, np.int32))
+                ts.resident.clear()
+                ts.resident_bytes = 0
+
+    # -- running ---------------------------------------------------------------------------
+    def run(self, plan: PhysicalPlan, store: PageStore, stats: QueryStats) -> accumulate.Grouped:
+        cuda = self.cuda
+        q = plan.query
+        ts = self._table(store)
+        ps = store.page_size
+        sent = {n: c.sentinel for n, c in store.columns.items()}
+        used: list[str] = []
+        for e in (q.predicate, *q.keys, *q.aggs):
+            for c in ir.columns_of(e):
+                if c not in used:
+                    used.append(c)
+        if self.backend == "gpu":  # everything is in GPU memory: read it all directly
+            scan = set(used)
+        else:
+            scan = set(plan.stages[0].columns) if plan.stages else set()
+        stats.setup_seconds = ts.load_seconds if not ts.reported else 0.0
+        ts.reported = True
+        cols = {n: (store.column(n).first_page, store.column(n).rows_per_page, store.column(n).dtype)
+                for n in used}
+        cached = [n for n in used if n not in scan]
+        cached_index = {n: i for i, n in enumerate(cached)}
+        src = kgpu.kernel_source(q, plan.stages, plan.key_domains, cols, sent, scan, cached_index)
+        t0 = time.perf_counter()
+        kern = kgpu.compile_kernel(src)
+        # candidate rows: zone-map ranges flattened by a prefix sum
+        lo = np.array([a for a, _ in plan.ranges] or [0], np.int64)
+        lens = np.array([b - a for a, b in plan.ranges] or [0], np.int64)
+        off = np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(np.int64)
+        total = int(lens.sum())
+        scan_arrays = []
+        scan_moved = {}
+        for n in sorted(scan):
+            c = store.column(n)
+            arr, moved = self._scan_column(ts, store, c, total)
+            scan_arrays.append(arr)
+            scan_moved[n] = moved
+        typed_slots = [_typed(ts.slots, d) for d in _DTYPES]
+        slot_words = _typed(ts.slots, np.uint64)
+        src_words = _typed(ts.source, np.uint64)
+        groups = accumulate.n_groups(plan.key_domains)
+        acc = accumulate.alloc(1, groups, q.aggs)
+        d_acc = [cuda.to_device(a) for a in acc.values()]
+        counters = cuda.to_device(np.zeros(1 + 2 * len(cached), np.int64))
+        args = (total, cuda.to_device(off), cuda.to_device(lo), len(lo), *scan_arrays, *typed_slots,
+                ts.state, ts.page_slot, ts.slot_page, ts.slot_lock, ts.clock, ts.n_slots, slot_words,
+                src_words, counters, *d_acc)
+        sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
+        blocks = max(1, min(sms * 8, -(-max(total, 1) // kgpu.BLOCK)))
+        try:
+            kern[1, 32](0, *args[1:])  # compiles on first use (timed apart); no rows, no effect
+            cuda.synchronize()
+            stats.compile_seconds = time.perf_counter() - t0
+            t1 = time.perf_counter()
+            kern[blocks, kgpu.BLOCK](*args)
+            cuda.synchronize()
+            stats.seconds = time.perf_counter() - t1
+        except Exception as e:
+            msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise DeviceError(f"GPU kernel failed: {msg}") from None
+        host_acc = {k: d.copy_to_host() for k, d in zip(acc, d_acc, strict=True)}
+        cnt = counters.copy_to_host()
+        stats.rows_matched = int(cnt[0])
+        for n in scan:
+            c = stats.columns[n]
+            col = store.column(n)
+            pages = -(-total // col.rows_per_page) if c.role == "predicate" else 0
+            moved = scan_moved[n]  # pages that crossed PCIe now
+            c.pages_read += moved
+            c.bytes_read += moved * ps
+            c.cache_hits += pages if moved == 0 else 0
+            c.values_needed += total if c.role == "predicate" else stats.rows_matched
+            c.path = "scan" if c.role == "predicate" else "direct"
+        for n, i in cached_index.items():
+            c = stats.columns[n]
+            hits, misses = int(cnt[1 + 2 * i]), int(cnt[2 + 2 * i])
+            c.cache_hits += hits
+            c.cache_misses += misses
+            c.pages_read += misses
+            c.bytes_read += misses * ps
+            c.values_needed += stats.rows_matched if c.role == "dependent" else 0
+        for n in cached:
+            stats.columns[n].path = "cache"
+        merged = accumulate.merge(host_acc, None)
+        return accumulate.finish(merged, q, plan.key_domains)
+
+    def _scan_column(self, ts: TableState, store: PageStore, c, total: int) -> tuple[object, int]:
+        """The row-indexed array of a directly read column, and how many of its pages
+        crossed PCIe for this query."""
+        ps = store.page_size
+        off, count = c.first_page * ps, c.n_pages * c.rows_per_page
+        if self.backend == "gpu":
+            return _typed(ts.source, c.np_dtype, off, count), 0
+        if c.name in ts.resident:
+            return ts.resident[c.name], 0
+        view = _typed(ts.source, c.np_dtype, off, count)
+        nbytes = count * c.itemsize
+        if ts.resident_bytes + nbytes <= ts.n_slots * ps:
+            # keep a device copy: a repeated query reads it from GPU memory, not over PCIe
+            try:
+                d = self.cuda.device_array(count, dtype=c.np_dtype)
+            except Exception:  # no room: read it over PCIe each time instead
+                return view, -(-total // c.rows_per_page)
+            d.copy_to_device(ts.host[off : off + nbytes].view(c.np_dtype))
+            ts.resident[c.name] = d
+            ts.resident_bytes += nbytes
+            return d, c.n_pages
+        return view, -(-total // c.rows_per_page)
+
+    def close(self) -> None:
+        self.tables.clear()

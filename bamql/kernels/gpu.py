@@ -1,0 +1,188 @@
+"""The GPU template: one generated CUDA kernel per query (numba.cuda).
+
+Warps walk the candidate rows 32 at a time (grid-stride, so every lane of a warp runs the
+same iterations and warp intrinsics stay converged). Stage-1 predicate columns are read
+directly (coalesced); every later column — later predicates, then dependent columns — is
+read only by lanes whose row is still live, through the page cache (``warp_read``). Matching
+rows fold into per-thread accumulators, reduced per warp with shuffles and merged with one
+atomic per warp and accumulator; grouped queries add into per-group accumulators with
+atomics. The accumulator layout is the CPU template's (``engine.accumulate``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+
+import numpy as np
+
+from bamql.kernels.codegen import ExprCompiler, safe_name
+from bamql.planner import ir
+
+_cache: dict[str, object] = {}
+_lock = threading.Lock()
+BLOCK = 256
+
+
+def gpu_available() -> str | None:
+    """None when the GPU engine can run here, else the reason (one line)."""
+    if os.environ.get("NUMBA_ENABLE_CUDASIM", "0") == "1":
+        return "the numba CUDA simulator is enabled (NUMBA_ENABLE_CUDASIM=1)"
+    if tuple(int(x) for x in np.__version__.split(".")[:2]) >= (2, 5):
+        return f"numpy {np.__version__} breaks numba-cuda; install numpy<2.5"
+    try:
+        from numba import cuda
+    except ImportError:
+        return "numba-cuda is not installed; pip install 'bamql[gpu]'"
+    try:
+        if not cuda.is_available():
+            return "no CUDA driver or device"
+        cuda.current_context()
+    except Exception as e:  # the driver's own words, one line
+        words = str(e).strip().splitlines()
+        return f"CUDA failed to start: {words[0] if words else type(e).__name__}"
+    return None
+
+
+def _zero(dtype: np.dtype) -> str:
+    return f"np.{np.dtype(dtype).name}(0)"
+
+
+def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, scan: set,
+                  cached_index: dict) -> str:
+    """Source of the query kernel.
+
+    ``columns[name] = (first_page, rows_per_page, dtype)``; ``scan`` names the columns read
+    directly (argument ``d_<col>``, row-indexed); the others are read through the cache,
+    ``cached_index[name]`` being their slot in the hit/miss counters.
+    """
+    ec = ExprCompiler(lambda c: f"x_{safe_name(c)}", sentinels, indent=" " * 8)
+    body = ec.lines
+    loaded: set[str] = set()
+
+    def load(name: str) -> None:
+        if name in loaded:
+            return
+        loaded.add(name)
+        first, rpp, dt = columns[name]
+        x = f"x_{safe_name(name)}"
+        if name in scan:
+            ec.emit(f"{x} = d_{safe_name(name)}[row] if live else {_zero(dt)}")
+        else:
+            wpp = rpp * np.dtype(dt).itemsize // 8
+            ec.emit(f"{x} = warp_read(live, {first} + row // {rpp}, row % {rpp}, s_{np.dtype(dt).name}, "
+                    f"state, page_slot, slot_page, slot_lock, clock, n_slots, slot_words, src_words, "
+                    f"{wpp}, {rpp}, st_{safe_name(name)}, {_zero(dt)})")
+
+    for stage in stages:
+        for name in ir.columns_of(stage.predicate):
+            load(name)
+        v, ok = ec.compile(stage.predicate)
+        ec.emit(f"live = live and {ok} and {v}")
+    for e in (*q.keys, *q.aggs):
+        for name in ir.columns_of(e):
+            load(name)
+    grouped = bool(q.keys)
+    ec.emit("if live:")
+    ec.indent = " " * 12
+    ec.emit("matched += 1")
+    decls, flush = [], []
+    if grouped:
+        ec.emit("g = 0")
+        for k, (base, size) in zip(q.keys, domains, strict=True):
+            v, ok = ec.compile(k)
+            ec.emit(f"g = g * {size + 1} + (int({v}) - {base} if {ok} else {size})")
+        ec.emit("cuda.atomic.add(R, (0, g), 1)")
+    else:
+        decls.append("nrows = 0")
+        ec.emit("nrows += 1")
+        flush.append(("R", "(0, 0)", "nrows", "add"))
+    for j, a in enumerate(q.aggs):
+        f = "F" if a.arg is not None and a.arg.kind == "float" else "I"
+        if a.arg is not None:
+            v, ok = ec.compile(a.arg)
+            ec.emit(f"if {ok}:")
+            ec.indent = " " * 16
+        # (array, atomic op, local initial value, local update)
+        updates = [("C", "add", "0", "{l} += 1", "1")]
+        if a.func in ("sum", "avg"):
+            updates.append((f"S{f}", "add", "0.0" if f == "F" else "0", "{l} += {v}", "{v}"))
+        elif a.func == "min":
+            init = "math.inf" if f == "F" else str(np.iinfo(np.int64).max)
+            updates.append((f"MN{f}", "min", init, "{l} = min({l}, {v})", "{v}"))
+        elif a.func == "max":
+            init = "-math.inf" if f == "F" else str(np.iinfo(np.int64).min)
+            updates.append((f"MX{f}", "max", init, "{l} = max({l}, {v})", "{v}"))
+        for arr, op, init, upd, val in updates:
+            vv = v if a.arg is not None else "0"
+            if grouped:
+                ec.emit(f"cuda.atomic.{op}({arr}, (0, g, {j}), {val.format(v=vv)})")
+            else:
+                local = f"a_{arr}_{j}"
+                decls.append(f"{local} = {init}")
+                ec.emit(upd.format(l=local, v=vv))
+                flush.append((arr, f"(0, 0, {j})", local, op))
+        ec.indent = " " * 12
+    cached = sorted(cached_index, key=cached_index.get)
+    head = [
+        "def kern(total, cand_off, range_lo, nranges, "
+        + "".join(f"d_{safe_name(c)}, " for c in sorted(scan))
+        + "s_int8, s_int16, s_int32, s_int64, s_float32, s_float64, state, page_slot, slot_page, "
+        "slot_lock, clock, n_slots, slot_words, src_words, counters, R, C, SF, SI, MNF, MXF, MNI, MXI):",
+        "    lane = cuda.laneid",
+        "    nw = (cuda.gridDim.x * cuda.blockDim.x) // 32",
+        "    base = ((cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x) // 32) * 32",
+        "    matched = 0",
+        *[f"    st_{safe_name(c)} = cuda.local.array(2, np.int64)" for c in cached],
+        *[f"    st_{safe_name(c)}[0] = 0\n    st_{safe_name(c)}[1] = 0" for c in cached],
+        *[f"    {d}" for d in decls],
+        "    while base < total:",
+        "        t = base + lane",
+        "        live = t < total",
+        "        row = 0",
+        "        if live:",
+        "            lo = 0",
+        "            hi = nranges - 1",
+        "            while lo < hi:",
+        "                mid = (lo + hi + 1) // 2",
+        "                if cand_off[mid] <= t:",
+        "                    lo = mid",
+        "                else:",
+        "                    hi = mid - 1",
+        "            row = range_lo[lo] + (t - cand_off[lo])",
+    ]
+    tail = ["        base += nw * 32"]
+    # warp-reduce the per-thread accumulators, then one atomic per warp
+    red = ["    for off in (16, 8, 4, 2, 1):"]
+    for _arr, _idx, local, op in flush:
+        if op == "add":
+            red.append(f"        {local} += cuda.shfl_down_sync(0xFFFFFFFF, {local}, off)")
+        else:
+            red.append(f"        {local} = {op}({local}, cuda.shfl_down_sync(0xFFFFFFFF, {local}, off))")
+    red.append("        matched += cuda.shfl_down_sync(0xFFFFFFFF, matched, off)")
+    red.append("    if lane == 0:")
+    for arr, idx, local, op in flush:
+        red.append(f"        cuda.atomic.{op}({arr}, {idx}, {local})")
+    red.append("        cuda.atomic.add(counters, 0, matched)")
+    for c in cached:
+        i = cached_index[c]
+        red.append(f"        cuda.atomic.add(counters, {1 + 2 * i}, st_{safe_name(c)}[0])")
+        red.append(f"        cuda.atomic.add(counters, {2 + 2 * i}, st_{safe_name(c)}[1])")
+    return "\n".join(head + body + tail + red) + "\n"
+
+
+def compile_kernel(src: str):
+    """Compile (once per source) a generated kernel."""
+    with _lock:
+        k = _cache.get(src)
+        if k is None:
+            from numba import cuda
+
+            from bamql.kernels import gpu_cache
+
+            ns = {"cuda": cuda, "np": np, "math": math, "warp_read": gpu_cache.warp_read}
+            exec(compile(src, "<bamql gpu kernel>", "exec"), ns)
+            k = cuda.jit(ns["kern"])
+            _cache[src] = k
+        return k

@@ -1,0 +1,149 @@
+"""The BaM-style page cache, as CUDA device functions (numba.cuda).
+
+State per global page ``p`` (int32 ``state[p]``): bit 30 VALID, bit 29 BUSY, bits 0-28 the
+reference count; ``page_slot[p]`` is its slot while VALID. Per slot: ``slot_page[s]`` (the
+occupant, -1 if none) and ``slot_lock[s]``. A miss sets BUSY (one CAS decides the loader),
+claims a slot with the clock hand, fills it, and publishes VALID with one reference.
+
+A slot is examined only under its lock, and an occupant is evicted only by CAS-ing its
+state from exactly "VALID, no references" to 0, so a page can never be loaded into two
+slots and a referenced page is never evicted (BaM's PR 39 and the ABA trap of a naive
+clock). A thread holds at most one reference and never waits while holding it, so the
+protocol cannot deadlock, however small the cache (BaM's issue 11).
+
+The per-thread functions (``acquire``, ``claim``, ``publish``, ``release``) also run in
+numba's CUDA simulator; ``warp_read`` adds warp coalescing (ballot/shfl) and a whole-warp
+page copy, and needs a real GPU.
+"""
+
+from __future__ import annotations
+
+import os
+
+from numba import cuda
+
+VALID = 1 << 30
+BUSY = 1 << 29
+REFS = BUSY - 1
+FULL_MASK = 0xFFFFFFFF
+_SIM = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") == "1"
+
+if _SIM:  # the simulator has neither nanosleep nor ldcg
+
+    @cuda.jit(device=True)
+    def backoff():
+        pass
+
+    @cuda.jit(device=True)
+    def load_cg(arr, i):
+        return arr[i]
+
+else:
+
+    @cuda.jit(device=True, inline=True)
+    def backoff():
+        cuda.nanosleep(64)
+
+    @cuda.jit(device=True, inline=True)
+    def load_cg(arr, i):
+        return cuda.ldcg(arr, i)  # L2, not a stale L1 line: other SMs fill slots
+
+
+@cuda.jit(device=True)
+def claim(p, state, page_slot, slot_page, slot_lock, clock, n_slots):
+    """Find a slot for page ``p`` (whose state we set BUSY) with the clock hand."""
+    while True:
+        s = cuda.atomic.add(clock, 0, 1) % n_slots
+        if cuda.atomic.cas(slot_lock, s, 0, 1) != 0:
+            continue
+        old = cuda.atomic.add(slot_page, s, 0)  # coherent read
+        free = old < 0
+        if not free:
+            # evict only a valid page nobody references; BUSY or referenced pages stay
+            free = cuda.atomic.cas(state, old, VALID, 0) == VALID
+        if free:
+            cuda.atomic.exch(slot_page, s, p)
+            cuda.atomic.exch(page_slot, p, s)
+            cuda.threadfence()
+            cuda.atomic.exch(slot_lock, s, 0)
+            return s
+        cuda.atomic.exch(slot_lock, s, 0)
+
+
+@cuda.jit(device=True)
+def acquire(p, state, page_slot, slot_page, slot_lock, clock, n_slots):
+    """Take a reference on page ``p``. Returns ``(slot, loader)``; a loader must fill the
+    slot and then ``publish``; everyone must ``release`` after reading."""
+    while True:
+        st = cuda.atomic.add(state, p, 0)
+        if st & VALID:
+            if cuda.atomic.cas(state, p, st, st + 1) == st:
+                return cuda.atomic.add(page_slot, p, 0), False
+        elif st & BUSY:
+            backoff()
+        elif cuda.atomic.cas(state, p, st, BUSY) == st:
+            return claim(p, state, page_slot, slot_page, slot_lock, clock, n_slots), True
+
+
+@cuda.jit(device=True)
+def publish(p, state):
+    """The loader's fill is visible: page ``p`` becomes VALID with the loader's reference."""
+    cuda.threadfence()
+    cuda.atomic.exch(state, p, VALID | 1)
+
+
+@cuda.jit(device=True)
+def release(p, state):
+    """Drop a reference on page ``p``."""
+    cuda.atomic.sub(state, p, 1)
+
+
+@cuda.jit(device=True, inline=True)
+def warp_fill(slot, src_page, slot_words, src_words, wpp, lane):
+    """The whole warp copies one page (``wpp`` 8-byte words) into its slot."""
+    base = slot * wpp
+    sbase = src_page * wpp
+    for j in range(lane, wpp, 32):
+        slot_words[base + j] = src_words[sbase + j]
+
+
+@cuda.jit(device=True, inline=True)
+def warp_read(want, page, idx, slot_typed, state, page_slot, slot_page, slot_lock, clock, n_slots,
+              slot_words, src_words, wpp, rpp, stat, zero):
+    """Value ``idx`` of page ``page`` for every lane with ``want``; called by the whole warp.
+
+    Lanes that want the same page are served by one acquire (BaM's warp coalescing); a miss
+    is filled by all 32 lanes. ``stat[0]`` counts hits, ``stat[1]`` misses (lane 0 only).
+    """
+    lane = cuda.laneid
+    val = zero
+    pend = cuda.ballot_sync(FULL_MASK, want)
+    while pend:
+        leader = cuda.ffs(pend) - 1
+        pg = cuda.shfl_sync(FULL_MASK, page, leader)
+        mine = want and page == pg
+        same = cuda.ballot_sync(FULL_MASK, mine)
+        slot = 0
+        loader = 0
+        if lane == 0:
+            s, ld = acquire(pg, state, page_slot, slot_page, slot_lock, clock, n_slots)
+            slot = s
+            loader = 1 if ld else 0
+        slot = cuda.shfl_sync(FULL_MASK, slot, 0)
+        loader = cuda.shfl_sync(FULL_MASK, loader, 0)
+        if loader:
+            warp_fill(slot, pg, slot_words, src_words, wpp, lane)
+            cuda.syncwarp(FULL_MASK)
+            if lane == 0:
+                publish(pg, state)
+                stat[1] += 1
+            cuda.syncwarp(FULL_MASK)
+        elif lane == 0:
+            stat[0] += 1
+        if mine:
+            val = load_cg(slot_typed, slot * rpp + idx)
+        cuda.syncwarp(FULL_MASK)
+        if lane == 0:
+            release(pg, state)
+        pend &= ~same
+    return val

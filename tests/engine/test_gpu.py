@@ -1,0 +1,140 @@
+"""GPU engine tests: run on a machine with a CUDA GPU (marker ``gpu``), skipped elsewhere."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import bamql
+from bamql.engine.session import gpu_unavailable_reason
+from bamql.queries import all_queries, load
+from tests.reference import assert_same_rows
+
+REASON = gpu_unavailable_reason()
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(REASON is not None, reason=f"no GPU: {REASON}")]
+QUERIES = all_queries()
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory, taxi_orc):
+    from bamql.storage.ingest import ingest
+
+    d = tmp_path_factory.mktemp("gpu")
+    out = {}
+    for ps in (512, 4096, 65536):
+        ingest(taxi_orc, d / f"p{ps}" / "trips", page_size=ps)
+        out[ps] = d / f"p{ps}"
+    return out
+
+
+@pytest.fixture(scope="module")
+def cpu_answers(stores):
+    with bamql.connect(stores[4096], device="cpu") as c:
+        return {n: c.sql(q).rows() for n, q in QUERIES.items()}
+
+
+@pytest.mark.parametrize("backend", ["host", "gpu"])
+@pytest.mark.parametrize("page_size", [512, 4096, 65536])
+def test_every_query_matches_the_cpu_engine(stores, cpu_answers, backend, page_size):
+    with bamql.connect(stores[page_size], device="gpu", backend=backend, cache="64MiB") as con:
+        assert con.device == "gpu"
+        for name, sql in QUERIES.items():
+            assert_same_rows(con.sql(sql).rows(), cpu_answers[name], ordered="ORDER BY" in sql)
+
+
+def test_matches_duckdb_too(stores, taxi_orc):
+    pytest.importorskip("duckdb")
+    from tests.conftest import read_orc
+    from tests.reference import duck
+
+    t = read_orc(taxi_orc)
+    with bamql.connect(stores[4096], device="gpu") as con:
+        for name in ("q01", "q06", "q08", "q14", "q18"):
+            sql = QUERIES[name]
+            assert_same_rows(con.sql(sql).rows(), duck(sql, t), ordered="ORDER BY" in sql)
+
+
+def test_no_page_loaded_twice_and_second_run_fetches_nothing(stores):
+    sql = load("q06")
+    with bamql.connect(stores[4096], device="cpu", medium="cached") as cpu:
+        want = {c: cpu.sql(sql).stats.columns[c] for c in ("trip_distance", "mta_tax")}
+        assert all(w.path == "gather" for w in want.values())
+    with bamql.connect(stores[4096], device="gpu", backend="host", cache="256MiB") as con:
+        first = con.sql(sql).stats
+        for c, w in want.items():
+            # cache larger than the working set: misses == distinct pages touched
+            assert first.columns[c].cache_misses == w.pages_read, c
+        second = con.sql(sql).stats
+        assert second.bytes_read == 0  # everything hit in GPU memory
+        assert all(col.cache_misses == 0 for col in second.columns.values())
+        assert second.columns["trip_distance"].cache_hits > 0
+
+
+STRESS = """
+import sys, bamql
+from bamql.queries import all_queries
+data, cache, expect = sys.argv[1], int(sys.argv[2]), eval(open(sys.argv[3]).read())
+with bamql.connect(data, device="gpu", backend="host", cache=cache) as con:
+    for name, sql in all_queries().items():
+        got = con.sql(sql).rows()
+        assert len(got) == len(expect[name]), name
+print("stress ok")
+"""
+
+
+@pytest.mark.parametrize("slots", ["one-per-sm", "one-percent"])
+def test_tiny_caches_give_right_answers_without_hanging(stores, cpu_answers, tmp_path, slots):
+    from numba import cuda
+
+    from bamql.storage.store import PageStore
+
+    ps = 4096
+    if slots == "one-per-sm":
+        cache = cuda.get_current_device().MULTIPROCESSOR_COUNT * ps
+    else:
+        with PageStore(stores[ps] / "trips") as s:
+            cache = max(ps, s.manifest.total_pages * ps // 100)
+    with bamql.connect(stores[ps], device="gpu", backend="host", cache=cache) as con:
+        for name in ("q01", "q06", "q09", "q14", "q18"):
+            sql = QUERIES[name]
+            assert_same_rows(con.sql(sql).rows(), cpu_answers[name], ordered="ORDER BY" in sql)
+    # and all queries in a child process under a timeout: a hang fails instead of blocking
+    exp = tmp_path / "expect.py"
+    exp.write_text(repr({k: v for k, v in cpu_answers.items()}))
+    r = subprocess.run([sys.executable, "-c", STRESS, str(stores[ps]), str(cache), str(exp)],
+                       capture_output=True, text=True, timeout=600, env=dict(os.environ))
+    assert r.returncode == 0 and "stress ok" in r.stdout, r.stderr[-2000:]
+
+
+def test_limits_are_clear_errors(stores):
+    from numba import cuda
+
+    free, _ = cuda.current_context().get_memory_info()
+    with bamql.connect(stores[4096], device="gpu", backend="host", cache=free * 4) as con:
+        with pytest.raises(bamql.DeviceError, match="GiB of GPU memory"):
+            con.sql(QUERIES["q01"])
+    with pytest.raises(bamql.DeviceError, match="not built yet"):
+        bamql.connect(stores[4096], device="gpu", backend="file")
+
+
+def test_auto_picks_the_gpu(stores):
+    with bamql.connect(stores[4096]) as con:
+        assert con.device == "gpu" and con.note == ""
+        r = con.sql("EXPLAIN ANALYZE " + QUERIES["q06"])
+        text = "\n".join(r.to_arrow()["explain"].to_pylist())
+        assert "cache" in text and "hits" in text
+
+
+def test_cache_survives_between_queries_and_clear_empties_it(stores):
+    with bamql.connect(stores[4096], device="gpu", backend="host") as con:
+        con.sql(QUERIES["q02"])
+        st = con.sql(QUERIES["q02"]).stats
+        assert st.bytes_read == 0
+        con.gpu.clear_cache()
+        st = con.sql(QUERIES["q02"]).stats
+        assert st.bytes_read > 0
+        assert np.isfinite(con.sql(QUERIES["q01"]).rows()[0][0])

@@ -1,0 +1,63 @@
+"""The page-cache protocol in numba's CUDA simulator (runs in CI, no GPU needed)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+pytest.importorskip("numba.cuda")
+
+SCRIPT = textwrap.dedent("""
+    import numpy as np
+    from numba import cuda
+    from bamql.kernels.gpu_cache import acquire, publish, release, load_cg
+
+    @cuda.jit
+    def kern(pages, src, wpp, slots, state, page_slot, slot_page, slot_lock, clock, n_slots, out,
+             fills):
+        i = cuda.grid(1)
+        if i < pages.size:
+            p = pages[i]
+            slot, loader = acquire(p, state, page_slot, slot_page, slot_lock, clock, n_slots)
+            if loader:
+                for j in range(wpp):
+                    slots[slot * wpp + j] = src[p * wpp + j]
+                cuda.atomic.add(fills, p, 1)
+                publish(p, state)
+            out[i] = load_cg(slots, slot * wpp + i % wpp)
+            release(p, state)
+
+    rng = np.random.default_rng(0)
+    n_pages, wpp, n = 40, 4, 96
+    src = rng.integers(0, 1 << 40, n_pages * wpp).astype(np.int64)
+    pages = rng.integers(0, n_pages, n).astype(np.int64)
+    for n_slots in (64, 3, 1):
+        state = np.zeros(n_pages, np.int32)
+        page_slot = np.full(n_pages, -1, np.int32)
+        slot_page = np.full(n_slots, -1, np.int32)
+        slot_lock = np.zeros(n_slots, np.int32)
+        clock = np.zeros(1, np.int64)
+        slots = np.zeros(n_slots * wpp, np.int64)
+        out = np.zeros(n, np.int64)
+        fills = np.zeros(n_pages, np.int64)
+        kern[3, 32](pages, src, wpp, slots, state, page_slot, slot_page, slot_lock, clock, n_slots,
+                    out, fills)
+        want = src[pages * wpp + np.arange(n) % wpp]
+        assert (out == want).all(), n_slots
+        assert (state & ((1 << 29) - 1) == 0).all()  # every reference released
+        if n_slots >= n_pages:  # cache larger than the working set: each page loaded once
+            assert (fills[np.unique(pages)] == 1).all() and fills.sum() == len(np.unique(pages))
+        print("slots", n_slots, "fills", int(fills.sum()), "ok")
+""")
+
+
+def test_cache_protocol_in_the_simulator():
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+    r = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.count("ok") == 3
