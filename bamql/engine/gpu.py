@@ -125,9 +125,10 @@ class GpuEngine:
         try:
             host = None
             if self.backend == "host":
-                host = cuda.mapped_array(nbytes, dtype=np.uint8)
+                source = cuda.mapped_array(nbytes, dtype=np.uint8)
+                # a plain ndarray over the same pinned memory, for host-side reads and views
+                host = np.ndarray.view(source, np.ndarray)
                 self._read_all(store, host)
-                source = host
             else:
                 source = cuda.device_array(nbytes, dtype=np.uint8)
                 chunk = 256 << 20
