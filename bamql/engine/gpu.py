@@ -229,12 +229,15 @@ class GpuEngine:
         lens = np.array([b - a for a, b in plan.ranges] or [0], np.int64)
         off = np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(np.int64)
         total = int(lens.sum())
-        scan_arrays = []
+        scan_arrays, filled = [], {}
         scan_moved = {}
         for n in sorted(scan):
             c = store.column(n)
-            arr, moved = self._scan_column(ts, store, c, total)
-            scan_arrays.append(arr)
+            full = plan.ranges == ((0, store.rows),)
+            arr, resident, fill, moved = self._scan_column(ts, store, c, total, full)
+            scan_arrays += [arr, resident, fill]
+            if fill:
+                filled[n] = resident
             scan_moved[n] = moved
         groups = accumulate.n_groups(plan.key_domains)
         acc = accumulate.alloc(1, groups, q.aggs)
@@ -264,6 +267,9 @@ class GpuEngine:
         host = [buf[o : o + a.nbytes].view(a.dtype).reshape(a.shape)
                 for a, o in zip(small, offs, strict=True)]
         cnt = host[2]
+        for n, d in filled.items():
+            ts.resident[n] = d
+            ts.resident_bytes += d.nbytes
         host_acc = dict(zip(acc, host[3:], strict=True))
         stats.seconds = time.perf_counter() - t_start - stats.compile_seconds
         stats.rows_matched = int(cnt[0])
@@ -290,28 +296,28 @@ class GpuEngine:
         merged = accumulate.merge(host_acc, None)
         return accumulate.finish(merged, q, plan.key_domains)
 
-    def _scan_column(self, ts: TableState, store: PageStore, c, total: int) -> tuple[object, int]:
-        """The row-indexed array of a directly read column, and how many of its pages
-        crossed PCIe for this query."""
+    def _scan_column(self, ts: TableState, store: PageStore, c, total: int, full: bool):
+        """How the kernel reads a directly scanned column: ``(array, resident copy, fill,
+        pages crossing PCIe now)``. On the host backend a full scan writes the values it reads
+        into a device copy (``fill``), so later queries read the column from GPU memory."""
         ps = store.page_size
         off, count = c.first_page * ps, c.n_pages * c.rows_per_page
         if self.backend == "gpu":
-            return _typed(ts.source, c.np_dtype, off, count), 0
+            arr = _typed(ts.source, c.np_dtype, off, count)
+            return arr, arr, 0, 0
         if c.name in ts.resident:
-            return ts.resident[c.name], 0
+            arr = ts.resident[c.name]
+            return arr, arr, 0, 0
         view = _typed(ts.source, c.np_dtype, off, count)
         nbytes = count * c.itemsize
-        if ts.resident_bytes + nbytes <= ts.n_slots * ps:
-            # keep a device copy: a repeated query reads it from GPU memory, not over PCIe
+        moved = -(-total // c.rows_per_page)
+        if full and ts.resident_bytes + nbytes <= ts.n_slots * ps:
             try:
                 d = self.cuda.device_array(count, dtype=c.np_dtype)
             except Exception:  # no room: read it over PCIe each time instead
-                return view, -(-total // c.rows_per_page)
-            d.copy_to_device(ts.host[off : off + nbytes].view(c.np_dtype))
-            ts.resident[c.name] = d
-            ts.resident_bytes += nbytes
-            return d, c.n_pages
-        return view, -(-total // c.rows_per_page)
+                return view, view, 0, moved
+            return view, d, 1, moved  # resident once the kernel has filled it
+        return view, view, 0, moved
 
     def close(self) -> None:
         self.tables.clear()

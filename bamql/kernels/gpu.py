@@ -54,7 +54,8 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
     """Source of the query kernel.
 
     ``columns[name] = (first_page, rows_per_page, dtype)``; ``scan`` names the columns read
-    directly (argument ``d_<col>``, row-indexed); the others are read through the cache,
+    directly (argument ``d_<col>``, row-indexed; when ``f_<col>`` is set each value read is
+    also stored into ``r_<col>``, a device copy); the others are read through the cache,
     ``cached_index[name]`` being their slot in the hit/miss counters.
     """
     ec = ExprCompiler(lambda c: f"x_{safe_name(c)}", sentinels, indent=" " * 8)
@@ -68,7 +69,11 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
         first, rpp, dt = columns[name]
         x = f"x_{safe_name(name)}"
         if name in scan:
-            ec.emit(f"{x} = d_{safe_name(name)}[row] if live else {_zero(dt)}")
+            sn = safe_name(name)
+            ec.emit(f"{x} = d_{sn}[row] if live else {_zero(dt)}")
+            # write-through: a scan over host memory leaves the column resident on the GPU
+            ec.emit(f"if live and f_{sn}:")
+            ec.emit(f"    r_{sn}[row] = {x}")
         else:
             wpp = rpp * np.dtype(dt).itemsize // 8
             ec.emit(f"{x} = warp_read(live, {first} + row // {rpp}, row % {rpp}, s_{np.dtype(dt).name}, "
@@ -127,7 +132,7 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
     cached = sorted(cached_index, key=cached_index.get)
     head = [
         "def kern(total, cand_off, range_lo, nranges, "
-        + "".join(f"d_{safe_name(c)}, " for c in sorted(scan))
+        + "".join(f"d_{safe_name(c)}, r_{safe_name(c)}, f_{safe_name(c)}, " for c in sorted(scan))
         + "s_int8, s_int16, s_int32, s_int64, s_float32, s_float64, state, page_slot, slot_page, "
         "slot_lock, clock, n_slots, slot_words, src_words, counters, R, C, SF, SI, MNF, MXF, MNI, MXI):",
         "    lane = cuda.laneid",
