@@ -78,23 +78,30 @@ def cmd_demo(a: argparse.Namespace) -> int:
 def cmd_bench(a: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from bamql.bench.cpu import run, summary
+    from bamql.bench.harness import BenchConfig, run, summary
     from bamql.queries import names
 
-    queries = tuple(q.strip() for q in a.queries.split(",") if q.strip())
+    split = lambda v: tuple(x.strip() for x in v.split(",") if x.strip())  # noqa: E731
+    queries = split(a.queries)
     unknown = [q for q in queries if q not in names()]
     if unknown:
         raise BamqlError(f"unknown queries {unknown}; known: {', '.join(names())}")
-    engines = tuple(e.strip() for e in a.engines.split(","))
-    sizes = tuple(_size(x) for x in a.page_sizes.split(","))
-    out = Path(a.out)
-    res = run(a.rows, Path(a.workdir), out, queries=queries, reps=a.reps, page_sizes=sizes,
-              share=a.selectivity, engines=engines, medium=a.medium)
+    try:
+        shares = tuple(float(x) for x in split(a.selectivity))
+    except ValueError:
+        raise BamqlError(f"--selectivity takes numbers such as 0.0005,0.01, not {a.selectivity!r}") from None
+    if any(not 0 <= s <= 1 for s in shares):
+        raise BamqlError("--selectivity values must be within 0..1")
+    cfg = BenchConfig(rows=a.rows, queries=queries, engines=split(a.engines), modes=split(a.modes),
+                      reps=a.reps, page_sizes=tuple(_size(x) for x in split(a.page_sizes)),
+                      shares=shares, workdir=Path(a.workdir), out=Path(a.out), plots=not a.no_plots)
+    res = run(cfg, say=lambda m: print(f"bamql: {m}", file=sys.stderr))
     print(summary(res))
-    print(f"results: {out}")
+    print(f"results: {cfg.out}.json" + "".join(f", {p}" for p in res.get("plots", [])))
     bad = [r for r in res["runs"] if not r["ok"]]
     if bad:
-        raise BamqlError(f"{len(bad)} run(s) disagree with DuckDB: {bad[0]['engine']} {bad[0]['query']}")
+        first = f"{bad[0]['engine']} {bad[0]['query']}"
+        raise BamqlError(f"{len(bad)} run(s) disagree with the reference, first {first}")
     return 0
 
 
@@ -145,22 +152,24 @@ def build_parser() -> argparse.ArgumentParser:
                    help="engine device (default auto: GPU if one works, else CPU)")
     d.set_defaults(func=cmd_demo)
 
-    b = sub.add_parser("bench", help="benchmark bamql against whole-column readers (CPU for now)",
-                       description="Run taxi queries through bamql's CPU engine, a whole-column "
-                       "pyarrow reader and DuckDB on the same generated data (warm), check every "
-                       "answer against DuckDB, and write JSON. The GPU/RAPIDS engines come later.")
+    b = sub.add_parser("bench", help="benchmark bamql against RAPIDS, DuckDB and whole-column readers",
+                       description="Run the same queries through each engine in one process on the "
+                       "same generated data, check every answer against DuckDB, and write JSON and "
+                       "PNG plots. Engines whose packages are missing are skipped with a notice.")
     b.add_argument("--rows", type=int, default=2_000_000, help="trips (default 2,000,000)")
     b.add_argument("--queries", default="q01,q02,q03,q04,q05,q06", help="comma-separated query names")
-    b.add_argument("--engines", default="bamql-cpu,pyarrow-whole,duckdb",
-                   help="comma-separated: bamql-cpu, pyarrow-whole, duckdb")
+    b.add_argument("--engines",
+                   default="bamql-cpu,bamql-gpu-host,bamql-gpu-gpu,rapids,rapids-stripes,duckdb",
+                   help="comma-separated: bamql-cpu, bamql-gpu-host, bamql-gpu-gpu, rapids, "
+                   "rapids-stripes, duckdb, pyarrow-whole")
+    b.add_argument("--modes", default="warm", help="comma-separated: warm, hot, cold (cold needs root)")
     b.add_argument("--reps", type=int, default=5, help="timed repetitions, median reported")
-    b.add_argument("--page-sizes", default="4096,512", help="store page sizes to compare")
-    b.add_argument("--selectivity", type=float, default=0.0005,
-                   help="Williamsburg share of pickups (default 0.0005)")
-    b.add_argument("--medium", default="cached", choices=["cached", "file"],
-                   help="cost model of the storage (cached: warm OS page cache)")
+    b.add_argument("--page-sizes", default="4096", help="store page sizes, e.g. 512,4096,65536 (a sweep)")
+    b.add_argument("--selectivity", default="0.0005",
+                   help="Williamsburg shares, e.g. 0.00001,0.0005,0.01,0.1,1 (a sweep)")
     b.add_argument("--workdir", default="bamql-bench-data", help="where data is generated and reused")
-    b.add_argument("--out", default="bench/results/cpu.json", help="JSON output path")
+    b.add_argument("--out", default="bench/results/latest", help="output path stem (.json, -*.png)")
+    b.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     b.set_defaults(func=cmd_bench)
 
     from bamql.engine.cli_sql import add_sql_commands

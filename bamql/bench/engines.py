@@ -1,0 +1,187 @@
+"""The engines the harness compares, each answering the same query on the same data.
+
+Every engine returns rows (list of tuples) and what it moved; the harness checks answers
+against each other before times count. Engines whose packages are missing say why in one
+line (``unavailable``) and are skipped.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bamql.planner import ir
+
+
+@dataclass
+class Data:
+    """One benchmark dataset: ORC files, a Parquet copy and page stores by page size."""
+
+    rows: int
+    share: float
+    orc: list[Path]
+    parquet: Path
+    stores: dict[int, Path]
+
+
+@dataclass
+class Run:
+    """One timed run of one query on one engine."""
+
+    seconds: float
+    rows: list[tuple]
+    bytes_read: int | None = None
+    whole_bytes: int | None = None
+    bytes_needed: int | None = None
+    extra: dict = field(default_factory=dict)
+
+
+class Engine:
+    """Base: ``unavailable()`` says why it cannot run here (None if it can)."""
+
+    name = ""
+    modes = ("warm", "cold")
+
+    def unavailable(self) -> str | None:
+        return None
+
+    def open(self, data: Data, page_size: int) -> None:
+        self.data, self.page_size = data, page_size
+
+    def run(self, sql: str, q: ir.Query, mode: str) -> Run:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+class BamqlEngine(Engine):
+    """bamql on the CPU (``bamql-cpu``) or the GPU (``bamql-gpu-host``, ``bamql-gpu-gpu``)."""
+
+    def __init__(self, device: str, backend: str | None = None) -> None:
+        self.device, self.backend = device, backend
+        self.name = "bamql-cpu" if device == "cpu" else f"bamql-gpu-{backend}"
+        self.modes = ("warm", "cold") if device == "cpu" else ("warm", "hot")
+        self.con = None
+
+    def unavailable(self):
+        if self.device == "cpu":
+            return None
+        from bamql.engine.session import gpu_unavailable_reason
+
+        return gpu_unavailable_reason()
+
+    def open(self, data, page_size):
+        from bamql.engine.session import connect
+
+        super().open(data, page_size)
+        self.close()
+        self.con = connect(data.stores[page_size], device=self.device, backend=self.backend)
+
+    def run(self, sql, q, mode):
+        if self.device == "cpu":
+            self.con.medium = "file" if mode == "cold" else "cached"
+        elif mode == "warm":
+            self.con.gpu.clear_cache()  # every needed byte crosses PCIe again
+        res = self.con.sql(sql)
+        st = res.stats
+        return Run(st.seconds, res.rows(), st.bytes_read, st.whole_bytes, st.bytes_needed,
+                   {"compile_s": st.compile_seconds, "rows_matched": st.rows_matched,
+                    "amplification": st.amplification, "cache_hits": sum(
+                        c.cache_hits for c in st.columns.values())})
+
+    def close(self):
+        if self.con is not None:
+            self.con.close()
+            self.con = None
+
+
+def _needed(q: ir.Query) -> list[str]:
+    return sorted({c for e in (q.predicate, *q.keys, *q.aggs) if e is not None for c in ir.columns_of(e)})
+
+
+class DuckDbEngine(Engine):
+    """DuckDB over a zstd Parquet copy of the same rows (the CPU reference)."""
+
+    name = "duckdb"
+
+    def unavailable(self):
+        try:
+            import duckdb  # noqa: F401
+        except ImportError:
+            return "duckdb is not installed"
+        return None
+
+    def open(self, data, page_size):
+        import duckdb
+
+        super().open(data, page_size)
+        self.con = duckdb.connect()
+        self.con.execute("SET error_on_division_by_zero=false")
+
+    def run(self, sql, q, mode):
+        t0 = time.perf_counter()
+        rows = self.con.sql(sql.replace("FROM trips", f"FROM read_parquet('{self.data.parquet}')")).fetchall()
+        return Run(time.perf_counter() - t0, rows)
+
+
+class PyarrowWholeEngine(Engine):
+    """Whole-column reading on the CPU: pyarrow reads the needed ORC columns, DuckDB
+    filters and aggregates them in memory."""
+
+    name = "pyarrow-whole"
+
+    def unavailable(self):
+        return DuckDbEngine().unavailable()
+
+    def run(self, sql, q, mode):
+        import duckdb
+        import pyarrow as pa
+        import pyarrow.orc as paorc
+
+        t0 = time.perf_counter()
+        t = pa.concat_tables(paorc.read_table(str(p), columns=_needed(q)) for p in self.data.orc)
+        con = duckdb.connect()
+        con.execute("SET error_on_division_by_zero=false")
+        con.register("trips", t)
+        rows = con.sql(sql).fetchall()
+        return Run(time.perf_counter() - t0, rows, extra={"decoded_bytes": t.nbytes})
+
+
+class RapidsEngine(Engine):
+    """RAPIDS cuDF as its users write it: read the needed ORC columns whole, filter, aggregate.
+    ``rapids-stripes`` passes ``filters=`` so cuDF prunes stripes by their statistics."""
+
+    def __init__(self, stripes: bool = False) -> None:
+        self.stripes = stripes
+        self.name = "rapids-stripes" if stripes else "rapids"
+
+    def unavailable(self):
+        try:
+            import cudf  # noqa: F401
+        except Exception as e:  # ImportError, or a CUDA error at import
+            return f"cudf is not usable ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})"
+        return None
+
+    def run(self, sql, q, mode):
+        import cudf
+
+        from bamql.bench.rapids import dnf_filters, run_query
+
+        t0 = time.perf_counter()
+        kw = {}
+        if self.stripes:
+            f = dnf_filters(q)
+            if f:
+                kw["filters"] = f
+        df = cudf.read_orc([str(p) for p in self.data.orc], columns=_needed(q), **kw)
+        rows = run_query(df, q)
+        return Run(time.perf_counter() - t0, rows)
+
+
+def all_engines() -> dict[str, Engine]:
+    """Every engine the harness knows, by name."""
+    es = [BamqlEngine("cpu"), BamqlEngine("gpu", "host"), BamqlEngine("gpu", "gpu"), RapidsEngine(),
+          RapidsEngine(stripes=True), DuckDbEngine(), PyarrowWholeEngine()]
+    return {e.name: e for e in es}

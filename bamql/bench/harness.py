@@ -1,0 +1,245 @@
+"""``bamql bench``: the same queries through bamql and its baselines, on the same data.
+
+Per run it records engine, query, mode, page size, time, bytes read from the medium, the
+bytes a whole-column reader moves, bytes needed, and the answer, checked against the
+reference engine (DuckDB when present) before its time counts. Modes: ``warm`` (files in
+the OS page cache; bamql's GPU cache emptied before each run), ``hot`` (bamql's GPU cache
+kept), ``cold`` (the OS page cache dropped before every run of every engine; needs root,
+otherwise skipped with a notice). JIT compilation is warmed up and reported apart.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow.orc as paorc
+import pyarrow.parquet as pq
+
+from bamql.bench.engines import Data, all_engines
+from bamql.datasets.generator import GenParams
+from bamql.datasets.orc import generate_orc
+from bamql.errors import BamqlError
+from bamql.planner.translate import translate
+from bamql.progress import progress_bar
+from bamql.queries import TAXI_QUERIES, load
+from bamql.storage.ingest import ingest
+from bamql.storage.store import PageStore
+
+MODES = ("warm", "hot", "cold")
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """What to run."""
+
+    rows: int = 2_000_000
+    queries: tuple[str, ...] = TAXI_QUERIES
+    engines: tuple[str, ...] = ("bamql-cpu", "bamql-gpu-host", "rapids", "rapids-stripes", "duckdb")
+    modes: tuple[str, ...] = ("warm",)
+    reps: int = 5
+    page_sizes: tuple[int, ...] = (4096,)
+    shares: tuple[float, ...] = (0.0005,)
+    workdir: Path = Path("bamql-bench-data")
+    out: Path = Path("bench/results/latest")
+    plots: bool = True
+
+
+def machine() -> dict:
+    """What the benchmark ran on: host, CPU, memory, GPU and library versions."""
+    info = {"host": platform.node(), "cpu": platform.processor() or platform.machine(),
+            "cores": os.cpu_count(), "python": platform.python_version()}
+    try:
+        info["memory_bytes"] = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        pass
+    for mod in ("pyarrow", "numba", "duckdb", "cudf", "sqlglot"):
+        try:
+            info[mod] = __import__(mod).__version__
+        except Exception:
+            pass
+    from bamql.engine.session import gpu_unavailable_reason
+
+    if gpu_unavailable_reason() is None:
+        from numba import cuda
+
+        name = cuda.get_current_device().name
+        info["gpu"] = name.decode() if isinstance(name, bytes) else name
+    return info
+
+
+def prepare(workdir: Path, rows: int, share: float, page_sizes: Sequence[int]) -> Data:
+    """ORC, a Parquet copy and a store per page size (each reused when already there)."""
+    base = workdir / f"r{rows}-s{share:g}"
+    orc = base / "orc"
+    if not orc.exists():
+        files = max(1, min(8, rows // (1 << 22)))
+        with progress_bar(f"generating {rows:,} rows", rows) as adv:
+            generate_orc(orc, GenParams(rows=rows, seed=1, williamsburg_share=share), files=files,
+                         progress=adv)
+    orcs = sorted(orc.glob("*.orc"))
+    parquet = base / "trips.parquet"
+    if not parquet.exists():
+        tmp = parquet.with_suffix(".tmp")
+        with pq.ParquetWriter(tmp, paorc.ORCFile(str(orcs[0])).schema, compression="zstd") as w:
+            for p in orcs:
+                f = paorc.ORCFile(str(p))
+                for i in range(f.nstripes):
+                    w.write_batch(f.read_stripe(i))
+        tmp.rename(parquet)
+    stores = {}
+    for ps in page_sizes:
+        d = base / f"data-{ps}"
+        if not (d / "trips").exists():
+            with progress_bar(f"ingesting ({ps} B pages)", rows) as adv:
+                ingest(orcs, d / "trips", page_size=ps, progress=adv)
+        stores[ps] = d
+    return Data(rows, share, orcs, parquet, stores)
+
+
+def drop_os_cache() -> bool:
+    """Drop the OS page cache (root only). False if not allowed here."""
+    try:
+        subprocess.run(["sync"], check=False)
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3\n")
+        return True
+    except OSError:
+        return False
+
+
+def _same(a, b) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    if isinstance(a, float) or isinstance(b, float):
+        a, b = float(a), float(b)
+        if math.isnan(a) or math.isnan(b):
+            return math.isnan(a) and math.isnan(b)
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
+    return a == b
+
+
+def same_rows(x: list[tuple], y: list[tuple]) -> bool:
+    """Same rows in any order, floats to 1e-9."""
+    key = lambda r: tuple((v is None, str(v)) for v in r)  # noqa: E731
+    if len(x) != len(y):
+        return False
+    return all(len(r1) == len(r2) and all(_same(a, b) for a, b in zip(r1, r2, strict=True))
+               for r1, r2 in zip(sorted(x, key=key), sorted(y, key=key), strict=True))
+
+
+def run(cfg: BenchConfig, say: Callable[[str], None] = print) -> dict:
+    """Run the benchmark; write ``<out>.json`` (and plots); return the results."""
+    engines = all_engines()
+    unknown = [e for e in cfg.engines if e not in engines]
+    if unknown:
+        raise BamqlError(f"unknown engine(s) {unknown}; choose from {', '.join(engines)}")
+    bad_modes = [m for m in cfg.modes if m not in MODES]
+    if bad_modes:
+        raise BamqlError(f"unknown mode(s) {bad_modes}; choose from {', '.join(MODES)}")
+    active = []
+    for name in cfg.engines:
+        why = engines[name].unavailable()
+        if why:
+            say(f"skipping {name}: {why}")
+        else:
+            active.append(engines[name])
+    if not active:
+        raise BamqlError("no engine can run here")
+    cold_ok = "cold" not in cfg.modes or drop_os_cache()
+    if not cold_ok:
+        say("cold mode skipped: dropping the OS page cache needs root")
+    res = {"machine": machine(), "config": {
+        "rows": cfg.rows, "queries": list(cfg.queries), "engines": [e.name for e in active],
+        "modes": list(cfg.modes), "reps": cfg.reps, "page_sizes": list(cfg.page_sizes),
+        "shares": list(cfg.shares), "cold": cold_ok}, "runs": []}
+    for share in cfg.shares:
+        data = prepare(cfg.workdir, cfg.rows, share, cfg.page_sizes)
+        with PageStore(data.stores[cfg.page_sizes[0]] / "trips") as s:
+            cat = {"trips": s.columns}
+        for ps in cfg.page_sizes:
+            for eng in active:
+                if ps != cfg.page_sizes[0] and not eng.name.startswith("bamql"):
+                    continue  # page size matters to bamql only
+                eng.open(data, ps)
+                try:
+                    for qn in cfg.queries:
+                        sql = load(qn)
+                        q = translate(sql, cat)
+                        try:
+                            eng.run(sql, q, cfg.modes[0])  # warm up JIT and files
+                        except NotImplementedError as e:
+                            say(f"{eng.name} skips {qn}: {e}")
+                            continue
+                        for mode in cfg.modes:
+                            if mode not in eng.modes or (mode == "cold" and not cold_ok):
+                                continue
+                            times, r = [], None
+                            for _ in range(cfg.reps):
+                                if mode == "cold":
+                                    drop_os_cache()
+                                r = eng.run(sql, q, mode)
+                                times.append(r.seconds)
+                            res["runs"].append({
+                                "engine": eng.name, "query": qn, "mode": mode, "page_size": ps,
+                                "share": share, "median_s": statistics.median(times), "times_s": times,
+                                "bytes_read": r.bytes_read, "whole_bytes": r.whole_bytes,
+                                "bytes_needed": r.bytes_needed, "rows": [list(x) for x in r.rows[:20]],
+                                **r.extra})
+                finally:
+                    eng.close()
+    check(res)
+    out = Path(cfg.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(res, indent=1, default=str))
+    tmp.rename(out.with_suffix(".json"))
+    if cfg.plots:
+        try:
+            from bamql.bench.plots import plot_all
+        except ImportError:
+            say("plots skipped: matplotlib is not installed (pip install 'bamql[bench]')")
+        else:
+            res["plots"] = [str(p) for p in plot_all(res, out)]
+    return res
+
+
+def check(res: dict) -> None:
+    """Mark each run ``ok`` if its answer matches the reference engine's (DuckDB if run)."""
+    for r in res["runs"]:
+        peers = [x for x in res["runs"] if x["query"] == r["query"] and x["share"] == r["share"]]
+        ref = next((x for x in peers if x["engine"] == "duckdb"), peers[0])
+        r["ok"] = same_rows([tuple(x) for x in r["rows"]], [tuple(x) for x in ref["rows"]])
+
+
+def _mib(r: dict, key: str) -> str:
+    return f"{r[key] / 2**20:>9.1f}" if r.get(key) is not None else f"{'':>9}"
+
+
+def summary(res: dict) -> str:
+    """A text table: one line per engine, query, mode and page size."""
+    c = res["config"]
+    lines = [f"{c['rows']:,} rows; medians of {c['reps']}; {res['machine'].get('gpu', 'no GPU')}",
+             f"{'query':<6} {'engine':<16} {'mode':<5} {'page':>6} {'share':>8} {'ms':>9} "
+             f"{'read MiB':>9} {'whole MiB':>10} {'ampl.':>7} ok"]
+    for r in res["runs"]:
+        amp = f"{r['amplification']:>6.2f}x" if r.get("amplification") is not None else f"{'':>7}"
+        page = str(r["page_size"]) if r["engine"].startswith("bamql") else ""
+        lines.append(f"{r['query']:<6} {r['engine']:<16} {r['mode']:<5} {page:>6} {r['share']:>8.4%} "
+                     f"{r['median_s'] * 1e3:>9.2f} {_mib(r, 'bytes_read')} "
+                     f"{_mib(r, 'whole_bytes'):>10} {amp} {'yes' if r['ok'] else 'NO'}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":  # pragma: no cover - the CLI is `bamql bench`
+    from bamql.cli import main
+
+    sys.exit(main(["bench", *sys.argv[1:]]))

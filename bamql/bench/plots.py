@@ -1,0 +1,113 @@
+"""Plots of benchmark results (matplotlib): time by engine, bytes moved vs needed, sweeps."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def _base(res: dict) -> tuple[int, float]:
+    c = res["config"]
+    return c["page_sizes"][0], c["shares"][0]
+
+
+def plot_times(res: dict, path: Path) -> Path:
+    """Per-query time by engine, one panel per mode (like BaM's Figure 10)."""
+    ps, share = _base(res)
+    runs = [r for r in res["runs"] if r["share"] == share and r["page_size"] == ps]
+    modes = [m for m in res["config"]["modes"] if any(r["mode"] == m for r in runs)]
+    queries = res["config"]["queries"]
+    engines = [e for e in res["config"]["engines"] if any(r["engine"] == e for r in runs)]
+    fig, axes = plt.subplots(1, max(len(modes), 1), figsize=(6 * max(len(modes), 1), 4), squeeze=False)
+    width = 0.8 / max(len(engines), 1)
+    for ax, mode in zip(axes[0], modes, strict=False):
+        for i, e in enumerate(engines):
+            t = {r["query"]: r["median_s"] * 1e3 for r in runs if r["engine"] == e and r["mode"] == mode}
+            xs = [k + i * width for k, q in enumerate(queries) if q in t]
+            ax.bar(xs, [t[q] for q in queries if q in t], width, label=e)
+        ax.set_xticks([k + width * (len(engines) - 1) / 2 for k in range(len(queries))], queries)
+        ax.set_yscale("log")
+        ax.set_ylabel("time (ms, log)")
+        ax.set_title(f"{mode}: {res['config']['rows']:,} rows, {share:.3%} selectivity")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_bytes(res: dict, path: Path) -> Path:
+    """Bytes moved vs bytes a whole-column reader moves vs bytes needed (BaM's Figure 2)."""
+    ps, share = _base(res)
+    runs = [r for r in res["runs"] if r["share"] == share and r["page_size"] == ps
+            and r.get("bytes_read") is not None and r["mode"] != "hot"]
+    queries = res["config"]["queries"]
+    by_q: dict = defaultdict(dict)
+    for r in runs:
+        by_q[r["query"]].setdefault("whole-column reader", r["whole_bytes"])
+        by_q[r["query"]].setdefault("needed", r["bytes_needed"])
+        by_q[r["query"]].setdefault(r["engine"], r["bytes_read"])
+    series = sorted({k for d in by_q.values() for k in d}, key=lambda k: (k != "whole-column reader", k))
+    fig, ax = plt.subplots(figsize=(8, 4))
+    width = 0.8 / max(len(series), 1)
+    for i, s in enumerate(series):
+        xs = [k + i * width for k, q in enumerate(queries) if s in by_q.get(q, {})]
+        ax.bar(xs, [by_q[q][s] / 2**20 for q in queries if s in by_q.get(q, {})], width, label=s)
+    ax.set_xticks([k + width * (len(series) - 1) / 2 for k in range(len(queries))], queries)
+    ax.set_ylabel("MiB")
+    ax.set_title(f"bytes moved vs needed ({ps} B pages, {share:.3%} selectivity)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_sweep(res: dict, path: Path, key: str) -> Path:
+    """Time and amplification of the first query against selectivity or page size."""
+    q0 = res["config"]["queries"][0]
+    mode = res["config"]["modes"][0]
+    other = "page_size" if key == "share" else "share"
+    fixed = _base(res)[0] if other == "page_size" else _base(res)[1]
+    runs = [r for r in res["runs"] if r["query"] == q0 and r["mode"] == mode and r[other] == fixed]
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4))
+    for e in sorted({r["engine"] for r in runs}):
+        pts = sorted((r[key], r["median_s"] * 1e3, r.get("bytes_read"), r.get("bytes_needed"))
+                     for r in runs if r["engine"] == e)
+        a1.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=e)
+        amp = [(p[0], p[2] / p[3]) for p in pts if p[2] is not None and p[3]]
+        if amp:
+            a2.plot([p[0] for p in amp], [p[1] for p in amp], marker="o", label=e)
+        whole = [(r[key], r["whole_bytes"] / r["bytes_needed"]) for r in runs
+                 if r["engine"] == e and r.get("whole_bytes") and r.get("bytes_needed")]
+        if whole:
+            a2.plot(*zip(*sorted(whole), strict=True), linestyle="--", label=f"whole-column ({e} data)")
+    label = "selectivity" if key == "share" else "page size (B)"
+    for ax, yl in ((a1, "time (ms)"), (a2, "I/O amplification (moved / needed)")):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel(label)
+        ax.set_ylabel(yl)
+        ax.legend(fontsize=7)
+    a1.set_title(f"{q0}, {mode}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_all(res: dict, out: Path) -> list[Path]:
+    """Every plot that the results support, next to ``out`` (its stem names them)."""
+    out = Path(out)
+    paths = [plot_times(res, out.with_name(out.name + "-time.png")),
+             plot_bytes(res, out.with_name(out.name + "-bytes.png"))]
+    if len(res["config"]["shares"]) > 1:
+        paths.append(plot_sweep(res, out.with_name(out.name + "-selectivity.png"), "share"))
+    if len(res["config"]["page_sizes"]) > 1:
+        paths.append(plot_sweep(res, out.with_name(out.name + "-pagesize.png"), "page_size"))
+    return paths
