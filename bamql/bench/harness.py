@@ -179,6 +179,10 @@ def run(cfg: BenchConfig, say: Callable[[str], None] = print) -> dict:
                         except NotImplementedError as e:
                             say(f"{eng.name} skips {qn}: {e}")
                             continue
+                        except Exception as e:  # a baseline that breaks must not sink the run
+                            say(f"{eng.name} failed on {qn}: {type(e).__name__}: "
+                                f"{str(e).splitlines()[0] if str(e) else ''}")
+                            continue
                         for mode in cfg.modes:
                             if mode not in eng.modes or (mode == "cold" and not cold_ok):
                                 continue
