@@ -24,13 +24,15 @@ def plot_times(res: dict, path: Path) -> Path:
     queries = res["config"]["queries"]
     engines = [e for e in res["config"]["engines"] if any(r["engine"] == e for r in runs)]
     fig, axes = plt.subplots(1, max(len(modes), 1), figsize=(6 * max(len(modes), 1), 4), squeeze=False)
-    width = 0.8 / max(len(engines), 1)
+    color = {e: f"C{i}" for i, e in enumerate(engines)}  # one color per engine in every panel
     for ax, mode in zip(axes[0], modes, strict=False):
-        for i, e in enumerate(engines):
+        here = [e for e in engines if any(r["engine"] == e and r["mode"] == mode for r in runs)]
+        width = 0.8 / max(len(here), 1)
+        for i, e in enumerate(here):
             t = {r["query"]: r["median_s"] * 1e3 for r in runs if r["engine"] == e and r["mode"] == mode}
             xs = [k + i * width for k, q in enumerate(queries) if q in t]
-            ax.bar(xs, [t[q] for q in queries if q in t], width, label=e)
-        ax.set_xticks([k + width * (len(engines) - 1) / 2 for k in range(len(queries))], queries)
+            ax.bar(xs, [t[q] for q in queries if q in t], width, label=e, color=color[e])
+        ax.set_xticks([k + width * (len(here) - 1) / 2 for k in range(len(queries))], queries)
         ax.set_yscale("log")
         ax.set_ylabel("time (ms, log)")
         ax.set_title(f"{mode}: {res['config']['rows']:,} rows, {share:.3%} selectivity")
