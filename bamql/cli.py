@@ -45,7 +45,7 @@ def cmd_ingest(a: argparse.Namespace) -> int:
     rows = sum(open_source(s).num_rows for s in a.sources)
     with progress_bar("ingesting", rows) as adv:
         r = ingest(a.sources, a.out, page_size=a.page_size, volumes=a.volumes, table=a.table,
-                   progress=adv)
+                   progress=adv, partitions=a.partitions)
     print(f"ingested {r.rows:,} rows into {r.path} ({r.store_bytes / 1e6:,.1f} MB store, "
           f"page size {a.page_size} B) in {r.seconds:.2f} s: {r.rows / r.seconds:,.0f} rows/s, "
           f"{r.source_bytes / 1e6 / r.seconds:,.1f} MB/s of source")
@@ -53,9 +53,9 @@ def cmd_ingest(a: argparse.Namespace) -> int:
 
 
 def cmd_verify(a: argparse.Namespace) -> int:
-    from bamql.storage.store import PageStore
+    from bamql.storage.partitioned import open_table
 
-    with PageStore(a.store) as s:
+    with open_table(a.store) as s:
         problems = s.verify()
     if problems:
         for p in problems[:20]:
@@ -63,9 +63,10 @@ def cmd_verify(a: argparse.Namespace) -> int:
         if len(problems) > 20:
             print(f"... and {len(problems) - 20} more", file=sys.stderr)
         raise BamqlError(f"store {a.store} is corrupt: {len(problems)} bad page(s)")
-    m = s.manifest
-    print(f"{a.store}: OK ({m.rows:,} rows, {len(m.columns)} columns, {m.total_pages:,} pages "
-          f"of {m.page_size} B, {m.n_volumes} volume(s))")
+    parts = getattr(s, "parts", [s])
+    pages = sum(p.manifest.total_pages for p in parts)
+    print(f"{a.store}: OK ({s.rows:,} rows, {len(s.columns)} columns, {pages:,} pages "
+          f"of {s.page_size} B, {len(parts)} partition(s))")
     return 0
 
 
@@ -137,6 +138,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="page size, a power of two from 512 B to 1 MiB (default 4096)")
     i.add_argument("--volumes", type=int, default=1, help="volume files to stripe over (default 1)")
     i.add_argument("--table", default=None, help="table name (default: the directory's name)")
+    i.add_argument("--partitions", type=int, default=1,
+                   help="split into N row-range partitions (one Dask task each; default 1)")
     i.set_defaults(func=cmd_ingest)
 
     v = sub.add_parser("verify", help="check every page checksum of a store")

@@ -48,8 +48,12 @@ def merge(acc: dict[str, np.ndarray], into: dict[str, np.ndarray] | None) -> dic
             red[k] = np.where(np.isnan(v).any(axis=0), np.nan, v.max(axis=0)) if k == "MXF" else v.max(0)
         else:
             red[k] = v.sum(axis=0)
-    if into is None:
-        return red
+    return red if into is None else combine(red, into)
+
+
+def combine(red: dict[str, np.ndarray], into: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Two reduced accumulator sets as one (partial aggregates of disjoint rows)."""
+    red = dict(red)
     for k in red:
         if k.startswith("MN"):
             red[k] = np.minimum(red[k], into[k])

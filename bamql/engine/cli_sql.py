@@ -11,7 +11,7 @@ from bamql.engine.output import FORMATS, render
 def _connect(a: argparse.Namespace):
     from bamql.engine.session import connect
 
-    s = connect(a.data, device=a.device, backend=a.backend, cache=a.cache)
+    s = connect(a.data, device=a.device, backend=a.backend, cache=a.cache, cluster=a.cluster)
     if s.note:
         print(f"bamql: {s.note}", file=sys.stderr)
     return s
@@ -43,6 +43,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend", default=None, choices=["host", "file", "gpu"],
                    help="GPU: where page misses come from (default host)")
     p.add_argument("--cache", default=None, help="GPU page-cache size, e.g. 8GiB")
+    p.add_argument("--cluster", default=None, metavar="ADDRESS",
+                   help="Dask scheduler address: partitioned tables run one task per partition there")
 
 
 def add_sql_commands(sub) -> None:

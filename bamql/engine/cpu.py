@@ -29,8 +29,8 @@ def _morsels(ranges, size: int):
             start = end
 
 
-def run_cpu(plan: PhysicalPlan, store: PageStore, stats: QueryStats) -> accumulate.Grouped:
-    """Execute ``plan`` on the CPU; fills ``stats``; returns the finished groups."""
+def run_cpu(plan: PhysicalPlan, store: PageStore, stats: QueryStats) -> dict[str, np.ndarray]:
+    """Execute ``plan`` on the CPU; fills ``stats``; returns merged accumulators."""
     q = plan.query
     sent = {name: c.sentinel for name, c in store.columns.items()}
     t0 = time.perf_counter()
@@ -78,4 +78,4 @@ def run_cpu(plan: PhysicalPlan, store: PageStore, stats: QueryStats) -> accumula
         total = accumulate.merge(acc, total)
     if total is None:
         total = accumulate.merge(accumulate.alloc(1, groups, q.aggs), None)
-    return accumulate.finish(total, q, plan.key_domains)
+    return total

@@ -197,7 +197,8 @@ class GpuEngine:
                 ts.resident_bytes = 0
 
     # -- running ---------------------------------------------------------------------------
-    def run(self, plan: PhysicalPlan, store: PageStore, stats: QueryStats) -> accumulate.Grouped:
+    def run(self, plan: PhysicalPlan, store: PageStore, stats: QueryStats) -> dict[str, np.ndarray]:
+        """Execute ``plan`` on the GPU; fills ``stats``; returns merged accumulators."""
         cuda = self.cuda
         q = plan.query
         ts = self._table(store)
@@ -293,8 +294,7 @@ class GpuEngine:
             c.values_needed += stats.rows_matched if c.role == "dependent" else 0
         for n in cached:
             stats.columns[n].path = "cache"
-        merged = accumulate.merge(host_acc, None)
-        return accumulate.finish(merged, q, plan.key_domains)
+        return accumulate.merge(host_acc, None)
 
     def _scan_column(self, ts: TableState, store: PageStore, c, total: int, full: bool):
         """How the kernel reads a directly scanned column: ``(array, resident copy, fill,

@@ -10,14 +10,15 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from bamql.engine.accumulate import finish
 from bamql.engine.result import Result, assemble
 from bamql.engine.stats import ColumnIO, QueryStats
 from bamql.errors import BamqlError, DeviceError, PlanError, StoreError
 from bamql.planner import ir
 from bamql.planner.cost import MEDIA
 from bamql.planner.physical import PhysicalPlan, explain_text, plan_query
-from bamql.planner.translate import translate
-from bamql.storage.format import MANIFEST
+from bamql.planner.translate import key_domain, translate
+from bamql.storage.partitioned import PartitionedTable, is_table, open_table
 from bamql.storage.store import PageStore
 
 _EXPLAIN = re.compile(r"^\s*explain\s+(analyze\s+)?", re.IGNORECASE)
@@ -43,24 +44,27 @@ class Session:
     """
 
     def __init__(self, path: str | os.PathLike, device: str = "auto", backend: str | None = None,
-                 cache: int | str | None = None, medium: str | None = None) -> None:
+                 cache: int | str | None = None, medium: str | None = None, cluster=None) -> None:
         self.path = Path(path)
         if medium is not None and medium not in MEDIA:
             raise DeviceError(f"medium must be one of {', '.join(MEDIA)}, not {medium!r}")
         self.medium = medium
         if not self.path.exists():
             raise StoreError(f"{self.path} does not exist")
-        if (self.path / MANIFEST).exists():
+        if is_table(self.path):
             dirs = [self.path]
         else:
             dirs = sorted(d for d in self.path.iterdir()
-                          if d.is_dir() and not d.name.startswith(".") and (d / MANIFEST).exists())
+                          if d.is_dir() and not d.name.startswith(".") and is_table(d))
             if not dirs:
                 raise StoreError(f"{self.path} holds no bamql tables (run `bamql ingest` first)")
-        self.stores: dict[str, PageStore] = {}
+        self.stores: dict[str, PageStore | PartitionedTable] = {}
         for d in dirs:
-            s = PageStore(d)
+            s = open_table(d)
             self.stores[s.name] = s
+        from bamql.engine.distributed import connect_cluster
+
+        self.cluster = connect_cluster(cluster)
         self._lock = threading.Lock()
         if device not in ("auto", "cpu", "gpu"):
             raise DeviceError(f"device must be auto, cpu or gpu, not {device!r}")
@@ -100,7 +104,7 @@ class Session:
         types = {"int": pa.int64(), "float": pa.float64(), "timestamp": pa.timestamp("us"),
                  "string": pa.string()}
         fields = []
-        for c in s.manifest.columns:
+        for c in s.columns.values():
             t = pa.float32() if c.dtype == "float32" else types[c.kind]
             meta = {"storage": c.dtype, "pages": str(c.n_pages)}
             fields.append(pa.field(c.name, t, metadata=meta))
@@ -111,8 +115,16 @@ class Session:
 
     # -- queries -------------------------------------------------------------------------
     def plan(self, q: ir.Query) -> PhysicalPlan:
+        """The physical plan (of the first partition, for a partitioned table)."""
         store = self.store(q.table)
+        if isinstance(store, PartitionedTable):
+            return plan_query(q, store.parts[0], MEDIA[self.medium or "file"],
+                              domains=self._domains(q, store))
         return plan_query(q, store, MEDIA[self.medium or self.backend])
+
+    @staticmethod
+    def _domains(q: ir.Query, store) -> tuple[tuple[int, int], ...]:
+        return tuple(key_domain(k, store.columns) for k in q.keys)
 
     def sql(self, text: str) -> Result:
         """Run a query (or EXPLAIN / EXPLAIN ANALYZE of one); returns a Result."""
@@ -135,11 +147,18 @@ class Session:
 
     def explain_query(self, q: ir.Query) -> str:
         """The EXPLAIN text of a logical query."""
-        return explain_text(self.plan(q), self.store(q.table))
+        store = self.store(q.table)
+        if isinstance(store, PartitionedTable):
+            where = "on the Dask cluster" if self.cluster is not None else "in this process"
+            return (f"{len(store.parts)} partitions of {store.rows:,} rows, one task each {where}; "
+                    f"partition 1:\n" + explain_text(self.plan(q), store.parts[0]))
+        return explain_text(self.plan(q), store)
 
     def execute(self, q: ir.Query) -> Result:
         """Plan and run a logical query."""
         store = self.store(q.table)
+        if isinstance(store, PartitionedTable):
+            return self._execute_partitioned(q, store)
         plan = self.plan(q)
         stats = QueryStats(self.device, self.backend, store.rows)
         for a in plan.access:
@@ -160,8 +179,21 @@ class Session:
             raise DeviceError("out of host memory while running the query") from None
         if not stats.seconds:  # the GPU engine times its kernel itself
             stats.seconds = time.perf_counter() - t0 - stats.compile_seconds
-        table = assemble(groups, q, store.columns)
+        table = assemble(finish(groups, q, plan.key_domains), q, store.columns)
         return Result(table, stats, explain_text(plan, store))
+
+    def _execute_partitioned(self, q: ir.Query, store: PartitionedTable) -> Result:
+        from bamql.engine.distributed import run_partitioned
+
+        domains = self._domains(q, store)
+        where = "dask" if self.cluster is not None else "local"
+        stats = QueryStats(f"cpu/{where}", "file", store.rows)
+        t0 = time.perf_counter()
+        acc = run_partitioned([str(p) for p in store.paths], q, domains, self.medium or "file",
+                              self.cluster, stats)
+        stats.seconds = time.perf_counter() - t0
+        table = assemble(finish(acc, q, domains), q, store.columns)
+        return Result(table, stats, self.explain_query(q))
 
     def table(self, name: str):
         """A dataframe-like handle on a table (see bamql.engine.frame)."""
@@ -186,7 +218,7 @@ class Session:
 
 
 def connect(path: str | os.PathLike, device: str = "auto", backend: str | None = None,
-            cache: int | str | None = None, medium: str | None = None) -> Session:
+            cache: int | str | None = None, medium: str | None = None, cluster=None) -> Session:
     """Open a directory of bamql tables.
 
     Parameters
@@ -204,5 +236,8 @@ def connect(path: str | os.PathLike, device: str = "auto", backend: str | None =
     medium
         The cost model's idea of the storage (``file``: a disk slow at random reads, the
         default on CPU; ``cached``: files in the OS page cache); it picks gather vs stream.
+    cluster
+        A Dask ``Client`` or scheduler address: partitioned tables then run one task per
+        partition on the cluster (otherwise one after another in this process).
     """
-    return Session(path, device=device, backend=backend, cache=cache, medium=medium)
+    return Session(path, device=device, backend=backend, cache=cache, medium=medium, cluster=cluster)

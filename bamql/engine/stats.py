@@ -49,6 +49,28 @@ class QueryStats:
     columns: dict[str, ColumnIO] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
+    def __getstate__(self) -> dict:  # picklable (Dask): the lock stays behind
+        d = dict(self.__dict__)
+        d.pop("_lock")
+        return d
+
+    def __setstate__(self, d: dict) -> None:
+        self.__dict__.update(d)
+        self._lock = threading.Lock()
+
+    def absorb(self, other: QueryStats) -> None:
+        """Add another partition's statistics to these."""
+        self.rows_matched += other.rows_matched
+        self.compile_seconds = max(self.compile_seconds, other.compile_seconds)
+        for name, c in other.columns.items():
+            mine = self.columns.setdefault(name, ColumnIO(c.column, c.role, c.path, c.itemsize, 0))
+            mine.whole_bytes += c.whole_bytes
+            mine.pages_read += c.pages_read
+            mine.bytes_read += c.bytes_read
+            mine.values_needed += c.values_needed
+            mine.cache_hits += c.cache_hits
+            mine.cache_misses += c.cache_misses
+
     def add(self, column: str, pages: int, nbytes: int, needed: int = 0) -> None:
         with self._lock:
             c = self.columns[column]

@@ -148,8 +148,12 @@ def estimate(e: ir.Expr, store: PageStore) -> float:
 
 
 # -- planning ----------------------------------------------------------------------------
-def plan_query(q: ir.Query, store: PageStore, medium: Medium = FILE) -> PhysicalPlan:
-    """Choose stage order, pruning and access paths for ``q`` over ``store``."""
+def plan_query(q: ir.Query, store: PageStore, medium: Medium = FILE,
+               domains: tuple[tuple[int, int], ...] | None = None) -> PhysicalPlan:
+    """Choose stage order, pruning and access paths for ``q`` over ``store``.
+
+    ``domains`` overrides the group-key domains (a partition plans with its whole table's).
+    """
     conj = ir.conjuncts(q.predicate)
     sels = {c: estimate(c, store) for c in conj}
     ps = store.page_size
@@ -195,7 +199,8 @@ def plan_query(q: ir.Query, store: PageStore, medium: Medium = FILE) -> Physical
         else:
             path, pages = choose_path(col.n_pages, col.rows_per_page, est, ps, medium)
         access.append(Access(name, "dependent", path, pages, col.n_pages))
-    domains = tuple(key_domain(k, store.columns) for k in q.keys)
+    if domains is None:
+        domains = tuple(key_domain(k, store.columns) for k in q.keys)
     return PhysicalPlan(q, store.rows, ps, tuple(stages), tuple(dep_cols), tuple(access), ranges,
                         est, domains, medium.name)
 

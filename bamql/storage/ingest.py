@@ -9,6 +9,7 @@ ingest of the same name removes.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import io
 import os
@@ -34,6 +35,7 @@ from bamql.storage.format import (
     narrow_int_dtype,
     sentinel_for,
 )
+from bamql.storage.partitioned import write_partitions
 from bamql.storage.sources import Source, open_source
 from bamql.storage.writer import ColumnPlan, PageWriter
 
@@ -179,6 +181,7 @@ def ingest(
     volumes: int = 1,
     table: str | None = None,
     progress: Callable[[int], None] | None = None,
+    partitions: int = 1,
 ) -> IngestReport:
     """Ingest ``sources`` (ORC, Parquet or CSV files of one schema) into a page store at ``out``.
 
@@ -196,6 +199,9 @@ def ingest(
         Table name; defaults to ``out``'s name.
     progress
         Called with the number of rows of each batch written.
+    partitions
+        Split the rows into this many contiguous partitions, each a page store of its own
+        (``part-NNN/``) under one ``partitions.json``, for one task each on Dask.
     """
     t0 = time.perf_counter()
     out = Path(out)
@@ -210,59 +216,85 @@ def ingest(
     cols = _unify(srcs)
     plans = _plans(srcs, cols)
     rows = sum(s.num_rows for s in srcs)
+    if partitions < 1 or partitions > max(rows, 1):
+        raise IngestError(f"--partitions must be within 1..{max(rows, 1)}, got {partitions}")
+    name = table or out.name
+    names = tuple(str(s.path.name) for s in srcs)
     out.parent.mkdir(parents=True, exist_ok=True)
     _clean_stale(out)
     tmp = out.parent / f".{out.name}.ingest-{os.getpid()}-{secrets.token_hex(4)}"
     tmp.mkdir()
-    writer = None
+    # row ranges of the partitions; every partition shares the plans (widths, dictionaries)
+    bounds = [round(k * rows / partitions) for k in range(partitions + 1)]
+    dirs = [tmp] if partitions == 1 else [tmp / f"part-{k:03d}" for k in range(partitions)]
+    writers: list[PageWriter] = []
     try:
-        writer = PageWriter(tmp, plans, rows, page_size, volumes)
+        for k, d in enumerate(dirs):
+            d.mkdir(exist_ok=True)
+            writers.append(PageWriter(d, plans, bounds[k + 1] - bounds[k], page_size, volumes))
+        pos = 0
         for s in srcs:
             for b in s.batches():
-                for i, pl in enumerate(plans):
-                    writer.append(i, _to_storage(b.column(i), pl))
+                start, end = pos, pos + b.num_rows
+                while start < end:
+                    k = bisect.bisect_right(bounds, start) - 1
+                    stop = min(end, bounds[k + 1])
+                    part = b.slice(start - pos, stop - start)
+                    for i, pl in enumerate(plans):
+                        writers[k].append(i, _to_storage(part.column(i), pl))
+                    start = stop
+                pos = end
                 if progress:
                     progress(b.num_rows)
-        res = writer.finish()
-        arrays = {"checksum": writer.checksum, "zmin": writer.zmin, "zmax": writer.zmax,
-                  "nulls": writer.nulls}
-        for pl, r in zip(plans, res["columns"], strict=True):
-            arrays[f"sample:{pl.name}"] = r["sample"]
-        buf = io.BytesIO()
-        np.savez(buf, **arrays)
-        meta_bytes = buf.getvalue()
-        (tmp / PAGES_META).write_bytes(meta_bytes)
-        columns = []
-        for i, (pl, r) in enumerate(zip(plans, res["columns"], strict=True)):
-            ids = slice(writer.first_page[i], writer.first_page[i] + -(-rows // writer.rows_per_page[i]))
-            lo = float(writer.zmin[ids].min()) if rows else None
-            hi = float(writer.zmax[ids].max()) if rows else None
-            columns.append(ColumnMeta(
-                name=pl.name, kind=pl.kind, dtype=pl.dtype.name,
-                first_page=writer.first_page[i], n_pages=ids.stop - ids.start,
-                rows_per_page=writer.rows_per_page[i], nulls=r["nulls"],
-                min=lo if lo is not None and np.isfinite(lo) else None,
-                max=hi if hi is not None and np.isfinite(hi) else None,
-                dictionary=pl.dictionary, histogram=r["histogram"],
-            ))
-        man = Manifest(
-            table=table or out.name, rows=rows, page_size=page_size, n_volumes=volumes,
-            total_pages=writer.total_pages, columns=tuple(columns),
-            pages_meta_sha256=hashlib.sha256(meta_bytes).hexdigest(),
-            sources=tuple(str(s.path.name) for s in srcs),
-        )
-        mpath = tmp / MANIFEST
-        mpath.write_text(man.to_json())
-        with open(mpath, "rb") as fh:
-            os.fsync(fh.fileno())
+        for k, (d, w) in enumerate(zip(dirs, writers, strict=True)):
+            _finish_store(d, w, plans, bounds[k + 1] - bounds[k], page_size, volumes, name, names)
+        if partitions > 1:
+            write_partitions(tmp, name, [(d.name, bounds[k], bounds[k + 1] - bounds[k])
+                                         for k, d in enumerate(dirs)])
         if out.exists():
             raise IngestError(f"output {out} appeared while ingesting; not replacing it")
         os.rename(tmp, out)
     except BaseException:
-        if writer is not None:
-            writer.abort()
+        for w in writers:
+            w.abort()
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    store_bytes = sum(f.stat().st_size for f in out.iterdir())
+    store_bytes = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
     src_bytes = sum(s.path.stat().st_size for s in srcs)
     return IngestReport(out, rows, src_bytes, store_bytes, time.perf_counter() - t0)
+
+
+def _finish_store(d: Path, writer: PageWriter, plans, rows: int, page_size: int, volumes: int,
+                  table: str, sources: tuple[str, ...]) -> None:
+    """Flush a store's last pages and write its page metadata and manifest (last)."""
+    res = writer.finish()
+    arrays = {"checksum": writer.checksum, "zmin": writer.zmin, "zmax": writer.zmax,
+              "nulls": writer.nulls}
+    for pl, r in zip(plans, res["columns"], strict=True):
+        arrays[f"sample:{pl.name}"] = r["sample"]
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    meta_bytes = buf.getvalue()
+    (d / PAGES_META).write_bytes(meta_bytes)
+    columns = []
+    for i, (pl, r) in enumerate(zip(plans, res["columns"], strict=True)):
+        ids = slice(writer.first_page[i], writer.first_page[i] + -(-rows // writer.rows_per_page[i]))
+        lo = float(writer.zmin[ids].min()) if rows else None
+        hi = float(writer.zmax[ids].max()) if rows else None
+        columns.append(ColumnMeta(
+            name=pl.name, kind=pl.kind, dtype=pl.dtype.name,
+            first_page=writer.first_page[i], n_pages=ids.stop - ids.start,
+            rows_per_page=writer.rows_per_page[i], nulls=r["nulls"],
+            min=lo if lo is not None and np.isfinite(lo) else None,
+            max=hi if hi is not None and np.isfinite(hi) else None,
+            dictionary=pl.dictionary, histogram=r["histogram"],
+        ))
+    man = Manifest(
+        table=table, rows=rows, page_size=page_size, n_volumes=volumes,
+        total_pages=writer.total_pages, columns=tuple(columns),
+        pages_meta_sha256=hashlib.sha256(meta_bytes).hexdigest(), sources=sources,
+    )
+    mpath = d / MANIFEST
+    mpath.write_text(man.to_json())
+    with open(mpath, "rb") as fh:
+        os.fsync(fh.fileno())

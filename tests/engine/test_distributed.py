@@ -1,0 +1,86 @@
+"""Partitioned tables on Dask (LocalCluster, CPU engine): same answers as one node."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+import bamql
+from bamql.queries import all_queries
+from bamql.storage.ingest import ingest
+from tests.reference import assert_same_rows
+
+distributed = pytest.importorskip("distributed")
+QUERIES = all_queries()
+
+
+@pytest.fixture(scope="module")
+def parted(tmp_path_factory, taxi_orc):
+    d = tmp_path_factory.mktemp("parted")
+    ingest(taxi_orc, d / "trips", partitions=4)
+    return d
+
+
+@pytest.fixture(scope="module")
+def single(taxi_store):
+    with bamql.connect(taxi_store, device="cpu") as c:
+        return {n: c.sql(q).rows() for n, q in QUERIES.items()}
+
+
+def test_partitioned_ingest_and_local_run(parted, single):
+    from bamql.storage.partitioned import PartitionedTable
+
+    with PartitionedTable(parted / "trips") as t:
+        assert len(t.parts) == 4 and t.rows == 60_000
+        assert t.verify() == []
+    with bamql.connect(parted, device="cpu") as con:
+        for name, sql in QUERIES.items():
+            assert_same_rows(con.sql(sql).rows(), single[name], ordered="ORDER BY" in sql)
+        text = con.sql("EXPLAIN " + QUERIES["q06"]).plan_text
+        assert "4 partitions" in text
+
+
+@pytest.mark.parametrize("workers", [1, 2, 4])
+def test_every_query_distributed_matches_one_node(parted, single, workers):
+    with distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        with bamql.connect(parted, device="cpu", cluster=client) as con:
+            for name, sql in QUERIES.items():
+                res = con.sql(sql)
+                assert_same_rows(res.rows(), single[name], ordered="ORDER BY" in sql)
+            st = con.sql("EXPLAIN ANALYZE " + QUERIES["q06"]).stats
+            assert st.device == "cpu/dask" and st.bytes_read > 0  # summed over the workers
+
+
+def test_a_worker_killed_mid_query(parted, single):
+    sql = QUERIES["q06"]
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None, env={"BAMQL_FAULT_DELAY": "3"}) as cluster, \
+            distributed.Client(cluster) as client:
+        with bamql.connect(parted, device="cpu", cluster=client) as con:
+            out: dict = {}
+
+            def query():
+                try:
+                    out["rows"] = con.sql(sql).rows()
+                except Exception as e:  # re-raised below
+                    out["error"] = e
+
+            pids = client.run(os.getpid)  # worker address -> process id
+            th = threading.Thread(target=query)
+            th.start()
+            time.sleep(1.5)  # tasks are running (each sleeps 3 s first)
+            os.kill(next(iter(pids.values())), signal.SIGKILL)
+            th.join(timeout=300)
+            assert not th.is_alive()
+            assert "error" not in out, out.get("error")
+            assert_same_rows(out["rows"], single["q06"], ordered=False)  # never a wrong answer
+
+
+def test_unreachable_cluster_is_a_clear_error(parted):
+    with pytest.raises(bamql.BamqlError, match="cannot reach the Dask scheduler"):
+        bamql.connect(parted, device="cpu", cluster="tcp://127.0.0.1:1")
