@@ -160,7 +160,7 @@ def run(cfg: BenchConfig, say: Callable[[str], None] = print) -> dict:
     res = {"machine": machine(), "config": {
         "rows": cfg.rows, "queries": list(cfg.queries), "engines": [e.name for e in active],
         "modes": list(cfg.modes), "reps": cfg.reps, "page_sizes": list(cfg.page_sizes),
-        "shares": list(cfg.shares), "cold": cold_ok}, "runs": []}
+        "shares": list(cfg.shares), "cold": cold_ok}, "runs": [], "errors": []}
     for share in cfg.shares:
         data = prepare(cfg.workdir, cfg.rows, share, cfg.page_sizes)
         with PageStore(data.stores[cfg.page_sizes[0]] / "trips") as s:
@@ -180,8 +180,9 @@ def run(cfg: BenchConfig, say: Callable[[str], None] = print) -> dict:
                             say(f"{eng.name} skips {qn}: {e}")
                             continue
                         except Exception as e:  # a baseline that breaks must not sink the run
-                            say(f"{eng.name} failed on {qn}: {type(e).__name__}: "
-                                f"{str(e).splitlines()[0] if str(e) else ''}")
+                            msg = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+                            say(f"{eng.name} failed on {qn}: {msg}")
+                            res["errors"].append({"engine": eng.name, "query": qn, "error": msg})
                             continue
                         for mode in cfg.modes:
                             if mode not in eng.modes or (mode == "cold" and not cold_ok):
