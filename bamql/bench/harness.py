@@ -76,18 +76,19 @@ def machine() -> dict:
     return info
 
 
-def prepare(workdir: Path, rows: int, share: float, page_sizes: Sequence[int]) -> Data:
-    """ORC, a Parquet copy and a store per page size (each reused when already there)."""
+def prepare(workdir: Path, rows: int, share: float, page_sizes: Sequence[int],
+            parquet_copy: bool = True) -> Data:
+    """ORC, a Parquet copy (for DuckDB) and a store per page size (each reused when there)."""
     base = workdir / f"r{rows}-s{share:g}"
     orc = base / "orc"
     if not orc.exists():
-        files = max(1, min(8, rows // (1 << 22)))
+        files = max(1, min(os.cpu_count() or 1, 16, rows // (1 << 22)))
         with progress_bar(f"generating {rows:,} rows", rows) as adv:
             generate_orc(orc, GenParams(rows=rows, seed=1, williamsburg_share=share), files=files,
                          progress=adv)
     orcs = sorted(orc.glob("*.orc"))
     parquet = base / "trips.parquet"
-    if not parquet.exists():
+    if parquet_copy and not parquet.exists():
         tmp = parquet.with_suffix(".tmp")
         with pq.ParquetWriter(tmp, paorc.ORCFile(str(orcs[0])).schema, compression="zstd") as w:
             for p in orcs:
@@ -162,7 +163,8 @@ def run(cfg: BenchConfig, say: Callable[[str], None] = print) -> dict:
         "modes": list(cfg.modes), "reps": cfg.reps, "page_sizes": list(cfg.page_sizes),
         "shares": list(cfg.shares), "cold": cold_ok}, "runs": [], "errors": []}
     for share in cfg.shares:
-        data = prepare(cfg.workdir, cfg.rows, share, cfg.page_sizes)
+        data = prepare(cfg.workdir, cfg.rows, share, cfg.page_sizes,
+                       parquet_copy=any(e.name == "duckdb" for e in active))
         with PageStore(data.stores[cfg.page_sizes[0]] / "trips") as s:
             cat = {"trips": s.columns}
         for ps in cfg.page_sizes:

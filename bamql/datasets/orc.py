@@ -6,7 +6,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,6 +49,20 @@ def _chunk(args: tuple[GenParams, int]) -> pa.Table:
     return generate_chunk(*args)
 
 
+def _write_file(params: GenParams, path: Path, first: int, last: int) -> int:
+    """Generate chunks ``first..last-1`` into one ORC file; returns its rows."""
+    parts = [0]
+
+    def gen():
+        for i in range(first, last):
+            t = generate_chunk(params, i)
+            parts[0] += t.num_rows
+            yield t
+
+    write_orc(gen(), path)
+    return parts[0]
+
+
 def generate_orc(
     out: str | os.PathLike,
     params: GenParams,
@@ -78,26 +92,36 @@ def generate_orc(
     # Chunk ranges per file, as even as whole chunks allow.
     bounds = [round(i * chunks / files) for i in range(files + 1)]
     workers = workers or os.cpu_count() or 1
-    paths: list[Path] = []
+    paths = [tmp / f"trips-{f:03d}.orc" for f in range(files)]
     try:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            for f in range(files):
-                path = tmp / f"trips-{f:03d}.orc"
-                jobs = [(params, i) for i in range(bounds[f], bounds[f + 1])]
-                parts = pool.map(_chunk, jobs) if workers > 1 else map(_chunk, jobs)
+        if files > 1 and workers > 1:
+            # one file per task: generation and ORC encoding both run in parallel
+            with ProcessPoolExecutor(max_workers=min(workers, files)) as pool:
+                jobs = [pool.submit(_write_file, params, p, bounds[f], bounds[f + 1])
+                        for f, p in enumerate(paths)]
+                for job in as_completed(jobs):
+                    rows = job.result()
+                    if progress:
+                        progress(rows)
+        else:
+            # one file: chunks generated in parallel, encoded in order here
+            with ProcessPoolExecutor(max_workers=workers) as pool:
+                for f, path in enumerate(paths):
+                    jobs = [(params, i) for i in range(bounds[f], bounds[f + 1])]
+                    parts = pool.map(_chunk, jobs) if workers > 1 else map(_chunk, jobs)
 
-                def counted(parts=parts):
-                    for t in parts:
-                        yield t
-                        if progress:
-                            progress(t.num_rows)
+                    def counted(parts=parts):
+                        for t in parts:
+                            yield t
+                            if progress:
+                                progress(t.num_rows)
 
-                write_orc(counted(), path)
-                paths.append(out / path.name)
+                    write_orc(counted(), path)
         os.rename(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    paths = [out / p.name for p in paths]
     size = sum(p.stat().st_size for p in paths)
     return GenReport(paths, params.rows, size, time.perf_counter() - t0)
 
