@@ -76,6 +76,26 @@ def machine() -> dict:
     return info
 
 
+def h2d_bandwidth() -> float:
+    """Pinned host -> GPU copy bandwidth (bytes/s): median of 5 copies of 1 GiB."""
+    import time
+
+    from numba import cuda
+
+    n = 1 << 30
+    h = cuda.pinned_array(n, "u1")
+    h[:] = 1
+    d = cuda.device_array(n, "u1")
+    ts = []
+    for _ in range(5):
+        cuda.synchronize()
+        t0 = time.perf_counter()
+        d.copy_to_device(h)
+        cuda.synchronize()
+        ts.append(time.perf_counter() - t0)
+    return n / statistics.median(ts)
+
+
 def prepare(workdir: Path, rows: int, share: float, page_sizes: Sequence[int],
             parquet_copy: bool = True) -> Data:
     """ORC, a Parquet copy (for DuckDB) and a store per page size (each reused when there)."""
@@ -158,7 +178,10 @@ def run(cfg: BenchConfig, say: Callable[[str], None] = print) -> dict:
     cold_ok = "cold" not in cfg.modes or drop_os_cache()
     if not cold_ok:
         say("cold mode skipped: dropping the OS page cache needs root")
-    res = {"machine": machine(), "config": {
+    info = machine()
+    if any(e.name.startswith("bamql-gpu") for e in active):
+        info["h2d_bytes_per_s"] = h2d_bandwidth()  # for each run's PCIe floor
+    res = {"machine": info, "config": {
         "rows": cfg.rows, "queries": list(cfg.queries), "engines": [e.name for e in active],
         "modes": list(cfg.modes), "reps": cfg.reps, "page_sizes": list(cfg.page_sizes),
         "shares": list(cfg.shares), "cold": cold_ok}, "runs": [], "errors": []}
@@ -201,6 +224,8 @@ def run(cfg: BenchConfig, say: Callable[[str], None] = print) -> dict:
                                 "bytes_read": r.bytes_read, "whole_bytes": r.whole_bytes,
                                 "bytes_needed": r.bytes_needed, "rows": [list(x) for x in r.rows[:20]],
                                 **r.extra})
+                            if info.get("h2d_bytes_per_s") and r.bytes_read is not None:
+                                res["runs"][-1]["pcie_floor_s"] = r.bytes_read / info["h2d_bytes_per_s"]
                 finally:
                     eng.close()
     check(res)
