@@ -63,7 +63,11 @@ def plot_bytes(res: dict, path: Path) -> Path:
     ax.set_xticks([k + width * (len(series) - 1) / 2 for k in range(len(queries))], queries)
     ax.set_ylabel("MiB")
     ax.set_title(f"bytes moved vs needed ({ps} B pages, {share:.3%} selectivity)")
-    ax.legend(fontsize=7)
+    if series:
+        ax.legend(fontsize=7)
+    else:
+        ax.text(0.5, 0.5, "no engine reported bytes (bamql engines do)", ha="center",
+                transform=ax.transAxes)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
