@@ -185,49 +185,53 @@ def run(cfg: BenchConfig, say: Callable[[str], None] = print) -> dict:
         "rows": cfg.rows, "queries": list(cfg.queries), "engines": [e.name for e in active],
         "modes": list(cfg.modes), "reps": cfg.reps, "page_sizes": list(cfg.page_sizes),
         "shares": list(cfg.shares), "cold": cold_ok}, "runs": [], "errors": []}
-    for share in cfg.shares:
-        data = prepare(cfg.workdir, cfg.rows, share, cfg.page_sizes,
-                       parquet_copy=any(e.name == "duckdb" for e in active))
-        with PageStore(data.stores[cfg.page_sizes[0]] / "trips") as s:
-            cat = {"trips": s.columns}
-        for ps in cfg.page_sizes:
-            for eng in active:
-                if ps != cfg.page_sizes[0] and not eng.name.startswith("bamql"):
-                    continue  # page size matters to bamql only
-                eng.open(data, ps)
-                try:
-                    for qn in cfg.queries:
-                        sql = load(qn)
-                        q = translate(sql, cat)
-                        try:
-                            eng.run(sql, q, cfg.modes[0])  # warm up JIT and files
-                        except NotImplementedError as e:
-                            say(f"{eng.name} skips {qn}: {e}")
-                            continue
-                        except Exception as e:  # a baseline that breaks must not sink the run
-                            msg = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-                            say(f"{eng.name} failed on {qn}: {msg}")
-                            res["errors"].append({"engine": eng.name, "query": qn, "error": msg})
-                            continue
-                        for mode in cfg.modes:
-                            if mode not in eng.modes or (mode == "cold" and not cold_ok):
+    steps = len(cfg.shares) * len(cfg.queries) * sum(
+        len(cfg.page_sizes) if e.name.startswith("bamql") else 1 for e in active)
+    with progress_bar("benchmarking", steps) as advance:
+        for share in cfg.shares:
+            data = prepare(cfg.workdir, cfg.rows, share, cfg.page_sizes,
+                           parquet_copy=any(e.name == "duckdb" for e in active))
+            with PageStore(data.stores[cfg.page_sizes[0]] / "trips") as s:
+                cat = {"trips": s.columns}
+            for ps in cfg.page_sizes:
+                for eng in active:
+                    if ps != cfg.page_sizes[0] and not eng.name.startswith("bamql"):
+                        continue  # page size matters to bamql only
+                    eng.open(data, ps)
+                    try:
+                        for qn in cfg.queries:
+                            sql = load(qn)
+                            q = translate(sql, cat)
+                            advance(1)
+                            try:
+                                eng.run(sql, q, cfg.modes[0])  # warm up JIT and files
+                            except NotImplementedError as e:
+                                say(f"{eng.name} skips {qn}: {e}")
                                 continue
-                            times, r = [], None
-                            for _ in range(cfg.reps):
-                                if mode == "cold":
-                                    drop_os_cache()
-                                r = eng.run(sql, q, mode)
-                                times.append(r.seconds)
-                            res["runs"].append({
-                                "engine": eng.name, "query": qn, "mode": mode, "page_size": ps,
-                                "share": share, "median_s": statistics.median(times), "times_s": times,
-                                "bytes_read": r.bytes_read, "whole_bytes": r.whole_bytes,
-                                "bytes_needed": r.bytes_needed, "rows": [list(x) for x in r.rows[:20]],
-                                **r.extra})
-                            if info.get("h2d_bytes_per_s") and r.bytes_read is not None:
-                                res["runs"][-1]["pcie_floor_s"] = r.bytes_read / info["h2d_bytes_per_s"]
-                finally:
-                    eng.close()
+                            except Exception as e:  # a baseline that breaks must not sink the run
+                                msg = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+                                say(f"{eng.name} failed on {qn}: {msg}")
+                                res["errors"].append({"engine": eng.name, "query": qn, "error": msg})
+                                continue
+                            for mode in cfg.modes:
+                                if mode not in eng.modes or (mode == "cold" and not cold_ok):
+                                    continue
+                                times, r = [], None
+                                for _ in range(cfg.reps):
+                                    if mode == "cold":
+                                        drop_os_cache()
+                                    r = eng.run(sql, q, mode)
+                                    times.append(r.seconds)
+                                res["runs"].append({
+                                    "engine": eng.name, "query": qn, "mode": mode, "page_size": ps,
+                                    "share": share, "median_s": statistics.median(times), "times_s": times,
+                                    "bytes_read": r.bytes_read, "whole_bytes": r.whole_bytes,
+                                    "bytes_needed": r.bytes_needed, "rows": [list(x) for x in r.rows[:20]],
+                                    **r.extra})
+                                if info.get("h2d_bytes_per_s") and r.bytes_read is not None:
+                                    res["runs"][-1]["pcie_floor_s"] = r.bytes_read / info["h2d_bytes_per_s"]
+                    finally:
+                        eng.close()
     check(res)
     out = Path(cfg.out)
     out.parent.mkdir(parents=True, exist_ok=True)
