@@ -187,10 +187,12 @@ def run(cfg: BenchConfig, say: Callable[[str], None] = print) -> dict:
         "shares": list(cfg.shares), "cold": cold_ok}, "runs": [], "errors": []}
     steps = len(cfg.shares) * len(cfg.queries) * sum(
         len(cfg.page_sizes) if e.name.startswith("bamql") else 1 for e in active)
+    # data first: its own progress bars cannot nest inside the benchmark's
+    datas = {share: prepare(cfg.workdir, cfg.rows, share, cfg.page_sizes,
+                            parquet_copy=any(e.name == "duckdb" for e in active))
+             for share in cfg.shares}
     with progress_bar("benchmarking", steps) as advance:
-        for share in cfg.shares:
-            data = prepare(cfg.workdir, cfg.rows, share, cfg.page_sizes,
-                           parquet_copy=any(e.name == "duckdb" for e in active))
+        for share, data in datas.items():
             with PageStore(data.stores[cfg.page_sizes[0]] / "trips") as s:
                 cat = {"trips": s.columns}
             for ps in cfg.page_sizes:
