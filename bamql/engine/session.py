@@ -26,14 +26,8 @@ _EXPLAIN = re.compile(r"^\s*explain\s+(analyze\s+)?", re.IGNORECASE)
 
 def gpu_unavailable_reason() -> str | None:
     """None if the GPU engine can run here, else why not (one line)."""
-    import importlib.util
+    from bamql.kernels.gpu import gpu_available
 
-    if importlib.util.find_spec("bamql.kernels.gpu") is None:
-        return "this bamql has no GPU engine yet (CPU engine only)"
-    try:
-        from bamql.kernels.gpu import gpu_available
-    except ImportError as e:
-        return f"GPU packages are not installed ({e.name}); pip install 'bamql[gpu]'"
     return gpu_available()
 
 
