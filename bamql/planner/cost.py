@@ -14,8 +14,11 @@ class Medium:
     random_reads_per_s: float
 
 
-#: An NVMe/virtio disk as measured on the GPU machine (bam.md): 1.7 GB/s, ~100 k reads/s.
-FILE = Medium("file", 1.7e9, 1.0e5)
+#: A disk read by the CPU engine: 1.7 GB/s sequential (the GPU machine's virtio disk,
+#: bam.md). Random reads: that disk serves ~100 k/s only to many threads; the CPU engine
+#: reads pages from one thread, measured at ~40 k/s effective (Q6, 20 M rows, 4 KiB pages,
+#: cold: bench/results/cpu-vm-20M.json), which is the rate the planner must plan with.
+FILE = Medium("file", 1.7e9, 4.0e4)
 #: Files already in the OS page cache (warm): memory-speed reads, system call per request.
 CACHED = Medium("cached", 8e9, 2.0e6)
 #: Pinned host memory read by the GPU over PCIe: 50 GB/s, 32-byte sectors at any address.

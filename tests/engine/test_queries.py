@@ -110,7 +110,8 @@ def test_explain_analyze_q6_accounts_every_byte(tmp_path, monkeypatch):
         return n
 
     monkeypatch.setattr(PageStore, "read_pages", counting)
-    with bamql.connect(tmp_path / "d", device="cpu") as c:
+    # warm files: the planner gathers (on a cold disk it would stream these columns)
+    with bamql.connect(tmp_path / "d", device="cpu", medium="cached") as c:
         res = c.sql("EXPLAIN ANALYZE " + load("q06"))
         text = "\n".join(res.to_arrow()["explain"].to_pylist())
         st = res.stats
