@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import math
-
 import duckdb
 import pyarrow as pa
+
+from bamql.bench.harness import same_value
 
 
 def normalize(t: pa.Table) -> pa.Table:
@@ -21,17 +21,6 @@ def duck(sql: str, table: pa.Table) -> list[tuple]:
     return con.sql(sql).fetchall()
 
 
-def _same(a, b) -> bool:
-    if a is None or b is None:
-        return a is None and b is None
-    if isinstance(a, float) or isinstance(b, float):
-        a, b = float(a), float(b)
-        if math.isnan(a) or math.isnan(b):
-            return math.isnan(a) and math.isnan(b)
-        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
-    return a == b
-
-
 def _key(row):
     return tuple((x is None, str(type(x)), x if x is not None else 0) for x in row)
 
@@ -42,4 +31,4 @@ def assert_same_rows(ours: list[tuple], ref: list[tuple], ordered: bool) -> None
         ours, ref = sorted(ours, key=_key), sorted(ref, key=_key)
     for r1, r2 in zip(ours, ref, strict=True):
         assert len(r1) == len(r2)
-        assert all(_same(a, b) for a, b in zip(r1, r2, strict=True)), (r1, r2)
+        assert all(same_value(a, b) for a, b in zip(r1, r2, strict=True)), (r1, r2)

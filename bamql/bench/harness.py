@@ -137,7 +137,8 @@ def drop_os_cache() -> bool:
         return False
 
 
-def _same(a, b) -> bool:
+def same_value(a, b) -> bool:
+    """Equal, NULL to NULL, NaN to NaN, floats to 1e-9 relative."""
     if a is None or b is None:
         return a is None and b is None
     if isinstance(a, float) or isinstance(b, float):
@@ -153,7 +154,7 @@ def same_rows(x: list[tuple], y: list[tuple]) -> bool:
     key = lambda r: tuple((v is None, str(v)) for v in r)  # noqa: E731
     if len(x) != len(y):
         return False
-    return all(len(r1) == len(r2) and all(_same(a, b) for a, b in zip(r1, r2, strict=True))
+    return all(len(r1) == len(r2) and all(same_value(a, b) for a, b in zip(r1, r2, strict=True))
                for r1, r2 in zip(sorted(x, key=key), sorted(y, key=key), strict=True))
 
 
