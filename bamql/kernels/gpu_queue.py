@@ -25,11 +25,21 @@ if _SIM:
     def fence_system():
         cuda.threadfence()
 
+    @cuda.jit(device=True)
+    def load_cv(arr, i):
+        return arr[i]
+
 else:
 
     @cuda.jit(device=True, inline=True)
     def fence_system():
         cuda.threadfence_system()  # the host must see the command before the mark
+
+    @cuda.jit(device=True, inline=True)
+    def load_cv(arr, i):
+        # a volatile load, never an atomic: a read-modify-write of a word the host is
+        # writing could put back the old value and lose the host's update
+        return cuda.ldcv(arr, i)
 
 
 @cuda.jit(device=True)
@@ -38,18 +48,18 @@ def submit(page, staging, seq, sq_page, sq_staging, sq_seq, sq_turn, sq_tail, qs
     t = cuda.atomic.add(sq_tail, 0, 1)
     slot = t % qsize
     turn = t // qsize
-    while cuda.atomic.add(sq_turn, slot, 0) != 2 * turn:  # the entry is still in use
+    while load_cv(sq_turn, slot) != 2 * turn:  # the entry is still in use
         backoff()
     sq_page[slot] = page
     sq_staging[slot] = staging
     sq_seq[slot] = seq
     fence_system()
-    cuda.atomic.exch(sq_turn, slot, 2 * turn + 1)
+    sq_turn[slot] = 2 * turn + 1  # a plain store: the host owns the word until it is set
 
 
 @cuda.jit(device=True)
 def wait_done(staging, seq, cq_done):
     """Wait for the completion of the read tagged ``seq`` into ``staging``."""
-    while cuda.atomic.add(cq_done, staging, 0) != seq:
+    while load_cv(cq_done, staging) != seq:
         backoff()
     fence_system()

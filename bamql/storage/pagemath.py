@@ -6,8 +6,7 @@ import numba
 import numpy as np
 
 
-@numba.njit(parallel=True, cache=True, nogil=True)
-def _checksums(words: np.ndarray, ids: np.ndarray, out: np.ndarray) -> None:
+def _checksums_py(words: np.ndarray, ids: np.ndarray, out: np.ndarray) -> None:
     prime = np.uint64(0x9E3779B97F4A7C15)
     for i in numba.prange(words.shape[0]):
         h = np.uint64(0xCBF29CE484222325) ^ np.uint64(ids[i])
@@ -19,14 +18,24 @@ def _checksums(words: np.ndarray, ids: np.ndarray, out: np.ndarray) -> None:
         out[i] = h
 
 
-def page_checksums(pages: np.ndarray, page_ids: np.ndarray) -> np.ndarray:
+# Two builds of one loop: the parallel one for ingest (one caller, large batches); the
+# serial one for reads, which many threads do at once: numba's default threading layer
+# must not run parallel regions from several threads (it can hang), while a nogil serial
+# kernel runs truly concurrently.
+_checksums_parallel = numba.njit(parallel=True, cache=True, nogil=True)(_checksums_py)
+_checksums_serial = numba.njit(nogil=True)(_checksums_py)
+
+
+def page_checksums(pages: np.ndarray, page_ids: np.ndarray, parallel: bool = False) -> np.ndarray:
     """Checksums of ``pages`` (shape ``(n, page_size)`` uint8), page ``i`` being ``page_ids[i]``.
 
     The page id is mixed into the checksum, so a page read from the wrong place fails too.
+    ``parallel`` uses all cores; only for a single caller thread (ingest).
     """
     words = np.ascontiguousarray(pages).view(np.uint64)
     out = np.empty(words.shape[0], dtype=np.uint64)
-    _checksums(words, np.ascontiguousarray(page_ids, dtype=np.int64), out)
+    kern = _checksums_parallel if parallel else _checksums_serial
+    kern(words, np.ascontiguousarray(page_ids, dtype=np.int64), out)
     return out
 
 
