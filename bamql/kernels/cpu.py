@@ -14,12 +14,13 @@ import numba
 import numpy as np
 
 from bamql.kernels.codegen import ExprCompiler, safe_name
+from bamql.parallel import PARALLEL_LOCK
 from bamql.planner import ir
 
 _cache: dict[str, object] = {}
 _cache_lock = threading.Lock()
 #: numba's default threading layer runs one parallel region at a time per process.
-KERNEL_LOCK = threading.RLock()
+KERNEL_LOCK = PARALLEL_LOCK
 
 
 def _compile(src: str, name: str):

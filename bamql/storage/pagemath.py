@@ -5,6 +5,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from bamql.parallel import PARALLEL_LOCK
+
 
 def _checksums_py(words: np.ndarray, ids: np.ndarray, out: np.ndarray) -> None:
     prime = np.uint64(0x9E3779B97F4A7C15)
@@ -18,24 +20,28 @@ def _checksums_py(words: np.ndarray, ids: np.ndarray, out: np.ndarray) -> None:
         out[i] = h
 
 
-# Two builds of one loop: the parallel one for ingest (one caller, large batches); the
-# serial one for reads, which many threads do at once: numba's default threading layer
-# must not run parallel regions from several threads (it can hang), while a nogil serial
-# kernel runs truly concurrently.
+# Two builds of one loop. The parallel one runs only under the process-wide parallel lock
+# (numba's default threading layer must not run two parallel regions at once); a reader
+# that finds the lock taken uses the serial, nogil build instead of waiting.
 _checksums_parallel = numba.njit(parallel=True, cache=True, nogil=True)(_checksums_py)
 _checksums_serial = numba.njit(nogil=True)(_checksums_py)
 
 
-def page_checksums(pages: np.ndarray, page_ids: np.ndarray, parallel: bool = False) -> np.ndarray:
+def page_checksums(pages: np.ndarray, page_ids: np.ndarray) -> np.ndarray:
     """Checksums of ``pages`` (shape ``(n, page_size)`` uint8), page ``i`` being ``page_ids[i]``.
 
     The page id is mixed into the checksum, so a page read from the wrong place fails too.
-    ``parallel`` uses all cores; only for a single caller thread (ingest).
     """
     words = np.ascontiguousarray(pages).view(np.uint64)
     out = np.empty(words.shape[0], dtype=np.uint64)
-    kern = _checksums_parallel if parallel else _checksums_serial
-    kern(words, np.ascontiguousarray(page_ids, dtype=np.int64), out)
+    ids = np.ascontiguousarray(page_ids, dtype=np.int64)
+    if len(words) >= 64 and PARALLEL_LOCK.acquire(blocking=False):
+        try:
+            _checksums_parallel(words, ids, out)
+        finally:
+            PARALLEL_LOCK.release()
+    else:
+        _checksums_serial(words, ids, out)
     return out
 
 

@@ -91,7 +91,7 @@ class PageWriter:
         nn[-1] -= padding
         pages = np.zeros((n, self.page_size), dtype=np.uint8)
         pages[:, : rpp * values.dtype.itemsize] = values.reshape(n, rpp).view(np.uint8)
-        self.checksum[ids] = page_checksums(pages, ids, parallel=True)
+        self.checksum[ids] = page_checksums(pages, ids)
         self.zmin[ids], self.zmax[ids], self.nulls[ids] = lo, hi, nn
         nv = self.n_volumes
         for v in range(nv):
