@@ -57,12 +57,14 @@ class Engine:
 
 
 class BamqlEngine(Engine):
-    """bamql on the CPU (``bamql-cpu``) or the GPU (``bamql-gpu-host``, ``bamql-gpu-gpu``)."""
+    """bamql on the CPU (``bamql-cpu``) or the GPU (``bamql-gpu-host``, ``bamql-gpu-gpu``,
+    ``bamql-gpu-file``). Warm and cold GPU runs start from an empty GPU cache."""
 
     def __init__(self, device: str, backend: str | None = None) -> None:
         self.device, self.backend = device, backend
         self.name = "bamql-cpu" if device == "cpu" else f"bamql-gpu-{backend}"
-        self.modes = ("warm", "cold") if device == "cpu" else ("warm", "hot")
+        self.modes = (("warm", "cold") if device == "cpu" else ("warm", "cold") if backend == "file"
+                      else ("warm", "hot"))
         self.con = None
 
     def unavailable(self):
@@ -82,14 +84,16 @@ class BamqlEngine(Engine):
     def run(self, sql, q, mode):
         if self.device == "cpu":
             self.con.medium = "file" if mode == "cold" else "cached"
-        elif mode == "warm":
+        elif mode in ("warm", "cold"):
             self.con.gpu.clear_cache()  # every needed byte crosses PCIe again
         res = self.con.sql(sql)
         st = res.stats
         return Run(st.seconds, res.rows(), st.bytes_read, st.whole_bytes, st.bytes_needed,
                    {"compile_s": st.compile_seconds, "rows_matched": st.rows_matched,
                     "amplification": st.amplification, "cache_hits": sum(
-                        c.cache_hits for c in st.columns.values())})
+                        c.cache_hits for c in st.columns.values()),
+                    "io_reads": st.io_reads, "io_depth": st.io_depth,
+                    "paths": {n: c.path for n, c in st.columns.items()}})
 
     def close(self):
         if self.con is not None:
@@ -184,6 +188,7 @@ class RapidsEngine(Engine):
 
 def all_engines() -> dict[str, Engine]:
     """Every engine the harness knows, by name."""
-    es = [BamqlEngine("cpu"), BamqlEngine("gpu", "host"), BamqlEngine("gpu", "gpu"), RapidsEngine(),
-          RapidsEngine(stripes=True), DuckDbEngine(), PyarrowWholeEngine()]
+    es = [BamqlEngine("cpu"), BamqlEngine("gpu", "host"), BamqlEngine("gpu", "gpu"),
+          BamqlEngine("gpu", "file"), RapidsEngine(), RapidsEngine(stripes=True), DuckDbEngine(),
+          PyarrowWholeEngine()]
     return {e.name: e for e in es}

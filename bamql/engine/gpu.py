@@ -5,7 +5,13 @@ Backends:
 - ``host``: the store in pinned, mapped host memory; the GPU reads it itself over PCIe
   (zero copy): stage-1 predicate columns directly and coalesced, every other column
   through the page cache, whose misses the warp copies from host memory.
-- ``file`` (GPU-initiated I/O through submission/completion queues) is not built yet.
+- ``file``: the store stays in its volume files. Cache misses are GPU-initiated reads: the
+  warp puts a command on a submission queue in mapped host memory (BaM's ticket/turn
+  protocol), host I/O workers (``storage.queues``) read the page into the warp's pinned
+  staging page and post a completion, and the warp copies staging into the cache slot.
+  Columns the plan streams (stage-1 predicates, and dependent columns where the cost model
+  finds a sequential read cheaper than random reads) are read by the host in large
+  sequential reads into pinned mapped buffers that the kernel reads directly.
 
 The cache (per table, ``cache`` bytes) lives as long as the session, so a repeated query
 hits in GPU memory; predicate columns scanned whole are kept on the GPU too when they fit.
@@ -24,7 +30,7 @@ from numba.core.errors import NumbaPerformanceWarning
 
 from bamql.engine import accumulate
 from bamql.engine.stats import QueryStats
-from bamql.errors import DeviceError
+from bamql.errors import DeviceError, StoreError
 from bamql.kernels import gpu as kgpu
 from bamql.planner import ir
 from bamql.planner.physical import PhysicalPlan
@@ -74,7 +80,7 @@ def _pack(arrays: list[np.ndarray]) -> tuple[np.ndarray, list[int]]:
 class TableState:
     """One table on the GPU: its pages (source) and its page cache."""
 
-    source: object  # uint8 device or mapped buffer, global page order
+    source: object | None  # uint8 device or mapped buffer, global page order (not ``file``)
     host: np.ndarray | None  # the mapped host buffer (host backend)
     n_slots: int
     slots: object
@@ -88,6 +94,10 @@ class TableState:
     load_seconds: float = 0.0
     reported: bool = False  # load time already charged to a query's stats
     views: tuple = ()  # typed views of the slots and the source, made once
+    queue: object | None = None  # file backend: HostQueue, and its device-side words
+    sq_tail: object | None = None
+    warp_seq: object | None = None
+    colbufs: dict = field(default_factory=dict)  # file backend: column -> pinned mapped buffer
 
 
 class GpuEngine:
@@ -98,9 +108,6 @@ class GpuEngine:
 
         if backend not in BACKENDS:
             raise DeviceError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
-        if backend == "file":
-            raise DeviceError("the GPU file backend (GPU-initiated I/O queues) is not built yet; "
-                              "use backend='host' or 'gpu'")
         self.cuda = cuda
         self.session = session
         self.backend = backend
@@ -113,6 +120,9 @@ class GpuEngine:
         self.name = dev.name.decode() if isinstance(dev.name, bytes) else dev.name
         self.sms = dev.MULTIPROCESSOR_COUNT
         self._warmed: set[int] = set()  # kernels already launched once (compiled)
+        self._io_pool = None  # file backend: threads for the host's sequential reads
+        # file backend: one staging page per warp in flight, at most 256 MiB of them
+        self.max_warps = self.sms * 8 * kgpu.BLOCK // 32
 
     # -- setting a table up ----------------------------------------------------------------
     def _table(self, store: PageStore) -> TableState:
@@ -142,7 +152,10 @@ class GpuEngine:
                 "use a smaller cache= or backend='host'")
         try:
             host = None
-            if self.backend == "host":
+            source = None
+            if self.backend == "file":
+                pass  # pages stay in the volume files until a query needs them
+            elif self.backend == "host":
                 source = cuda.mapped_array(nbytes, dtype=np.uint8)
                 # a plain ndarray over the same pinned memory, for host-side reads and views
                 host = np.ndarray.view(source, np.ndarray)
@@ -173,9 +186,27 @@ class GpuEngine:
                                   f"({nbytes / 2**30:.2f} GiB store, backend {self.backend})") from None
             raise
         ts.views = (*[_typed(ts.slots, d) for d in _DTYPES], _typed(ts.slots, np.uint64),
-                    _typed(ts.source, np.uint64))
+                    _typed(ts.source, np.uint64) if ts.source is not None else None)
+        if self.backend == "file":
+            self._start_queue(ts, store)
         ts.load_seconds = time.perf_counter() - t0
         return ts
+
+    def _start_queue(self, ts: TableState, store: PageStore) -> None:
+        """The submission queue, staging pages and I/O workers of a ``file`` table."""
+        from bamql.storage.queues import HostQueue
+
+        cuda = self.cuda
+        n_staging = max(32, min(self.max_warps, (256 << 20) // store.page_size))
+        ts.queue = HostQueue(store, qsize=n_staging, n_staging=n_staging, io_threads=64).start()
+        ts.sq_tail = cuda.to_device(np.zeros(1, np.int64))  # tickets: GPU atomics, GPU memory
+        ts.warp_seq = cuda.to_device(np.zeros(n_staging, np.int64))
+
+    def _reset_queue(self, ts: TableState, store: PageStore) -> None:
+        """After a failed kernel the queue's tickets may be out of step: start afresh."""
+        if ts.queue is not None:
+            ts.queue.stop()
+        self._start_queue(ts, store)
 
     @staticmethod
     def _read_all(store: PageStore, host: np.ndarray) -> None:
@@ -196,6 +227,34 @@ class GpuEngine:
                 ts.resident.clear()
                 ts.resident_bytes = 0
 
+    def _stream(self, ts: TableState, store: PageStore, c, ranges) -> tuple[object, int]:
+        """File backend: read the pages of column ``c`` that hold candidate rows into its
+        pinned mapped buffer, in large sequential reads on several threads; returns the
+        buffer and the pages read."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        ps, rpp = store.page_size, c.rows_per_page
+        buf = ts.colbufs.get(c.name)
+        if buf is None:
+            buf = self.cuda.mapped_array(c.n_pages * ps, dtype=np.uint8)
+            ts.colbufs[c.name] = buf
+        view = np.ndarray.view(buf, np.ndarray).reshape(c.n_pages, ps)
+        runs: list[list[int]] = []
+        for a, b in ranges:  # page runs of the candidate rows, merged
+            p0, p1 = a // rpp, (b - 1) // rpp + 1
+            if runs and p0 <= runs[-1][1]:
+                runs[-1][1] = max(runs[-1][1], p1)
+            else:
+                runs.append([p0, p1])
+        step = max(1, (16 << 20) // ps)
+        jobs = [(i, min(i + step, p1)) for p0, p1 in runs for i in range(p0, p1, step)]
+        if self._io_pool is None:
+            self._io_pool = ThreadPoolExecutor(8, thread_name_prefix="bamql-stream")
+        read = lambda j: store.read_pages(np.arange(c.first_page + j[0], c.first_page + j[1]),  # noqa: E731
+                                          view[j[0] : j[1]])
+        list(self._io_pool.map(read, jobs))
+        return buf, sum(b - a for a, b in jobs)
+
     # -- running ---------------------------------------------------------------------------
     def run(self, plan: PhysicalPlan, store: PageStore, stats: QueryStats) -> dict[str, np.ndarray]:
         """Execute ``plan`` on the GPU; fills ``stats``; returns merged accumulators."""
@@ -211,6 +270,10 @@ class GpuEngine:
                     used.append(c)
         if self.backend == "gpu":  # everything is in GPU memory: read it all directly
             scan = set(used)
+        elif self.backend == "file":  # what the cost model streams is read sequentially
+            scan = {a.column for a in plan.access if a.path in ("scan", "stream")}
+            if plan.stages:
+                scan |= set(plan.stages[0].columns)
         else:
             scan = set(plan.stages[0].columns) if plan.stages else set()
         stats.setup_seconds = ts.load_seconds if not ts.reported else 0.0
@@ -219,7 +282,9 @@ class GpuEngine:
                 for n in used}
         cached = [n for n in used if n not in scan]
         cached_index = {n: i for i, n in enumerate(cached)}
-        src = kgpu.kernel_source(q, plan.stages, plan.key_domains, cols, sent, scan, cached_index)
+        queue = self.backend == "file"
+        src = kgpu.kernel_source(q, plan.stages, plan.key_domains, cols, sent, scan, cached_index,
+                                 queue=queue)
         # the query's time runs from here (column copies over PCIe included) to the results,
         # less the compilation
         t_start = time.perf_counter()
@@ -235,7 +300,7 @@ class GpuEngine:
         for n in sorted(scan):
             c = store.column(n)
             full = plan.ranges == ((0, store.rows),)
-            arr, resident, fill, moved = self._scan_column(ts, store, c, total, full)
+            arr, resident, fill, moved = self._scan_column(ts, store, c, total, full, plan.ranges)
             scan_arrays += [arr, resident, fill]
             if fill:
                 filled[n] = resident
@@ -247,9 +312,18 @@ class GpuEngine:
         dbuf = cuda.to_device(buf)
         d_small = [_typed(dbuf, a.dtype, o, a.size, a.shape) for a, o in zip(small, offs, strict=True)]
         d_off, d_lo, counters, *d_acc = d_small
+        if queue:
+            hq = ts.queue
+            io = (_typed(hq.staging, np.uint64), hq.sq_page, hq.sq_staging, hq.sq_seq, hq.sq_turn,
+                  ts.sq_tail, hq.cq_done, ts.warp_seq, hq.qsize)
+            hq.reset_stats()
+        else:
+            io = (ts.views[-1],)
         args = (total, d_off, d_lo, len(lo), *scan_arrays, *ts.views[:-2], ts.state, ts.page_slot,
-                ts.slot_page, ts.slot_lock, ts.clock, ts.n_slots, *ts.views[-2:], counters, *d_acc)
+                ts.slot_page, ts.slot_lock, ts.clock, ts.n_slots, ts.views[-2], *io, counters, *d_acc)
         blocks = max(1, min(self.sms * 8, -(-max(total, 1) // kgpu.BLOCK)))
+        if queue:  # one staging page per warp
+            blocks = min(blocks, max(1, ts.queue.qsize * 32 // kgpu.BLOCK))
         try:
             if id(kern) not in self._warmed:
                 with warnings.catch_warnings():  # the warm-up launch is small on purpose
@@ -264,7 +338,16 @@ class GpuEngine:
             dbuf.copy_to_host(buf)  # synchronizes
         except Exception as e:
             msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            if queue:
+                self._reset_queue(ts, store)
             raise DeviceError(f"GPU kernel failed: {msg}") from None
+        if queue:
+            stats.io_reads, stats.io_depth = ts.queue.served, ts.queue.max_in_flight
+            if ts.queue.error is not None:  # pages of this query may be wrong: forget them
+                err = ts.queue.error
+                self._reset_queue(ts, store)
+                self.clear_cache(store.name)
+                raise StoreError(f"reading pages for the GPU failed: {err}") from None
         host = [buf[o : o + a.nbytes].view(a.dtype).reshape(a.shape)
                 for a, o in zip(small, offs, strict=True)]
         cnt = host[2]
@@ -283,7 +366,7 @@ class GpuEngine:
             c.bytes_read += moved * ps
             c.cache_hits += pages if moved == 0 else 0
             c.values_needed += total if c.role == "predicate" else stats.rows_matched
-            c.path = "scan" if c.role == "predicate" else "direct"
+            c.path = "scan" if c.role == "predicate" else ("stream" if queue else "direct")
         for n, i in cached_index.items():
             c = stats.columns[n]
             hits, misses = int(cnt[1 + 2 * i]), int(cnt[2 + 2 * i])
@@ -296,7 +379,7 @@ class GpuEngine:
             stats.columns[n].path = "cache"
         return accumulate.merge(host_acc, None)
 
-    def _scan_column(self, ts: TableState, store: PageStore, c, total: int, full: bool):
+    def _scan_column(self, ts: TableState, store: PageStore, c, total: int, full: bool, ranges=()):
         """How the kernel reads a directly scanned column: ``(array, resident copy, fill,
         pages crossing PCIe now)``. On the host backend a full scan writes the values it reads
         into a device copy (``fill``), so later queries read the column from GPU memory."""
@@ -308,9 +391,13 @@ class GpuEngine:
         if c.name in ts.resident:
             arr = ts.resident[c.name]
             return arr, arr, 0, 0
-        view = _typed(ts.source, c.np_dtype, off, count)
+        if self.backend == "file":
+            buf, moved = self._stream(ts, store, c, ranges)
+            view = _typed(buf, c.np_dtype, 0, count)
+        else:
+            view = _typed(ts.source, c.np_dtype, off, count)
+            moved = -(-total // c.rows_per_page)
         nbytes = count * c.itemsize
-        moved = -(-total // c.rows_per_page)
         if full and ts.resident_bytes + nbytes <= ts.n_slots * ps:
             try:
                 d = self.cuda.device_array(count, dtype=c.np_dtype)
@@ -320,4 +407,10 @@ class GpuEngine:
         return view, view, 0, moved
 
     def close(self) -> None:
+        for ts in self.tables.values():
+            if ts.queue is not None:
+                ts.queue.stop()
+        if self._io_pool is not None:
+            self._io_pool.shutdown(wait=True)
+            self._io_pool = None
         self.tables.clear()

@@ -114,7 +114,8 @@ class Session:
         if isinstance(store, PartitionedTable):
             return plan_query(q, store.parts[0], MEDIA[self.medium or "file"],
                               domains=self._domains(q, store))
-        return plan_query(q, store, MEDIA[self.medium or self.backend])
+        default = "queue" if self.device == "gpu" and self.backend == "file" else self.backend
+        return plan_query(q, store, MEDIA[self.medium or default])
 
     @staticmethod
     def _domains(q: ir.Query, store) -> tuple[tuple[int, int], ...]:
@@ -229,7 +230,9 @@ def connect(path: str | os.PathLike, device: str = "auto", backend: str | None =
         GPU page-cache size, e.g. ``"8GiB"`` or bytes.
     medium
         The cost model's idea of the storage (``file``: a disk slow at random reads, the
-        default on CPU; ``cached``: files in the OS page cache); it picks gather vs stream.
+        default on CPU; ``queue``: the same disk with thousands of reads in flight, the
+        default of the GPU ``file`` backend; ``cached``: files in the OS page cache); it
+        picks gather vs stream per column.
     cluster
         A Dask ``Client`` or scheduler address: partitioned tables then run one task per
         partition on the cluster (otherwise one after another in this process).

@@ -46,6 +46,8 @@ class QueryStats:
     seconds: float = 0.0
     compile_seconds: float = 0.0
     setup_seconds: float = 0.0  # loading a table onto the device, charged to its first query
+    io_reads: int = 0  # GPU file backend: page reads the kernel put on the submission queue
+    io_depth: int = 0  # ... and the most of them in flight at once
     columns: dict[str, ColumnIO] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -62,6 +64,8 @@ class QueryStats:
         """Add another partition's statistics to these."""
         self.rows_matched += other.rows_matched
         self.compile_seconds = max(self.compile_seconds, other.compile_seconds)
+        self.io_reads += other.io_reads
+        self.io_depth = max(self.io_depth, other.io_depth)
         for name, c in other.columns.items():
             mine = self.columns.setdefault(name, ColumnIO(c.column, c.role, c.path, c.itemsize, 0))
             mine.whole_bytes += c.whole_bytes
@@ -105,6 +109,7 @@ class QueryStats:
             "device": self.device, "backend": self.backend, "rows": self.rows,
             "rows_matched": self.rows_matched, "seconds": self.seconds,
             "compile_seconds": self.compile_seconds, "setup_seconds": self.setup_seconds,
+            "io_reads": self.io_reads, "io_depth": self.io_depth,
             "bytes_read": self.bytes_read,
             "whole_bytes": self.whole_bytes, "bytes_needed": self.bytes_needed,
             "amplification": self.amplification, "whole_amplification": self.whole_amplification,
@@ -138,4 +143,7 @@ class QueryStats:
                      f"{self.device}/{self.backend}"
                      + (f" (+{self.compile_seconds * 1e3:.0f} ms compiling)" if self.compile_seconds else "")
                      + (f" (+{self.setup_seconds:.2f} s loading the table)" if self.setup_seconds else ""))
+        if self.io_reads:
+            lines.append(f"  GPU-initiated reads: {self.io_reads:,} through the submission queue, "
+                         f"at most {self.io_depth:,} in flight")
         return "\n".join(lines)

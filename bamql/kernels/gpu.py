@@ -50,17 +50,22 @@ def _zero(dtype: np.dtype) -> str:
 
 
 def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, scan: set,
-                  cached_index: dict) -> str:
+                  cached_index: dict, queue: bool = False) -> str:
     """Source of the query kernel.
 
     ``columns[name] = (first_page, rows_per_page, dtype)``; ``scan`` names the columns read
     directly (argument ``d_<col>``, row-indexed; when ``f_<col>`` is set each value read is
     also stored into ``r_<col>``, a device copy); the others are read through the cache,
-    ``cached_index[name]`` being their slot in the hit/miss counters.
+    ``cached_index[name]`` being their slot in the hit/miss counters. Cache misses are
+    copied from ``src_words`` (the store in GPU or mapped host memory), or with ``queue``
+    read by the host I/O workers through the submission queue (the ``file`` backend).
     """
     ec = ExprCompiler(lambda c: f"x_{safe_name(c)}", sentinels, indent=" " * 8)
     body = ec.lines
     loaded: set[str] = set()
+    reader = "warp_read_file" if queue else "warp_read"
+    io_args = ("staging_words, sq_page, sq_staging, sq_seq, sq_turn, sq_tail, cq_done, warp_seq, qsize"
+               if queue else "src_words")
 
     def load(name: str) -> None:
         if name in loaded:
@@ -76,8 +81,8 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
             ec.emit(f"    r_{sn}[row] = {x}")
         else:
             wpp = rpp * np.dtype(dt).itemsize // 8
-            ec.emit(f"{x} = warp_read(live, {first} + row // {rpp}, row % {rpp}, s_{np.dtype(dt).name}, "
-                    f"state, page_slot, slot_page, slot_lock, clock, n_slots, slot_words, src_words, "
+            ec.emit(f"{x} = {reader}(live, {first} + row // {rpp}, row % {rpp}, s_{np.dtype(dt).name}, "
+                    f"state, page_slot, slot_page, slot_lock, clock, n_slots, slot_words, io, "
                     f"{wpp}, {rpp}, st_{safe_name(name)}, {_zero(dt)})")
 
     for stage in stages:
@@ -134,8 +139,9 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
         "def kern(total, cand_off, range_lo, nranges, "
         + "".join(f"d_{safe_name(c)}, r_{safe_name(c)}, f_{safe_name(c)}, " for c in sorted(scan))
         + "s_int8, s_int16, s_int32, s_int64, s_float32, s_float64, state, page_slot, slot_page, "
-        "slot_lock, clock, n_slots, slot_words, src_words, counters, R, C, SF, SI, MNF, MXF, MNI, MXI):",
+        f"slot_lock, clock, n_slots, slot_words, {io_args}, counters, R, C, SF, SI, MNF, MXF, MNI, MXI):",
         "    lane = cuda.laneid",
+        f"    io = ({io_args},)",
         "    nw = (cuda.gridDim.x * cuda.blockDim.x) // 32",
         "    base = ((cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x) // 32) * 32",
         "    matched = 0",
@@ -184,9 +190,10 @@ def compile_kernel(src: str):
         if k is None:
             from numba import cuda
 
-            from bamql.kernels import gpu_cache
+            from bamql.kernels import gpu_cache, gpu_queue
 
-            ns = {"cuda": cuda, "np": np, "math": math, "warp_read": gpu_cache.warp_read}
+            ns = {"cuda": cuda, "np": np, "math": math, "warp_read": gpu_cache.warp_read,
+                  "warp_read_file": gpu_queue.warp_read_file}
             exec(compile(src, "<bamql gpu kernel>", "exec"), ns)
             k = cuda.jit(ns["kern"])
             _cache[src] = k

@@ -13,13 +13,14 @@ protocol cannot deadlock, however small the cache (BaM's issue 11).
 
 The per-thread functions (``acquire``, ``claim``, ``publish``, ``release``) also run in
 numba's CUDA simulator; ``warp_read`` adds warp coalescing (ballot/shfl) and a whole-warp
-page copy, and needs a real GPU.
+page fill (from memory here, or through the I/O queues in ``gpu_queue``), and needs a real GPU.
 """
 
 from __future__ import annotations
 
 import os
 
+import numpy as np
 from numba import cuda
 
 VALID = 1 << 30
@@ -35,6 +36,10 @@ if _SIM:  # the simulator has neither nanosleep nor ldcg
         pass
 
     @cuda.jit(device=True)
+    def sleep_ns(ns):
+        pass
+
+    @cuda.jit(device=True)
     def load_cg(arr, i):
         return arr[i]
 
@@ -43,6 +48,10 @@ else:
     @cuda.jit(device=True, inline=True)
     def backoff():
         cuda.nanosleep(64)
+
+    @cuda.jit(device=True, inline=True)
+    def sleep_ns(ns):
+        cuda.nanosleep(np.uint32(ns))
 
     @cuda.jit(device=True, inline=True)
     def load_cg(arr, i):
@@ -99,51 +108,63 @@ def release(p, state):
 
 
 @cuda.jit(device=True, inline=True)
-def warp_fill(slot, src_page, slot_words, src_words, wpp, lane):
-    """The whole warp copies one page (``wpp`` 8-byte words) into its slot."""
+def fill_from_words(slot, pg, slot_words, io, wpp, lane):
+    """The whole warp copies page ``pg`` (``wpp`` 8-byte words) from ``io[0]``, the store's
+    pages in GPU memory or in mapped host memory, into its slot."""
+    src_words = io[0]
     base = slot * wpp
-    sbase = src_page * wpp
+    sbase = pg * wpp
     for j in range(lane, wpp, 32):
         slot_words[base + j] = src_words[sbase + j]
 
 
-@cuda.jit(device=True, inline=True)
-def warp_read(want, page, idx, slot_typed, state, page_slot, slot_page, slot_lock, clock, n_slots,
-              slot_words, src_words, wpp, rpp, stat, zero):
-    """Value ``idx`` of page ``page`` for every lane with ``want``; called by the whole warp.
+def make_warp_read(fill):
+    """``warp_read`` whose misses are filled by ``fill(slot, page, slot_words, io, wpp, lane)``,
+    a device function the whole warp calls (``io`` is a tuple of whatever it reads from)."""
 
-    Lanes that want the same page are served by one acquire (BaM's warp coalescing); a miss
-    is filled by all 32 lanes. ``stat[0]`` counts hits, ``stat[1]`` misses (lane 0 only).
-    """
-    lane = cuda.laneid
-    val = zero
-    pend = cuda.ballot_sync(FULL_MASK, want)
-    while pend:
-        leader = cuda.ffs(pend) - 1
-        pg = cuda.shfl_sync(FULL_MASK, page, leader)
-        mine = want and page == pg
-        same = cuda.ballot_sync(FULL_MASK, mine)
-        slot = 0
-        loader = 0
-        if lane == 0:
-            s, ld = acquire(pg, state, page_slot, slot_page, slot_lock, clock, n_slots)
-            slot = s
-            loader = 1 if ld else 0
-        slot = cuda.shfl_sync(FULL_MASK, slot, 0)
-        loader = cuda.shfl_sync(FULL_MASK, loader, 0)
-        if loader:
-            warp_fill(slot, pg, slot_words, src_words, wpp, lane)
+    @cuda.jit(device=True, inline=True)
+    def warp_read(want, page, idx, slot_typed, state, page_slot, slot_page, slot_lock, clock,
+                  n_slots, slot_words, io, wpp, rpp, stat, zero):
+        """Value ``idx`` of page ``page`` for every lane with ``want``; called by the whole warp.
+
+        Lanes that want the same page are served by one acquire (BaM's warp coalescing); a
+        miss is filled by all 32 lanes. ``stat[0]`` counts hits, ``stat[1]`` misses (lane 0).
+        """
+        lane = cuda.laneid
+        val = zero
+        pend = cuda.ballot_sync(FULL_MASK, want)
+        while pend:
+            leader = cuda.ffs(pend) - 1
+            pg = cuda.shfl_sync(FULL_MASK, page, leader)
+            mine = want and page == pg
+            same = cuda.ballot_sync(FULL_MASK, mine)
+            slot = 0
+            loader = 0
+            if lane == 0:
+                s, ld = acquire(pg, state, page_slot, slot_page, slot_lock, clock, n_slots)
+                slot = s
+                loader = 1 if ld else 0
+            slot = cuda.shfl_sync(FULL_MASK, slot, 0)
+            loader = cuda.shfl_sync(FULL_MASK, loader, 0)
+            if loader:
+                fill(slot, pg, slot_words, io, wpp, lane)
+                cuda.syncwarp(FULL_MASK)
+                if lane == 0:
+                    publish(pg, state)
+                    stat[1] += 1
+                cuda.syncwarp(FULL_MASK)
+            elif lane == 0:
+                stat[0] += 1
+            if mine:
+                val = load_cg(slot_typed, slot * rpp + idx)
             cuda.syncwarp(FULL_MASK)
             if lane == 0:
-                publish(pg, state)
-                stat[1] += 1
-            cuda.syncwarp(FULL_MASK)
-        elif lane == 0:
-            stat[0] += 1
-        if mine:
-            val = load_cg(slot_typed, slot * rpp + idx)
-        cuda.syncwarp(FULL_MASK)
-        if lane == 0:
-            release(pg, state)
-        pend &= ~same
-    return val
+                release(pg, state)
+            pend &= ~same
+        return val
+
+    return warp_read
+
+
+#: misses copied by the warp from the store's pages in GPU or mapped host memory
+warp_read = make_warp_read(fill_from_words)

@@ -9,15 +9,18 @@ drain filled entries in ticket order, free each entry for its next turn (``2 * t
 read the page into the staging buffer and post the sequence number as its completion;
 the thread polls that word and then copies staging into its cache slot.
 
-Status: the protocol runs end to end in numba's CUDA simulator (CI) against the host
-workers; the ``file`` backend that will call it from ``warp_read`` is not wired yet.
+The ``file`` backend's cache misses go through here (``warp_read_file``): lane 0 of the
+warp submits the read into its warp's own staging page and waits; the whole warp then copies
+staging into the cache slot. Each warp has at most one read in flight, so the depth the host
+sees is the number of warps waiting at once. The protocol also runs in numba's CUDA
+simulator (CI) against the host workers.
 """
 
 from __future__ import annotations
 
 from numba import cuda
 
-from bamql.kernels.gpu_cache import _SIM, backoff
+from bamql.kernels.gpu_cache import _SIM, FULL_MASK, backoff, make_warp_read, sleep_ns
 
 if _SIM:
 
@@ -60,6 +63,34 @@ def submit(page, staging, seq, sq_page, sq_staging, sq_seq, sq_turn, sq_tail, qs
 @cuda.jit(device=True)
 def wait_done(staging, seq, cq_done):
     """Wait for the completion of the read tagged ``seq`` into ``staging``."""
+    ns = 256
     while load_cv(cq_done, staging) != seq:
-        backoff()
+        # each poll is a PCIe round trip: back off (to ~8 us) rather than flood the link
+        sleep_ns(ns)
+        ns = min(ns * 2, 8192)
     fence_system()
+
+
+@cuda.jit(device=True, inline=True)
+def fill_from_queue(slot, pg, slot_words, io, wpp, lane):
+    """Fill a cache slot with page ``pg`` read by the host I/O workers (whole warp calls).
+
+    ``io = (staging_words, sq_page, sq_staging, sq_seq, sq_turn, sq_tail, cq_done, warp_seq,
+    qsize)``; the warp's global index picks its staging page.
+    """
+    staging_words, sq_page, sq_staging, sq_seq, sq_turn, sq_tail, cq_done, warp_seq, qsize = io
+    w = (cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x) // 32
+    if lane == 0:
+        seq = warp_seq[w] + 1  # only this warp's lane 0 touches its counter
+        warp_seq[w] = seq
+        submit(pg, w, seq, sq_page, sq_staging, sq_seq, sq_turn, sq_tail, qsize)
+        wait_done(w, seq, cq_done)
+    cuda.syncwarp(FULL_MASK)
+    base = slot * wpp
+    sbase = w * wpp
+    for j in range(lane, wpp, 32):
+        slot_words[base + j] = load_cv(staging_words, sbase + j)  # host-written: uncached
+
+
+#: the ``file`` backend's cache read: misses go through the submission queue
+warp_read_file = make_warp_read(fill_from_queue)

@@ -19,13 +19,16 @@ class Medium:
 #: reads pages from one thread, measured at ~40 k/s effective (Q6, 20 M rows, 4 KiB pages,
 #: cold: bench/results/cpu-vm-20M.json), which is the rate the planner must plan with.
 FILE = Medium("file", 1.7e9, 4.0e4)
+#: The same disk read through the GPU file backend's queues: thousands of reads in flight,
+#: so the disk's own random-read rate (~100 k/s, ``../shared/device/README.md``) applies.
+QUEUE = Medium("queue", 1.7e9, 1.0e5)
 #: Files already in the OS page cache (warm): memory-speed reads, system call per request.
 CACHED = Medium("cached", 8e9, 2.0e6)
 #: Pinned host memory read by the GPU over PCIe: 50 GB/s, 32-byte sectors at any address.
 HOST = Medium("host", 50e9, 1.5e9)
 #: GPU memory.
 GPU = Medium("gpu", 3.0e12, 1.0e10)
-MEDIA = {m.name: m for m in (FILE, CACHED, HOST, GPU)}
+MEDIA = {m.name: m for m in (FILE, QUEUE, CACHED, HOST, GPU)}
 
 
 def touch_probability(selectivity: float, rows_per_page: int) -> float:

@@ -2,10 +2,15 @@
 
 The queue lives in pinned, mapped host memory (``numba.cuda.mapped_array``), so GPU
 threads write commands with ordinary stores and the host reads them without a copy.
-One dispatcher thread takes filled entries in ticket order (a batch at a time), frees
-them for their next turn, and hands the reads to a pool of threads that call
-``os.preadv`` (the GIL is released) into pinned staging buffers; each finished read posts
-its sequence number as the completion. ``max_in_flight`` records the deepest queue seen.
+One dispatcher thread takes every filled entry in ticket order at once (a vectorised scan
+of the turn counters), frees them for their next turn, and splits the batch over a pool of
+I/O threads. Each thread reads its pages with ``PageStore.read_pages`` (``os.preadv``, the
+GIL released; checksums checked), copies them into their pinned staging pages, then posts
+the sequence numbers as completions (x86 keeps the stores in order, so the data is there
+before its completion). A read that fails still posts its completion, so no GPU thread
+waits forever; the error is kept and raised by the caller after the kernel.
+
+``max_in_flight`` is the deepest queue seen (reads submitted, not yet completed).
 """
 
 from __future__ import annotations
@@ -41,8 +46,16 @@ class HostQueue:
         self.cq_done = z(n_staging, np.int64)
         self.staging = z((n_staging, store.page_size), np.uint8)
         self.served = 0
+        self.batches = 0
         self.max_in_flight = 0
+        self.io_threads = io_threads
+        self._in_flight = 0
+        self._count = threading.Lock()
         self._head = 0
+        # plain ndarray views of the shared memory, for fast vectorised host access
+        self._page_np, self._stg_np, self._seq_np, self._turn_np, self._done_np, self._staging_np = (
+            np.asarray(a) for a in (self.sq_page, self.sq_staging, self.sq_seq, self.sq_turn,
+                                    self.cq_done, self.staging))
         self._stop = threading.Event()
         self._pool = ThreadPoolExecutor(max_workers=io_threads, thread_name_prefix="bamql-io")
         self._thread: threading.Thread | None = None
@@ -53,34 +66,53 @@ class HostQueue:
         self._thread.start()
         return self
 
-    def _read(self, page: int, staging: int, seq: int) -> None:
+    def _read(self, pages: np.ndarray, staging: np.ndarray, seqs: np.ndarray) -> None:
         try:
-            buf = np.asarray(self.staging)[staging : staging + 1]
-            self.store.read_pages(np.array([page]), buf)
-            self.cq_done[staging] = seq  # after the data: x86 keeps stores in order
-        except BaseException as e:  # surfaced to the caller; the GPU side times out
+            uniq, inv = np.unique(pages, return_inverse=True)
+            buf = np.empty((len(uniq), self.store.page_size), np.uint8)
+            self.store.read_pages(uniq, buf)
+            self._staging_np[staging] = buf[inv]
+        except BaseException as e:  # surfaced by the caller after the kernel
             self.error = e
+        finally:
+            self._done_np[staging] = seqs  # after the data: x86 keeps stores in order
+            with self._count:
+                self._in_flight -= len(pages)
 
     def _dispatch(self) -> None:
-        turn_of = np.asarray(self.sq_turn)
+        q = self.qsize
+        turn = self._turn_np
+        idle = 20e-6
         while not self._stop.is_set():
-            batch = []
-            while len(batch) < self.qsize:
-                h = self._head
-                slot, turn = h % self.qsize, h // self.qsize
-                if turn_of[slot] != 2 * turn + 1:
-                    break
-                batch.append((int(self.sq_page[slot]), int(self.sq_staging[slot]),
-                              int(self.sq_seq[slot])))
-                turn_of[slot] = 2 * turn + 2  # free for the next turn
-                self._head = h + 1
-            if not batch:
-                time.sleep(20e-6)
+            h = self._head
+            k = np.arange(h, h + q, dtype=np.int64)
+            slots = k % q
+            want = 2 * (k // q) + 1
+            ready = turn[slots] == want
+            n = q if ready.all() else int(np.argmin(ready))
+            if n == 0:
+                time.sleep(idle)
+                idle = min(idle * 2, 1e-3)  # idle sessions should not burn a core
                 continue
-            self.max_in_flight = max(self.max_in_flight, len(batch))
-            self.served += len(batch)
-            for cmd in batch:
-                self._pool.submit(self._read, *cmd)
+            idle = 20e-6
+            s = slots[:n]
+            pages = self._page_np[s].copy()
+            staging = self._stg_np[s].copy()
+            seqs = self._seq_np[s].copy()
+            turn[s] = want[:n] + 1  # free for the next turn
+            self._head = h + n
+            with self._count:
+                self._in_flight += n
+                self.max_in_flight = max(self.max_in_flight, self._in_flight)
+            self.served += n
+            self.batches += 1
+            per = -(-n // self.io_threads)
+            for i in range(0, n, per):
+                self._pool.submit(self._read, pages[i : i + per], staging[i : i + per],
+                                  seqs[i : i + per])
+
+    def reset_stats(self) -> None:
+        self.served = self.batches = self.max_in_flight = 0
 
     def stop(self) -> None:
         self._stop.set()
