@@ -295,11 +295,14 @@ class GpuEngine:
         lens = np.array([b - a for a, b in plan.ranges] or [0], np.int64)
         off = np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(np.int64)
         total = int(lens.sum())
+        first = set(plan.stages[0].columns) if plan.stages else set()
         scan_arrays, filled = [], {}
         scan_moved = {}
         for n in sorted(scan):
             c = store.column(n)
-            full = plan.ranges == ((0, store.rows),)
+            # write-through only for stage-1 columns: every candidate row is live when they are
+            # read, so the device copy gets every value (later columns only the survivors')
+            full = plan.ranges == ((0, store.rows),) and n in first
             arr, resident, fill, moved = self._scan_column(ts, store, c, total, full, plan.ranges)
             scan_arrays += [arr, resident, fill]
             if fill:

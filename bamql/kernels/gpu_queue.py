@@ -33,6 +33,34 @@ if _SIM:
         return arr[i]
 
 else:
+    from llvmlite import ir as llir
+    from numba import types
+    from numba.cuda import cgutils
+    from numba.cuda.extending import intrinsic
+
+    @intrinsic
+    def _ld_volatile(typingctx, arr, i):
+        """``ld.volatile.global`` of ``arr[i]`` (1-D, 64-bit integers) as asm with side effects.
+
+        ``cuda.ldcv`` is asm without side effects, so LLVM may hoist it out of a polling loop
+        as loop-invariant: the loop then never sees the host's write (a hang we hit). This
+        load is issued on every iteration and is a compiler barrier for memory.
+        """
+        if not (isinstance(arr, types.Array) and arr.ndim == 1
+                and arr.dtype in (types.int64, types.uint64) and isinstance(i, types.Integer)):
+            return None
+
+        def codegen(context, builder, sig, args):
+            aryty, idxty = sig.args
+            ary = context.make_array(aryty)(context, builder, value=args[0])
+            idx = context.cast(builder, args[1], idxty, types.intp)
+            ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [idx], wraparound=False)
+            fnty = llir.FunctionType(llir.IntType(64), [ptr.type])
+            asm = llir.InlineAsm(fnty, "ld.volatile.global.b64 $0, [$1];", "=l,l,~{memory}",
+                                 side_effect=True)
+            return builder.call(asm, [ptr])
+
+        return arr.dtype(arr, i), codegen
 
     @cuda.jit(device=True, inline=True)
     def fence_system():
@@ -42,7 +70,7 @@ else:
     def load_cv(arr, i):
         # a volatile load, never an atomic: a read-modify-write of a word the host is
         # writing could put back the old value and lose the host's update
-        return cuda.ldcv(arr, i)
+        return _ld_volatile(arr, i)
 
 
 @cuda.jit(device=True)
@@ -58,6 +86,7 @@ def submit(page, staging, seq, sq_page, sq_staging, sq_seq, sq_turn, sq_tail, qs
     sq_seq[slot] = seq
     fence_system()
     sq_turn[slot] = 2 * turn + 1  # a plain store: the host owns the word until it is set
+    fence_system()  # and push the mark out to host memory now
 
 
 @cuda.jit(device=True)

@@ -54,7 +54,7 @@ class HostQueue:
         self._head = 0
         # plain ndarray views of the shared memory, for fast vectorised host access
         self._page_np, self._stg_np, self._seq_np, self._turn_np, self._done_np, self._staging_np = (
-            np.asarray(a) for a in (self.sq_page, self.sq_staging, self.sq_seq, self.sq_turn,
+            _host_view(a) for a in (self.sq_page, self.sq_staging, self.sq_seq, self.sq_turn,
                                     self.cq_done, self.staging))
         self._stop = threading.Event()
         self._pool = ThreadPoolExecutor(max_workers=io_threads, thread_name_prefix="bamql-io")
@@ -127,7 +127,13 @@ class HostQueue:
         self.stop()
 
 
+def _host_view(a) -> np.ndarray:
+    """A plain ndarray over shared memory. ``np.asarray`` of numba's mapped array would copy
+    it to a new host array (its ``__array__``), and writes would go nowhere."""
+    return np.ndarray.view(a, np.ndarray) if isinstance(a, np.ndarray) else np.asarray(a)
+
+
 def _zeros(alloc, shape, dtype):
     a = alloc(shape, dtype=dtype)
-    np.asarray(a)[...] = 0
+    _host_view(a)[...] = 0
     return a
