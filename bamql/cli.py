@@ -106,6 +106,30 @@ def cmd_bench(a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench_scaleout(a: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from bamql.bench.scaleout import check, run_scaleout, summary
+    from bamql.queries import names
+
+    queries = tuple(x.strip() for x in a.queries.split(",") if x.strip())
+    unknown = [q for q in queries if q not in names()]
+    if unknown:
+        raise BamqlError(f"unknown queries {unknown}; known: {', '.join(names())}")
+    try:
+        gpus = tuple(int(x) for x in a.gpus.split(","))
+    except ValueError:
+        raise BamqlError(f"--gpus takes counts such as 1,2, not {a.gpus!r}") from None
+    res = run_scaleout(a.rows, gpus, queries, reps=a.reps, partitions=a.partitions,
+                       backend=a.backend, page_size=_size(a.page_size), workdir=Path(a.workdir),
+                       out=Path(a.out), say=lambda m: print(f"bamql: {m}", file=sys.stderr),
+                       device=a.device)
+    print(summary(res))
+    print(f"results: {a.out}.json")
+    check(res)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``bamql`` command."""
     p = argparse.ArgumentParser(
@@ -163,8 +187,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--queries", default="q01,q02,q03,q04,q05,q06", help="comma-separated query names")
     b.add_argument("--engines",
                    default="bamql-cpu,bamql-gpu-host,bamql-gpu-gpu,rapids,rapids-stripes,duckdb",
-                   help="comma-separated: bamql-cpu, bamql-gpu-host, bamql-gpu-gpu, rapids, "
-                   "rapids-stripes, duckdb, pyarrow-whole")
+                   help="comma-separated: bamql-cpu, bamql-gpu-host, bamql-gpu-gpu, bamql-gpu-file, "
+                   "bamql-gpu-file-gather, rapids, rapids-stripes, duckdb, pyarrow-whole")
     b.add_argument("--modes", default="warm", help="comma-separated: warm, hot, cold (cold needs root)")
     b.add_argument("--reps", type=int, default=5, help="timed repetitions, median reported")
     b.add_argument("--page-sizes", default="4096", help="store page sizes, e.g. 512,4096,65536 (a sweep)")
@@ -174,6 +198,22 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--out", default="bench/results/latest", help="output path stem (.json, -*.png)")
     b.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     b.set_defaults(func=cmd_bench)
+    so = sub.add_parser("bench-scaleout", help="benchmark a partitioned table on 1, 2, ... GPUs (Dask)",
+                        description="Ingest the generated trips as partitions, then for each GPU "
+                        "count start one Dask worker per GPU and time the queries warm (GPU caches "
+                        "emptied before each run), checking every answer against DuckDB.")
+    so.add_argument("--rows", type=int, default=2_000_000, help="trips (default 2,000,000)")
+    so.add_argument("--gpus", default="1,2", help="GPU counts to compare (default 1,2)")
+    so.add_argument("--partitions", type=int, default=None, help="partitions (default: the most GPUs)")
+    so.add_argument("--queries", default="q01,q02,q03,q04,q05,q06", help="comma-separated query names")
+    so.add_argument("--backend", default="host", choices=["host", "file", "gpu"], help="GPU backend")
+    so.add_argument("--device", default="gpu", choices=["gpu", "cpu"],
+                    help="gpu (one worker per GPU), or cpu (the same workers, CPU engine)")
+    so.add_argument("--reps", type=int, default=5, help="timed repetitions, median reported")
+    so.add_argument("--page-size", default="512", help="store page size (default 512)")
+    so.add_argument("--workdir", default="bamql-bench-data", help="where data is generated and reused")
+    so.add_argument("--out", default="bench/results/scaleout", help="output path stem (.json)")
+    so.set_defaults(func=cmd_bench_scaleout)
 
     from bamql.engine.cli_sql import add_sql_commands
 

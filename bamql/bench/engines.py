@@ -60,9 +60,10 @@ class BamqlEngine(Engine):
     """bamql on the CPU (``bamql-cpu``) or the GPU (``bamql-gpu-host``, ``bamql-gpu-gpu``,
     ``bamql-gpu-file``). Warm and cold GPU runs start from an empty GPU cache."""
 
-    def __init__(self, device: str, backend: str | None = None) -> None:
-        self.device, self.backend = device, backend
-        self.name = "bamql-cpu" if device == "cpu" else f"bamql-gpu-{backend}"
+    def __init__(self, device: str, backend: str | None = None, medium: str | None = None,
+                 name: str | None = None) -> None:
+        self.device, self.backend, self.medium = device, backend, medium
+        self.name = name or ("bamql-cpu" if device == "cpu" else f"bamql-gpu-{backend}")
         self.modes = (("warm", "cold") if device == "cpu" else ("warm", "cold") if backend == "file"
                       else ("warm", "hot"))
         self.con = None
@@ -79,7 +80,8 @@ class BamqlEngine(Engine):
 
         super().open(data, page_size)
         self.close()
-        self.con = connect(data.stores[page_size], device=self.device, backend=self.backend)
+        self.con = connect(data.stores[page_size], device=self.device, backend=self.backend,
+                           medium=self.medium)
 
     def run(self, sql, q, mode):
         if self.device == "cpu":
@@ -189,6 +191,9 @@ class RapidsEngine(Engine):
 def all_engines() -> dict[str, Engine]:
     """Every engine the harness knows, by name."""
     es = [BamqlEngine("cpu"), BamqlEngine("gpu", "host"), BamqlEngine("gpu", "gpu"),
-          BamqlEngine("gpu", "file"), RapidsEngine(), RapidsEngine(stripes=True), DuckDbEngine(),
+          BamqlEngine("gpu", "file"),
+          # the file backend with every dependent column gathered through the queue
+          BamqlEngine("gpu", "file", medium="cached", name="bamql-gpu-file-gather"),
+          RapidsEngine(), RapidsEngine(stripes=True), DuckDbEngine(),
           PyarrowWholeEngine()]
     return {e.name: e for e in es}

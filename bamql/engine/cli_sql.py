@@ -44,7 +44,8 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="GPU: where page misses come from (default host)")
     p.add_argument("--cache", default=None, help="GPU page-cache size, e.g. 8GiB")
     p.add_argument("--cluster", default=None, metavar="ADDRESS",
-                   help="Dask scheduler address: partitioned tables run one task per partition there")
+                   help="Dask scheduler address, or local-gpus[:N] for one worker per GPU here: "
+                   "partitioned tables run one task per partition there")
 
 
 def add_sql_commands(sub) -> None:

@@ -1,10 +1,16 @@
 """Partitioned tables: one task per partition, in this process or on a Dask cluster.
 
 Each task plans its partition (its own zone maps) with the whole table's group-key domains,
-runs the CPU engine and returns its partial aggregates; the client merges them. Workers
-keep their opened stores in process-local state across queries. Tasks are retried on the
-remaining workers when a worker dies (Dask ``retries``); a query whose tasks keep failing
-fails with one line, never with a partial answer.
+runs the CPU or the GPU engine and returns its partial aggregates; the client merges them.
+Workers keep their opened stores, and on GPUs their engine with its page caches, in
+process-local state across queries. Partition ``i`` is sent to worker ``i mod n`` (sorted
+addresses), so each partition's cache stays on one GPU; tasks may still run elsewhere and
+are retried on the remaining workers when a worker dies (Dask ``retries``); a query whose
+tasks keep failing fails with one line, never with a partial answer.
+
+``local_gpu_cluster`` starts one single-threaded worker per GPU of this machine
+(dask-cuda's ``LocalCUDACluster`` when installed, otherwise a ``SpecCluster`` of nannies
+that each see one GPU through ``CUDA_VISIBLE_DEVICES``).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from bamql.planner.physical import plan_query
 from bamql.storage.store import PageStore
 
 _stores: dict[str, PageStore] = {}  # per process: a worker's open partitions
+_engines: dict = {}  # per process: (backend, cache) -> GpuEngine, caches kept across queries
 _lock = threading.Lock()
 #: Tries per partition task (the first run and the retries after a lost worker).
 RETRIES = 3
@@ -37,34 +44,73 @@ def _store(path: str) -> PageStore:
         return s
 
 
-def run_partition(path: str, q: ir.Query, domains, medium: str) -> tuple[dict, QueryStats]:
-    """Run ``q`` on one partition: (reduced accumulators, its I/O statistics)."""
-    from bamql.engine.cpu import run_cpu
+def gpu_engine(backend: str, cache=None):
+    """This process's GPU engine for ``backend`` (made once; its page caches persist)."""
+    with _lock:
+        e = _engines.get((backend, cache))
+        if e is None:
+            from bamql.engine.gpu import GpuEngine
+            from bamql.kernels.gpu import gpu_available
 
+            why = gpu_available()
+            if why is not None:
+                raise BamqlError(f"no usable GPU on worker {os.uname().nodename}: {why}")
+            e = _engines[(backend, cache)] = GpuEngine(None, backend=backend, cache=cache)
+        return e
+
+
+def clear_caches() -> int:
+    """Empty the GPU page caches of this process (run on every worker); returns how many."""
+    with _lock:
+        for e in _engines.values():
+            e.clear_cache()
+        return len(_engines)
+
+
+def run_partition(path: str, q: ir.Query, domains, medium: str, device: str = "cpu",
+                  backend: str | None = None, cache=None, engine=None) -> tuple[dict, QueryStats]:
+    """Run ``q`` on one partition: (reduced accumulators, its I/O statistics).
+
+    On ``device="gpu"`` it runs on ``engine`` or this process's GPU engine for ``backend``.
+    """
     delay = float(os.environ.get("BAMQL_FAULT_DELAY", "0"))  # fault injection for tests
     if delay:
         time.sleep(delay)
     store = _store(path)
     plan = plan_query(q, store, MEDIA[medium], domains=domains)
-    stats = QueryStats("cpu", "file", store.rows)
+    stats = QueryStats(device, backend or "file", store.rows)
     for a in plan.access:
         c = store.column(a.column)
         stats.columns[a.column] = ColumnIO(a.column, a.role, a.path, c.itemsize,
                                            c.n_pages * store.page_size)
     t0 = time.perf_counter()
+    if device == "gpu":
+        acc = (engine or gpu_engine(backend or "host", cache)).run(plan, store, stats)
+        return acc, stats
+    from bamql.engine.cpu import run_cpu
+
     acc = run_cpu(plan, store, stats)
     stats.seconds = time.perf_counter() - t0 - stats.compile_seconds
     return acc, stats
 
 
 def run_partitioned(paths: list[str], q: ir.Query, domains, medium: str, client=None,
-                    stats: QueryStats | None = None) -> dict[str, np.ndarray]:
-    """All partitions of a query; merged accumulators (``stats`` absorbs theirs)."""
+                    stats: QueryStats | None = None, device: str = "cpu", backend: str | None = None,
+                    cache=None, engine=None) -> dict[str, np.ndarray]:
+    """All partitions of a query; merged accumulators (``stats`` absorbs theirs).
+
+    Without ``client`` they run here one after another (on ``engine`` for the GPU).
+    """
     if client is None:
-        results = [run_partition(p, q, domains, medium) for p in paths]
+        results = [run_partition(p, q, domains, medium, device, backend, cache, engine)
+                   for p in paths]
     else:
-        futures = [client.submit(run_partition, p, q, domains, medium, pure=False,
-                                 retries=RETRIES - 1) for p in paths]
+        workers = sorted(client.scheduler_info().get("workers", {}))
+        futures = [client.submit(run_partition, p, q, domains, medium, device, backend, cache,
+                                 pure=False, retries=RETRIES - 1,
+                                 workers=[workers[i % len(workers)]] if workers else None,
+                                 allow_other_workers=True)
+                   for i, p in enumerate(paths)]
         try:
             results = client.gather(futures)
         except BamqlError:
@@ -84,14 +130,53 @@ def run_partitioned(paths: list[str], q: ir.Query, domains, medium: str, client=
     return total
 
 
+def local_gpu_cluster(n_gpus: int | None = None):
+    """A Dask cluster on this machine with one single-threaded worker per GPU.
+
+    Parameters
+    ----------
+    n_gpus
+        How many GPUs (the first ``n_gpus``); all of them when None.
+    """
+    try:
+        import distributed
+    except ImportError:
+        raise BamqlError("Dask is not installed; pip install 'bamql[dask]'") from None
+    if n_gpus is None:
+        from numba import cuda
+
+        n_gpus = len(cuda.gpus) if cuda.is_available() else 0
+    if n_gpus < 1:
+        raise BamqlError("no GPUs for a local GPU cluster")
+    try:
+        from dask_cuda import LocalCUDACluster
+    except ImportError:
+        LocalCUDACluster = None
+    if LocalCUDACluster is not None:
+        return LocalCUDACluster(CUDA_VISIBLE_DEVICES=list(range(n_gpus)), threads_per_worker=1,
+                                memory_limit=0, dashboard_address=":0")
+    # one nanny per GPU; memory_limit=0: pinned host copies of stores must not get a worker
+    # restarted by the memory monitor
+    workers = {f"gpu-{i}": {"cls": distributed.Nanny,
+                            "options": {"nthreads": 1, "memory_limit": 0,
+                                        "env": {"CUDA_VISIBLE_DEVICES": str(i)}}}
+               for i in range(n_gpus)}
+    scheduler = {"cls": distributed.Scheduler, "options": {"dashboard_address": ":0"}}
+    return distributed.SpecCluster(scheduler=scheduler, workers=workers, silence_logs=40)
+
+
 def connect_cluster(cluster):
-    """A Dask client for ``cluster``: a Client, or a scheduler address string."""
+    """A Dask client for ``cluster``: a Client, a scheduler address, or ``"local-gpus"``
+    (``"local-gpus:N"``) for one worker per GPU of this machine."""
     if cluster is None or hasattr(cluster, "submit"):
         return cluster
     try:
         from distributed import Client
     except ImportError:
         raise BamqlError("Dask is not installed; pip install 'bamql[dask]'") from None
+    if isinstance(cluster, str) and cluster.startswith("local-gpus"):
+        n = cluster.partition(":")[2]
+        return Client(local_gpu_cluster(int(n) if n else None))
     try:
         return Client(cluster, timeout="10s")
     except Exception as e:

@@ -80,6 +80,7 @@ def _pack(arrays: list[np.ndarray]) -> tuple[np.ndarray, list[int]]:
 class TableState:
     """One table on the GPU: its pages (source) and its page cache."""
 
+    name: str  # the table's name
     source: object | None  # uint8 device or mapped buffer, global page order (not ``file``)
     host: np.ndarray | None  # the mapped host buffer (host backend)
     n_slots: int
@@ -127,10 +128,11 @@ class GpuEngine:
     # -- setting a table up ----------------------------------------------------------------
     def _table(self, store: PageStore) -> TableState:
         with self._lock:
-            ts = self.tables.get(store.name)
+            key = str(store.path)  # partitions of one table share its name
+            ts = self.tables.get(key)
             if ts is None:
                 ts = self._load(store)
-                self.tables[store.name] = ts
+                self.tables[key] = ts
             return ts
 
     def _load(self, store: PageStore) -> TableState:
@@ -172,7 +174,7 @@ class GpuEngine:
                     source[p0 * m.page_size : (p0 + len(ids)) * m.page_size].copy_to_device(
                         buf[: len(ids) * m.page_size])
             ts = TableState(
-                source=source, host=host, n_slots=n_slots,
+                name=store.name, source=source, host=host, n_slots=n_slots,
                 slots=cuda.device_array(n_slots * m.page_size, dtype=np.uint8),
                 state=cuda.to_device(np.zeros(m.total_pages, np.int32)),
                 page_slot=cuda.to_device(np.full(m.total_pages, -1, np.int32)),
@@ -219,8 +221,8 @@ class GpuEngine:
 
     def clear_cache(self, table: str | None = None) -> None:
         """Empty the page cache (and resident columns) of one or all tables."""
-        for name, ts in self.tables.items():
-            if table in (None, name):
+        for ts in self.tables.values():
+            if table in (None, ts.name):
                 ts.state.copy_to_device(np.zeros(ts.state.size, np.int32))
                 ts.page_slot.copy_to_device(np.full(ts.page_slot.size, -1, np.int32))
                 ts.slot_page.copy_to_device(np.full(ts.n_slots, -1, np.int32))

@@ -59,6 +59,8 @@ class Session:
         from bamql.engine.distributed import connect_cluster
 
         self.cluster = connect_cluster(cluster)
+        # a client this session made (from an address or "local-gpus") is closed with it
+        self._own_cluster = self.cluster is not None and self.cluster is not cluster
         self._lock = threading.Lock()
         if device not in ("auto", "cpu", "gpu"):
             raise DeviceError(f"device must be auto, cpu or gpu, not {device!r}")
@@ -112,10 +114,15 @@ class Session:
         """The physical plan (of the first partition, for a partitioned table)."""
         store = self.store(q.table)
         if isinstance(store, PartitionedTable):
-            return plan_query(q, store.parts[0], MEDIA[self.medium or "file"],
+            return plan_query(q, store.parts[0], MEDIA[self._medium()],
                               domains=self._domains(q, store))
-        default = "queue" if self.device == "gpu" and self.backend == "file" else self.backend
-        return plan_query(q, store, MEDIA[self.medium or default])
+        return plan_query(q, store, MEDIA[self._medium()])
+
+    def _medium(self) -> str:
+        """The cost model's medium: the user's, else the backend's."""
+        if self.medium:
+            return self.medium
+        return "queue" if self.device == "gpu" and self.backend == "file" else self.backend
 
     @staticmethod
     def _domains(q: ir.Query, store) -> tuple[tuple[int, int], ...]:
@@ -182,10 +189,12 @@ class Session:
 
         domains = self._domains(q, store)
         where = "dask" if self.cluster is not None else "local"
-        stats = QueryStats(f"cpu/{where}", "file", store.rows)
+        stats = QueryStats(f"{self.device}/{where}", self.backend, store.rows)
         t0 = time.perf_counter()
-        acc = run_partitioned([str(p) for p in store.paths], q, domains, self.medium or "file",
-                              self.cluster, stats)
+        gpu = self.gpu
+        acc = run_partitioned([str(p) for p in store.paths], q, domains, self._medium(), self.cluster,
+                              stats, device=self.device, backend=self.backend if gpu else None,
+                              cache=gpu.cache_bytes if gpu else None, engine=gpu)
         stats.seconds = time.perf_counter() - t0
         table = assemble(finish(acc, q, domains), q, store.columns)
         return Result(table, stats, self.explain_query(q))
@@ -204,6 +213,12 @@ class Session:
             self.gpu = None
         for s in self.stores.values():
             s.close()
+        if getattr(self, "_own_cluster", False):
+            cluster = getattr(self.cluster, "cluster", None)
+            self.cluster.close()
+            if cluster is not None:
+                cluster.close()
+            self._own_cluster = False
 
     def __enter__(self) -> Session:
         return self
@@ -234,7 +249,8 @@ def connect(path: str | os.PathLike, device: str = "auto", backend: str | None =
         default of the GPU ``file`` backend; ``cached``: files in the OS page cache); it
         picks gather vs stream per column.
     cluster
-        A Dask ``Client`` or scheduler address: partitioned tables then run one task per
-        partition on the cluster (otherwise one after another in this process).
+        A Dask ``Client``, a scheduler address, or ``"local-gpus"`` (one worker per GPU of
+        this machine): partitioned tables then run one task per partition on the cluster,
+        on the CPU or GPU engine as ``device`` says (otherwise one after another here).
     """
     return Session(path, device=device, backend=backend, cache=cache, medium=medium, cluster=cluster)

@@ -65,3 +65,19 @@ def test_rapids_baseline_predicates_on_pandas(taxi_store, taxi_orc):
     with PageStore(taxi_store / "trips") as s:
         q = translate(sql, {"trips": s.columns})
     assert_same_rows(run_query(df, q), duck(sql, table), ordered=True)
+
+
+def test_scaleout_bench_runs_on_cpu_workers(tmp_path):
+    pytest.importorskip("distributed")
+    pytest.importorskip("duckdb")
+    import json
+
+    from bamql.bench.scaleout import check, run_scaleout, summary
+
+    res = run_scaleout(100_000, (1, 2), ("q01", "q06"), reps=1, workdir=tmp_path / "w",
+                       out=tmp_path / "so", say=lambda m: None, device="cpu")
+    check(res)  # every answer agreed with DuckDB
+    doc = json.loads((tmp_path / "so.json").read_text())
+    assert doc["config"]["partitions"] == 2 and len(doc["runs"]) == 4
+    assert all(r["ok"] and r["median_s"] > 0 and r["bytes_read"] > 0 for r in doc["runs"])
+    assert "2 GPU(s)" in summary(res)

@@ -84,3 +84,43 @@ def test_a_worker_killed_mid_query(parted, single):
 def test_unreachable_cluster_is_a_clear_error(parted):
     with pytest.raises(bamql.BamqlError, match="cannot reach the Dask scheduler"):
         bamql.connect(parted, device="cpu", cluster="tcp://127.0.0.1:1")
+
+
+def test_one_worker_per_gpu_cluster_and_affinity(parted, single):
+    # the per-GPU cluster (nannies seeing one GPU each) runs here on CPU workers, as in CI
+    from bamql.engine.distributed import local_gpu_cluster
+
+    with local_gpu_cluster(2) as cluster, distributed.Client(cluster) as client:
+        envs = client.run(lambda: os.environ.get("CUDA_VISIBLE_DEVICES"))
+        assert sorted(envs.values()) == ["0", "1"]
+        with bamql.connect(parted, device="cpu", cluster=client) as con:
+            for name in ("q01", "q06", "q14"):
+                sql = QUERIES[name]
+                assert_same_rows(con.sql(sql).rows(), single[name], ordered="ORDER BY" in sql)
+        # partition i goes to worker i mod n: each worker opened only its own partitions
+        from bamql.engine import distributed as dist
+
+        opened = client.run(lambda: sorted(os.path.basename(p) for p in dist._stores))
+        seen = sorted(p for ps in opened.values() for p in ps)
+        assert seen == ["part-000", "part-001", "part-002", "part-003"]
+        assert all(len(ps) == 2 for ps in opened.values())
+
+
+@pytest.mark.gpu
+def test_gpu_workers_match_one_node(parted, single):
+    from bamql.engine.session import gpu_unavailable_reason
+
+    why = gpu_unavailable_reason()
+    if why is not None:
+        pytest.skip(f"no GPU: {why}")
+    for backend in ("host", "file"):
+        with bamql.connect(parted, device="gpu", backend=backend, cluster="local-gpus") as con:
+            for name, sql in QUERIES.items():
+                assert_same_rows(con.sql(sql).rows(), single[name], ordered="ORDER BY" in sql)
+            st = con.sql(QUERIES["q06"]).stats
+            assert st.device == "gpu/dask" and st.backend == backend
+        # and in this process, one partition after another on the session's GPU
+        with bamql.connect(parted, device="gpu", backend=backend) as con:
+            for name in ("q01", "q06", "q14"):
+                sql = QUERIES[name]
+                assert_same_rows(con.sql(sql).rows(), single[name], ordered="ORDER BY" in sql)

@@ -1,0 +1,106 @@
+"""Scale-out benchmark: the same partitioned table on 1, 2, ... GPUs (one Dask worker each).
+
+For every GPU count it starts a local cluster with one worker per GPU, warms it (every
+partition loaded onto its worker, kernels compiled), then times each query ``reps`` times
+from the client, wall clock, with every worker's GPU page cache emptied before each run
+(``warm``: all the bytes a query needs cross PCIe again). Answers are checked against
+DuckDB on a Parquet copy of the same rows. The speed-up of ``n`` GPUs is the median time
+on the first count divided by the median time on ``n``.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from bamql.bench.harness import machine, prepare, same_rows
+from bamql.errors import BamqlError
+from bamql.progress import progress_bar
+from bamql.queries import load
+from bamql.storage.ingest import ingest
+
+
+def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: int = 5,
+                 partitions: int | None = None, backend: str = "host", page_size: int = 512,
+                 share: float = 0.0005, workdir: Path = Path("bamql-bench-data"),
+                 out: Path | None = None, say: Callable[[str], None] = print,
+                 device: str = "gpu") -> dict:
+    """Run the scale-out benchmark; returns (and with ``out`` writes) the JSON document.
+
+    ``device="cpu"`` runs the same workers on the CPU engine (for machines without GPUs).
+    """
+    import distributed
+    import duckdb
+
+    import bamql
+    from bamql.engine.distributed import clear_caches, local_gpu_cluster
+
+    parts = partitions or max(gpus)
+    data = prepare(workdir, rows, share, [], parquet_copy=True)
+    d = data.orc[0].parent.parent / f"parts-{page_size}-{parts}"
+    if not (d / "trips").exists():
+        with progress_bar(f"ingesting {parts} partitions ({page_size} B pages)", rows) as adv:
+            ingest(data.orc, d / "trips", page_size=page_size, partitions=parts, progress=adv)
+    duck = duckdb.connect()
+    duck.execute("SET error_on_division_by_zero=false")
+    want = {q: duck.sql(load(q).replace("FROM trips", f"FROM read_parquet('{data.parquet}')")).fetchall()
+            for q in queries}
+    res = {"machine": machine(), "config": {"rows": rows, "gpus": list(gpus), "partitions": parts,
+                                            "device": device, "backend": backend, "page_size": page_size,
+                                            "share": share, "reps": reps, "mode": "warm"},
+           "runs": []}
+    for n in gpus:
+        say(f"{n} GPU(s): starting {n} worker(s), loading {parts} partitions")
+        with local_gpu_cluster(n) as cluster, distributed.Client(cluster) as client, \
+                bamql.connect(d, device=device, backend=backend if device == "gpu" else None,
+                              cluster=client) as con:
+            t0 = time.perf_counter()
+            for q in queries:  # loads every partition on its worker, compiles every kernel
+                con.sql(load(q))
+            say(f"{n} GPU(s): warmed up in {time.perf_counter() - t0:.1f} s")
+            for q in queries:
+                sql, times, rows_out, st = load(q), [], None, None
+                for _ in range(reps):
+                    client.run(clear_caches)
+                    t0 = time.perf_counter()
+                    r = con.sql(sql)
+                    times.append(time.perf_counter() - t0)
+                    rows_out, st = r.rows(), r.stats
+                ok = same_rows(rows_out, want[q])
+                res["runs"].append({"gpus": n, "query": q, "median_s": statistics.median(times),
+                                    "times_s": times, "bytes_read": st.bytes_read,
+                                    "rows_matched": st.rows_matched, "ok": ok})
+                say(f"{n} GPU(s) {q}: {statistics.median(times) * 1e3:.1f} ms"
+                    + ("" if ok else "  WRONG ANSWER"))
+    base = {r["query"]: r["median_s"] for r in res["runs"] if r["gpus"] == gpus[0]}
+    for r in res["runs"]:
+        r["speedup"] = base[r["query"]] / r["median_s"]
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.with_suffix(".json").write_text(json.dumps(res, indent=1))
+    return res
+
+
+def summary(res: dict) -> str:
+    """A text table: query x GPU count, median ms and speed-up."""
+    gpus = res["config"]["gpus"]
+    lines = ["query  " + "".join(f"{n} GPU(s)".rjust(22) for n in gpus)]
+    for q in dict.fromkeys(r["query"] for r in res["runs"]):
+        cells = []
+        for n in gpus:
+            r = next(r for r in res["runs"] if r["query"] == q and r["gpus"] == n)
+            mark = "" if r["ok"] else "!"
+            cells.append(f"{r['median_s'] * 1e3:9.1f} ms {r['speedup']:5.2f}x{mark}".rjust(22))
+        lines.append(f"{q:<7}" + "".join(cells))
+    return "\n".join(lines)
+
+
+def check(res: dict) -> None:
+    """Raise when any answer was wrong."""
+    bad = [r for r in res["runs"] if not r["ok"]]
+    if bad:
+        raise BamqlError(f"{len(bad)} scale-out run(s) disagree with DuckDB, first "
+                         f"{bad[0]['query']} on {bad[0]['gpus']} GPU(s)")
