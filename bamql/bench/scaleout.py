@@ -23,6 +23,16 @@ from bamql.queries import load
 from bamql.storage.ingest import ingest
 
 
+def prepare_partitions(workdir: Path, rows: int, share: float, page_size: int, parts: int):
+    """The generated ORC, its Parquet copy and a partitioned store (each reused when there)."""
+    data = prepare(workdir, rows, share, [], parquet_copy=True)
+    d = data.orc[0].parent.parent / f"parts-{page_size}-{parts}"
+    if not (d / "trips").exists():
+        with progress_bar(f"ingesting {parts} partitions ({page_size} B pages)", rows) as adv:
+            ingest(data.orc, d / "trips", page_size=page_size, partitions=parts, progress=adv)
+    return data, d
+
+
 def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: int = 5,
                  partitions: int | None = None, backend: str = "host", page_size: int = 512,
                  share: float = 0.0005, workdir: Path = Path("bamql-bench-data"),
@@ -39,11 +49,7 @@ def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: i
     from bamql.engine.distributed import clear_caches, local_gpu_cluster
 
     parts = partitions or max(gpus)
-    data = prepare(workdir, rows, share, [], parquet_copy=True)
-    d = data.orc[0].parent.parent / f"parts-{page_size}-{parts}"
-    if not (d / "trips").exists():
-        with progress_bar(f"ingesting {parts} partitions ({page_size} B pages)", rows) as adv:
-            ingest(data.orc, d / "trips", page_size=page_size, partitions=parts, progress=adv)
+    data, d = prepare_partitions(workdir, rows, share, page_size, parts)
     duck = duckdb.connect()
     duck.execute("SET error_on_division_by_zero=false")
     want = {q: duck.sql(load(q).replace("FROM trips", f"FROM read_parquet('{data.parquet}')")).fetchall()
