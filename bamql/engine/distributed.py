@@ -3,10 +3,11 @@
 Each task plans its partition (its own zone maps) with the whole table's group-key domains,
 runs the CPU or the GPU engine and returns its partial aggregates; the client merges them.
 Workers keep their opened stores, and on GPUs their engine with its page caches, in
-process-local state across queries. Partition ``i`` is sent to worker ``i mod n`` (sorted
-addresses), so each partition's cache stays on one GPU; tasks may still run elsewhere and
-are retried on the remaining workers when a worker dies (Dask ``retries``); a query whose
-tasks keep failing fails with one line, never with a partial answer.
+process-local state across queries. Each worker holds one actor (``PartitionWorker``);
+partition ``i`` goes to the actor of worker ``i mod n`` (sorted addresses), so each
+partition's cache stays on one GPU. When a worker is lost the whole query runs again on
+fresh actors on the workers that remain (``RETRIES`` tries); a query that keeps failing
+fails with one line, never with a partial answer.
 
 ``local_gpu_cluster`` starts one single-threaded worker per GPU of this machine
 (dask-cuda's ``LocalCUDACluster`` when installed, otherwise a ``SpecCluster`` of nannies
@@ -18,6 +19,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import weakref
 
 import numpy as np
 
@@ -94,6 +96,58 @@ def run_partition(path: str, q: ir.Query, domains, medium: str, device: str = "c
     return acc, stats
 
 
+class PartitionWorker:
+    """A Dask actor, one per worker: runs the partitions sent to it in its worker's process,
+    where the opened stores and the GPU engine (and its page caches) stay across queries.
+
+    An actor call goes from the client straight to the worker, not through the scheduler:
+    about 2 ms for a round trip where a task takes 15-25 ms, which for a GPU query of a few
+    milliseconds per partition is the difference that matters.
+    """
+
+    def run(self, paths: list[str], args: tuple) -> list:
+        return [run_partition(p, *args) for p in paths]
+
+
+_actors: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # client -> actors
+
+
+def _actors_for(client, fresh: bool) -> list:
+    """One PartitionWorker per worker of ``client``'s cluster (sorted by address), made once
+    and made again when the workers change or after a failure."""
+    workers = tuple(sorted(client.scheduler_info().get("workers", {})))
+    if not workers:
+        raise ConnectionError("the Dask cluster has no workers")
+    have = _actors.get(client)
+    if fresh or have is None or have[0] != workers:
+        futs = [client.submit(PartitionWorker, actor=True, workers=[w], allow_other_workers=False,
+                              pure=False) for w in workers]
+        actors = [f.result(timeout=60) for f in futs]
+        have = _actors[client] = (workers, actors, futs)  # the futures keep the actors alive
+    return have[1]
+
+
+def _run_on_actors(client, paths: list[str], args: tuple) -> list:
+    """Partition ``i`` on actor ``i mod n``; on a lost worker, again on fresh actors."""
+    last: BaseException | None = None
+    for attempt in range(RETRIES):
+        try:
+            actors = _actors_for(client, fresh=attempt > 0)
+            share: list[list[str]] = [[] for _ in actors]
+            for i, p in enumerate(paths):
+                share[i % len(actors)].append(p)
+            calls = [a.run(ps, args) for a, ps in zip(actors, share, strict=True) if ps]
+            return [r for c in calls for r in c.result()]
+        except BamqlError:
+            raise
+        except Exception as e:  # a lost worker, a cluster gone away...
+            last = e
+            time.sleep(0.5 * (attempt + 1))  # let the scheduler notice a lost worker
+    first = str(last).strip().splitlines()[0] if str(last).strip() else type(last).__name__
+    raise BamqlError(f"distributed query failed after {RETRIES} tries: "
+                     f"{type(last).__name__}: {first}")
+
+
 def run_partitioned(paths: list[str], q: ir.Query, domains, medium: str, client=None,
                     stats: QueryStats | None = None, device: str = "cpu", backend: str | None = None,
                     cache=None, engine=None) -> dict[str, np.ndarray]:
@@ -105,23 +159,7 @@ def run_partitioned(paths: list[str], q: ir.Query, domains, medium: str, client=
         results = [run_partition(p, q, domains, medium, device, backend, cache, engine)
                    for p in paths]
     else:
-        workers = sorted(client.scheduler_info().get("workers", {}))
-        futures = [client.submit(run_partition, p, q, domains, medium, device, backend, cache,
-                                 pure=False, retries=RETRIES - 1,
-                                 workers=[workers[i % len(workers)]] if workers else None,
-                                 allow_other_workers=True)
-                   for i, p in enumerate(paths)]
-        try:
-            results = client.gather(futures)
-        except BamqlError:
-            raise
-        except Exception as e:  # lost workers beyond the retries, a cluster gone away...
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise BamqlError(f"distributed query failed after {RETRIES} tries per partition: "
-                             f"{type(e).__name__}: {first}") from None
-        finally:
-            for f in futures:
-                f.release()
+        results = _run_on_actors(client, paths, (q, domains, medium, device, backend, cache))
     total = None
     for acc, st in results:
         total = acc if total is None else accumulate.combine(acc, total)
