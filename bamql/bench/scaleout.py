@@ -63,6 +63,7 @@ def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: i
         with local_gpu_cluster(n) as cluster, distributed.Client(cluster) as client, \
                 bamql.connect(d, device=device, backend=backend if device == "gpu" else None,
                               cluster=client) as con:
+            client.wait_for_workers(n, timeout=120)
             t0 = time.perf_counter()
             for q in queries:  # loads every partition on its worker, compiles every kernel
                 con.sql(load(q))

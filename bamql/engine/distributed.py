@@ -214,7 +214,10 @@ def connect_cluster(cluster):
         raise BamqlError("Dask is not installed; pip install 'bamql[dask]'") from None
     if isinstance(cluster, str) and cluster.startswith("local-gpus"):
         n = cluster.partition(":")[2]
-        return Client(local_gpu_cluster(int(n) if n else None))
+        c = local_gpu_cluster(int(n) if n else None)
+        client = Client(c)
+        client.wait_for_workers(len(c.workers), timeout=120)  # before partitions are dealt out
+        return client
     try:
         return Client(cluster, timeout="10s")
     except Exception as e:
