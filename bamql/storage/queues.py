@@ -4,9 +4,9 @@ The queue lives in pinned, mapped host memory (``numba.cuda.mapped_array``), so 
 threads write commands with ordinary stores and the host reads them without a copy.
 One dispatcher thread takes every filled entry in ticket order at once (a vectorised scan
 of the turn counters), frees them for their next turn, and splits the batch over a pool of
-I/O threads. Each thread reads its pages with ``PageStore.read_pages`` (``os.preadv``, the
-GIL released; checksums checked), copies them into their pinned staging pages, then posts
-the sequence numbers as completions (x86 keeps the stores in order, so the data is there
+I/O threads. Each thread reads its pages straight into their pinned staging pages with
+``PageStore.read_scattered`` (a compiled ``pread`` loop without the GIL; checksums
+checked), then posts the sequence numbers as completions (x86 keeps the stores in order, so the data is there
 before its completion). A read that fails still posts its completion, so no GPU thread
 waits forever; the error is kept and raised by the caller after the kernel.
 
@@ -67,11 +67,8 @@ class HostQueue:
         return self
 
     def _read(self, pages: np.ndarray, staging: np.ndarray, seqs: np.ndarray) -> None:
-        try:
-            uniq, inv = np.unique(pages, return_inverse=True)
-            buf = np.empty((len(uniq), self.store.page_size), np.uint8)
-            self.store.read_pages(uniq, buf)
-            self._staging_np[staging] = buf[inv]
+        try:  # straight into the staging pages, in compiled code without the GIL
+            self.store.read_scattered(pages, self._staging_np, staging)
         except BaseException as e:  # surfaced by the caller after the kernel
             self.error = e
         finally:
@@ -106,7 +103,7 @@ class HostQueue:
                 self.max_in_flight = max(self.max_in_flight, self._in_flight)
             self.served += n
             self.batches += 1
-            per = -(-n // self.io_threads)
+            per = max(4, -(-n // self.io_threads))
             for i in range(0, n, per):
                 self._pool.submit(self._read, pages[i : i + per], staging[i : i + per],
                                   seqs[i : i + per])

@@ -136,6 +136,24 @@ class PageStore:
             self.check(ids, out[:n])
         return total
 
+    def read_scattered(self, page_ids: np.ndarray, out: np.ndarray, rows: np.ndarray,
+                       verify: bool = True) -> None:
+        """Read page ``page_ids[k]`` into ``out[rows[k]]`` (any order, repeats allowed) in
+        compiled code without the GIL (``nativeio``); checksums checked as ``read_pages``."""
+        from bamql.storage.nativeio import read_into
+
+        ids = np.asarray(page_ids, dtype=np.int64)
+        if len(ids) == 0:
+            return
+        if ids.min() < 0 or ids.max() >= self.manifest.total_pages:
+            raise StoreError(f"page ids outside store {self.path}")
+        bad = read_into(np.asarray(self._fds, np.int32), self.manifest.n_volumes, self.page_size,
+                        ids, out, rows)
+        if bad >= 0:
+            raise StoreError(f"store {self.path}: short read of global page {int(ids[bad])}")
+        if verify:
+            self.check(ids, out[np.asarray(rows, np.int64)])
+
     def check(self, ids: np.ndarray, pages: np.ndarray) -> None:
         """Raise StoreError if any page's checksum does not match the manifest's."""
         bad = np.nonzero(page_checksums(pages, ids) != self.pages.checksum[ids])[0]
