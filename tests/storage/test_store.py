@@ -100,6 +100,33 @@ def test_checksums_catch_one_flipped_byte(tmp_path, taxi_store, where):
         s.to_arrow("tip_amount")  # other columns still read
 
 
+def test_scattered_reads_match_and_catch_corruption(tmp_path, taxi_store):
+    # the GPU file backend's host workers read with read_scattered: any order, repeats
+    t = _copy(taxi_store / "trips", tmp_path / "trips")
+    with PageStore(t) as s:
+        rng = np.random.default_rng(5)
+        ids = rng.integers(0, s.manifest.total_pages, 300)
+        ids[:3] = ids[3]  # repeats
+        rows = rng.permutation(400)[:300]
+        out = np.zeros((400, s.page_size), np.uint8)
+        s.read_scattered(ids, out, rows)
+        want = np.zeros((1, s.page_size), np.uint8)
+        for p, r in zip(ids, rows, strict=True):
+            s.read_pages(np.array([p]), want)
+            assert (out[r] == want[0]).all()
+        gp = int(ids[10])
+        with pytest.raises(StoreError, match="outside"):
+            s.read_scattered(np.array([s.manifest.total_pages]), out, np.array([0]))
+    nv = s.manifest.n_volumes
+    with open(t / volume_name(gp % nv), "r+b") as f:
+        f.seek((gp // nv) * s.page_size + 5)
+        b = f.read(1)
+        f.seek((gp // nv) * s.page_size + 5)
+        f.write(bytes([b[0] ^ 1]))
+    with PageStore(t) as s, pytest.raises(StoreError, match=f"global page {gp}"):
+        s.read_scattered(np.array([gp]), out, np.array([7]))
+
+
 def test_truncated_and_missing_volume(tmp_path, taxi_store):
     t = _copy(taxi_store / "trips", tmp_path / "trips")
     vol = t / volume_name(0)
