@@ -14,7 +14,8 @@ def fetch(store: PageStore, c: ColumnMeta, rows: np.ndarray, lo: int, hi: int, p
     """Values of column ``c`` at ``rows`` (sorted, within ``[lo, hi)``).
 
     ``gather`` reads the distinct pages that hold ``rows``; ``scan`` and ``stream`` read every
-    page of ``[lo, hi)``. Adjacent pages are read with one call (store.read_pages).
+    page of ``[lo, hi)``. Adjacent pages are read with one call (store.read_pages); gathers of
+    mostly isolated pages go through the compiled scattered reader (store.read_scattered).
     """
     rpp = c.rows_per_page
     if len(rows) == 0:
@@ -25,7 +26,13 @@ def fetch(store: PageStore, c: ColumnMeta, rows: np.ndarray, lo: int, hi: int, p
     else:
         pages = np.arange(lo // rpp, (hi - 1) // rpp + 1)
     buf = np.empty((len(pages), store.page_size), dtype=np.uint8)
-    nbytes = store.read_pages(c.first_page + pages, buf)
+    runs = 1 + int(np.count_nonzero(np.diff(pages) != 1)) if len(pages) > 1 else 1
+    if path == "gather" and runs * 2 > len(pages):
+        # mostly isolated pages: one compiled pread loop, not a Python call per page
+        store.read_scattered(c.first_page + pages, buf, np.arange(len(pages)))
+        nbytes = len(pages) * store.page_size
+    else:  # long runs: one vectored read per run
+        nbytes = store.read_pages(c.first_page + pages, buf)
     stats.add(c.name, len(pages), nbytes, needed)
     table = buf.view(c.np_dtype)[:, :rpp]
     if path != "gather" and len(rows) == hi - lo:  # contiguous: a slice, no gather
