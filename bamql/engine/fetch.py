@@ -29,8 +29,7 @@ def fetch(store: PageStore, c: ColumnMeta, rows: np.ndarray, lo: int, hi: int, p
     runs = 1 + int(np.count_nonzero(np.diff(pages) != 1)) if len(pages) > 1 else 1
     if path == "gather" and runs * 2 > len(pages):
         # mostly isolated pages: one compiled pread loop, not a Python call per page
-        store.read_scattered(c.first_page + pages, buf, np.arange(len(pages)))
-        nbytes = len(pages) * store.page_size
+        nbytes = store.read_scattered(c.first_page + pages, buf, np.arange(len(pages)))
     else:  # long runs: one vectored read per run
         nbytes = store.read_pages(c.first_page + pages, buf)
     stats.add(c.name, len(pages), nbytes, needed)

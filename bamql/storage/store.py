@@ -137,14 +137,15 @@ class PageStore:
         return total
 
     def read_scattered(self, page_ids: np.ndarray, out: np.ndarray, rows: np.ndarray,
-                       verify: bool = True) -> None:
+                       verify: bool = True) -> int:
         """Read page ``page_ids[k]`` into ``out[rows[k]]`` (any order, repeats allowed) in
-        compiled code without the GIL (``nativeio``); checksums checked as ``read_pages``."""
+        compiled code without the GIL (``nativeio``); checksums checked as ``read_pages``.
+        Returns the bytes read."""
         from bamql.storage.nativeio import read_into
 
         ids = np.asarray(page_ids, dtype=np.int64)
         if len(ids) == 0:
-            return
+            return 0
         if ids.min() < 0 or ids.max() >= self.manifest.total_pages:
             raise StoreError(f"page ids outside store {self.path}")
         bad = read_into(np.asarray(self._fds, np.int32), self.manifest.n_volumes, self.page_size,
@@ -153,6 +154,7 @@ class PageStore:
             raise StoreError(f"store {self.path}: short read of global page {int(ids[bad])}")
         if verify:
             self.check(ids, out[np.asarray(rows, np.int64)])
+        return len(ids) * self.page_size
 
     def check(self, ids: np.ndarray, pages: np.ndarray) -> None:
         """Raise StoreError if any page's checksum does not match the manifest's."""

@@ -109,7 +109,15 @@ def test_explain_analyze_q6_accounts_every_byte(tmp_path, monkeypatch):
         read.append(n)
         return n
 
+    orig_scattered = PageStore.read_scattered
+
+    def counting_scattered(self, ids, out, rows, verify=True):
+        n = orig_scattered(self, ids, out, rows, verify)
+        read.append(n)
+        return n
+
     monkeypatch.setattr(PageStore, "read_pages", counting)
+    monkeypatch.setattr(PageStore, "read_scattered", counting_scattered)
     # warm files: the planner gathers (on a cold disk it would stream these columns)
     with bamql.connect(tmp_path / "d", device="cpu", medium="cached") as c:
         res = c.sql("EXPLAIN ANALYZE " + load("q06"))
