@@ -77,8 +77,11 @@ def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: i
                     times.append(time.perf_counter() - t0)
                     rows_out, st = r.rows(), r.stats
                 ok = same_rows(rows_out, want[q])
+                # the partitions' own engine time (last run): the rest of the wall time is
+                # Dask, planning and merging
                 res["runs"].append({"gpus": n, "query": q, "median_s": statistics.median(times),
                                     "times_s": times, "bytes_read": st.bytes_read,
+                                    "partition_seconds": st.partition_seconds,
                                     "rows_matched": st.rows_matched, "ok": ok})
                 say(f"{n} GPU(s) {q}: {statistics.median(times) * 1e3:.1f} ms"
                     + ("" if ok else "  WRONG ANSWER"))

@@ -48,6 +48,7 @@ class QueryStats:
     setup_seconds: float = 0.0  # loading a table onto the device, charged to its first query
     io_reads: int = 0  # GPU file backend: page reads the kernel put on the submission queue
     io_depth: int = 0  # ... and the most of them in flight at once
+    partition_seconds: list = field(default_factory=list)  # each partition's own time
     columns: dict[str, ColumnIO] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -65,6 +66,7 @@ class QueryStats:
         self.rows_matched += other.rows_matched
         self.compile_seconds = max(self.compile_seconds, other.compile_seconds)
         self.io_reads += other.io_reads
+        self.partition_seconds.append(other.seconds)
         self.io_depth = max(self.io_depth, other.io_depth)
         for name, c in other.columns.items():
             mine = self.columns.setdefault(name, ColumnIO(c.column, c.role, c.path, c.itemsize, 0))
@@ -110,6 +112,7 @@ class QueryStats:
             "rows_matched": self.rows_matched, "seconds": self.seconds,
             "compile_seconds": self.compile_seconds, "setup_seconds": self.setup_seconds,
             "io_reads": self.io_reads, "io_depth": self.io_depth,
+            "partition_seconds": self.partition_seconds,
             "bytes_read": self.bytes_read,
             "whole_bytes": self.whole_bytes, "bytes_needed": self.bytes_needed,
             "amplification": self.amplification, "whole_amplification": self.whole_amplification,

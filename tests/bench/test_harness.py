@@ -80,4 +80,6 @@ def test_scaleout_bench_runs_on_cpu_workers(tmp_path):
     doc = json.loads((tmp_path / "so.json").read_text())
     assert doc["config"]["partitions"] == 2 and len(doc["runs"]) == 4
     assert all(r["ok"] and r["median_s"] > 0 and r["bytes_read"] > 0 for r in doc["runs"])
+    assert all(len(r["partition_seconds"]) == 2 and max(r["partition_seconds"]) <= r["median_s"] * 5
+               for r in doc["runs"])
     assert "2 GPU(s)" in summary(res)
