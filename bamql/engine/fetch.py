@@ -2,35 +2,11 @@
 
 from __future__ import annotations
 
-import threading
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 
 from bamql.engine.stats import QueryStats
 from bamql.storage.format import ColumnMeta
 from bamql.storage.store import PageStore
-
-#: Isolated pages are read by this many threads at once: a disk serves random reads in
-#: parallel (the reader releases the GIL), one thread would wait on each in turn.
-READ_THREADS = 8
-_CHUNK = 256  # pages per task
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
-
-
-def _read_isolated(store: PageStore, ids: np.ndarray, buf: np.ndarray) -> int:
-    global _pool
-    n = len(ids)
-    if n < 2 * _CHUNK:
-        return store.read_scattered(ids, buf, np.arange(n))
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="bamql-read")
-    step = max(_CHUNK, -(-n // READ_THREADS))
-    jobs = [_pool.submit(store.read_scattered, ids[i : i + step], buf, np.arange(i, min(i + step, n)))
-            for i in range(0, n, step)]
-    return sum(j.result() for j in jobs)
 
 
 def fetch(store: PageStore, c: ColumnMeta, rows: np.ndarray, lo: int, hi: int, path: str,
@@ -53,7 +29,7 @@ def fetch(store: PageStore, c: ColumnMeta, rows: np.ndarray, lo: int, hi: int, p
     runs = 1 + int(np.count_nonzero(np.diff(pages) != 1)) if len(pages) > 1 else 1
     if path == "gather" and runs * 2 > len(pages):
         # mostly isolated pages: one compiled pread loop, not a Python call per page
-        nbytes = _read_isolated(store, c.first_page + pages, buf)
+        nbytes = store.read_scattered(c.first_page + pages, buf, np.arange(len(pages)))
     else:  # long runs: one vectored read per run
         nbytes = store.read_pages(c.first_page + pages, buf)
     stats.add(c.name, len(pages), nbytes, needed)

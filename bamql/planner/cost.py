@@ -15,10 +15,10 @@ class Medium:
 
 
 #: A disk read by the CPU engine: 1.7 GB/s sequential (the GPU machine's virtio disk,
-#: bam.md), ~100 k random reads/s given many reads in flight. The CPU engine reads isolated
-#: pages from 8 threads in compiled code (``engine/fetch.py``); from one Python thread it
-#: managed ~40 k/s (Q6, 20 M rows, 4 KiB pages, cold: bench/results/cpu-vm-20M.json).
-FILE = Medium("file", 1.7e9, 1.0e5)
+#: bam.md). Random reads: that disk serves ~100 k/s only to many threads; the CPU engine
+#: reads pages from one thread, measured at ~40 k/s effective (Q6, 20 M rows, 4 KiB pages,
+#: cold: bench/results/cpu-vm-20M.json), which is the rate the planner must plan with.
+FILE = Medium("file", 1.7e9, 4.0e4)
 #: The same disk read through the GPU file backend's queues: thousands of reads in flight,
 #: so the disk's own random-read rate (~100 k/s, ``../shared/device/README.md``) applies.
 QUEUE = Medium("queue", 1.7e9, 1.0e5)
