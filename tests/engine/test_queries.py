@@ -175,3 +175,16 @@ def test_unsupported_sql_fails_with_one_line(con, sql, text):
         con.sql(sql)
     msg = str(ei.value)
     assert text.lower() in msg.lower() and "\n" not in msg
+
+
+def test_parsed_queries_and_plans_are_reused_per_session(taxi_store):
+    with bamql.connect(taxi_store, device="cpu", medium="cached") as con:
+        sql = load("q06")
+        first = con.sql(sql).rows()
+        q = con._translate(sql)
+        assert con._translate(sql) is q  # parsed once
+        plan = con.plan(q)
+        assert con.plan(q) is plan  # planned once per medium
+        con.medium = "file"  # another medium is another plan, made afresh
+        assert con.plan(q) is not plan and con.plan(q).medium == "file"
+        assert_same_rows(con.sql(sql).rows(), first, ordered=False)
