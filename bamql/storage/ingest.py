@@ -9,7 +9,6 @@ ingest of the same name removes.
 
 from __future__ import annotations
 
-import bisect
 import hashlib
 import io
 import os
@@ -229,25 +228,17 @@ def ingest(
     dirs = [tmp] if partitions == 1 else [tmp / f"part-{k:03d}" for k in range(partitions)]
     writers: list[PageWriter] = []
     try:
-        for k, d in enumerate(dirs):
-            d.mkdir(exist_ok=True)
-            writers.append(PageWriter(d, plans, bounds[k + 1] - bounds[k], page_size, volumes))
-        pos = 0
-        for s in srcs:
-            for b in s.batches():
-                start, end = pos, pos + b.num_rows
-                while start < end:
-                    k = bisect.bisect_right(bounds, start) - 1
-                    stop = min(end, bounds[k + 1])
-                    part = b.slice(start - pos, stop - start)
-                    for i, pl in enumerate(plans):
-                        writers[k].append(i, _to_storage(part.column(i), pl))
-                    start = stop
-                pos = end
+        if partitions == 1:
+            w = PageWriter(tmp, plans, rows, page_size, volumes)
+            writers.append(w)
+            for b in (b for s in srcs for b in s.batches()):
+                for i, pl in enumerate(plans):
+                    w.append(i, _to_storage(b.column(i), pl))
                 if progress:
                     progress(b.num_rows)
-        for k, (d, w) in enumerate(zip(dirs, writers, strict=True)):
-            _finish_store(d, w, plans, bounds[k + 1] - bounds[k], page_size, volumes, name, names)
+            _finish_store(tmp, w, plans, rows, page_size, volumes, name, names)
+        else:
+            _ingest_partitions(srcs, plans, bounds, dirs, page_size, volumes, name, names, progress)
         if partitions > 1:
             write_partitions(tmp, name, [(d.name, bounds[k], bounds[k + 1] - bounds[k])
                                          for k, d in enumerate(dirs)])
@@ -262,6 +253,68 @@ def ingest(
     store_bytes = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
     src_bytes = sum(s.path.stat().st_size for s in srcs)
     return IngestReport(out, rows, src_bytes, store_bytes, time.perf_counter() - t0)
+
+
+def _ingest_partition(sources: list[str], plans, bounds: list[int], k: int, d: str,
+                      page_size: int, volumes: int, table: str, names: tuple[str, ...]) -> int:
+    """Write partition ``k`` (rows ``bounds[k]:bounds[k+1]``) as a store in ``d``, reading
+    only the sources that overlap it; runs in a worker process. Returns its rows."""
+    lo, hi = bounds[k], bounds[k + 1]
+    d = Path(d)
+    d.mkdir(exist_ok=True)
+    w = PageWriter(d, plans, hi - lo, page_size, volumes)
+    try:
+        pos = 0
+        for path in sources:
+            if pos >= hi:
+                break
+            s = open_source(path)
+            if pos + s.num_rows <= lo:  # wholly before this partition: skipped, not decoded
+                pos += s.num_rows
+                continue
+            for b in s.batches():
+                start, end = max(pos, lo), min(pos + b.num_rows, hi)
+                if start < end:
+                    part = b.slice(start - pos, end - start)
+                    for i, pl in enumerate(plans):
+                        w.append(i, _to_storage(part.column(i), pl))
+                pos += b.num_rows
+                if pos >= hi:
+                    break
+        _finish_store(d, w, plans, hi - lo, page_size, volumes, table, names)
+    except BaseException:
+        w.abort()
+        raise
+    return hi - lo
+
+
+def _ingest_partitions(srcs, plans, bounds, dirs, page_size, volumes, table, names, progress) -> None:
+    """Every partition, each in its own process when there are several cores (sources are
+    decoded in parallel; a partition reads only the sources that overlap its rows)."""
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from multiprocessing import get_context
+
+    paths = [str(s.path) for s in srcs]
+    args = [(paths, plans, bounds, k, str(d), page_size, volumes, table, names)
+            for k, d in enumerate(dirs)]
+    workers = min(len(dirs), os.cpu_count() or 1)
+    if workers == 1:
+        for a in args:
+            n = _ingest_partition(*a)
+            if progress:
+                progress(n)
+        return
+    with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as ex:
+        futs = [ex.submit(_ingest_partition, *a) for a in args]
+        try:
+            for f in as_completed(futs):
+                n = f.result()
+                if progress:
+                    progress(n)
+        except BaseException:
+            for f in futs:
+                f.cancel()
+            raise
 
 
 def _finish_store(d: Path, writer: PageWriter, plans, rows: int, page_size: int, volumes: int,
