@@ -127,3 +127,12 @@ def test_gpu_workers_match_one_node(parted, single):
             for name in ("q01", "q06", "q14"):
                 sql = QUERIES[name]
                 assert_same_rows(con.sql(sql).rows(), single[name], ordered="ORDER BY" in sql)
+
+
+def test_a_session_closes_the_cluster_it_started(parted, single):
+    con = bamql.connect(parted, device="cpu", cluster="local-gpus:2")
+    client = con.cluster
+    assert len(client.scheduler_info()["workers"]) == 2
+    assert_same_rows(con.sql(QUERIES["q01"]).rows(), single["q01"], ordered=False)
+    con.close()
+    assert client.status == "closed"
