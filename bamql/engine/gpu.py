@@ -122,6 +122,7 @@ class GpuEngine:
         self.sms = dev.MULTIPROCESSOR_COUNT
         self._warmed: set[int] = set()  # kernels already launched once (compiled)
         self._io_pool = None  # file backend: threads for the host's sequential reads
+        self._run_lock = threading.Lock()
         # file backend: one staging page per warp in flight, at most 256 MiB of them
         self.max_warps = self.sms * 8 * kgpu.BLOCK // 32
 
@@ -260,6 +261,15 @@ class GpuEngine:
     # -- running ---------------------------------------------------------------------------
     def run(self, plan: PhysicalPlan, store: PageStore, stats: QueryStats) -> dict[str, np.ndarray]:
         """Execute ``plan`` on the GPU; fills ``stats``; returns merged accumulators."""
+        if self.backend != "file":
+            return self._run(plan, store, stats)
+        # file backend: one query at a time per engine. Kernels run one after another on the
+        # default stream anyway; the staging pages, per-warp sequence numbers and queue
+        # counters belong to one launch at a time.
+        with self._run_lock:
+            return self._run(plan, store, stats)
+
+    def _run(self, plan: PhysicalPlan, store: PageStore, stats: QueryStats) -> dict[str, np.ndarray]:
         cuda = self.cuda
         q = plan.query
         ts = self._table(store)
