@@ -76,17 +76,24 @@ def cmd_demo(a: argparse.Namespace) -> int:
     return run_demo(rows=a.rows, workdir=a.dir, device=a.device)
 
 
+def _query_names(text: str) -> tuple[str, ...]:
+    """``q01,q06`` -> names, every one a known query (else a one-line error)."""
+    from bamql.queries import names
+
+    queries = tuple(x.strip() for x in text.split(",") if x.strip())
+    unknown = [q for q in queries if q not in names()]
+    if unknown or not queries:
+        raise BamqlError(f"unknown queries {unknown or text!r}; known: {', '.join(names())}")
+    return queries
+
+
 def cmd_bench(a: argparse.Namespace) -> int:
     from pathlib import Path
 
     from bamql.bench.harness import BenchConfig, run, summary
-    from bamql.queries import names
 
     split = lambda v: tuple(x.strip() for x in v.split(",") if x.strip())  # noqa: E731
-    queries = split(a.queries)
-    unknown = [q for q in queries if q not in names()]
-    if unknown:
-        raise BamqlError(f"unknown queries {unknown}; known: {', '.join(names())}")
+    queries = _query_names(a.queries)
     try:
         shares = tuple(float(x) for x in split(a.selectivity))
     except ValueError:
@@ -110,16 +117,14 @@ def cmd_bench_scaleout(a: argparse.Namespace) -> int:
     from pathlib import Path
 
     from bamql.bench.scaleout import check, run_scaleout, summary
-    from bamql.queries import names
 
-    queries = tuple(x.strip() for x in a.queries.split(",") if x.strip())
-    unknown = [q for q in queries if q not in names()]
-    if unknown:
-        raise BamqlError(f"unknown queries {unknown}; known: {', '.join(names())}")
+    queries = _query_names(a.queries)
     try:
         gpus = tuple(int(x) for x in a.gpus.split(","))
     except ValueError:
-        raise BamqlError(f"--gpus takes counts such as 1,2, not {a.gpus!r}") from None
+        gpus = ()
+    if not gpus or min(gpus) < 1:
+        raise BamqlError(f"--gpus takes counts of at least 1 such as 1,2, not {a.gpus!r}")
     res = run_scaleout(a.rows, gpus, queries, reps=a.reps, partitions=a.partitions,
                        backend=a.backend, page_size=_size(a.page_size), workdir=Path(a.workdir),
                        out=Path(a.out), say=lambda m: print(f"bamql: {m}", file=sys.stderr),

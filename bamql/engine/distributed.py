@@ -100,9 +100,9 @@ class PartitionWorker:
     """A Dask actor, one per worker: runs the partitions sent to it in its worker's process,
     where the opened stores and the GPU engine (and its page caches) stay across queries.
 
-    An actor call goes from the client straight to the worker, not through the scheduler:
-    about 2 ms for a round trip where a task takes 15-25 ms, which for a GPU query of a few
-    milliseconds per partition is the difference that matters.
+    An actor call goes from the client straight to the worker, not through the scheduler,
+    whose round trips for a task outweighed a GPU query of a few milliseconds per partition
+    (``bench/results/h200x2-200M-scaleout.json`` was measured with tasks).
     """
 
     def run(self, paths: list[str], args: tuple) -> list:
@@ -214,6 +214,8 @@ def connect_cluster(cluster):
         raise BamqlError("Dask is not installed; pip install 'bamql[dask]'") from None
     if isinstance(cluster, str) and cluster.startswith("local-gpus"):
         n = cluster.partition(":")[2]
+        if cluster != "local-gpus" and not (cluster.startswith("local-gpus:") and n.isdigit()):
+            raise BamqlError(f"cluster {cluster!r}: write local-gpus or local-gpus:N (N GPUs)")
         c = local_gpu_cluster(int(n) if n else None)
         client = Client(c)
         client.wait_for_workers(len(c.workers), timeout=120)  # before partitions are dealt out

@@ -26,8 +26,7 @@ def fetch(store: PageStore, c: ColumnMeta, rows: np.ndarray, lo: int, hi: int, p
     else:
         pages = np.arange(lo // rpp, (hi - 1) // rpp + 1)
     buf = np.empty((len(pages), store.page_size), dtype=np.uint8)
-    runs = 1 + int(np.count_nonzero(np.diff(pages) != 1)) if len(pages) > 1 else 1
-    if path == "gather" and runs * 2 > len(pages):
+    if path == "gather" and 2 * (1 + np.count_nonzero(np.diff(pages) != 1)) > len(pages):
         # mostly isolated pages: one compiled pread loop, not a Python call per page
         nbytes = store.read_scattered(c.first_page + pages, buf, np.arange(len(pages)))
     else:  # long runs: one vectored read per run
