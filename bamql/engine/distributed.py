@@ -33,6 +33,7 @@ from bamql.storage.store import PageStore
 
 _stores: dict[str, PageStore] = {}  # per process: a worker's open partitions
 _engines: dict = {}  # per process: (backend, cache) -> GpuEngine, caches kept across queries
+_plans: dict = {}  # per process: (path, query, domains, medium) -> plan of that partition
 _lock = threading.Lock()
 #: Tries per partition task (the first run and the retries after a lost worker).
 RETRIES = 3
@@ -79,7 +80,14 @@ def run_partition(path: str, q: ir.Query, domains, medium: str, device: str = "c
     if delay:
         time.sleep(delay)
     store = _store(path)
-    plan = plan_query(q, store, MEDIA[medium], domains=domains)
+    key = (path, q, domains, medium)
+    plan = _plans.get(key)
+    if plan is None:  # a partition's metadata does not change: its plans can be reused
+        plan = plan_query(q, store, MEDIA[medium], domains=domains)
+        with _lock:
+            if len(_plans) >= 1024:
+                _plans.pop(next(iter(_plans)))
+            _plans[key] = plan
     stats = QueryStats(device, backend or "file", store.rows)
     for a in plan.access:
         c = store.column(a.column)
@@ -112,18 +120,27 @@ class PartitionWorker:
 _actors: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # client -> actors
 
 
+#: Seconds between checks of a cluster's worker list (a scheduler round trip) when
+#: queries follow each other; a lost worker is noticed at once by the failed call.
+RECHECK_S = 2.0
+
+
 def _actors_for(client, fresh: bool) -> list:
     """One PartitionWorker per worker of ``client``'s cluster (sorted by address), made once
     and made again when the workers change or after a failure."""
+    have = _actors.get(client)
+    now = time.monotonic()
+    if not fresh and have is not None and now - have[3] < RECHECK_S:
+        return have[1]
     workers = tuple(sorted(client.scheduler_info().get("workers", {})))
     if not workers:
         raise ConnectionError("the Dask cluster has no workers")
-    have = _actors.get(client)
     if fresh or have is None or have[0] != workers:
         futs = [client.submit(PartitionWorker, actor=True, workers=[w], allow_other_workers=False,
                               pure=False) for w in workers]
         actors = [f.result(timeout=60) for f in futs]
-        have = _actors[client] = (workers, actors, futs)  # the futures keep the actors alive
+        have = (workers, actors, futs)  # the futures keep the actors alive
+    _actors[client] = (*have[:3], now)
     return have[1]
 
 

@@ -64,6 +64,7 @@ class Session:
         self._lock = threading.Lock()
         self._parsed: dict[str, ir.Query] = {}
         self._plans: dict[tuple, PhysicalPlan] = {}
+        self._explained: dict[tuple, str] = {}
         if device not in ("auto", "cpu", "gpu"):
             raise DeviceError(f"device must be auto, cpu or gpu, not {device!r}")
         self.note = ""
@@ -115,13 +116,13 @@ class Session:
     def plan(self, q: ir.Query) -> PhysicalPlan:
         """The physical plan (of the first partition, for a partitioned table)."""
         store = self.store(q.table)
-        if isinstance(store, PartitionedTable):
-            return plan_query(q, store.parts[0], MEDIA[self._medium()],
-                              domains=self._domains(q, store))
         key = (q, self._medium())
         p = self._plans.get(key)
         if p is None:  # an open store's metadata does not change: plans can be reused
-            p = plan_query(q, store, MEDIA[key[1]])
+            if isinstance(store, PartitionedTable):
+                p = plan_query(q, store.parts[0], MEDIA[key[1]], domains=self._domains(q, store))
+            else:
+                p = plan_query(q, store, MEDIA[key[1]])
             _remember(self._plans, key, p)
         return p
 
@@ -167,9 +168,14 @@ class Session:
         """The EXPLAIN text of a logical query."""
         store = self.store(q.table)
         if isinstance(store, PartitionedTable):
-            where = "on the Dask cluster" if self.cluster is not None else "in this process"
-            return (f"{len(store.parts)} partitions of {store.rows:,} rows, one task each {where}; "
-                    f"partition 1:\n" + explain_text(self.plan(q), store.parts[0]))
+            key = (q, self._medium(), self.cluster is not None)
+            txt = self._explained.get(key)
+            if txt is None:  # made once: every partitioned query's result carries it
+                where = "on the Dask cluster" if self.cluster is not None else "in this process"
+                txt = (f"{len(store.parts)} partitions of {store.rows:,} rows, one task each "
+                       f"{where}; partition 1:\n" + explain_text(self.plan(q), store.parts[0]))
+                _remember(self._explained, key, txt)
+            return txt
         return explain_text(self.plan(q), store)
 
     def execute(self, q: ir.Query) -> Result:
