@@ -45,7 +45,7 @@ def cmd_ingest(a: argparse.Namespace) -> int:
     rows = sum(open_source(s).num_rows for s in a.sources)
     with progress_bar("ingesting", rows) as adv:
         r = ingest(a.sources, a.out, page_size=a.page_size, volumes=a.volumes, table=a.table,
-                   progress=adv, partitions=a.partitions)
+                   progress=adv, partitions=a.partitions, groups=a.groups)
     print(f"ingested {r.rows:,} rows into {r.path} ({r.store_bytes / 1e6:,.1f} MB store, "
           f"page size {a.page_size} B) in {r.seconds:.2f} s: {r.rows / r.seconds:,.0f} rows/s, "
           f"{r.source_bytes / 1e6 / r.seconds:,.1f} MB/s of source")
@@ -102,7 +102,8 @@ def cmd_bench(a: argparse.Namespace) -> int:
         raise BamqlError("--selectivity values must be within 0..1")
     cfg = BenchConfig(rows=a.rows, queries=queries, engines=split(a.engines), modes=split(a.modes),
                       reps=a.reps, page_sizes=tuple(_size(x) for x in split(a.page_sizes)),
-                      shares=shares, workdir=Path(a.workdir), out=Path(a.out), plots=not a.no_plots)
+                      shares=shares, workdir=Path(a.workdir), out=Path(a.out), plots=not a.no_plots,
+                      groups=a.groups)
     res = run(cfg, say=lambda m: print(f"bamql: {m}", file=sys.stderr))
     print(summary(res))
     print(f"results: {cfg.out}.json" + "".join(f", {p}" for p in res.get("plots", [])))
@@ -169,6 +170,10 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--table", default=None, help="table name (default: the directory's name)")
     i.add_argument("--partitions", type=int, default=1,
                    help="split into N row-range partitions (one Dask task each; default 1)")
+    i.add_argument("--groups", default="none", metavar="SPEC",
+                   help="row groups: second copies of columns laid out so that a cold gather from "
+                   "disk reads a row's values of every member at once. auto (float columns, as many "
+                   "per group as pages fit in 4 KiB), none (default), or a,b,c;d,e")
     i.set_defaults(func=cmd_ingest)
 
     v = sub.add_parser("verify", help="check every page checksum of a store")
@@ -202,6 +207,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--workdir", default="bamql-bench-data", help="where data is generated and reused")
     b.add_argument("--out", default="bench/results/latest", help="output path stem (.json, -*.png)")
     b.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    b.add_argument("--groups", default="auto", choices=["auto", "none"],
+                   help="row groups in the stores (default auto; see bamql ingest --groups)")
     b.set_defaults(func=cmd_bench)
     so = sub.add_parser("bench-scaleout", help="benchmark a partitioned table on 1, 2, ... GPUs (Dask)",
                         description="Ingest the generated trips as partitions, then for each GPU "

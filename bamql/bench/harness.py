@@ -51,6 +51,7 @@ class BenchConfig:
     workdir: Path = Path("bamql-bench-data")
     out: Path = Path("bench/results/latest")
     plots: bool = True
+    groups: str = "auto"  # row groups of the stores (storage.groups): auto or none
 
 
 def machine() -> dict:
@@ -97,8 +98,9 @@ def h2d_bandwidth() -> float:
 
 
 def prepare(workdir: Path, rows: int, share: float, page_sizes: Sequence[int],
-            parquet_copy: bool = True) -> Data:
-    """ORC, a Parquet copy (for DuckDB) and a store per page size (each reused when there)."""
+            parquet_copy: bool = True, groups: str = "auto") -> Data:
+    """ORC, a Parquet copy (for DuckDB) and a store per page size (each reused when there;
+    stores with row groups are kept apart from stores without)."""
     base = workdir / f"r{rows}-s{share:g}"
     orc = base / "orc"
     if not orc.exists():
@@ -118,10 +120,10 @@ def prepare(workdir: Path, rows: int, share: float, page_sizes: Sequence[int],
         tmp.rename(parquet)
     stores = {}
     for ps in page_sizes:
-        d = base / f"data-{ps}"
+        d = base / (f"data-{ps}" + ("" if groups in (None, "none") else f"-g{groups}"))
         if not (d / "trips").exists():
             with progress_bar(f"ingesting ({ps} B pages)", rows) as adv:
-                ingest(orcs, d / "trips", page_size=ps, progress=adv)
+                ingest(orcs, d / "trips", page_size=ps, progress=adv, groups=groups)
         stores[ps] = d
     return Data(rows, share, orcs, parquet, stores)
 
@@ -185,12 +187,12 @@ def run(cfg: BenchConfig, say: Callable[[str], None] = print) -> dict:
     res = {"machine": info, "config": {
         "rows": cfg.rows, "queries": list(cfg.queries), "engines": [e.name for e in active],
         "modes": list(cfg.modes), "reps": cfg.reps, "page_sizes": list(cfg.page_sizes),
-        "shares": list(cfg.shares), "cold": cold_ok}, "runs": [], "errors": []}
+        "shares": list(cfg.shares), "cold": cold_ok, "groups": cfg.groups}, "runs": [], "errors": []}
     steps = len(cfg.shares) * len(cfg.queries) * sum(
         len(cfg.page_sizes) if e.name.startswith("bamql") else 1 for e in active)
     # data first: its own progress bars cannot nest inside the benchmark's
     datas = {share: prepare(cfg.workdir, cfg.rows, share, cfg.page_sizes,
-                            parquet_copy=any(e.name == "duckdb" for e in active))
+                            parquet_copy=any(e.name == "duckdb" for e in active), groups=cfg.groups)
              for share in cfg.shares}
     with progress_bar("benchmarking", steps) as advance:
         for share, data in datas.items():

@@ -53,13 +53,16 @@ def run_cpu(plan: PhysicalPlan, store: PageStore, stats: QueryStats) -> dict[str
     stats.compile_seconds = time.perf_counter() - t0
     total = None
     paths = {a.column: a.path for a in plan.access}
+    # where each column is read: its own extent, or its row-group copy for a group gather
+    src = {a.column: store.shadow[a.column] if a.shadow else store.column(a.column)
+           for a in plan.access}
     size = max(MORSEL_ROWS, store.page_size)
     for lo, hi in _morsels(plan.ranges, size):
         rows = np.arange(lo, hi, dtype=np.int64)
         vals: dict[str, np.ndarray] = {}
         for (s, cols), k in zip(filters, fkerns, strict=True):
             for c in s.columns:
-                vals[c] = fetch(store, store.column(c), rows, lo, hi, paths[c], stats, len(rows))
+                vals[c] = fetch(store, src[c], rows, lo, hi, paths[c], stats, len(rows))
             mask = np.empty(len(rows), bool)
             with kcpu.KERNEL_LOCK:
                 k(len(rows), *[vals[c] for c in cols], mask)
@@ -71,7 +74,7 @@ def run_cpu(plan: PhysicalPlan, store: PageStore, stats: QueryStats) -> dict[str
             continue
         stats.rows_matched += len(rows)
         for c in plan.dependent:
-            vals[c] = fetch(store, store.column(c), rows, lo, hi, paths[c], stats, len(rows))
+            vals[c] = fetch(store, src[c], rows, lo, hi, paths[c], stats, len(rows))
         acc = accumulate.alloc(nch, groups, q.aggs)
         with kcpu.KERNEL_LOCK:
             akern(len(rows), nch, *[vals[c] for c in agg_cols], *acc.values())

@@ -146,7 +146,9 @@ class GpuEngine:
         if cache is None:  # default: a quarter of free memory, at most 8 GiB
             cache = min(8 << 30, free // 4)
         n_slots = max(1, cache // m.page_size)
-        need = n_slots * m.page_size + m.total_pages * 8 + (nbytes if self.backend == "gpu" else 0)
+        # page states over every id, row-group copies' included (the file backend reads them)
+        ids = m.all_pages if self.backend == "file" else m.total_pages
+        need = n_slots * m.page_size + ids * 8 + (nbytes if self.backend == "gpu" else 0)
         if need > free * 0.95:
             raise DeviceError(
                 f"table {store.name!r} needs {need / 2**30:.2f} GiB of GPU memory "
@@ -177,8 +179,8 @@ class GpuEngine:
             ts = TableState(
                 name=store.name, source=source, host=host, n_slots=n_slots,
                 slots=cuda.device_array(n_slots * m.page_size, dtype=np.uint8),
-                state=cuda.to_device(np.zeros(m.total_pages, np.int32)),
-                page_slot=cuda.to_device(np.full(m.total_pages, -1, np.int32)),
+                state=cuda.to_device(np.zeros(ids, np.int32)),
+                page_slot=cuda.to_device(np.full(ids, -1, np.int32)),
                 slot_page=cuda.to_device(np.full(n_slots, -1, np.int32)),
                 slot_lock=cuda.to_device(np.zeros(n_slots, np.int32)),
                 clock=cuda.to_device(np.zeros(1, np.int64)),
@@ -275,6 +277,7 @@ class GpuEngine:
         ts = self._table(store)
         ps = store.page_size
         sent = {n: c.sentinel for n, c in store.columns.items()}
+        queue = self.backend == "file"
         used: list[str] = []
         for e in (q.predicate, *q.keys, *q.aggs):
             for c in ir.columns_of(e):
@@ -290,11 +293,13 @@ class GpuEngine:
             scan = set(plan.stages[0].columns) if plan.stages else set()
         stats.setup_seconds = ts.load_seconds if not ts.reported else 0.0
         ts.reported = True
-        cols = {n: (store.column(n).first_page, store.column(n).rows_per_page, store.column(n).dtype)
-                for n in used}
+        # a file-backend gather through a row group reads the column's copy there (only the
+        # file backend has those pages: the host and gpu backends hold the volumes alone)
+        shadow = {a.column for a in plan.access if a.shadow} if queue else set()
+        cols = {n: ((store.shadow[n] if n in shadow else store.column(n)).first_page,
+                    store.column(n).rows_per_page, store.column(n).dtype) for n in used}
         cached = [n for n in used if n not in scan]
         cached_index = {n: i for i, n in enumerate(cached)}
-        queue = self.backend == "file"
         src = kgpu.kernel_source(q, plan.stages, plan.key_domains, cols, sent, scan, cached_index,
                                  queue=queue)
         # the query's time runs from here (column copies over PCIe included) to the results,

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from bamql.planner import ir
-from bamql.planner.cost import FILE, Medium, choose_path
+from bamql.planner.cost import CACHED, FILE, Medium, choose_path, gather_cost, stream_cost
 from bamql.planner.evaluate import predicate_mask
 from bamql.planner.translate import key_domain
 from bamql.storage.store import PageStore
@@ -32,6 +32,7 @@ class Access:
     path: str
     est_pages: float
     n_pages: int
+    shadow: bool = False  # a gather through the column's row-group copy (storage.groups)
 
 
 @dataclass(frozen=True)
@@ -148,6 +149,32 @@ def estimate(e: ir.Expr, store: PageStore) -> float:
 
 
 # -- planning ----------------------------------------------------------------------------
+#: Media read from disk, where row groups pay (elsewhere every page read costs the same).
+DISK_MEDIA = ("file", "queue")
+
+
+def _through_groups(access: list[Access], store: PageStore, sel: float, medium: Medium) -> list[Access]:
+    """Dependent columns of one row group gathered through its copy when that is cheaper
+    than their own best paths: the first member's page of a block costs a disk read, the
+    others' come from the same OS page (storage.groups)."""
+    out = list(access)
+    for g in store.manifest.groups:
+        idx = [i for i, a in enumerate(out) if a.role == "dependent" and a.column in g.members]
+        if len(idx) < 2:
+            continue
+        mine = 0.0
+        for i in idx:
+            c = store.column(out[i].column)
+            mine += min(gather_cost(c.n_pages, c.rows_per_page, sel, store.page_size, medium)[1],
+                        stream_cost(c.n_pages, store.page_size, medium)[1])
+        pages, first = gather_cost(g.n_pages, g.rows_per_page, sel, store.page_size, medium)
+        others = (len(idx) - 1) * pages / CACHED.random_reads_per_s
+        if first + others < mine:
+            for i in idx:
+                out[i] = replace(out[i], path="gather", est_pages=pages, shadow=True)
+    return out
+
+
 def plan_query(q: ir.Query, store: PageStore, medium: Medium = FILE,
                domains: tuple[tuple[int, int], ...] | None = None) -> PhysicalPlan:
     """Choose stage order, pruning and access paths for ``q`` over ``store``.
@@ -199,6 +226,8 @@ def plan_query(q: ir.Query, store: PageStore, medium: Medium = FILE,
         else:
             path, pages = choose_path(col.n_pages, col.rows_per_page, est, ps, medium)
         access.append(Access(name, "dependent", path, pages, col.n_pages))
+    if conj and store.shadow and medium.name in DISK_MEDIA:
+        access = _through_groups(access, store, est, medium)
     if domains is None:
         domains = tuple(key_domain(k, store.columns) for k in q.keys)
     return PhysicalPlan(q, store.rows, ps, tuple(stages), tuple(dep_cols), tuple(access), ranges,
@@ -240,7 +269,7 @@ def explain_text(p: PhysicalPlan, store: PageStore) -> str:
         ours += est_b
         whole += whole_b
         lines.append(f"    {a.column:<24} {a.role:<9} {a.path:<6} est {_fmt_bytes(est_b):>12} "
-                     f"of {_fmt_bytes(whole_b):>12} whole")
+                     f"of {_fmt_bytes(whole_b):>12} whole" + ("  (row group)" if a.shadow else ""))
     lines.append(f"  estimated bytes: {_fmt_bytes(ours)} (whole-column reader: {_fmt_bytes(whole)}, "
                  f"{whole / ours if ours else float('inf'):.1f}x more)")
     return "\n".join(lines)

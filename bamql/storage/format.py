@@ -2,7 +2,12 @@
 
 A table directory holds ``manifest.json``, ``pages.npz`` (per-page checksum, zone-map
 min/max and null count over the global page-id space) and ``vol-NNN.bin`` volume files.
-Global page ``p`` lives in volume ``p % n_volumes`` at byte ``(p // n_volumes) * page_size``.
+Global page ``p`` (below ``total_pages``) lives in volume ``p % n_volumes`` at byte
+``(p // n_volumes) * page_size``.
+
+Optional row groups (``grp-NNN.bin``) hold second copies of some columns, laid out so that
+a row's values of every member sit in one block (``storage.groups``); their pages take the
+global ids from ``total_pages`` on.
 
 Nulls are stored in-band as a sentinel (NaN for floats, the storage type's minimum for
 integers, timestamps and dictionary codes), not as a validity bitmap: a gather then costs
@@ -101,6 +106,29 @@ class ColumnMeta:
         return self.first_page + rows // self.rows_per_page
 
 
+def group_file_name(i: int) -> str:
+    """File name of row group ``i``."""
+    return f"grp-{i:03d}.bin"
+
+
+@dataclass(frozen=True)
+class GroupMeta:
+    """A row group: copies of the ``members`` columns (equal rows per page) interleaved page
+    by page. Member ``j``'s page ``i`` has global id ``first_page + j * n_pages + i`` and lies
+    in the group's file at byte ``i * block_bytes + j * page_size``."""
+
+    file: str
+    members: tuple[str, ...]
+    first_page: int
+    n_pages: int
+    rows_per_page: int
+    block_bytes: int
+
+    @property
+    def total_pages(self) -> int:
+        return len(self.members) * self.n_pages
+
+
 @dataclass(frozen=True)
 class Manifest:
     """The table's description; written last, atomically, by ingest."""
@@ -116,6 +144,12 @@ class Manifest:
     format: str = FORMAT_NAME
     format_version: int = FORMAT_VERSION
     extra: dict = field(default_factory=dict)
+    groups: tuple[GroupMeta, ...] = ()
+
+    @property
+    def all_pages(self) -> int:
+        """Pages of the global id space: the volumes' and the row groups'."""
+        return self.total_pages + sum(g.total_pages for g in self.groups)
 
     def column(self, name: str) -> ColumnMeta:
         for c in self.columns:
@@ -157,6 +191,8 @@ class Manifest:
                     c["dictionary"] = tuple(c["dictionary"])
                 cols.append(ColumnMeta(**c))
             d["sources"] = tuple(d.get("sources", ()))
+            d["groups"] = tuple(GroupMeta(**{**g, "members": tuple(g["members"])})
+                                for g in d.get("groups", ()))
             return cls(columns=tuple(cols), **d)
         except (TypeError, KeyError) as e:
             raise StoreError(f"store {path}: {MANIFEST} is malformed ({e})") from None

@@ -32,6 +32,25 @@ def _read_into(fds, n_volumes, page_size, pages, out, rows):
     return -1
 
 
+@njit(nogil=True)
+def _read_at(fds, offsets, page_size, out, rows):
+    for k in range(offsets.shape[0]):
+        got = _pread(fds[k], out[rows[k]].ctypes, page_size, offsets[k])
+        if got != page_size:
+            return k
+    return -1
+
+
+def read_at(fds: np.ndarray, offsets: np.ndarray, page_size: int, out: np.ndarray,
+            rows: np.ndarray) -> int:
+    """Read ``page_size`` bytes at ``offsets[k]`` of file ``fds[k]`` into ``out[rows[k]]``
+    for every ``k``; returns the index of the first short or failed read, or -1."""
+    if out.ndim != 2 or out.shape[1] != page_size or out.dtype != np.uint8 or not out.flags.c_contiguous:
+        raise ValueError("out must be a C-contiguous uint8 array of shape (n, page_size)")
+    return int(_read_at(np.ascontiguousarray(fds, np.int32), np.ascontiguousarray(offsets, np.int64),
+                        page_size, out, np.ascontiguousarray(rows, np.int64)))
+
+
 def read_into(fds: np.ndarray, n_volumes: int, page_size: int, pages: np.ndarray,
               out: np.ndarray, rows: np.ndarray) -> int:
     """Read page ``pages[k]`` into ``out[rows[k]]`` for every ``k`` (any order, repeats

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -64,6 +64,20 @@ class PageStore:
                     f"({size:,} bytes, expected {want:,})"
                 )
             self._fds.append(os.open(vp, os.O_RDONLY))
+        #: columns with a copy in a row group -> that copy (its first page in the group)
+        self.shadow: dict[str, ColumnMeta] = {}
+        self._group_fds: list[int] = []
+        for g in m.groups:
+            gp = self.path / g.file
+            want = g.n_pages * g.block_bytes
+            if not gp.exists() or gp.stat().st_size != want:
+                self.close()
+                raise StoreError(f"store {self.path}: row group file {g.file} is missing, "
+                                 f"truncated or damaged (expected {want:,} bytes)")
+            self._group_fds.append(os.open(gp, os.O_RDONLY))
+            for j, name in enumerate(g.members):
+                c = self.columns[name]
+                self.shadow[name] = replace(c, first_page=g.first_page + j * g.n_pages)
 
     # -- metadata ------------------------------------------------------------------------
     @property
@@ -87,7 +101,7 @@ class PageStore:
 
     def owner(self, page: int) -> ColumnMeta:
         """The column whose extent holds global page ``page``."""
-        for c in self.manifest.columns:
+        for c in (*self.manifest.columns, *self.shadow.values()):
             if c.first_page <= page < c.first_page + c.n_pages:
                 return c
         raise StoreError(f"page {page} is outside store {self.path}")
@@ -107,8 +121,10 @@ class PageStore:
         ps, nv = self.page_size, self.manifest.n_volumes
         if out.shape[0] < n or out.shape[1] != ps or out.dtype != np.uint8:
             raise ValueError("out must be a uint8 array of shape (>= len(page_ids), page_size)")
-        if ids[0] < 0 or ids[-1] >= self.manifest.total_pages:
+        if ids[0] < 0 or ids[-1] >= self.manifest.all_pages:
             raise StoreError(f"page ids outside store {self.path}")
+        if ids[-1] >= self.manifest.total_pages:  # row-group pages: not contiguous on disk
+            return self.read_scattered(ids, out, np.arange(n), verify)
         total = 0
         for v in range(nv):
             idx = np.nonzero(ids % nv == v)[0] if nv > 1 else np.arange(n)
@@ -141,15 +157,22 @@ class PageStore:
         """Read page ``page_ids[k]`` into ``out[rows[k]]`` (any order, repeats allowed) in
         compiled code without the GIL (``nativeio``); checksums checked as ``read_pages``.
         Returns the bytes read."""
-        from bamql.storage.nativeio import read_into
+        from bamql.storage.groups import locate
+        from bamql.storage.nativeio import read_at, read_into
 
         ids = np.asarray(page_ids, dtype=np.int64)
         if len(ids) == 0:
             return 0
-        if ids.min() < 0 or ids.max() >= self.manifest.total_pages:
+        m = self.manifest
+        if ids.min() < 0 or ids.max() >= m.all_pages:
             raise StoreError(f"page ids outside store {self.path}")
-        bad = read_into(np.asarray(self._fds, np.int32), self.manifest.n_volumes, self.page_size,
-                        ids, out, rows)
+        if ids.max() < m.total_pages:
+            bad = read_into(np.asarray(self._fds, np.int32), m.n_volumes, self.page_size,
+                            ids, out, rows)
+        else:
+            fds, offs = locate(ids, m.total_pages, m.n_volumes, self.page_size, m.groups,
+                               self._fds, self._group_fds)
+            bad = read_at(fds, offs, self.page_size, out, rows)
         if bad >= 0:
             raise StoreError(f"store {self.path}: short read of global page {int(ids[bad])}")
         if verify:
@@ -189,7 +212,9 @@ class PageStore:
     def verify(self) -> list[str]:
         """Check every page of every column; return one line per problem (empty if sound)."""
         problems = []
-        for c in self.manifest.columns:
+        extents = [(c, "") for c in self.manifest.columns]
+        extents += [(c, " (row-group copy)") for c in self.shadow.values()]
+        for c, where in extents:
             step = max(1, (64 << 20) // self.page_size)
             for p0 in range(c.first_page, c.first_page + c.n_pages, step):
                 ids = np.arange(p0, min(p0 + step, c.first_page + c.n_pages))
@@ -198,16 +223,15 @@ class PageStore:
                 bad = np.nonzero(page_checksums(buf, ids) != self.pages.checksum[ids])[0]
                 for b in bad:
                     p = int(ids[b])
-                    problems.append(
-                        f"column {c.name!r} page {p - c.first_page} (global page {p}): checksum mismatch"
-                    )
+                    problems.append(f"column {c.name!r}{where} page {p - c.first_page} "
+                                    f"(global page {p}): checksum mismatch")
         return problems
 
     def close(self) -> None:
-        """Close the volume files."""
-        for fd in self._fds:
+        """Close the volume and row-group files."""
+        for fd in self._fds + getattr(self, "_group_fds", []):
             os.close(fd)
-        self._fds = []
+        self._fds, self._group_fds = [], []
 
     def __enter__(self) -> PageStore:
         return self
