@@ -147,8 +147,8 @@ class GpuEngine:
             cache = min(8 << 30, free // 4)
         n_slots = max(1, cache // m.page_size)
         # page states over every id, row-group copies' included (the file backend reads them)
-        ids = m.all_pages if self.backend == "file" else m.total_pages
-        need = n_slots * m.page_size + ids * 8 + (nbytes if self.backend == "gpu" else 0)
+        n_ids = m.all_pages if self.backend == "file" else m.total_pages
+        need = n_slots * m.page_size + n_ids * 8 + (nbytes if self.backend == "gpu" else 0)
         if need > free * 0.95:
             raise DeviceError(
                 f"table {store.name!r} needs {need / 2**30:.2f} GiB of GPU memory "
@@ -179,8 +179,8 @@ class GpuEngine:
             ts = TableState(
                 name=store.name, source=source, host=host, n_slots=n_slots,
                 slots=cuda.device_array(n_slots * m.page_size, dtype=np.uint8),
-                state=cuda.to_device(np.zeros(ids, np.int32)),
-                page_slot=cuda.to_device(np.full(ids, -1, np.int32)),
+                state=cuda.to_device(np.zeros(n_ids, np.int32)),
+                page_slot=cuda.to_device(np.full(n_ids, -1, np.int32)),
                 slot_page=cuda.to_device(np.full(n_slots, -1, np.int32)),
                 slot_lock=cuda.to_device(np.zeros(n_slots, np.int32)),
                 clock=cuda.to_device(np.zeros(1, np.int64)),
