@@ -19,6 +19,7 @@ hits in GPU memory; predicate columns scanned whole are kept on the GPU too when
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import time
@@ -203,7 +204,11 @@ class GpuEngine:
 
         cuda = self.cuda
         n_staging = max(32, min(self.max_warps, (256 << 20) // store.page_size))
-        ts.queue = HostQueue(store, qsize=n_staging, n_staging=n_staging, io_threads=64).start()
+        # 64 reads in flight keep the disk busy (bam.md: 16 to 256 threads reach its limit);
+        # fewer on small machines, where more workers than cores only take turns
+        workers = min(64, 4 * (os.cpu_count() or 1))
+        ts.queue = HostQueue(store, qsize=n_staging, n_staging=n_staging,
+                             io_threads=workers).start(active=False)
         ts.sq_tail = cuda.to_device(np.zeros(1, np.int64))  # tickets: GPU atomics, GPU memory
         ts.warp_seq = cuda.to_device(np.zeros(n_staging, np.int64))
 
@@ -354,8 +359,14 @@ class GpuEngine:
                 self._warmed.add(id(kern))
                 stats.compile_seconds = time.perf_counter() - t0
             stats.compile_seconds += t_compiled - t_start
-            kern[blocks, kgpu.BLOCK](*args)
-            dbuf.copy_to_host(buf)  # synchronizes
+            if queue:
+                ts.queue.begin()
+            try:
+                kern[blocks, kgpu.BLOCK](*args)
+                dbuf.copy_to_host(buf)  # synchronizes
+            finally:
+                if queue:
+                    ts.queue.end()
         except Exception as e:
             msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             if queue:

@@ -14,7 +14,9 @@ from __future__ import annotations
 import ctypes
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _pread = _libc.pread
@@ -59,3 +61,40 @@ def read_into(fds: np.ndarray, n_volumes: int, page_size: int, pages: np.ndarray
         raise ValueError("out must be a C-contiguous uint8 array of shape (n, page_size)")
     return int(_read_into(fds, n_volumes, page_size, np.ascontiguousarray(pages, np.int64), out,
                           np.ascontiguousarray(rows, np.int64)))
+
+
+# Words shared with other threads or written by the GPU over PCIe: compiled loops must read
+# them afresh on every pass (an acquire load is never hoisted out of a loop or merged) and
+# publish with a release store (everything written before it is visible first).
+@intrinsic
+def load_acquire(typingctx, arr, idx):
+    """``arr[idx]`` (an int64 array) as an acquire load."""
+    if not (isinstance(arr, types.Array) and arr.dtype == types.int64):
+        return None
+    sig = types.int64(arr, idx)
+
+    def codegen(context, builder, signature, args):
+        aryty = signature.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]], wraparound=False)
+        return builder.load_atomic(ptr, "acquire", 8)
+
+    return sig, codegen
+
+
+@intrinsic
+def store_release(typingctx, arr, idx, value):
+    """``arr[idx] = value`` (an int64 array) as a release store."""
+    if not (isinstance(arr, types.Array) and arr.dtype == types.int64):
+        return None
+    sig = types.void(arr, idx, value)
+
+    def codegen(context, builder, signature, args):
+        aryty, _, valty = signature.args
+        ary = context.make_array(aryty)(context, builder, args[0])
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]], wraparound=False)
+        val = context.cast(builder, args[2], valty, types.int64)
+        builder.store_atomic(val, ptr, "release", 8)
+        return context.get_dummy_value()
+
+    return sig, codegen

@@ -8,16 +8,23 @@ import numpy as np
 from bamql.parallel import PARALLEL_LOCK
 
 
-def _checksums_py(words: np.ndarray, ids: np.ndarray, out: np.ndarray) -> None:
+@numba.njit(nogil=True, cache=True, inline="always")
+def page_hash(words: np.ndarray, page_id) -> np.uint64:
+    """The checksum of one page (its uint64 words) with id ``page_id``; callable from
+    compiled code (the GPU file backend's host I/O workers check pages with it)."""
     prime = np.uint64(0x9E3779B97F4A7C15)
+    h = np.uint64(0xCBF29CE484222325) ^ np.uint64(page_id)
+    for j in range(words.shape[0]):
+        # (h ^ w) * odd and h ^ (h >> 29) are both bijective: any single changed word
+        # changes the result, so one flipped byte is always caught.
+        h = (h ^ words[j]) * prime
+        h ^= h >> np.uint64(29)
+    return h
+
+
+def _checksums_py(words: np.ndarray, ids: np.ndarray, out: np.ndarray) -> None:
     for i in numba.prange(words.shape[0]):
-        h = np.uint64(0xCBF29CE484222325) ^ np.uint64(ids[i])
-        for j in range(words.shape[1]):
-            # (h ^ w) * odd and h ^ (h >> 29) are both bijective: any single changed word
-            # changes the result, so one flipped byte is always caught.
-            h = (h ^ words[i, j]) * prime
-            h ^= h >> np.uint64(29)
-        out[i] = h
+        out[i] = page_hash(words[i], ids[i])
 
 
 # Two builds of one loop. The parallel one runs only under the process-wide parallel lock
@@ -66,4 +73,4 @@ def zone_maps(values: np.ndarray, rows_per_page: int, sentinel) -> tuple[np.ndar
     return lo.astype(np.float64), hi.astype(np.float64), null.sum(axis=1).astype(np.int32)
 
 
-__all__ = ["page_checksums", "zone_maps"]
+__all__ = ["page_checksums", "page_hash", "zone_maps"]

@@ -1,0 +1,87 @@
+"""The host side of GPU-initiated reads, driven by a compiled stand-in for the GPU that
+follows the same ticket/turn protocol (no CUDA needed): many turns of every entry, pages of
+row groups, and a corrupt page."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+from numba import njit
+
+from bamql.storage.ingest import ingest
+from bamql.storage.nativeio import load_acquire, store_release
+from bamql.storage.queues import HostQueue
+from bamql.storage.store import PageStore
+
+
+@njit(nogil=True)
+def _gpu(pages, q, turn, sq_page, sq_staging, sq_seq, done, staging, out):
+    """Submit ``pages`` in ticket order with ``staging.shape[0]`` reads in flight; copy each
+    completed page to ``out``."""
+    n_st = staging.shape[0]
+    n = pages.shape[0]
+    for k in range(n + n_st):
+        if k >= n_st:  # the staging page's previous read: wait for it, keep its page
+            j = k - n_st
+            while load_acquire(done, j % n_st) != j + 1:
+                pass
+            out[j] = staging[j % n_st]
+        if k < n:
+            slot = k % q
+            while load_acquire(turn, slot) != 2 * (k // q):
+                pass
+            sq_page[slot] = pages[k]
+            sq_staging[slot] = k % n_st
+            sq_seq[slot] = k + 1
+            store_release(turn, slot, 2 * (k // q) + 1)
+
+
+def _serve(store, pages, qsize=64, n_staging=32, threads=4):
+    out = np.zeros((len(pages), store.page_size), np.uint8)
+    alloc = lambda shape, dtype: np.zeros(shape, dtype)  # noqa: E731
+    with HostQueue(store, qsize, n_staging, alloc=alloc, io_threads=threads) as hq:
+        _gpu(pages, qsize, hq.sq_turn, hq.sq_page, hq.sq_staging, hq.sq_seq, hq.cq_done,
+             hq.staging, out)
+    return out, hq
+
+
+@pytest.fixture(scope="module")
+def grouped(tmp_path_factory, taxi_orc):
+    d = tmp_path_factory.mktemp("queued") / "trips"
+    ingest(taxi_orc, d, page_size=512, groups="auto")
+    return d
+
+
+@pytest.mark.parametrize("qsize,threads", [(8, 4), (64, 4), (64, 64)])
+def test_workers_serve_every_request_right(grouped, qsize, threads):
+    with PageStore(grouped) as s:
+        pages = np.random.default_rng(qsize + threads).integers(0, s.manifest.all_pages, 3000)
+        assert (pages >= s.manifest.total_pages).sum() > 100  # row-group pages too
+        out, hq = _serve(s, pages, qsize=qsize, threads=threads)
+        want = np.empty_like(out)
+        s.read_scattered(pages, want, np.arange(len(pages)))
+    assert hq.error is None and hq.served == len(pages)
+    assert hq.io_threads == min(qsize, threads)
+    assert (out == want).all()
+    assert 1 <= hq.max_in_flight <= qsize
+
+
+def test_a_corrupt_page_completes_and_is_reported(grouped, tmp_path):
+    d = tmp_path / "trips"
+    shutil.copytree(grouped, d)
+    with PageStore(d) as s:
+        p = s.shadow["total_amount"].first_page + 5
+        g = s.manifest.groups[0]
+    with open(d / g.file, "r+b") as fh:  # total_amount's copy of page 5
+        j = g.members.index("total_amount")
+        fh.seek(5 * g.block_bytes + j * 512 + 100)
+        fh.write(b"\xff\x00\xff")
+    with PageStore(d) as s:
+        pages = np.array([3, p, 7, p + 1, 9], np.int64)
+        out, hq = _serve(s, pages, qsize=8, n_staging=4)
+    assert hq.served == len(pages)  # every read completed: no GPU thread left waiting
+    assert hq.error is not None
+    assert "checksum mismatch in column 'total_amount'" in str(hq.error)
+    assert f"global page {p}" in str(hq.error)
