@@ -47,7 +47,7 @@ class QueryStats:
     compile_seconds: float = 0.0
     setup_seconds: float = 0.0  # loading a table onto the device, charged to its first query
     io_reads: int = 0  # GPU file backend: page reads the kernel put on the submission queue
-    io_depth: int = 0  # ... and the most of them in flight at once
+    io_depth: int = 0  # ... and the deepest queue (the host workers' peaks, summed)
     partition_seconds: list = field(default_factory=list)  # each partition's own time
     columns: dict[str, ColumnIO] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -148,5 +148,5 @@ class QueryStats:
                      + (f" (+{self.setup_seconds:.2f} s loading the table)" if self.setup_seconds else ""))
         if self.io_reads:
             lines.append(f"  GPU-initiated reads: {self.io_reads:,} through the submission queue, "
-                         f"at most {self.io_depth:,} in flight")
+                         f"queue depth up to {self.io_depth:,} (host workers' peaks, summed)")
         return "\n".join(lines)
