@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import ctypes
 import math
+import platform
+import sys
 import threading
 
 import numpy as np
@@ -34,9 +36,20 @@ from bamql.storage.nativeio import _pread, load_acquire, store_release
 from bamql.storage.pagemath import page_hash
 from bamql.storage.store import PageStore
 
-_usleep = ctypes.CDLL(None).usleep
+_libc = ctypes.CDLL(None)
+_usleep = _libc.usleep
 _usleep.restype = ctypes.c_int
 _usleep.argtypes = (ctypes.c_uint,)
+# Between kernels the workers sleep on a futex on the "active" word (Linux), so an idle
+# session costs nothing and ``begin`` wakes them at once; a 100 ms timeout re-checks anyway.
+# Elsewhere (no known futex number) they poll every 2 ms instead.
+_syscall = _libc.syscall
+_syscall.restype = ctypes.c_long
+_syscall.argtypes = (ctypes.c_long, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p,
+                     ctypes.c_void_p, ctypes.c_int)
+_SYS_FUTEX = {"x86_64": 202, "aarch64": 98}.get(platform.machine(), -1) if sys.platform == "linux" else -1
+_FUTEX_WAIT_PRIVATE, _FUTEX_WAKE_PRIVATE = 128, 129
+_PARK_TIMEOUT = np.array([0, 100_000_000], np.int64)  # struct timespec: 100 ms
 
 # ctl words shared by the workers and the host
 _STOP, _BAD_PAGE, _BAD_KIND, _ACTIVE = 0, 1, 2, 3
@@ -45,7 +58,7 @@ _STOP, _BAD_PAGE, _BAD_KIND, _ACTIVE = 0, 1, 2, 3
 @njit(nogil=True)  # no cache=True: the libc addresses are baked into the code
 def _serve(t, n_workers, qsize, turn, sq_page, sq_staging, sq_seq, done, staging, words,
            vol_fds, n_volumes, total_pages, g_first, g_pages, g_block, g_fd, page_size,
-           checksum, verify, ctl, served, peak):
+           checksum, verify, ctl, served, peak, park):
     k = t
     idle = 0
     while True:
@@ -54,9 +67,15 @@ def _serve(t, n_workers, qsize, turn, sq_page, sq_staging, sq_seq, done, staging
         if load_acquire(turn, slot) != want:
             if load_acquire(ctl, _STOP) != 0:
                 return
-            # nothing filled: poll every few microseconds while a kernel runs, every 2 ms
-            # between kernels (an idle session costs next to nothing)
-            _usleep((5 if idle < 256 else 50) if load_acquire(ctl, _ACTIVE) != 0 else 2000)
+            # nothing filled: poll every few microseconds while a kernel runs; between
+            # kernels sleep until ``begin`` (the futex returns at once if it already came)
+            if load_acquire(ctl, _ACTIVE) != 0:
+                _usleep(5 if idle < 256 else 50)
+            elif _SYS_FUTEX < 0:
+                _usleep(2000)
+            else:
+                _syscall(_SYS_FUTEX, ctl[_ACTIVE:].ctypes, _FUTEX_WAIT_PRIVATE, 0,
+                         park.ctypes, 0, 0)
             idle += 1
             continue
         idle = 0
@@ -135,7 +154,7 @@ class HostQueue:
                 np.array([x.n_pages for x in g] or [1], np.int64),
                 np.array([x.block_bytes for x in g] or [0], np.int64),
                 np.asarray(st._group_fds or [-1], np.int32), st.page_size, st.pages.checksum,
-                self.verify, self._ctl, self._served, self._peak)
+                self.verify, self._ctl, self._served, self._peak, _PARK_TIMEOUT)
 
     def start(self, active: bool = True) -> HostQueue:
         """Start the workers (polling fast when ``active``, see ``begin``)."""
@@ -170,11 +189,14 @@ class HostQueue:
                           f"page {p - c.first_page} (global page {p}); the store is corrupt")
 
     def begin(self) -> None:
-        """A kernel is about to submit: the workers poll every few microseconds."""
+        """A kernel is about to submit: wake the workers; they poll every few microseconds."""
         self._ctl[_ACTIVE] = 1
+        if _SYS_FUTEX >= 0:
+            _syscall(_SYS_FUTEX, self._ctl.ctypes.data + 8 * _ACTIVE, _FUTEX_WAKE_PRIVATE,
+                     2**31 - 1, None, None, 0)
 
     def end(self) -> None:
-        """The kernel is done: the workers poll every 2 ms until the next ``begin``."""
+        """The kernel is done: the workers sleep until the next ``begin``."""
         self._ctl[_ACTIVE] = 0
 
     def reset_stats(self) -> None:
@@ -184,6 +206,7 @@ class HostQueue:
 
     def stop(self) -> None:
         self._ctl[_STOP] = 1
+        self.begin()  # wake the sleepers: they see the stop
         for th in self._threads:
             th.join()
         self._threads = []

@@ -17,23 +17,24 @@ from bamql.storage.store import PageStore
 
 
 @njit(nogil=True)
-def _gpu(pages, q, turn, sq_page, sq_staging, sq_seq, done, staging, out):
-    """Submit ``pages`` in ticket order with ``staging.shape[0]`` reads in flight; copy each
-    completed page to ``out``."""
+def _gpu(pages, q, turn, sq_page, sq_staging, sq_seq, done, staging, out, base=0):
+    """Submit ``pages`` in ticket order (tickets from ``base``, as a later kernel continues
+    them) with ``staging.shape[0]`` reads in flight; copy each completed page to ``out``."""
     n_st = staging.shape[0]
     n = pages.shape[0]
-    for k in range(n + n_st):
-        if k >= n_st:  # the staging page's previous read: wait for it, keep its page
-            j = k - n_st
-            while load_acquire(done, j % n_st) != j + 1:
+    for i in range(n + n_st):
+        if i >= n_st:  # the staging page's previous read: wait for it, keep its page
+            j = i - n_st
+            while load_acquire(done, j % n_st) != base + j + 1:
                 pass
             out[j] = staging[j % n_st]
-        if k < n:
+        if i < n:
+            k = base + i
             slot = k % q
             while load_acquire(turn, slot) != 2 * (k // q):
                 pass
-            sq_page[slot] = pages[k]
-            sq_staging[slot] = k % n_st
+            sq_page[slot] = pages[i]
+            sq_staging[slot] = i % n_st
             sq_seq[slot] = k + 1
             store_release(turn, slot, 2 * (k // q) + 1)
 
@@ -85,3 +86,30 @@ def test_a_corrupt_page_completes_and_is_reported(grouped, tmp_path):
     assert hq.error is not None
     assert "checksum mismatch in column 'total_amount'" in str(hq.error)
     assert f"global page {p}" in str(hq.error)
+
+
+def test_parked_workers_wake_for_each_kernel(grouped):
+    """Between kernels the workers sleep (futex); each ``begin`` wakes them, and tickets go on
+    from one kernel to the next."""
+    import time
+
+    alloc = lambda shape, dtype: np.zeros(shape, dtype)  # noqa: E731
+    with PageStore(grouped) as s:
+        hq = HostQueue(s, 16, 8, alloc=alloc, io_threads=4).start(active=False)
+        try:
+            base = 0
+            for kernel in range(3):
+                time.sleep(0.2)  # parked
+                pages = np.random.default_rng(kernel).integers(0, s.manifest.all_pages, 50)
+                out = np.zeros((len(pages), s.page_size), np.uint8)
+                want = np.empty_like(out)
+                s.read_scattered(pages, want, np.arange(len(pages)))
+                hq.begin()
+                _gpu(pages, 16, hq.sq_turn, hq.sq_page, hq.sq_staging, hq.sq_seq, hq.cq_done,
+                     hq.staging, out, base)
+                hq.end()
+                base += len(pages)
+                assert (out == want).all()
+            assert hq.served == base and hq.error is None
+        finally:
+            hq.stop()
