@@ -64,9 +64,11 @@ def cmd_verify(a: argparse.Namespace) -> int:
             print(f"... and {len(problems) - 20} more", file=sys.stderr)
         raise BamqlError(f"store {a.store} is corrupt: {len(problems)} bad page(s)")
     parts = getattr(s, "parts", [s])
-    pages = sum(p.manifest.total_pages for p in parts)
+    pages = sum(p.manifest.all_pages for p in parts)
+    groups = len(parts[0].manifest.groups)
     print(f"{a.store}: OK ({s.rows:,} rows, {len(s.columns)} columns, {pages:,} pages "
-          f"of {s.page_size} B, {len(parts)} partition(s))")
+          f"of {s.page_size} B" + (f" ({groups} row group(s) included)" if groups else "")
+          + f", {len(parts)} partition(s))")
     return 0
 
 

@@ -92,3 +92,15 @@ def test_more_one_line_errors(tmp_path, taxi_orc, taxi_store):
     (t / "vol-000.bin").unlink()
     _one_line_error(bamql("verify", t), "missing")
     assert not list(tmp_path.glob(".*"))  # nothing half-written left behind
+
+
+def test_ingest_with_row_groups(tmp_path, taxi_orc):
+    r = bamql("ingest", *taxi_orc, "--out", tmp_path / "bad" / "trips", "--page-size", 512,
+              "--groups", "trip_distance,no_such_column")
+    _one_line_error(r, "unknown column 'no_such_column'")
+    assert not (tmp_path / "bad").exists()  # nothing written
+    r = bamql("ingest", *taxi_orc, "--out", tmp_path / "data" / "trips", "--page-size", 512,
+              "--groups", "auto")
+    assert r.returncode == 0, r.stderr
+    r = bamql("verify", tmp_path / "data" / "trips")
+    assert r.returncode == 0 and "1 row group(s) included" in r.stdout
