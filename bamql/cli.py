@@ -78,6 +78,14 @@ def cmd_demo(a: argparse.Namespace) -> int:
     return run_demo(rows=a.rows, workdir=a.dir, device=a.device)
 
 
+def _bench_data_args(p: argparse.ArgumentParser, out: str, out_help: str) -> None:
+    """The options both bench commands share: data size, queries, where data and results go."""
+    p.add_argument("--rows", type=int, default=2_000_000, help="trips (default 2,000,000)")
+    p.add_argument("--queries", default="q01,q02,q03,q04,q05,q06", help="comma-separated query names")
+    p.add_argument("--workdir", default="bamql-bench-data", help="where data is generated and reused")
+    p.add_argument("--out", default=out, help=out_help)
+
+
 def _query_names(text: str) -> tuple[str, ...]:
     """``q01,q06`` -> names, every one a known query (else a one-line error)."""
     from bamql.queries import names
@@ -195,8 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Run the same queries through each engine in one process on the "
                        "same generated data, check every answer against DuckDB, and write JSON and "
                        "PNG plots. Engines whose packages are missing are skipped with a notice.")
-    b.add_argument("--rows", type=int, default=2_000_000, help="trips (default 2,000,000)")
-    b.add_argument("--queries", default="q01,q02,q03,q04,q05,q06", help="comma-separated query names")
+    _bench_data_args(b, "bench/results/latest", "output path stem (.json, -*.png)")
     b.add_argument("--engines",
                    default="bamql-cpu,bamql-gpu-host,bamql-gpu-gpu,rapids,rapids-stripes,duckdb",
                    help="comma-separated: bamql-cpu, bamql-gpu-host, bamql-gpu-gpu, bamql-gpu-file, "
@@ -206,8 +213,6 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--page-sizes", default="4096", help="store page sizes, e.g. 512,4096,65536 (a sweep)")
     b.add_argument("--selectivity", default="0.0005",
                    help="Williamsburg shares, e.g. 0.00001,0.0005,0.01,0.1,1 (a sweep)")
-    b.add_argument("--workdir", default="bamql-bench-data", help="where data is generated and reused")
-    b.add_argument("--out", default="bench/results/latest", help="output path stem (.json, -*.png)")
     b.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     b.add_argument("--groups", default="auto", choices=["auto", "none"],
                    help="row groups in the stores (default auto; see bamql ingest --groups)")
@@ -216,17 +221,14 @@ def build_parser() -> argparse.ArgumentParser:
                         description="Ingest the generated trips as partitions, then for each GPU "
                         "count start one Dask worker per GPU and time the queries warm (GPU caches "
                         "emptied before each run), checking every answer against DuckDB.")
-    so.add_argument("--rows", type=int, default=2_000_000, help="trips (default 2,000,000)")
+    _bench_data_args(so, "bench/results/scaleout", "output path stem (.json)")
     so.add_argument("--gpus", default="1,2", help="GPU counts to compare (default 1,2)")
     so.add_argument("--partitions", type=int, default=None, help="partitions (default: the most GPUs)")
-    so.add_argument("--queries", default="q01,q02,q03,q04,q05,q06", help="comma-separated query names")
     so.add_argument("--backend", default="host", choices=["host", "file", "gpu"], help="GPU backend")
     so.add_argument("--device", default="gpu", choices=["gpu", "cpu"],
                     help="gpu (one worker per GPU), or cpu (the same workers, CPU engine)")
     so.add_argument("--reps", type=int, default=5, help="timed repetitions, median reported")
     so.add_argument("--page-size", default="512", help="store page size (default 512)")
-    so.add_argument("--workdir", default="bamql-bench-data", help="where data is generated and reused")
-    so.add_argument("--out", default="bench/results/scaleout", help="output path stem (.json)")
     so.set_defaults(func=cmd_bench_scaleout)
 
     from bamql.engine.cli_sql import add_sql_commands

@@ -24,6 +24,7 @@ import weakref
 import numpy as np
 
 from bamql.engine import accumulate
+from bamql.engine.session import remember
 from bamql.engine.stats import ColumnIO, QueryStats
 from bamql.errors import BamqlError
 from bamql.planner import ir
@@ -84,10 +85,7 @@ def run_partition(path: str, q: ir.Query, domains, medium: str, device: str = "c
     plan = _plans.get(key)
     if plan is None:  # a partition's metadata does not change: its plans can be reused
         plan = plan_query(q, store, MEDIA[medium], domains=domains)
-        with _lock:
-            if len(_plans) >= 1024:
-                _plans.pop(next(iter(_plans)))
-            _plans[key] = plan
+        remember(_plans, key, plan, limit=1024)
     stats = QueryStats(device, backend or "file", store.rows)
     for a in plan.access:
         c = store.column(a.column)

@@ -123,7 +123,7 @@ class Session:
                 p = plan_query(q, store.parts[0], MEDIA[key[1]], domains=self._domains(q, store))
             else:
                 p = plan_query(q, store, MEDIA[key[1]])
-            _remember(self._plans, key, p)
+            remember(self._plans, key, p)
         return p
 
     def _medium(self) -> str:
@@ -161,7 +161,7 @@ class Session:
         q = self._parsed.get(text)
         if q is None:
             q = translate(text, self.catalog())
-            _remember(self._parsed, text, q)
+            remember(self._parsed, text, q)
         return q
 
     def explain_query(self, q: ir.Query) -> str:
@@ -174,7 +174,7 @@ class Session:
                 where = "on the Dask cluster" if self.cluster is not None else "in this process"
                 txt = (f"{len(store.parts)} partitions of {store.rows:,} rows, one task each "
                        f"{where}; partition 1:\n" + explain_text(self.plan(q), store.parts[0]))
-                _remember(self._explained, key, txt)
+                remember(self._explained, key, txt)
             return txt
         return explain_text(self.plan(q), store)
 
@@ -252,7 +252,7 @@ class Session:
 _REMEMBER_LOCK = threading.Lock()
 
 
-def _remember(cache: dict, key, value, limit: int = 256) -> None:
+def remember(cache: dict, key, value, limit: int = 256) -> None:
     """Keep ``value``; past ``limit`` entries the oldest goes (dicts keep insertion order)."""
     with _REMEMBER_LOCK:
         if len(cache) >= limit:

@@ -24,7 +24,7 @@ import numpy as np
 
 from bamql.errors import IngestError
 from bamql.storage.format import ColumnMeta, GroupMeta, group_file_name
-from bamql.storage.nativeio import read_into
+from bamql.storage.nativeio import DiskLayout, read_into
 from bamql.storage.pagemath import page_checksums
 
 #: The OS page: members of a block within it share one disk read.
@@ -94,6 +94,7 @@ def write_groups(d: Path, groups: Sequence[tuple[str, ...]], columns: Sequence[C
     by_name = {c.name: c for c in columns}
     vol_fds = np.array([os.open(d / f"vol-{v:03d}.bin", os.O_RDONLY) for v in range(n_volumes)],
                        np.int32)
+    layout = DiskLayout.volumes(vol_fds, n_volumes, first_page, page_size)
     metas: list[GroupMeta] = []
     extra = {"checksum": [], "zmin": [], "zmax": [], "nulls": []}
     nxt = first_page
@@ -114,8 +115,7 @@ def write_groups(d: Path, groups: Sequence[tuple[str, ...]], columns: Sequence[C
                         pages = np.arange(c.first_page + i0, c.first_page + i1, dtype=np.int64)
                         view = block[:, j * page_size : (j + 1) * page_size]
                         tmp = np.empty((i1 - i0, page_size), np.uint8)
-                        bad = read_into(vol_fds, n_volumes, page_size, pages, tmp,
-                                        np.arange(i1 - i0, dtype=np.int64))
+                        bad = read_into(layout, pages, tmp, np.arange(i1 - i0, dtype=np.int64))
                         if bad >= 0:
                             raise IngestError(f"reading column {c.name!r} back for row group "
                                               f"{gi} failed (page {int(pages[bad])})")
@@ -139,25 +139,3 @@ def write_groups(d: Path, groups: Sequence[tuple[str, ...]], columns: Sequence[C
            for key, base in (("checksum", checksum), ("zmin", zmin), ("zmax", zmax),
                              ("nulls", nulls))}
     return tuple(metas), out
-
-
-def locate(ids: np.ndarray, total_pages: int, n_volumes: int, page_size: int,
-           groups: Sequence[GroupMeta], vol_fds: Sequence[int], group_fds: Sequence[int]):
-    """(file descriptor, byte offset) of every global page id in ``ids``."""
-    ids = np.asarray(ids, np.int64)
-    fds = np.empty(len(ids), np.int32)
-    offs = np.empty(len(ids), np.int64)
-    base = ids < total_pages
-    b = ids[base]
-    fds[base] = np.asarray(vol_fds, np.int32)[b % n_volumes]
-    offs[base] = (b // n_volumes) * page_size
-    if not base.all():
-        starts = np.array([g.first_page for g in groups], np.int64)
-        s = ids[~base]
-        gi = np.searchsorted(starts, s, side="right") - 1
-        n = np.array([g.n_pages for g in groups], np.int64)[gi]
-        bb = np.array([g.block_bytes for g in groups], np.int64)[gi]
-        rel = s - starts[gi]
-        fds[~base] = np.asarray(group_fds, np.int32)[gi]
-        offs[~base] = (rel % n) * bb + (rel // n) * page_size
-    return fds, offs

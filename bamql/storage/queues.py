@@ -32,7 +32,7 @@ import numpy as np
 from numba import njit
 
 from bamql.errors import StoreError
-from bamql.storage.nativeio import _pread, load_acquire, store_release
+from bamql.storage.nativeio import _pread, load_acquire, page_location, store_release
 from bamql.storage.pagemath import page_hash
 from bamql.storage.store import PageStore
 
@@ -57,7 +57,7 @@ _STOP, _BAD_PAGE, _BAD_KIND, _ACTIVE = 0, 1, 2, 3
 
 @njit(nogil=True)  # no cache=True: the libc addresses are baked into the code
 def _serve(t, n_workers, qsize, turn, sq_page, sq_staging, sq_seq, done, staging, words,
-           vol_fds, n_volumes, total_pages, g_first, g_pages, g_block, g_fd, page_size,
+           fds, n_volumes, total_pages, page_size, g_first, g_pages, g_block,
            checksum, verify, ctl, served, peak, park):
     k = t
     idle = 0
@@ -92,18 +92,11 @@ def _serve(t, n_workers, qsize, turn, sq_page, sq_staging, sq_seq, done, staging
                 ahead += 1
             if ahead > peak[t]:
                 peak[t] = ahead
-        if p < 0 or p >= checksum.shape[0]:
-            got = -1
-        elif p < total_pages:
-            got = _pread(vol_fds[p % n_volumes], staging[s].ctypes, page_size,
-                         (p // n_volumes) * page_size)
-        else:
-            g = 0
-            while g + 1 < g_first.shape[0] and p >= g_first[g + 1]:
-                g += 1
-            rel = p - g_first[g]
-            got = _pread(g_fd[g], staging[s].ctypes, page_size,
-                         (rel % g_pages[g]) * g_block[g] + (rel // g_pages[g]) * page_size)
+        got = -1
+        if 0 <= p < checksum.shape[0]:
+            f, off = page_location(p, n_volumes, total_pages, page_size, g_first, g_pages,
+                                   g_block)
+            got = _pread(fds[f], staging[s].ctypes, page_size, off)
         if got != page_size:
             if ctl[_BAD_PAGE] == 0:
                 ctl[_BAD_PAGE], ctl[_BAD_KIND] = p + 1, 1
@@ -144,16 +137,10 @@ class HostQueue:
         self._threads: list[threading.Thread] = []
 
     def _args(self, t: int) -> tuple:
-        st, m = self.store, self.store.manifest
         stg = _host_view(self.staging)
-        g = m.groups
         return (t, self.io_threads, self.qsize, _host_view(self.sq_turn), _host_view(self.sq_page),
                 _host_view(self.sq_staging), _host_view(self.sq_seq), _host_view(self.cq_done),
-                stg, stg.view(np.uint64), np.asarray(st._fds, np.int32), m.n_volumes,
-                m.total_pages, np.array([x.first_page for x in g] or [0], np.int64),
-                np.array([x.n_pages for x in g] or [1], np.int64),
-                np.array([x.block_bytes for x in g] or [0], np.int64),
-                np.asarray(st._group_fds or [-1], np.int32), st.page_size, st.pages.checksum,
+                stg, stg.view(np.uint64), *self.store.layout, self.store.pages.checksum,
                 self.verify, self._ctl, self._served, self._peak, _PARK_TIMEOUT)
 
     def start(self, active: bool = True) -> HostQueue:
@@ -184,9 +171,7 @@ class HostQueue:
             return None
         if kind == 1:
             return StoreError(f"store {self.store.path}: short or failed read of global page {p}")
-        c = self.store.owner(p)
-        return StoreError(f"store {self.store.path}: checksum mismatch in column {c.name!r} "
-                          f"page {p - c.first_page} (global page {p}); the store is corrupt")
+        return self.store.checksum_error(p)
 
     def begin(self) -> None:
         """A kernel is about to submit: wake the workers; they poll every few microseconds."""

@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from bamql.errors import StoreError
 from bamql.storage.format import PAGES_META, ColumnMeta, Manifest, volume_name
+from bamql.storage.nativeio import DiskLayout
 from bamql.storage.pagemath import page_checksums
 
 #: Most buffers one vectored read may take (Linux's IOV_MAX).
@@ -78,6 +79,7 @@ class PageStore:
             for j, name in enumerate(g.members):
                 c = self.columns[name]
                 self.shadow[name] = replace(c, first_page=g.first_page + j * g.n_pages)
+        self.layout = DiskLayout.of(m, self._fds, self._group_fds)  # for compiled readers
 
     # -- metadata ------------------------------------------------------------------------
     @property
@@ -157,22 +159,14 @@ class PageStore:
         """Read page ``page_ids[k]`` into ``out[rows[k]]`` (any order, repeats allowed) in
         compiled code without the GIL (``nativeio``); checksums checked as ``read_pages``.
         Returns the bytes read."""
-        from bamql.storage.groups import locate
-        from bamql.storage.nativeio import read_at, read_into
+        from bamql.storage.nativeio import read_into
 
         ids = np.asarray(page_ids, dtype=np.int64)
         if len(ids) == 0:
             return 0
-        m = self.manifest
-        if ids.min() < 0 or ids.max() >= m.all_pages:
+        if ids.min() < 0 or ids.max() >= self.manifest.all_pages:
             raise StoreError(f"page ids outside store {self.path}")
-        if ids.max() < m.total_pages:
-            bad = read_into(np.asarray(self._fds, np.int32), m.n_volumes, self.page_size,
-                            ids, out, rows)
-        else:
-            fds, offs = locate(ids, m.total_pages, m.n_volumes, self.page_size, m.groups,
-                               self._fds, self._group_fds)
-            bad = read_at(fds, offs, self.page_size, out, rows)
+        bad = read_into(self.layout, ids, out, rows)
         if bad >= 0:
             raise StoreError(f"store {self.path}: short read of global page {int(ids[bad])}")
         if verify:
@@ -183,12 +177,13 @@ class PageStore:
         """Raise StoreError if any page's checksum does not match the manifest's."""
         bad = np.nonzero(page_checksums(pages, ids) != self.pages.checksum[ids])[0]
         if len(bad):
-            p = int(ids[bad[0]])
-            c = self.owner(p)
-            raise StoreError(
-                f"store {self.path}: checksum mismatch in column {c.name!r} page {p - c.first_page} "
-                f"(global page {p}); the store is corrupt"
-            )
+            raise self.checksum_error(int(ids[bad[0]]))
+
+    def checksum_error(self, p: int) -> StoreError:
+        """The error for global page ``p`` failing its checksum."""
+        c = self.owner(p)
+        return StoreError(f"store {self.path}: checksum mismatch in column {c.name!r} page "
+                          f"{p - c.first_page} (global page {p}); the store is corrupt")
 
     def read_column_pages(self, name: str, verify: bool = True) -> tuple[np.ndarray, int]:
         """All values of column ``name`` in storage dtype (padding dropped), and bytes read."""
