@@ -14,6 +14,7 @@ import json
 import math
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -31,6 +32,7 @@ from bamql.errors import BamqlError
 from bamql.planner.translate import translate
 from bamql.progress import progress_bar
 from bamql.queries import TAXI_QUERIES, load
+from bamql.storage.format import FORMAT_VERSION, MANIFEST
 from bamql.storage.ingest import ingest
 from bamql.storage.store import PageStore
 
@@ -52,6 +54,7 @@ class BenchConfig:
     out: Path = Path("bench/results/latest")
     plots: bool = True
     groups: str = "auto"  # row groups of the stores (storage.groups): auto or none
+    floats: str = "auto"  # decimal floats as scaled integers (storage.decimals): auto or plain
 
 
 def machine() -> dict:
@@ -97,10 +100,18 @@ def h2d_bandwidth() -> float:
     return n / statistics.median(ts)
 
 
+def _stale(store: Path) -> bool:
+    """A store written by an older format (re-ingested rather than measured as current)."""
+    try:
+        return json.loads((store / MANIFEST).read_text()).get("format_version") != FORMAT_VERSION
+    except (OSError, ValueError):
+        return True
+
+
 def prepare(workdir: Path, rows: int, share: float, page_sizes: Sequence[int],
-            parquet_copy: bool = True, groups: str = "auto") -> Data:
-    """ORC, a Parquet copy (for DuckDB) and a store per page size (each reused when there;
-    stores with row groups are kept apart from stores without)."""
+            parquet_copy: bool = True, groups: str = "auto", floats: str = "auto") -> Data:
+    """ORC, a Parquet copy (for DuckDB) and a store per page size (each reused when there
+    and current; stores with row groups or plain floats are kept apart from the others)."""
     base = workdir / f"r{rows}-s{share:g}"
     orc = base / "orc"
     if not orc.exists():
@@ -120,10 +131,14 @@ def prepare(workdir: Path, rows: int, share: float, page_sizes: Sequence[int],
         tmp.rename(parquet)
     stores = {}
     for ps in page_sizes:
-        d = base / (f"data-{ps}" + ("" if groups in (None, "none") else f"-g{groups}"))
+        d = base / (f"data-{ps}" + ("" if groups in (None, "none") else f"-g{groups}")
+                    + ("-fplain" if floats == "plain" else ""))
+        if (d / "trips").exists() and _stale(d / "trips"):
+            shutil.rmtree(d / "trips")
         if not (d / "trips").exists():
             with progress_bar(f"ingesting ({ps} B pages)", rows) as adv:
-                ingest(orcs, d / "trips", page_size=ps, progress=adv, groups=groups)
+                ingest(orcs, d / "trips", page_size=ps, progress=adv, groups=groups,
+                       floats=floats)
         stores[ps] = d
     return Data(rows, share, orcs, parquet, stores)
 
@@ -187,17 +202,22 @@ def run(cfg: BenchConfig, say: Callable[[str], None] = print) -> dict:
     res = {"machine": info, "config": {
         "rows": cfg.rows, "queries": list(cfg.queries), "engines": [e.name for e in active],
         "modes": list(cfg.modes), "reps": cfg.reps, "page_sizes": list(cfg.page_sizes),
-        "shares": list(cfg.shares), "cold": cold_ok, "groups": cfg.groups}, "runs": [], "errors": []}
+        "shares": list(cfg.shares), "cold": cold_ok, "groups": cfg.groups,
+        "floats": cfg.floats}, "runs": [], "errors": []}
     steps = len(cfg.shares) * len(cfg.queries) * sum(
         len(cfg.page_sizes) if e.name.startswith("bamql") else 1 for e in active)
     # data first: its own progress bars cannot nest inside the benchmark's
     datas = {share: prepare(cfg.workdir, cfg.rows, share, cfg.page_sizes,
-                            parquet_copy=any(e.name == "duckdb" for e in active), groups=cfg.groups)
+                            parquet_copy=any(e.name == "duckdb" for e in active), groups=cfg.groups,
+                            floats=cfg.floats)
              for share in cfg.shares}
     with progress_bar("benchmarking", steps) as advance:
         for share, data in datas.items():
             with PageStore(data.stores[cfg.page_sizes[0]] / "trips") as s:
                 cat = {"trips": s.columns}
+                # what was measured: each column's storage type (scaled floats marked)
+                res["config"]["storage"] = {
+                    n: c.dtype + (f"/1e{c.scale}" if c.scale else "") for n, c in s.columns.items()}
             for ps in cfg.page_sizes:
                 for eng in active:
                     if ps != cfg.page_sizes[0] and not eng.name.startswith("bamql"):

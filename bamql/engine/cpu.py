@@ -33,15 +33,16 @@ def run_cpu(plan: PhysicalPlan, store: PageStore, stats: QueryStats) -> dict[str
     """Execute ``plan`` on the CPU; fills ``stats``; returns merged accumulators."""
     q = plan.query
     sent = {name: c.sentinel for name, c in store.columns.items()}
+    scales = {name: c.scale for name, c in store.columns.items()}
     t0 = time.perf_counter()
     filters = [(s, ir.columns_of(s.predicate)) for s in plan.stages]
-    fkerns = [kcpu.filter_kernel(s.predicate, cols, sent) for s, cols in filters]
+    fkerns = [kcpu.filter_kernel(s.predicate, cols, sent, scales) for s, cols in filters]
     agg_cols: list[str] = []
     for e in (*q.keys, *q.aggs):
         for c in ir.columns_of(e):
             if c not in agg_cols:
                 agg_cols.append(c)
-    akern = kcpu.agg_kernel(q.keys, plan.key_domains, q.aggs, agg_cols, sent)
+    akern = kcpu.agg_kernel(q.keys, plan.key_domains, q.aggs, agg_cols, sent, scales)
     groups = accumulate.n_groups(plan.key_domains)
     nch = max(1, min(4 * (os.cpu_count() or 1), (1 << 26) // max(groups * max(len(q.aggs), 1), 1)))
     # numba compiles lazily on first call; warm both kernels on empty input to time it apart

@@ -306,7 +306,7 @@ class GpuEngine:
         cached = [n for n in used if n not in scan]
         cached_index = {n: i for i, n in enumerate(cached)}
         src = kgpu.kernel_source(q, plan.stages, plan.key_domains, cols, sent, scan, cached_index,
-                                 queue=queue)
+                                 queue=queue, scales={n: c.scale for n, c in store.columns.items()})
         # the query's time runs from here (column copies over PCIe included) to the results,
         # less the compilation
         t_start = time.perf_counter()

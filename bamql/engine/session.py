@@ -106,6 +106,8 @@ class Session:
         for c in s.columns.values():
             t = pa.float32() if c.dtype == "float32" else types[c.kind]
             meta = {"storage": c.dtype, "pages": str(c.n_pages)}
+            if c.scale:
+                meta["scale"] = str(c.scale)
             fields.append(pa.field(c.name, t, metadata=meta))
         return pa.schema(fields)
 

@@ -3,7 +3,8 @@
 Every expression compiles to a pair of local variables: its value and whether it is valid
 (not NULL). ``load(column)`` gives the source text that reads the current row's stored
 value; NULL is the column's sentinel (NaN for floats, the storage type's minimum
-otherwise), so a load is one read, whatever the template that supplies it.
+otherwise), so a load is one read, whatever the template that supplies it. A float column
+stored as scaled integers (``storage.decimals``) is decoded right after its load.
 """
 
 from __future__ import annotations
@@ -17,11 +18,13 @@ _CMP = {"=": "==", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 
 
 class ExprCompiler:
-    """Emits source lines for expressions; ``sentinels[column]`` is its null sentinel."""
+    """Emits source lines for expressions; ``sentinels[column]`` is its null sentinel and
+    ``scales[column]``, when given and not 0, the decimals of a scaled-integer float."""
 
     def __init__(self, load: Callable[[str], str], sentinels: dict[str, object],
-                 indent: str = "") -> None:
+                 indent: str = "", scales: dict[str, int] | None = None) -> None:
         self.load, self.sentinels, self.indent = load, sentinels, indent
+        self.scales = scales or {}
         self.lines: list[str] = []
         self._n = 0
         self._cols: dict[str, tuple[str, str]] = {}
@@ -41,6 +44,8 @@ class ExprCompiler:
                 self.emit(f"{v} = {self.load(e.name)}")
                 s = self.sentinels[e.name]
                 self.emit(f"{ok} = {v} == {v}" if s != s else f"{ok} = {v} != {s}")
+                if self.scales.get(e.name):  # exact: one correctly rounded division
+                    self.emit(f"{v} = float({v}) / {float(10 ** self.scales[e.name])!r}")
                 self._cols[e.name] = (v, ok)
             return self._cols[e.name]
         v, ok = self._var()

@@ -39,9 +39,11 @@ def kernel_cache_size() -> int:
     return len(_cache)
 
 
-def filter_source(pred: ir.Expr, columns: Sequence[str], sentinels: dict) -> str:
+def filter_source(pred: ir.Expr, columns: Sequence[str], sentinels: dict,
+                  scales: dict | None = None) -> str:
     """Source of ``kern(n, <columns>, out)``: out[i] = predicate TRUE for row i."""
-    ec = ExprCompiler(lambda c: f"{safe_name(c)}[i]", sentinels, indent="        ")
+    ec = ExprCompiler(lambda c: f"{safe_name(c)}[i]", sentinels, indent="        ",
+                      scales=scales)
     v, ok = ec.compile(pred)
     args = ", ".join(safe_name(c) for c in columns)
     return "\n".join([
@@ -53,23 +55,25 @@ def filter_source(pred: ir.Expr, columns: Sequence[str], sentinels: dict) -> str
     ])
 
 
-def filter_kernel(pred: ir.Expr, columns: Sequence[str], sentinels: dict):
+def filter_kernel(pred: ir.Expr, columns: Sequence[str], sentinels: dict,
+                  scales: dict | None = None):
     """Compiled filter for ``pred`` over aligned arrays of ``columns``."""
-    return _compile(filter_source(pred, columns, sentinels), "kern")
+    return _compile(filter_source(pred, columns, sentinels, scales), "kern")
 
 
 ACC_ARRAYS = ("C", "SF", "SI", "MNF", "MXF", "MNI", "MXI")
 
 
 def agg_source(keys: Sequence[ir.Expr], domains: Sequence[tuple[int, int]], aggs: Sequence[ir.Agg],
-               columns: Sequence[str], sentinels: dict) -> str:
+               columns: Sequence[str], sentinels: dict, scales: dict | None = None) -> str:
     """Source of ``kern(n, nch, <columns>, R, C, SF, SI, MNF, MXF, MNI, MXI)``.
 
     Rows are split into ``nch`` chunks, each with its own accumulator row: no atomics, and
     the caller merges chunks. ``R[ch, g]`` counts rows of group ``g``; per aggregate ``j``,
     ``C`` counts non-null inputs, ``SF``/``SI`` sum floats/ints, ``MN*``/``MX*`` min/max.
     """
-    ec = ExprCompiler(lambda c: f"{safe_name(c)}[i]", sentinels, indent="            ")
+    ec = ExprCompiler(lambda c: f"{safe_name(c)}[i]", sentinels, indent="            ",
+                      scales=scales)
     ec.emit("g = 0")
     for k, (base, size) in zip(keys, domains, strict=True):
         v, ok = ec.compile(k)
@@ -104,6 +108,6 @@ def agg_source(keys: Sequence[ir.Expr], domains: Sequence[tuple[int, int]], aggs
     ])
 
 
-def agg_kernel(keys, domains, aggs, columns, sentinels):
+def agg_kernel(keys, domains, aggs, columns, sentinels, scales=None):
     """Compiled grouped aggregation over aligned arrays of ``columns``."""
-    return _compile(agg_source(keys, domains, aggs, columns, sentinels), "kern")
+    return _compile(agg_source(keys, domains, aggs, columns, sentinels, scales), "kern")

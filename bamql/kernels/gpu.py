@@ -50,7 +50,7 @@ def _zero(dtype: np.dtype) -> str:
 
 
 def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, scan: set,
-                  cached_index: dict, queue: bool = False) -> str:
+                  cached_index: dict, queue: bool = False, scales: dict | None = None) -> str:
     """Source of the query kernel.
 
     ``columns[name] = (first_page, rows_per_page, dtype)``; ``scan`` names the columns read
@@ -59,8 +59,9 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
     ``cached_index[name]`` being their slot in the hit/miss counters. Cache misses are
     copied from ``src_words`` (the store in GPU or mapped host memory), or with ``queue``
     read by the host I/O workers through the submission queue (the ``file`` backend).
+    ``scales`` gives the decimals of floats stored as scaled integers.
     """
-    ec = ExprCompiler(lambda c: f"x_{safe_name(c)}", sentinels, indent=" " * 8)
+    ec = ExprCompiler(lambda c: f"x_{safe_name(c)}", sentinels, indent=" " * 8, scales=scales)
     body = ec.lines
     loaded: set[str] = set()
     reader = "warp_read_file" if queue else "warp_read"

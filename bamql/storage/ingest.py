@@ -9,6 +9,7 @@ ingest of the same name removes.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import os
@@ -24,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from bamql.errors import IngestError
+from bamql.storage.decimals import DecimalScan, encode
 from bamql.storage.format import (
     DEFAULT_PAGE_SIZE,
     MANIFEST,
@@ -96,7 +98,25 @@ def _unify(sources: Sequence[Source]) -> list[tuple[str, str, pa.DataType]]:
     return cols
 
 
-def _plans(sources: Sequence[Source], cols) -> list[ColumnPlan]:
+def _scan_floats(sources: Sequence[Source], names: list[str]) -> dict[str, DecimalScan]:
+    """One pass over the float64 columns ``names`` of every source (in parallel): which of
+    them are decimals that fit a narrow scaled integer."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(s: Source) -> dict[str, DecimalScan]:
+        scans = {n: DecimalScan() for n in names}
+        for b in s.batches(columns=names):
+            for n in names:
+                if scans[n].decimals >= 0:
+                    scans[n].update(b.column(n).to_numpy(zero_copy_only=False))
+        return scans
+
+    with ThreadPoolExecutor(min(len(sources), os.cpu_count() or 1)) as ex:
+        parts = list(ex.map(one, sources))
+    return {n: functools.reduce(DecimalScan.merge, (p[n] for p in parts)) for n in names}
+
+
+def _plans(sources: Sequence[Source], cols, floats: str = "auto") -> list[ColumnPlan]:
     stats = [s.int_stats() for s in sources]
     need_scan = [n for n, k, _ in cols if k in ("int", "string")
                  and (k == "string" or any(st.get(n) is None for st in stats))]
@@ -125,13 +145,19 @@ def _plans(sources: Sequence[Source], cols) -> list[ColumnPlan]:
                         if mm["min"].is_valid:
                             lo[n] = min(lo.get(n, mm["min"].as_py()), mm["min"].as_py())
                             hi[n] = max(hi.get(n, mm["max"].as_py()), mm["max"].as_py())
+    doubles = [n for n, k, t in cols if k == "float" and pa.types.is_float64(t)]
+    scans = _scan_floats(sources, doubles) if floats == "auto" and doubles else {}
     plans = []
     for n, k, t in cols:
         if k == "int":
             a, b = lo.get(n, 0), hi.get(n, 0)  # an all-null column: any range will do
             plans.append(ColumnPlan(n, k, narrow_int_dtype(a, b), a, b))
         elif k == "float":
-            plans.append(ColumnPlan(n, k, np.dtype(t.to_pandas_dtype())))
+            enc = scans[n].encoding() if n in scans else None
+            if enc is not None:
+                plans.append(ColumnPlan(n, k, enc[1], scale=enc[0]))
+            else:
+                plans.append(ColumnPlan(n, k, np.dtype(t.to_pandas_dtype())))
         elif k == "timestamp":
             plans.append(ColumnPlan(n, k, np.dtype(np.int64)))
         else:
@@ -150,6 +176,12 @@ def _to_storage(a: pa.Array, pl: ColumnPlan) -> np.ndarray:
         if mm["min"].is_valid and (mm["min"].as_py() < pl.lo or mm["max"].as_py() > pl.hi):
             raise IngestError(f"column {pl.name!r}: values outside the range its statistics gave")
         return a.fill_null(sent).to_numpy(zero_copy_only=False).astype(pl.dtype)
+    if pl.kind == "float" and pl.scale:
+        v = a.cast(pa.float64()).to_numpy(zero_copy_only=False)
+        try:
+            return encode(v, pl.scale, pl.dtype)
+        except ValueError as e:
+            raise IngestError(f"column {pl.name!r}: {e}") from None
     if pl.kind == "float":
         return a.cast(pa.from_numpy_dtype(pl.dtype)).to_numpy(zero_copy_only=False).astype(pl.dtype)
     if pl.kind == "timestamp":
@@ -182,6 +214,7 @@ def ingest(
     progress: Callable[[int], None] | None = None,
     partitions: int = 1,
     groups: str | Sequence[Sequence[str]] | None = None,
+    floats: str = "auto",
 ) -> IngestReport:
     """Ingest ``sources`` (ORC, Parquet or CSV files of one schema) into a page store at ``out``.
 
@@ -207,6 +240,10 @@ def ingest(
         group as pages fit in 4 KiB), ``"a,b,c;d,e"`` or lists of names; None for none.
         They add second copies of their columns, which cold gathers from disk read with one
         disk read per row instead of one per column.
+    floats
+        ``"auto"``: a float64 column whose values are all decimals of at most 4 digits and
+        fit is stored as scaled int16/int32 (``storage.decimals``; exact, and 2-4x fewer
+        bytes to stream); ``"plain"``: every float as it comes.
     """
     t0 = time.perf_counter()
     out = Path(out)
@@ -217,9 +254,11 @@ def ingest(
         raise IngestError("no source files given")
     if out.exists():
         raise IngestError(f"output {out} already exists; remove it or choose another path")
+    if floats not in ("auto", "plain"):
+        raise IngestError(f"--floats must be auto or plain, got {floats!r}")
     srcs = [open_source(s) for s in sources]
     cols = _unify(srcs)
-    plans = _plans(srcs, cols)
+    plans = _plans(srcs, cols, floats)
     rows = sum(s.num_rows for s in srcs)
     if partitions < 1 or partitions > max(rows, 1):
         raise IngestError(f"--partitions must be within 1..{max(rows, 1)}, got {partitions}")
@@ -350,7 +389,7 @@ def _finish_store(d: Path, writer: PageWriter, plans, rows: int, page_size: int,
             rows_per_page=writer.rows_per_page[i], nulls=r["nulls"],
             min=lo if lo is not None and np.isfinite(lo) else None,
             max=hi if hi is not None and np.isfinite(hi) else None,
-            dictionary=pl.dictionary, histogram=r["histogram"],
+            dictionary=pl.dictionary, histogram=r["histogram"], scale=pl.scale,
         ))
     group_metas, arrays = write_groups(
         d, parse_groups(groups, columns, page_size), columns, page_size, volumes,

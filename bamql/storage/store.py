@@ -244,7 +244,9 @@ class PageStore:
 def decode(c: ColumnMeta, vals: np.ndarray) -> pa.Array:
     """Storage values of column ``c`` -> Arrow array of its logical type, with nulls."""
     if c.kind == "float":
-        return pa.array(vals, mask=np.isnan(vals), type=pa.from_numpy_dtype(c.np_dtype))
+        if c.scale:
+            vals = c.decode(vals)
+        return pa.array(vals, mask=np.isnan(vals), type=pa.from_numpy_dtype(vals.dtype))
     mask = vals == c.sentinel
     if c.kind == "int":
         return pa.array(vals.astype(np.int64), mask=mask, type=pa.int64())

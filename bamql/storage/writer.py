@@ -22,6 +22,7 @@ class ColumnPlan:
     lo: int | None = None  # integer range known before writing (for the histogram)
     hi: int | None = None
     dictionary: tuple[str, ...] | None = None
+    scale: int = 0  # a float stored as round(value * 10**scale) in the integer ``dtype``
 
 
 class PageWriter:
@@ -69,7 +70,10 @@ class PageWriter:
         start = self._appended[i]
         self._appended[i] += len(values)
         off = (-start) % self.sample_stride
-        self._sample[i].append(values[off :: self.sample_stride].copy())
+        sample = values[off :: self.sample_stride]
+        if pl.scale:  # samples and zone maps are in the column's units, not the stored ones
+            sample = np.where(sample == sent, np.nan, sample / float(10**pl.scale))
+        self._sample[i].append(sample.copy())
         null = np.isnan(values) if pl.dtype.kind == "f" else values == sent
         self._null_count[i] += int(null.sum())
         if self._hist[i] is not None:
@@ -88,6 +92,8 @@ class PageWriter:
         p0 = self.first_page[i] + self._written[i] // rpp
         ids = np.arange(p0, p0 + n)
         lo, hi, nn = zone_maps(values, rpp, sentinel_for(values.dtype))
+        if self.plans[i].scale:
+            lo, hi = lo / float(10**self.plans[i].scale), hi / float(10**self.plans[i].scale)
         nn[-1] -= padding
         pages = np.zeros((n, self.page_size), dtype=np.uint8)
         pages[:, : rpp * values.dtype.itemsize] = values.reshape(n, rpp).view(np.uint8)

@@ -100,7 +100,9 @@ def test_explain_analyze_q6_accounts_every_byte(tmp_path, monkeypatch):
 
     t = generate_chunk(GenParams(rows=400_000, seed=5, williamsburg_share=0.0005), 0)
     write_orc([t], tmp_path / "t.orc")
-    ingest([tmp_path / "t.orc"], tmp_path / "d" / "trips")
+    # 512 B pages: the 2-byte scaled floats put 2,048 rows in a 4 KiB page, and most would hold
+    # one of the 200 matches
+    ingest([tmp_path / "t.orc"], tmp_path / "d" / "trips", page_size=512)
     read = []
     orig = PageStore.read_pages
 

@@ -69,7 +69,7 @@ def test_group_pages_hold_the_members_pages(grouped):
 
 def test_bad_group_specs_fail_before_writing(tmp_path, taxi_orc):
     for spec, msg in (("trip_distance,nope", "unknown column 'nope'"),
-                      ("trip_distance,pickup_location_id", "same width"),
+                      ("trip_distance,vendor_id", "same width"),
                       ("trip_distance,extra;extra,mta_tax", "two row groups"),
                       ("trip_distance", "two columns or more")):
         with pytest.raises(IngestError, match=msg):

@@ -1,0 +1,105 @@
+"""Decimal floats stored as scaled integers: exact round trips, honest fallbacks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from bamql.errors import IngestError
+from bamql.storage.decimals import DecimalScan, encode, scan_all
+from bamql.storage.ingest import ingest
+from bamql.storage.sources import open_source
+from bamql.storage.store import PageStore
+from tests.conftest import SAMPLES, read_orc
+
+
+def _roundtrip(values: np.ndarray) -> tuple[int, np.dtype] | None:
+    enc = scan_all([values]).encoding()
+    if enc is not None:
+        stored = encode(values, *enc)
+        back = stored.astype(np.float64) / 10.0**enc[0]
+        back[stored == np.iinfo(enc[1]).min] = np.nan
+        # bit for bit, not approximately: a decode must give the very double ingested
+        same = (back == values) | (np.isnan(back) & np.isnan(values))
+        assert same.all()
+    return enc
+
+
+def test_cents_become_int16_and_round_trip_exactly():
+    rng = np.random.default_rng(3)
+    cents = rng.integers(-30000, 30000, 100_000)
+    v = cents / 100.0
+    v[::97] = np.nan
+    assert _roundtrip(v) == (2, np.dtype(np.int16))
+
+
+def test_the_fewest_decimals_and_the_narrowest_width_are_chosen():
+    assert _roundtrip(np.array([1.0, 2.5, -0.5])) == (1, np.dtype(np.int16))
+    assert _roundtrip(np.array([0.0, 7.0, 12.0])) == (0, np.dtype(np.int16))
+    assert _roundtrip(np.array([0.125, 3.5])) == (3, np.dtype(np.int16))
+    assert _roundtrip(np.array([3004.8, -52.8])) == (1, np.dtype(np.int16))
+    assert _roundtrip(np.array([3004.81, -52.8])) == (2, np.dtype(np.int32))  # 300481 > int16
+
+
+@pytest.mark.parametrize("values", [
+    np.array([1 / 3, 0.5]),  # not a decimal of <= 4 digits
+    np.array([1.5, np.inf]),  # not finite
+    np.array([0.01, 1e9]),  # does not fit int32 once scaled
+    np.array([1.23456]),  # five decimals
+])
+def test_what_does_not_fit_stays_float(values):
+    assert _roundtrip(values) is None
+
+
+def test_all_null_and_empty_columns_are_encodable():
+    assert DecimalScan().encoding() == (0, np.dtype(np.int16))
+    assert _roundtrip(np.full(10, np.nan)) == (0, np.dtype(np.int16))
+
+
+def test_merging_scans_keeps_the_most_decimals_and_any_failure():
+    a, b = scan_all([np.array([1.5])]), scan_all([np.array([0.25, 9.0])])
+    assert a.merge(b).encoding() == (2, np.dtype(np.int16))
+    assert a.merge(scan_all([np.array([np.pi])])).encoding() is None
+
+
+def test_encode_refuses_values_the_scan_did_not_see():
+    with pytest.raises(ValueError, match="not a 2-decimal number"):
+        encode(np.array([1.25, 1.255]), 2, np.int16)
+    with pytest.raises(ValueError, match="within int16"):
+        encode(np.array([400.0]), 2, np.int16)
+
+
+def test_generated_money_columns_are_narrow_and_read_back_exactly(taxi_store, taxi_orc):
+    src = read_orc(taxi_orc)
+    with PageStore(taxi_store / "trips") as s:
+        for name in ("trip_distance", "fare_amount", "total_amount", "tip_amount", "extra"):
+            c = s.column(name)
+            # fares and extras step by 50 cents: one decimal is enough there
+            assert (c.kind, c.dtype) == ("float", "int16") and c.scale in (1, 2), name
+            got = s.to_arrow(name)
+            assert got.type == pa.float64()
+            assert got.equals(src[name].combine_chunks()), name
+        # zone maps and manifest ranges are in the column's units
+        c = s.column("trip_distance")
+        assert c.max == pc.max(src["trip_distance"]).as_py()
+
+
+def test_real_tlc_sample_reads_back_exactly(sample_store):
+    src = pa.concat_tables(pa.Table.from_batches(list(open_source(p).batches())) for p in SAMPLES)
+    with PageStore(sample_store / "trips") as s:
+        scaled = [c.name for c in s.manifest.columns if c.scale]
+        assert "fare_amount" in scaled  # refunds (negative) and 3,004.00 fares included
+        for name in scaled:
+            assert s.to_arrow(name).equals(src[name].cast(pa.float64()).combine_chunks()), name
+
+
+def test_plain_keeps_float64(tmp_path, taxi_orc):
+    ingest(taxi_orc, tmp_path / "t", floats="plain")
+    with PageStore(tmp_path / "t") as s:
+        assert s.column("trip_distance").dtype == "float64"
+        assert s.column("trip_distance").scale == 0
+    with pytest.raises(IngestError, match="--floats must be auto or plain"):
+        ingest(taxi_orc, tmp_path / "u", floats="decimal")
+    assert not (tmp_path / "u").exists()
