@@ -22,10 +22,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pyarrow.orc as paorc
 import pyarrow.parquet as pq
 
 from bamql.bench.engines import Data, all_engines
+from bamql.bench.minimum import matching_rows, page_minimum
 from bamql.datasets.generator import GenParams
 from bamql.datasets.orc import generate_orc
 from bamql.errors import BamqlError
@@ -218,7 +220,10 @@ def run(cfg: BenchConfig, say: Callable[[str], None] = print) -> dict:
                 # what was measured: each column's storage type (scaled floats marked)
                 res["config"]["storage"] = {
                     n: c.dtype + (f"/1e{c.scale}" if c.scale else "") for n, c in s.columns.items()}
+            found: dict[str, np.ndarray | None] = {}  # matching rows by predicate, from the ORC
             for ps in cfg.page_sizes:
+                with PageStore(data.stores[ps] / "trips") as s:
+                    ps_cols = s.columns
                 for eng in active:
                     if ps != cfg.page_sizes[0] and not eng.name.startswith("bamql"):
                         continue  # page size matters to bamql only
@@ -255,6 +260,14 @@ def run(cfg: BenchConfig, say: Callable[[str], None] = print) -> dict:
                                     **r.extra})
                                 if info.get("h2d_bytes_per_s") and r.bytes_read is not None:
                                     res["runs"][-1]["pcie_floor_s"] = r.bytes_read / info["h2d_bytes_per_s"]
+                                if eng.name.startswith("bamql") and r.bytes_read is not None:
+                                    key = repr(q.predicate)
+                                    if key not in found:
+                                        found[key] = matching_rows(q, data.orc, ps_cols)
+                                    m = page_minimum(q, found[key], data.rows, ps_cols, ps)
+                                    if m:
+                                        res["runs"][-1]["page_min_bytes"] = m
+                                        res["runs"][-1]["page_amplification"] = r.bytes_read / m
                     finally:
                         eng.close()
     check(res)
@@ -290,13 +303,15 @@ def summary(res: dict) -> str:
     c = res["config"]
     lines = [f"{c['rows']:,} rows; medians of {c['reps']}; {res['machine'].get('gpu', 'no GPU')}",
              f"{'query':<6} {'engine':<16} {'mode':<5} {'page':>6} {'share':>8} {'ms':>9} "
-             f"{'read MiB':>9} {'whole MiB':>10} {'ampl.':>7} ok"]
+             f"{'read MiB':>9} {'whole MiB':>10} {'ampl.':>7} {'vs page min':>11} ok"]
     for r in res["runs"]:
         amp = f"{r['amplification']:>6.2f}x" if r.get("amplification") is not None else f"{'':>7}"
         page = str(r["page_size"]) if r["engine"].startswith("bamql") else ""
+        pmin = (f"{r['page_amplification']:>10.2f}x" if r.get("page_amplification") is not None
+                else f"{'':>11}")
         lines.append(f"{r['query']:<6} {r['engine']:<16} {r['mode']:<5} {page:>6} {r['share']:>8.4%} "
                      f"{r['median_s'] * 1e3:>9.2f} {_mib(r, 'bytes_read')} "
-                     f"{_mib(r, 'whole_bytes'):>10} {amp} {'yes' if r['ok'] else 'NO'}")
+                     f"{_mib(r, 'whole_bytes'):>10} {amp} {pmin} {'yes' if r['ok'] else 'NO'}")
     return "\n".join(lines)
 
 

@@ -168,7 +168,7 @@ def _through_groups(access: list[Access], store: PageStore, sel: float, medium: 
             mine += min(gather_cost(c.n_pages, c.rows_per_page, sel, store.page_size, medium)[1],
                         stream_cost(c.n_pages, store.page_size, medium)[1])
         pages, first = gather_cost(g.n_pages, g.rows_per_page, sel, store.page_size, medium)
-        others = (len(idx) - 1) * pages / CACHED.random_reads_per_s
+        others = 0.0 if medium.overlaps_cached else (len(idx) - 1) * pages / CACHED.random_reads_per_s
         if first + others < mine:
             for i in idx:
                 out[i] = replace(out[i], path="gather", est_pages=pages, shadow=True)
