@@ -77,11 +77,14 @@ def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: i
                     times.append(time.perf_counter() - t0)
                     rows_out, st = r.rows(), r.stats
                 ok = same_rows(rows_out, want[q])
-                # the partitions' own engine time (last run): the rest of the wall time is
-                # Dask, planning and merging
+                # where the wall time went (last run): each partition's engine time and its
+                # whole call on the worker, and the client's wait for the workers (Dask
+                # round trips); the rest is the client's parsing, planning and merging
                 res["runs"].append({"gpus": n, "query": q, "median_s": statistics.median(times),
                                     "times_s": times, "bytes_read": st.bytes_read,
                                     "partition_seconds": st.partition_seconds,
+                                    "partition_wall_seconds": st.partition_wall_seconds,
+                                    "dispatch_seconds": st.dispatch_seconds,
                                     "rows_matched": st.rows_matched, "ok": ok})
                 say(f"{n} GPU(s) {q}: {statistics.median(times) * 1e3:.1f} ms"
                     + ("" if ok else "  WRONG ANSWER"))

@@ -80,6 +80,7 @@ def run_partition(path: str, q: ir.Query, domains, medium: str, device: str = "c
     delay = float(os.environ.get("BAMQL_FAULT_DELAY", "0"))  # fault injection for tests
     if delay:
         time.sleep(delay)
+    t_wall = time.perf_counter()
     store = _store(path)
     key = (path, q, domains, medium)
     plan = _plans.get(key)
@@ -94,11 +95,12 @@ def run_partition(path: str, q: ir.Query, domains, medium: str, device: str = "c
     t0 = time.perf_counter()
     if device == "gpu":
         acc = (engine or gpu_engine(backend or "host", cache)).run(plan, store, stats)
-        return acc, stats
-    from bamql.engine.cpu import run_cpu
+    else:
+        from bamql.engine.cpu import run_cpu
 
-    acc = run_cpu(plan, store, stats)
-    stats.seconds = time.perf_counter() - t0 - stats.compile_seconds
+        acc = run_cpu(plan, store, stats)
+        stats.seconds = time.perf_counter() - t0 - stats.compile_seconds
+    stats.wall_seconds = time.perf_counter() - t_wall - stats.compile_seconds
     return acc, stats
 
 
@@ -174,7 +176,10 @@ def run_partitioned(paths: list[str], q: ir.Query, domains, medium: str, client=
         results = [run_partition(p, q, domains, medium, device, backend, cache, engine)
                    for p in paths]
     else:
+        t0 = time.perf_counter()
         results = _run_on_actors(client, paths, (q, domains, medium, device, backend, cache))
+        if stats is not None:
+            stats.dispatch_seconds = time.perf_counter() - t0
     total = None
     for acc, st in results:
         total = acc if total is None else accumulate.combine(acc, total)

@@ -49,6 +49,12 @@ class QueryStats:
     io_reads: int = 0  # GPU file backend: page reads the kernel put on the submission queue
     io_depth: int = 0  # ... and the deepest queue (the host workers' peaks, summed)
     partition_seconds: list = field(default_factory=list)  # each partition's own time
+    #: a partition's whole call on its worker (plan lookup, engine, statistics): what the
+    #: engine's own time leaves out of it is per-partition overhead
+    wall_seconds: float = 0.0
+    partition_wall_seconds: list = field(default_factory=list)
+    #: distributed: the client's wait for every worker's answer (Dask round trips included)
+    dispatch_seconds: float = 0.0
     columns: dict[str, ColumnIO] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -67,6 +73,7 @@ class QueryStats:
         self.compile_seconds = max(self.compile_seconds, other.compile_seconds)
         self.io_reads += other.io_reads
         self.partition_seconds.append(other.seconds)
+        self.partition_wall_seconds.append(other.wall_seconds)
         self.io_depth = max(self.io_depth, other.io_depth)
         for name, c in other.columns.items():
             mine = self.columns.setdefault(name, ColumnIO(c.column, c.role, c.path, c.itemsize, 0))
@@ -113,6 +120,8 @@ class QueryStats:
             "compile_seconds": self.compile_seconds, "setup_seconds": self.setup_seconds,
             "io_reads": self.io_reads, "io_depth": self.io_depth,
             "partition_seconds": self.partition_seconds,
+            "partition_wall_seconds": self.partition_wall_seconds,
+            "dispatch_seconds": self.dispatch_seconds,
             "bytes_read": self.bytes_read,
             "whole_bytes": self.whole_bytes, "bytes_needed": self.bytes_needed,
             "amplification": self.amplification, "whole_amplification": self.whole_amplification,

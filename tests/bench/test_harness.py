@@ -85,4 +85,10 @@ def test_scaleout_bench_runs_on_cpu_workers(tmp_path):
     assert all(r["ok"] and r["median_s"] > 0 and r["bytes_read"] > 0 for r in doc["runs"])
     assert all(len(r["partition_seconds"]) == 2 and max(r["partition_seconds"]) <= r["median_s"] * 5
                for r in doc["runs"])
+    # the time breakdown: a partition's call on its worker holds its engine time, and the
+    # client's wait for the workers holds each call
+    for r in doc["runs"]:
+        walls, engine = r["partition_wall_seconds"], r["partition_seconds"]
+        assert all(w >= e for w, e in zip(walls, engine, strict=True))
+        assert max(walls) <= r["dispatch_seconds"] <= r["median_s"] * 5
     assert "2 GPU(s)" in summary(res)
