@@ -269,7 +269,8 @@ def explain_text(p: PhysicalPlan, store: PageStore) -> str:
         ours += est_b
         whole += whole_b
         lines.append(f"    {a.column:<24} {a.role:<9} {a.path:<6} est {_fmt_bytes(est_b):>12} "
-                     f"of {_fmt_bytes(whole_b):>12} whole" + ("  (row group)" if a.shadow else ""))
+                     f"of {_fmt_bytes(whole_b):>12} whole  {c.dtype}"
+                     + (f"/1e{c.scale}" if c.scale else "") + ("  (row group)" if a.shadow else ""))
     lines.append(f"  estimated bytes: {_fmt_bytes(ours)} (whole-column reader: {_fmt_bytes(whole)}, "
                  f"{whole / ours if ours else float('inf'):.1f}x more)")
     return "\n".join(lines)

@@ -103,3 +103,12 @@ def test_plain_keeps_float64(tmp_path, taxi_orc):
     with pytest.raises(IngestError, match="--floats must be auto or plain"):
         ingest(taxi_orc, tmp_path / "u", floats="decimal")
     assert not (tmp_path / "u").exists()
+
+
+def test_explain_shows_each_columns_storage(taxi_store):
+    import bamql
+
+    with bamql.connect(taxi_store, device="cpu") as con:
+        text = "\n".join(con.sql("EXPLAIN SELECT AVG(trip_distance) FROM trips "
+                                 "WHERE pickup_location_id = 255").to_arrow()["explain"].to_pylist())
+    assert "int16/1e2" in text  # trip_distance: cents in an int16
