@@ -112,3 +112,21 @@ def test_explain_shows_each_columns_storage(taxi_store):
         text = "\n".join(con.sql("EXPLAIN SELECT AVG(trip_distance) FROM trips "
                                  "WHERE pickup_location_id = 255").to_arrow()["explain"].to_pylist())
     assert "int16/1e2" in text  # trip_distance: cents in an int16
+
+
+def test_version_1_stores_still_open_and_unknown_versions_are_refused(tmp_path, taxi_orc):
+    import json
+
+    from bamql.errors import StoreError
+
+    ingest(taxi_orc, tmp_path / "t", floats="plain")
+    man = tmp_path / "t" / "manifest.json"
+    d = json.loads(man.read_text())
+    for c in d["columns"]:  # what a version-1 writer wrote: no scale field
+        del c["scale"]
+    man.write_text(json.dumps({**d, "format_version": 1}))
+    with PageStore(tmp_path / "t") as s:
+        assert s.column("trip_distance").scale == 0 and s.to_arrow("trip_distance").null_count == 0
+    man.write_text(json.dumps({**d, "format_version": 9}))
+    with pytest.raises(StoreError, match="format version 9 is not supported .*versions 1, 2"):
+        PageStore(tmp_path / "t")
