@@ -38,14 +38,14 @@ def cmd_gen(a: argparse.Namespace) -> int:
 
 
 def cmd_ingest(a: argparse.Namespace) -> int:
-    from bamql.progress import progress_bar
+    from bamql.progress import ingest_progress
     from bamql.storage.ingest import ingest
     from bamql.storage.sources import open_source
 
     rows = sum(open_source(s).num_rows for s in a.sources)
-    with progress_bar("ingesting", rows) as adv:
+    with ingest_progress("ingesting", rows) as bars:
         r = ingest(a.sources, a.out, page_size=a.page_size, volumes=a.volumes, table=a.table,
-                   progress=adv, partitions=a.partitions, groups=a.groups, floats=a.floats)
+                   partitions=a.partitions, groups=a.groups, floats=a.floats, **bars)
     print(f"ingested {r.rows:,} rows into {r.path} ({r.store_bytes / 1e6:,.1f} MB store, "
           f"page size {a.page_size} B) in {r.seconds:.2f} s: {r.rows / r.seconds:,.0f} rows/s, "
           f"{r.source_bytes / 1e6 / r.seconds:,.1f} MB/s of source")

@@ -9,7 +9,7 @@ from bamql.datasets.generator import GenParams
 from bamql.datasets.orc import generate_orc
 from bamql.engine.session import connect
 from bamql.planner.physical import _fmt_bytes
-from bamql.progress import progress_bar
+from bamql.progress import ingest_progress, progress_bar
 from bamql.queries import TAXI_QUERIES, load
 from bamql.storage.ingest import ingest
 
@@ -30,8 +30,8 @@ def prepare(workdir: Path, rows: int) -> Path:
         print(f"generated {r.rows:,} trips as ORC ({r.bytes / 1e6:.1f} MB) at {r.rows_per_s:,.0f} rows/s")
     if not store.exists():
         srcs = sorted(orc_dir.glob("*.orc"))
-        with progress_bar("ingesting", rows) as adv:
-            r = ingest(srcs, store, page_size=DEMO_PAGE_SIZE, progress=adv)
+        with ingest_progress("ingesting", rows) as bars:
+            r = ingest(srcs, store, page_size=DEMO_PAGE_SIZE, **bars)
         print(f"ingested into {store} ({r.store_bytes / 1e6:.1f} MB) at {r.rows / r.seconds:,.0f} rows/s")
     return store.parent
 

@@ -32,7 +32,7 @@ from bamql.datasets.generator import GenParams
 from bamql.datasets.orc import generate_orc
 from bamql.errors import BamqlError
 from bamql.planner.translate import translate
-from bamql.progress import progress_bar
+from bamql.progress import ingest_progress, progress_bar
 from bamql.queries import TAXI_QUERIES, load
 from bamql.storage.format import FORMAT_VERSION, MANIFEST
 from bamql.storage.ingest import ingest
@@ -138,8 +138,8 @@ def prepare(workdir: Path, rows: int, share: float, page_sizes: Sequence[int],
         if (d / "trips").exists() and _stale(d / "trips"):
             shutil.rmtree(d / "trips")
         if not (d / "trips").exists():
-            with progress_bar(f"ingesting ({ps} B pages)", rows) as adv:
-                ingest(orcs, d / "trips", page_size=ps, progress=adv, groups=groups,
+            with ingest_progress(f"ingesting ({ps} B pages)", rows) as bars:
+                ingest(orcs, d / "trips", page_size=ps, **bars, groups=groups,
                        floats=floats)
         stores[ps] = d
     return Data(rows, share, orcs, parquet, stores)

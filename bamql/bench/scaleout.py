@@ -18,7 +18,7 @@ from pathlib import Path
 
 from bamql.bench.harness import machine, prepare, same_rows
 from bamql.errors import BamqlError
-from bamql.progress import progress_bar
+from bamql.progress import ingest_progress
 from bamql.queries import load
 from bamql.storage.ingest import ingest
 
@@ -28,8 +28,8 @@ def prepare_partitions(workdir: Path, rows: int, share: float, page_size: int, p
     data = prepare(workdir, rows, share, [], parquet_copy=True)
     d = data.orc[0].parent.parent / f"parts-{page_size}-{parts}"
     if not (d / "trips").exists():
-        with progress_bar(f"ingesting {parts} partitions ({page_size} B pages)", rows) as adv:
-            ingest(data.orc, d / "trips", page_size=page_size, partitions=parts, progress=adv)
+        with ingest_progress(f"ingesting {parts} partitions ({page_size} B pages)", rows) as bars:
+            ingest(data.orc, d / "trips", page_size=page_size, partitions=parts, **bars)
     return data, d
 
 

@@ -98,7 +98,8 @@ def _unify(sources: Sequence[Source]) -> list[tuple[str, str, pa.DataType]]:
     return cols
 
 
-def _scan_floats(sources: Sequence[Source], names: list[str]) -> dict[str, DecimalScan]:
+def _scan_floats(sources: Sequence[Source], names: list[str],
+                 progress: Callable[[int], None] | None = None) -> dict[str, DecimalScan]:
     """One pass over the float64 columns ``names`` of every source (in parallel): which of
     them are decimals that fit a narrow scaled integer."""
     from concurrent.futures import ThreadPoolExecutor
@@ -109,6 +110,8 @@ def _scan_floats(sources: Sequence[Source], names: list[str]) -> dict[str, Decim
             for n in names:
                 if scans[n].decimals >= 0:
                     scans[n].update(b.column(n).to_numpy(zero_copy_only=False))
+            if progress:
+                progress(b.num_rows)
         return scans
 
     with ThreadPoolExecutor(min(len(sources), os.cpu_count() or 1)) as ex:
@@ -116,7 +119,8 @@ def _scan_floats(sources: Sequence[Source], names: list[str]) -> dict[str, Decim
     return {n: functools.reduce(DecimalScan.merge, (p[n] for p in parts)) for n in names}
 
 
-def _plans(sources: Sequence[Source], cols, floats: str = "auto") -> list[ColumnPlan]:
+def _plans(sources: Sequence[Source], cols, floats: str = "auto",
+           scan_progress: Callable[[int], None] | None = None) -> list[ColumnPlan]:
     stats = [s.int_stats() for s in sources]
     need_scan = [n for n, k, _ in cols if k in ("int", "string")
                  and (k == "string" or any(st.get(n) is None for st in stats))]
@@ -146,7 +150,9 @@ def _plans(sources: Sequence[Source], cols, floats: str = "auto") -> list[Column
                             lo[n] = min(lo.get(n, mm["min"].as_py()), mm["min"].as_py())
                             hi[n] = max(hi.get(n, mm["max"].as_py()), mm["max"].as_py())
     doubles = [n for n, k, t in cols if k == "float" and pa.types.is_float64(t)]
-    scans = _scan_floats(sources, doubles) if floats == "auto" and doubles else {}
+    scans = _scan_floats(sources, doubles, scan_progress) if floats == "auto" and doubles else {}
+    if scan_progress and not scans:  # nothing to check: that pass is done
+        scan_progress(sum(s.num_rows for s in sources))
     plans = []
     for n, k, t in cols:
         if k == "int":
@@ -215,6 +221,7 @@ def ingest(
     partitions: int = 1,
     groups: str | Sequence[Sequence[str]] | None = None,
     floats: str = "auto",
+    scan_progress: Callable[[int], None] | None = None,
 ) -> IngestReport:
     """Ingest ``sources`` (ORC, Parquet or CSV files of one schema) into a page store at ``out``.
 
@@ -244,6 +251,9 @@ def ingest(
         ``"auto"``: a float64 column whose values are all decimals of at most 4 digits and
         fit is stored as scaled int16/int32 (``storage.decimals``; exact, and 2-4x fewer
         bytes to stream); ``"plain"``: every float as it comes.
+    scan_progress
+        Called with the number of rows of each batch that pass over the float columns
+        checked (``bamql.progress.ingest_progress`` drives both bars).
     """
     t0 = time.perf_counter()
     out = Path(out)
@@ -258,7 +268,7 @@ def ingest(
         raise IngestError(f"--floats must be auto or plain, got {floats!r}")
     srcs = [open_source(s) for s in sources]
     cols = _unify(srcs)
-    plans = _plans(srcs, cols, floats)
+    plans = _plans(srcs, cols, floats, scan_progress)
     rows = sum(s.num_rows for s in srcs)
     if partitions < 1 or partitions > max(rows, 1):
         raise IngestError(f"--partitions must be within 1..{max(rows, 1)}, got {partitions}")

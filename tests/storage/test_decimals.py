@@ -130,3 +130,12 @@ def test_version_1_stores_still_open_and_unknown_versions_are_refused(tmp_path, 
     man.write_text(json.dumps({**d, "format_version": 9}))
     with pytest.raises(StoreError, match="format version 9 is not supported .*versions 1, 2"):
         PageStore(tmp_path / "t")
+
+
+@pytest.mark.parametrize("floats", ["auto", "plain"])
+def test_the_float_check_reports_progress(tmp_path, taxi_orc, floats):
+    scanned, written = [], []
+    r = ingest(taxi_orc, tmp_path / "t", floats=floats, progress=written.append,
+               scan_progress=scanned.append)
+    # both bars end full, whether the pass ran or had nothing to do
+    assert sum(scanned) == sum(written) == r.rows
