@@ -54,15 +54,28 @@ def parse_size(v: int | str | None) -> int | None:
 
 def _typed(base, dtype, byte_offset: int = 0, count: int | None = None, shape=None):
     """A typed (C-ordered) device array over part of a uint8 device or mapped buffer, no copy."""
-    from numba.cuda.cudadrv.devicearray import DeviceNDArray
-
     dt = np.dtype(dtype)
     if count is None:
         count = (base.size - byte_offset) // dt.itemsize
     shape = tuple(shape or (count,))
+    if not hasattr(base, "gpu_data"):  # numba's CUDA simulator: NumPy arrays underneath
+        from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+        raw = np.asarray(getattr(base, "_ary", base)).reshape(-1).view(np.uint8)
+        return FakeCUDAArray(raw[byte_offset : byte_offset + count * dt.itemsize].view(dt)
+                             .reshape(shape))
+    from numba.cuda.cudadrv.devicearray import DeviceNDArray
+
     strides = tuple(int(np.prod(shape[i + 1 :])) * dt.itemsize for i in range(len(shape)))
     data = base.gpu_data.view(byte_offset, byte_offset + count * dt.itemsize)
     return DeviceNDArray(shape=shape, strides=strides, dtype=dt, gpu_data=data)
+
+
+def _host_view(mapped) -> np.ndarray:
+    """A plain ndarray over a mapped (pinned, GPU-visible) host array, for host-side I/O."""
+    if hasattr(mapped, "_ary"):  # numba's CUDA simulator wraps a NumPy array
+        return mapped._ary
+    return np.ndarray.view(mapped, np.ndarray)
 
 
 def _pack(arrays: list[np.ndarray]) -> tuple[np.ndarray, list[int]]:
@@ -119,8 +132,9 @@ class GpuEngine:
         free, total = cuda.current_context().get_memory_info()
         self.free_at_start, self.total = free, total
         dev = cuda.get_current_device()
-        self.name = dev.name.decode() if isinstance(dev.name, bytes) else dev.name
-        self.sms = dev.MULTIPROCESSOR_COUNT
+        name = getattr(dev, "name", "CUDA simulator")  # the simulator's device has no name
+        self.name = name.decode() if isinstance(name, bytes) else name
+        self.sms = getattr(dev, "MULTIPROCESSOR_COUNT", 1)
         self._warmed: set[int] = set()  # kernels already launched once (compiled)
         self._io_pool = None  # file backend: threads for the host's sequential reads
         self._run_lock = threading.Lock()
@@ -164,7 +178,7 @@ class GpuEngine:
             elif self.backend == "host":
                 source = cuda.mapped_array(nbytes, dtype=np.uint8)
                 # a plain ndarray over the same pinned memory, for host-side reads and views
-                host = np.ndarray.view(source, np.ndarray)
+                host = _host_view(source)
                 self._read_all(store, host)
             else:
                 source = cuda.device_array(nbytes, dtype=np.uint8)
@@ -248,7 +262,7 @@ class GpuEngine:
         if buf is None:
             buf = self.cuda.mapped_array(c.n_pages * ps, dtype=np.uint8)
             ts.colbufs[c.name] = buf
-        view = np.ndarray.view(buf, np.ndarray).reshape(c.n_pages, ps)
+        view = _host_view(buf).reshape(c.n_pages, ps)
         runs: list[list[int]] = []
         for a, b in ranges:  # page runs of the candidate rows, merged
             p0, p1 = a // rpp, (b - 1) // rpp + 1

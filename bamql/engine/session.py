@@ -31,6 +31,10 @@ def gpu_unavailable_reason() -> str | None:
     return gpu_available()
 
 
+def _simulator() -> bool:
+    return os.environ.get("NUMBA_ENABLE_CUDASIM", "0") == "1"
+
+
 class Session:
     """A connection to a directory of tables (or one table directory).
 
@@ -71,10 +75,18 @@ class Session:
         self.gpu = None
         if device in ("auto", "gpu"):
             why = gpu_unavailable_reason()
-            if why is None:
+            # asked for by name, numba's CUDA simulator runs the GPU engine (CI, tiny tables);
+            # "auto" never picks it
+            simulated = why is not None and device == "gpu" and _simulator()
+            if simulated and backend == "file":
+                raise DeviceError("the file backend does not run in numba's CUDA simulator "
+                                  "(its host I/O needs a real GPU); use backend='host' or 'gpu'")
+            if why is None or simulated:
                 from bamql.engine.gpu import GpuEngine
 
                 self.gpu = GpuEngine(self, backend=backend or "host", cache=cache)
+                if simulated:
+                    self.note = "numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1): slow, for tests"
             elif device == "gpu":
                 raise DeviceError(f"no usable GPU: {why}")
             else:

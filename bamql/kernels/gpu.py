@@ -20,6 +20,9 @@ import numpy as np
 from bamql.kernels.codegen import ExprCompiler, safe_name
 from bamql.planner import ir
 
+#: kernels generated for numba's CUDA simulator (CI) merge per lane: it has no warp shuffles
+_SIMULATOR = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") == "1"
+
 _cache: dict[str, object] = {}
 _lock = threading.Lock()
 BLOCK = 256
@@ -165,6 +168,16 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
         "            row = range_lo[lo] + (t - cand_off[lo])",
     ]
     tail = ["        base += nw * 32"]
+    if _SIMULATOR:  # numba's CUDA simulator has no shuffles: every lane merges its own accumulators
+        red = []
+        for arr, idx, local, op in flush:
+            red.append(f"    cuda.atomic.{op}({arr}, {idx}, {local})")
+        red.append("    cuda.atomic.add(counters, 0, matched)")
+        for c in cached:
+            i = cached_index[c]
+            red.append(f"    cuda.atomic.add(counters, {1 + 2 * i}, st_{safe_name(c)}[0])")
+            red.append(f"    cuda.atomic.add(counters, {2 + 2 * i}, st_{safe_name(c)}[1])")
+        return "\n".join(head + body + tail + red) + "\n"
     # warp-reduce the per-thread accumulators, then one atomic per warp
     red = ["    for off in (16, 8, 4, 2, 1):"]
     for _arr, _idx, local, op in flush:

@@ -118,7 +118,7 @@ def fill_from_words(slot, pg, slot_words, io, wpp, lane):
         slot_words[base + j] = src_words[sbase + j]
 
 
-def make_warp_read(fill):
+def _make_warp_read(fill):
     """``warp_read`` whose misses are filled by ``fill(slot, page, slot_words, io, wpp, lane)``,
     a device function the whole warp calls (``io`` is a tuple of whatever it reads from)."""
 
@@ -164,6 +164,38 @@ def make_warp_read(fill):
         return val
 
     return warp_read
+
+
+def _make_lane_read(fill):
+    """``warp_read`` for numba's CUDA simulator, which has no warp intrinsics: each lane
+    acquires its own page and fills a miss alone (calling ``fill`` as each of the 32 lanes),
+    so the cache protocol and the generated kernels run in CI, without warp coalescing."""
+
+    @cuda.jit(device=True)
+    def warp_read(want, page, idx, slot_typed, state, page_slot, slot_page, slot_lock, clock,
+                  n_slots, slot_words, io, wpp, rpp, stat, zero):
+        if not want:
+            return zero
+        slot, loader = acquire(page, state, page_slot, slot_page, slot_lock, clock, n_slots)
+        if loader:
+            for lane in range(32):
+                fill(slot, page, slot_words, io, wpp, lane)
+            publish(page, state)
+            stat[1] += 1
+        else:
+            stat[0] += 1
+        val = load_cg(slot_typed, slot * rpp + idx)
+        release(page, state)
+        return val
+
+    return warp_read
+
+
+def make_warp_read(fill):
+    """``warp_read`` whose misses are filled by ``fill(slot, page, slot_words, io, wpp, lane)``,
+    a device function the whole warp calls (``io`` is a tuple of whatever it reads from); in
+    the simulator, the lane-by-lane stand-in."""
+    return _make_lane_read(fill) if _SIM else _make_warp_read(fill)
 
 
 #: misses copied by the warp from the store's pages in GPU or mapped host memory
