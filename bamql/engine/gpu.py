@@ -214,10 +214,12 @@ class GpuEngine:
 
     def _start_queue(self, ts: TableState, store: PageStore) -> None:
         """The submission queue, staging pages and I/O workers of a ``file`` table."""
+        from bamql.kernels.gpu_queue import THREADS_PER_STAGING
         from bamql.storage.queues import HostQueue
 
         cuda = self.cuda
-        n_staging = max(32, min(self.max_warps, (256 << 20) // store.page_size))
+        per_warp = 32 // THREADS_PER_STAGING  # 1 on a GPU; 32 in the simulator (per thread)
+        n_staging = max(32, min(self.max_warps * per_warp, (256 << 20) // store.page_size))
         # 64 reads in flight keep the disk busy (bam.md: 16 to 256 threads reach its limit);
         # fewer on small machines, where more workers than cores only take turns
         workers = min(64, 4 * (os.cpu_count() or 1))
@@ -361,8 +363,10 @@ class GpuEngine:
         args = (total, d_off, d_lo, len(lo), *scan_arrays, *ts.views[:-2], ts.state, ts.page_slot,
                 ts.slot_page, ts.slot_lock, ts.clock, ts.n_slots, ts.views[-2], *io, counters, *d_acc)
         blocks = max(1, min(self.sms * 8, -(-max(total, 1) // kgpu.BLOCK)))
-        if queue:  # one staging page per warp
-            blocks = min(blocks, max(1, ts.queue.qsize * 32 // kgpu.BLOCK))
+        if queue:  # one staging page per warp (per thread in the simulator)
+            from bamql.kernels.gpu_queue import THREADS_PER_STAGING
+
+            blocks = min(blocks, max(1, ts.queue.qsize * THREADS_PER_STAGING // kgpu.BLOCK))
         try:
             if id(kern) not in self._warmed:
                 with warnings.catch_warnings():  # the warm-up launch is small on purpose

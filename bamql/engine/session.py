@@ -78,9 +78,6 @@ class Session:
             # asked for by name, numba's CUDA simulator runs the GPU engine (CI, tiny tables);
             # "auto" never picks it
             simulated = why is not None and device == "gpu" and _simulator()
-            if simulated and backend == "file":
-                raise DeviceError("the file backend does not run in numba's CUDA simulator "
-                                  "(its host I/O needs a real GPU); use backend='host' or 'gpu'")
             if why is None or simulated:
                 from bamql.engine.gpu import GpuEngine
 

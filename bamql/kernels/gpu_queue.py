@@ -100,26 +100,46 @@ def wait_done(staging, seq, cq_done):
     fence_system()
 
 
-@cuda.jit(device=True, inline=True)
-def fill_from_queue(slot, pg, slot_words, io, wpp, lane):
-    """Fill a cache slot with page ``pg`` read by the host I/O workers (whole warp calls).
+if _SIM:
 
-    ``io = (staging_words, sq_page, sq_staging, sq_seq, sq_turn, sq_tail, cq_done, warp_seq,
-    qsize)``; the warp's global index picks its staging page.
-    """
-    staging_words, sq_page, sq_staging, sq_seq, sq_turn, sq_tail, cq_done, warp_seq, qsize = io
-    w = (cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x) // 32
-    if lane == 0:
-        seq = warp_seq[w] + 1  # only this warp's lane 0 touches its counter
-        warp_seq[w] = seq
-        submit(pg, w, seq, sq_page, sq_staging, sq_seq, sq_turn, sq_tail, qsize)
-        wait_done(w, seq, cq_done)
-    cuda.syncwarp(FULL_MASK)
-    base = slot * wpp
-    sbase = w * wpp
-    for j in range(lane, wpp, 32):
-        slot_words[base + j] = load_cv(staging_words, sbase + j)  # host-written: uncached
+    @cuda.jit(device=True)
+    def fill_from_queue(slot, pg, slot_words, io, wpp, lane):
+        """Simulator stand-in (the lane-by-lane read calls it as lanes 0..31 of one thread):
+        every thread has a staging page of its own and copies it alone, on the lane-0 call."""
+        staging_words, sq_page, sq_staging, sq_seq, sq_turn, sq_tail, cq_done, warp_seq, qsize = io
+        if lane == 0:
+            w = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+            seq = warp_seq[w] + 1
+            warp_seq[w] = seq
+            submit(pg, w, seq, sq_page, sq_staging, sq_seq, sq_turn, sq_tail, qsize)
+            wait_done(w, seq, cq_done)
+            for j in range(wpp):
+                slot_words[slot * wpp + j] = load_cv(staging_words, w * wpp + j)
+
+else:
+
+    @cuda.jit(device=True, inline=True)
+    def fill_from_queue(slot, pg, slot_words, io, wpp, lane):
+        """Fill a cache slot with page ``pg`` read by the host I/O workers (whole warp calls).
+
+        ``io = (staging_words, sq_page, sq_staging, sq_seq, sq_turn, sq_tail, cq_done, warp_seq,
+        qsize)``; the warp's global index picks its staging page.
+        """
+        staging_words, sq_page, sq_staging, sq_seq, sq_turn, sq_tail, cq_done, warp_seq, qsize = io
+        w = (cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x) // 32
+        if lane == 0:
+            seq = warp_seq[w] + 1  # only this warp's lane 0 touches its counter
+            warp_seq[w] = seq
+            submit(pg, w, seq, sq_page, sq_staging, sq_seq, sq_turn, sq_tail, qsize)
+            wait_done(w, seq, cq_done)
+        cuda.syncwarp(FULL_MASK)
+        base = slot * wpp
+        sbase = w * wpp
+        for j in range(lane, wpp, 32):
+            slot_words[base + j] = load_cv(staging_words, sbase + j)  # host-written: uncached
 
 
+#: threads that share one staging page: a warp on a GPU, each thread in the simulator
+THREADS_PER_STAGING = 1 if _SIM else 32
 #: the ``file`` backend's cache read: misses go through the submission queue
 warp_read_file = make_warp_read(fill_from_queue)
