@@ -91,4 +91,12 @@ def test_scaleout_bench_runs_on_cpu_workers(tmp_path):
         walls, engine = r["partition_wall_seconds"], r["partition_seconds"]
         assert all(w >= e for w, e in zip(walls, engine, strict=True))
         assert max(walls) <= r["dispatch_seconds"] <= r["median_s"] * 5
-    assert "2 GPU(s)" in summary(res)
+    assert "2 GPU(s)" in summary(res) and "where the time went" in summary(res)
+
+
+def test_busiest_worker_follows_the_order_statistics_come_back_in():
+    from bamql.bench.scaleout import _busiest
+
+    # 5 partitions on 2 workers: worker 0 ran 0, 2, 4 (listed first), worker 1 ran 1, 3
+    assert _busiest([1.0, 2.0, 3.0, 10.0, 20.0], 2) == 30.0
+    assert _busiest([4.0, 5.0], 1) == 9.0
