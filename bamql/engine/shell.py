@@ -54,7 +54,10 @@ class Shell:
                 st = self.s.store(n)
                 self.say(f"{n}: {st.rows:,} rows, {st.page_size} B pages")
                 for f in sch:
-                    self.say(f"  {f.name:<24} {str(f.type):<14} stored as {f.metadata[b'storage'].decode()}")
+                    how = f.metadata[b"storage"].decode()
+                    if b"scale" in f.metadata:  # a decimal float as a scaled integer
+                        how += f" / 10^{f.metadata[b'scale'].decode()}"
+                    self.say(f"  {f.name:<24} {str(f.type):<14} stored as {how}")
         elif cmd == ".timer":
             if args[:1] not in (["on"], ["off"]):
                 self.say("usage: .timer on|off")

@@ -22,6 +22,7 @@ def test_shell_through_a_pty(taxi_store, tmp_path):
     sh.sendline(".schema trips")
     sh.expect("pickup_location_id")
     sh.expect("int16")
+    sh.expect(r"total_amount\s+double\s+stored as int16 / 10\^2")  # cents in an int16
     sh.expect("bamql> ")
     sh.sendline(".timer on")
     sh.expect("bamql> ")
