@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from bamql.errors import IngestError
-from bamql.storage.decimals import DecimalScan, encode
+from bamql.storage.decimals import DecimalScan, encode, to_float64
 from bamql.storage.format import (
     DEFAULT_PAGE_SIZE,
     MANIFEST,
@@ -58,8 +58,8 @@ class IngestReport:
 def _kind(t: pa.DataType) -> str | None:
     if pa.types.is_integer(t) or pa.types.is_boolean(t):
         return "int"
-    if pa.types.is_float32(t) or pa.types.is_float64(t):
-        return "float"
+    if pa.types.is_float32(t) or pa.types.is_float64(t) or pa.types.is_decimal(t):
+        return "float"  # decimals are read as doubles (and stored as scaled integers)
     if pa.types.is_timestamp(t):
         return "timestamp"
     if pa.types.is_string(t) or pa.types.is_large_string(t):
@@ -76,9 +76,10 @@ def _unify(sources: Sequence[Source]) -> list[tuple[str, str, pa.DataType]]:
         if k is None:
             raise IngestError(
                 f"{first.path.name}: column {f.name!r} has type {f.type}, which bamql cannot store "
-                "(supported: integers, booleans, float32/64, timestamps, small-domain strings)"
+                "(supported: integers, booleans, float32/64, decimals, timestamps, small-domain "
+                "strings)"
             )
-        cols.append((f.name, k, f.type))
+        cols.append((f.name, k, pa.float64() if pa.types.is_decimal(f.type) else f.type))
     for s in sources[1:]:
         names = s.schema.names
         if names != [c[0] for c in cols]:
@@ -93,7 +94,7 @@ def _unify(sources: Sequence[Source]) -> list[tuple[str, str, pa.DataType]]:
                     f"schemas disagree: column {name!r} is {t} in {first.path.name} "
                     f"but {f.type} in {s.path.name}"
                 )
-            if k == "float" and pa.types.is_float64(f.type):
+            if k == "float" and (pa.types.is_float64(f.type) or pa.types.is_decimal(f.type)):
                 cols[j] = (name, k, pa.float64())
     return cols
 
@@ -109,7 +110,7 @@ def _scan_floats(sources: Sequence[Source], names: list[str],
         for b in s.batches(columns=names):
             for n in names:
                 if scans[n].decimals >= 0:
-                    scans[n].update(b.column(n).to_numpy(zero_copy_only=False))
+                    scans[n].update(to_float64(b.column(n)))
             if progress:
                 progress(b.num_rows)
         return scans
@@ -183,11 +184,13 @@ def _to_storage(a: pa.Array, pl: ColumnPlan) -> np.ndarray:
             raise IngestError(f"column {pl.name!r}: values outside the range its statistics gave")
         return a.fill_null(sent).to_numpy(zero_copy_only=False).astype(pl.dtype)
     if pl.kind == "float" and pl.scale:
-        v = a.cast(pa.float64()).to_numpy(zero_copy_only=False)
+        v = to_float64(a)
         try:
             return encode(v, pl.scale, pl.dtype)
         except ValueError as e:
             raise IngestError(f"column {pl.name!r}: {e}") from None
+    if pl.kind == "float" and pa.types.is_decimal(a.type):
+        return to_float64(a)  # a decimal kept as float64 (too many digits, or --floats plain)
     if pl.kind == "float":
         return a.cast(pa.from_numpy_dtype(pl.dtype)).to_numpy(zero_copy_only=False).astype(pl.dtype)
     if pl.kind == "timestamp":
