@@ -42,7 +42,8 @@ class Session:
     """
 
     def __init__(self, path: str | os.PathLike, device: str = "auto", backend: str | None = None,
-                 cache: int | str | None = None, medium: str | None = None, cluster=None) -> None:
+                 cache: int | str | None = None, medium: str | None = None, cluster=None,
+                 page_size: int | str | None = None) -> None:
         self.path = Path(path)
         if medium is not None and medium not in MEDIA:
             raise DeviceError(f"medium must be one of {', '.join(MEDIA)}, not {medium!r}")
@@ -60,6 +61,15 @@ class Session:
         for d in dirs:
             s = open_table(d)
             self.stores[s.name] = s
+        if page_size is not None:  # a table's page size is set when it is ingested
+            from bamql.engine.gpu import parse_size
+
+            want = parse_size(page_size)
+            for s in self.stores.values():
+                if s.page_size != want:
+                    raise StoreError(f"table {s.name!r} has {s.page_size} B pages, not {want}: "
+                                     f"the page size is set at ingest (bamql ingest --page-size "
+                                     f"{want})")
         from bamql.engine.distributed import connect_cluster
 
         self.cluster = connect_cluster(cluster)
@@ -272,7 +282,8 @@ def remember(cache: dict, key, value, limit: int = 256) -> None:
 
 
 def connect(path: str | os.PathLike, device: str = "auto", backend: str | None = None,
-            cache: int | str | None = None, medium: str | None = None, cluster=None) -> Session:
+            cache: int | str | None = None, medium: str | None = None, cluster=None,
+            page_size: int | str | None = None) -> Session:
     """Open a directory of bamql tables.
 
     Parameters
@@ -296,5 +307,9 @@ def connect(path: str | os.PathLike, device: str = "auto", backend: str | None =
         A Dask ``Client``, a scheduler address, or ``"local-gpus"`` (one worker per GPU of
         this machine): partitioned tables then run one task per partition on the cluster,
         on the CPU or GPU engine as ``device`` says (otherwise one after another here).
+    page_size
+        The page size the tables must have (e.g. ``4096`` or ``"4KiB"``); a table ingested
+        with another is a clear error. Pages are laid out at ingest (``--page-size``).
     """
-    return Session(path, device=device, backend=backend, cache=cache, medium=medium, cluster=cluster)
+    return Session(path, device=device, backend=backend, cache=cache, medium=medium,
+                   cluster=cluster, page_size=page_size)

@@ -190,3 +190,10 @@ def test_parsed_queries_and_plans_are_reused_per_session(taxi_store):
         con.medium = "file"  # another medium is another plan, made afresh
         assert con.plan(q) is not plan and con.plan(q).medium == "file"
         assert_same_rows(con.sql(sql).rows(), first, ordered=False)
+
+
+def test_connect_checks_the_page_size_asked_for(taxi_store):
+    with bamql.connect(taxi_store, device="cpu", page_size="4KiB") as con:
+        assert con.store("trips").page_size == 4096
+    with pytest.raises(bamql.StoreError, match="has 4096 B pages, not 512.*--page-size 512"):
+        bamql.connect(taxi_store, device="cpu", page_size=512)
