@@ -359,13 +359,14 @@ def _ingest_partitions(srcs, plans, bounds, dirs, page_size, volumes, table, nam
     """Every partition, each in its own process when there are several cores (sources are
     decoded in parallel; a partition reads only the sources that overlap its rows)."""
     from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures.process import BrokenProcessPool
     from multiprocessing import get_context
 
     paths = [str(s.path) for s in srcs]
     args = [(paths, plans, bounds, k, str(d), page_size, volumes, table, names, groups)
             for k, d in enumerate(dirs)]
     workers = min(len(dirs), os.cpu_count() or 1)
-    if workers == 1:
+    if workers == 1 or not _spawn_can_start():
         for a in args:
             n = _ingest_partition(*a)
             if progress:
@@ -378,10 +379,24 @@ def _ingest_partitions(srcs, plans, bounds, dirs, page_size, volumes, table, nam
                 n = f.result()
                 if progress:
                     progress(n)
+        except BrokenProcessPool:
+            for f in futs:
+                f.cancel()
+            raise IngestError("a partition's ingest process died (out of memory, or killed); "
+                              "nothing was written") from None
         except BaseException:
             for f in futs:
                 f.cancel()
             raise
+
+
+def _spawn_can_start() -> bool:
+    """Whether spawned processes can start here: they re-import the main module from its
+    file, which a program read from stdin (``python - <<EOF``) does not have."""
+    import sys
+
+    main = getattr(sys.modules.get("__main__"), "__file__", None)
+    return main is None or os.path.exists(main)
 
 
 def _finish_store(d: Path, writer: PageWriter, plans, rows: int, page_size: int, volumes: int,

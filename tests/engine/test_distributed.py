@@ -136,3 +136,20 @@ def test_a_session_closes_the_cluster_it_started(parted, single):
     assert_same_rows(con.sql(QUERIES["q01"]).rows(), single["q01"], ordered=False)
     con.close()
     assert client.status == "closed"
+
+
+def test_partitioned_ingest_from_a_program_read_from_stdin(tmp_path, taxi_orc):
+    """Spawned processes re-import the main module from its file; a program piped to
+    ``python -`` has none, so its partitions are written in-process, not lost."""
+    import subprocess
+    import sys
+
+    code = (f"from bamql.storage.ingest import ingest\n"
+            f"r = ingest({[str(p) for p in taxi_orc]!r}, {str(tmp_path / 'p')!r}, partitions=2)\n"
+            f"print('rows', r.rows)\n")
+    r = subprocess.run([sys.executable, "-"], input=code, capture_output=True, text=True,
+                       timeout=300, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "rows 60000" in r.stdout
+    with bamql.connect(tmp_path / "p", device="cpu") as con:
+        assert con.sql("SELECT COUNT(*) FROM p").rows() == [(60000,)]
