@@ -21,7 +21,7 @@ class Data:
     rows: int
     share: float
     orc: list[Path]
-    parquet: Path
+    parquet: Path  # a glob over the Parquet copy's files (DuckDB's read_parquet takes it)
     stores: dict[int, Path]
 
 

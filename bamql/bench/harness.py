@@ -110,6 +110,13 @@ def _stale(store: Path) -> bool:
         return True
 
 
+def _orc_to_parquet(src: Path, dst: Path) -> None:
+    f = paorc.ORCFile(str(src))
+    with pq.ParquetWriter(dst, f.schema, compression="zstd") as w:
+        for i in range(f.nstripes):
+            w.write_batch(f.read_stripe(i))
+
+
 def prepare(workdir: Path, rows: int, share: float, page_sizes: Sequence[int],
             parquet_copy: bool = True, groups: str = "auto", floats: str = "auto") -> Data:
     """ORC, a Parquet copy (for DuckDB) and a store per page size (each reused when there
@@ -122,15 +129,20 @@ def prepare(workdir: Path, rows: int, share: float, page_sizes: Sequence[int],
             generate_orc(orc, GenParams(rows=rows, seed=1, williamsburg_share=share), files=files,
                          progress=adv)
     orcs = sorted(orc.glob("*.orc"))
-    parquet = base / "trips.parquet"
-    if parquet_copy and not parquet.exists():
-        tmp = parquet.with_suffix(".tmp")
-        with pq.ParquetWriter(tmp, paorc.ORCFile(str(orcs[0])).schema, compression="zstd") as w:
-            for p in orcs:
-                f = paorc.ORCFile(str(p))
-                for i in range(f.nstripes):
-                    w.write_batch(f.read_stripe(i))
-        tmp.rename(parquet)
+    pq_dir = base / "parquet"  # one zstd Parquet file per ORC file, written in parallel
+    if parquet_copy and not pq_dir.exists():
+        from concurrent.futures import ThreadPoolExecutor
+
+        tmp = base / ".parquet.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        with progress_bar("copying to Parquet (for DuckDB)", len(orcs)) as adv, \
+                ThreadPoolExecutor(min(len(orcs), os.cpu_count() or 1)) as ex:
+            # Arrow reads ORC and encodes Parquet outside the GIL: threads are enough
+            for _ in ex.map(lambda p: _orc_to_parquet(p, tmp / f"{p.stem}.parquet"), orcs):
+                adv(1)
+        tmp.rename(pq_dir)
+    parquet = pq_dir / "*.parquet"  # a glob, as DuckDB's read_parquet takes it
     stores = {}
     for ps in page_sizes:
         d = base / (f"data-{ps}" + ("" if groups in (None, "none") else f"-g{groups}")
