@@ -45,7 +45,8 @@ def cmd_ingest(a: argparse.Namespace) -> int:
     rows = sum(open_source(s).num_rows for s in a.sources)
     with ingest_progress("ingesting", rows) as bars:
         r = ingest(a.sources, a.out, page_size=a.page_size, volumes=a.volumes, table=a.table,
-                   partitions=a.partitions, groups=a.groups, floats=a.floats, **bars)
+                   partitions=a.partitions, groups=a.groups, floats=a.floats,
+                   compress=a.compress, **bars)
     print(f"ingested {r.rows:,} rows into {r.path} ({r.store_bytes / 1e6:,.1f} MB store, "
           f"page size {a.page_size} B) in {r.seconds:.2f} s: {r.rows / r.seconds:,.0f} rows/s, "
           f"{r.source_bytes / 1e6 / r.seconds:,.1f} MB/s of source")
@@ -113,7 +114,7 @@ def cmd_bench(a: argparse.Namespace) -> int:
     cfg = BenchConfig(rows=a.rows, queries=queries, engines=split(a.engines), modes=split(a.modes),
                       reps=a.reps, page_sizes=tuple(_size(x) for x in split(a.page_sizes)),
                       shares=shares, workdir=Path(a.workdir), out=Path(a.out), plots=not a.no_plots,
-                      groups=a.groups, floats=a.floats)
+                      groups=a.groups, floats=a.floats, compress=a.compress)
     res = run(cfg, say=lambda m: print(f"bamql: {m}", file=sys.stderr))
     print(summary(res))
     print(f"results: {cfg.out}.json" + "".join(f", {p}" for p in res.get("plots", [])))
@@ -188,6 +189,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="auto (default): store float columns whose values are all decimals of at most "
                    "4 digits as scaled int16/int32, exactly (a 2-decimal fare takes 2 bytes, not 8); "
                    "plain: store every float as it comes")
+    i.add_argument("--compress", default="zstd", choices=["zstd", "none"],
+                   help="zstd (default): also keep a compressed copy of every column, which cold "
+                   "streams and scans read from disk when the cost model finds that quicker "
+                   "(gathers keep reading single pages); none: pages only")
     i.set_defaults(func=cmd_ingest)
 
     v = sub.add_parser("verify", help="check every page checksum of a store")
@@ -223,6 +228,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--floats", default="auto", choices=["auto", "plain"],
                    help="decimal floats as scaled integers in the stores (default auto; see "
                    "bamql ingest --floats)")
+    b.add_argument("--compress", default="zstd", choices=["zstd", "none"],
+                   help="compressed stream copies in the stores (default zstd; see bamql ingest "
+                   "--compress)")
     b.set_defaults(func=cmd_bench)
     so = sub.add_parser("bench-scaleout", help="benchmark a partitioned table on 1, 2, ... GPUs (Dask)",
                         description="Ingest the generated trips as partitions, then for each GPU "

@@ -57,6 +57,7 @@ class BenchConfig:
     plots: bool = True
     groups: str = "auto"  # row groups of the stores (storage.groups): auto or none
     floats: str = "auto"  # decimal floats as scaled integers (storage.decimals): auto or plain
+    compress: str = "zstd"  # compressed stream copies (storage.streams): zstd or none
 
 
 def machine() -> dict:
@@ -102,12 +103,15 @@ def h2d_bandwidth() -> float:
     return n / statistics.median(ts)
 
 
-def _stale(store: Path) -> bool:
-    """A store written by an older format (re-ingested rather than measured as current)."""
+def _stale(store: Path, compress: str = "zstd") -> bool:
+    """A store written by an older format, or without the compressed copy asked for
+    (re-ingested rather than measured as current)."""
     try:
-        return json.loads((store / MANIFEST).read_text()).get("format_version") != FORMAT_VERSION
+        m = json.loads((store / MANIFEST).read_text())
     except (OSError, ValueError):
         return True
+    return (m.get("format_version") != FORMAT_VERSION
+            or (m.get("streams") is not None) != (compress == "zstd"))
 
 
 def _orc_to_parquet(src: Path, dst: Path) -> None:
@@ -118,7 +122,8 @@ def _orc_to_parquet(src: Path, dst: Path) -> None:
 
 
 def prepare(workdir: Path, rows: int, share: float, page_sizes: Sequence[int],
-            parquet_copy: bool = True, groups: str = "auto", floats: str = "auto") -> Data:
+            parquet_copy: bool = True, groups: str = "auto", floats: str = "auto",
+            compress: str = "zstd") -> Data:
     """ORC, a Parquet copy (for DuckDB) and a store per page size (each reused when there
     and current; stores with row groups or plain floats are kept apart from the others)."""
     base = workdir / f"r{rows}-s{share:g}"
@@ -146,13 +151,14 @@ def prepare(workdir: Path, rows: int, share: float, page_sizes: Sequence[int],
     stores = {}
     for ps in page_sizes:
         d = base / (f"data-{ps}" + ("" if groups in (None, "none") else f"-g{groups}")
-                    + ("-fplain" if floats == "plain" else ""))
-        if (d / "trips").exists() and _stale(d / "trips"):
+                    + ("-fplain" if floats == "plain" else "")
+                    + ("-znone" if compress == "none" else ""))
+        if (d / "trips").exists() and _stale(d / "trips", compress):
             shutil.rmtree(d / "trips")
         if not (d / "trips").exists():
             with ingest_progress(f"ingesting ({ps} B pages)", rows) as bars:
                 ingest(orcs, d / "trips", page_size=ps, **bars, groups=groups,
-                       floats=floats)
+                       floats=floats, compress=compress)
         stores[ps] = d
     return Data(rows, share, orcs, parquet, stores)
 
@@ -217,13 +223,13 @@ def run(cfg: BenchConfig, say: Callable[[str], None] = print) -> dict:
         "rows": cfg.rows, "queries": list(cfg.queries), "engines": [e.name for e in active],
         "modes": list(cfg.modes), "reps": cfg.reps, "page_sizes": list(cfg.page_sizes),
         "shares": list(cfg.shares), "cold": cold_ok, "groups": cfg.groups,
-        "floats": cfg.floats}, "runs": [], "errors": []}
+        "floats": cfg.floats, "compress": cfg.compress}, "runs": [], "errors": []}
     steps = len(cfg.shares) * len(cfg.queries) * sum(
         len(cfg.page_sizes) if e.name.startswith("bamql") else 1 for e in active)
     # data first: its own progress bars cannot nest inside the benchmark's
     datas = {share: prepare(cfg.workdir, cfg.rows, share, cfg.page_sizes,
                             parquet_copy=any(e.name == "duckdb" for e in active), groups=cfg.groups,
-                            floats=cfg.floats)
+                            floats=cfg.floats, compress=cfg.compress)
              for share in cfg.shares}
     with progress_bar("benchmarking", steps) as advance:
         for share, data in datas.items():

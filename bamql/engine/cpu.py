@@ -66,6 +66,7 @@ def run_cpu(plan: PhysicalPlan, store: PageStore, stats: QueryStats) -> dict[str
     stats.compile_seconds = time.perf_counter() - t0
     total = None
     paths = {a.column: a.path for a in plan.access}
+    zst = {a.column: a.compressed for a in plan.access}  # streamed from the zstd copy
     # where each column is read: its own extent, or its row-group copy for a group gather
     src = {a.column: store.shadow[a.column] if a.shadow else store.column(a.column)
            for a in plan.access}
@@ -75,7 +76,7 @@ def run_cpu(plan: PhysicalPlan, store: PageStore, stats: QueryStats) -> dict[str
         vals: dict[str, np.ndarray] = {}
         for (s, cols), k in zip(filters, fkerns, strict=True):
             for c in s.columns:
-                vals[c] = fetch(store, src[c], rows, lo, hi, paths[c], stats, len(rows))
+                vals[c] = fetch(store, src[c], rows, lo, hi, paths[c], stats, len(rows), zst[c])
             mask = np.empty(len(rows), bool)
             with kcpu.KERNEL_LOCK:
                 k(len(rows), *[vals[c] for c in cols], mask)
@@ -87,7 +88,7 @@ def run_cpu(plan: PhysicalPlan, store: PageStore, stats: QueryStats) -> dict[str
             continue
         stats.rows_matched += len(rows)
         for c in plan.dependent:
-            vals[c] = fetch(store, src[c], rows, lo, hi, paths[c], stats, len(rows))
+            vals[c] = fetch(store, src[c], rows, lo, hi, paths[c], stats, len(rows), zst[c])
         acc = accumulate.alloc(nch, groups, q.aggs)
         with kcpu.KERNEL_LOCK:
             akern(len(rows), nch, *[vals[c] for c in agg_cols], *acc.values())

@@ -10,12 +10,13 @@ from bamql.storage.store import PageStore
 
 
 def fetch(store: PageStore, c: ColumnMeta, rows: np.ndarray, lo: int, hi: int, path: str,
-          stats: QueryStats, needed: int) -> np.ndarray:
+          stats: QueryStats, needed: int, compressed: bool = False) -> np.ndarray:
     """Values of column ``c`` at ``rows`` (sorted, within ``[lo, hi)``).
 
     ``gather`` reads the distinct pages that hold ``rows``; ``scan`` and ``stream`` read every
-    page of ``[lo, hi)``. Adjacent pages are read with one call (store.read_pages); gathers of
-    mostly isolated pages go through the compiled scattered reader (store.read_scattered).
+    page of ``[lo, hi)``, from the column's compressed copy with ``compressed``. Gathered runs of
+    adjacent pages are read with one call (store.read_pages); gathers of mostly isolated
+    pages go through the compiled scattered reader (store.read_scattered).
     """
     rpp = c.rows_per_page
     if len(rows) == 0:
@@ -26,7 +27,9 @@ def fetch(store: PageStore, c: ColumnMeta, rows: np.ndarray, lo: int, hi: int, p
     else:
         pages = np.arange(lo // rpp, (hi - 1) // rpp + 1)
     buf = np.empty((len(pages), store.page_size), dtype=np.uint8)
-    if path == "gather" and 2 * (1 + np.count_nonzero(np.diff(pages) != 1)) > len(pages):
+    if compressed and path != "gather":  # a range, from the zstd copy (storage.streams)
+        nbytes = store.read_stream(c.name, int(pages[0]), int(pages[-1]) + 1, buf)
+    elif path == "gather" and 2 * (1 + np.count_nonzero(np.diff(pages) != 1)) > len(pages):
         # mostly isolated pages: one compiled pread loop, not a Python call per page
         nbytes = store.read_scattered(c.first_page + pages, buf, np.arange(len(pages)))
     else:  # long runs: one vectored read per run

@@ -253,10 +253,11 @@ class GpuEngine:
                 ts.resident.clear()
                 ts.resident_bytes = 0
 
-    def _stream(self, ts: TableState, store: PageStore, c, ranges) -> tuple[object, int]:
+    def _stream(self, ts: TableState, store: PageStore, c, ranges,
+                compressed: bool = False) -> tuple[object, int, int]:
         """File backend: read the pages of column ``c`` that hold candidate rows into its
-        pinned mapped buffer, in large sequential reads on several threads; returns the
-        buffer and the pages read."""
+        pinned mapped buffer, in large sequential reads on several threads (from its zstd
+        copy with ``compressed``); returns the buffer, the pages and the bytes read."""
         from concurrent.futures import ThreadPoolExecutor
 
         ps, rpp = store.page_size, c.rows_per_page
@@ -273,13 +274,19 @@ class GpuEngine:
             else:
                 runs.append([p0, p1])
         step = max(1, (16 << 20) // ps)
+        if compressed:  # jobs of whole chunks: no chunk read or decompressed twice
+            cp = store.manifest.streams.chunk_pages
+            step = max(cp, step // cp * cp)
         jobs = [(i, min(i + step, p1)) for p0, p1 in runs for i in range(p0, p1, step)]
         if self._io_pool is None:
             self._io_pool = ThreadPoolExecutor(8, thread_name_prefix="bamql-stream")
-        read = lambda j: store.read_pages(np.arange(c.first_page + j[0], c.first_page + j[1]),  # noqa: E731
-                                          view[j[0] : j[1]])
-        list(self._io_pool.map(read, jobs))
-        return buf, sum(b - a for a, b in jobs)
+        if compressed:
+            read = lambda j: store.read_stream(c.name, j[0], j[1], view[j[0] : j[1]])  # noqa: E731
+        else:
+            read = lambda j: store.read_pages(  # noqa: E731
+                np.arange(c.first_page + j[0], c.first_page + j[1]), view[j[0] : j[1]])
+        nbytes = sum(self._io_pool.map(read, jobs))
+        return buf, sum(b - a for a, b in jobs), nbytes
 
     # -- running ---------------------------------------------------------------------------
     def run(self, plan: PhysicalPlan, store: PageStore, stats: QueryStats) -> dict[str, np.ndarray]:
@@ -336,12 +343,15 @@ class GpuEngine:
         first = set(plan.stages[0].columns) if plan.stages else set()
         scan_arrays, filled = [], {}
         scan_moved = {}
+        zst = {a.column: a.compressed for a in plan.access}  # streamed from the zstd copy
+        disk: dict[str, int] = {}  # bytes the file backend's streams read from disk
         for n in sorted(scan):
             c = store.column(n)
             # write-through only for stage-1 columns: every candidate row is live when they are
             # read, so the device copy gets every value (later columns only the survivors')
             full = plan.ranges == ((0, store.rows),) and n in first
-            arr, resident, fill, moved = self._scan_column(ts, store, c, total, full, plan.ranges)
+            arr, resident, fill, moved = self._scan_column(ts, store, c, total, full, plan.ranges,
+                                                           zst.get(n, False), disk)
             scan_arrays += [arr, resident, fill]
             if fill:
                 filled[n] = resident
@@ -412,7 +422,7 @@ class GpuEngine:
             pages = -(-total // col.rows_per_page) if c.role == "predicate" else 0
             moved = scan_moved[n]  # pages that crossed PCIe now
             c.pages_read += moved
-            c.bytes_read += moved * ps
+            c.bytes_read += disk.get(n, moved * ps)
             c.cache_hits += pages if moved == 0 else 0
             c.values_needed += total if c.role == "predicate" else stats.rows_matched
             c.path = "scan" if c.role == "predicate" else ("stream" if queue else "direct")
@@ -428,7 +438,8 @@ class GpuEngine:
             stats.columns[n].path = "cache"
         return accumulate.merge(host_acc, None)
 
-    def _scan_column(self, ts: TableState, store: PageStore, c, total: int, full: bool, ranges=()):
+    def _scan_column(self, ts: TableState, store: PageStore, c, total: int, full: bool, ranges=(),
+                     compressed: bool = False, disk: dict | None = None):
         """How the kernel reads a directly scanned column: ``(array, resident copy, fill,
         pages crossing PCIe now)``. On the host backend a full scan writes the values it reads
         into a device copy (``fill``), so later queries read the column from GPU memory."""
@@ -441,7 +452,9 @@ class GpuEngine:
             arr = ts.resident[c.name]
             return arr, arr, 0, 0
         if self.backend == "file":
-            buf, moved = self._stream(ts, store, c, ranges)
+            buf, moved, nbytes = self._stream(ts, store, c, ranges, compressed)
+            if disk is not None:
+                disk[c.name] = nbytes  # what came from the disk (the zstd copy's bytes)
             view = _typed(buf, c.np_dtype, 0, count)
         else:
             view = _typed(ts.source, c.np_dtype, off, count)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 
@@ -57,14 +58,43 @@ def gather_cost(n_pages: int, rows_per_page: int, selectivity: float, page_size:
     return pages, requests / medium.random_reads_per_s + pages * page_size / medium.seq_bytes_per_s
 
 
-def stream_cost(n_pages: int, page_size: int, medium: Medium) -> tuple[float, float]:
-    """Estimated (pages read, seconds) of streaming a whole column."""
-    return float(n_pages), 1.0 / medium.random_reads_per_s + n_pages * page_size / medium.seq_bytes_per_s
+#: zstd decompression per host thread: 0.9-6.5 GB/s per core on the taxi columns (dev VM,
+#: script); the low end, times the threads a stream decompresses with (storage.streams).
+DECOMPRESS_BYTES_PER_S = 0.9e9
+
+
+def decompress_rate() -> float:
+    return DECOMPRESS_BYTES_PER_S * min(8, os.cpu_count() or 1)
+
+
+def compressed_time(n_pages: int, page_size: int, medium: Medium, stream_bytes: float) -> float:
+    """Seconds to stream a column from its compressed copy: its bytes, then decompression."""
+    return (1.0 / medium.random_reads_per_s + stream_bytes / medium.seq_bytes_per_s
+            + n_pages * page_size / decompress_rate())
+
+
+def stream_cost(n_pages: int, page_size: int, medium: Medium,
+                stream_bytes: float | None = None) -> tuple[float, float]:
+    """Estimated (pages read, seconds) of streaming a whole column: its pages, or its
+    compressed copy (``stream_bytes`` of it) when that is quicker."""
+    t = 1.0 / medium.random_reads_per_s + n_pages * page_size / medium.seq_bytes_per_s
+    if stream_bytes is not None:
+        t = min(t, compressed_time(n_pages, page_size, medium, stream_bytes))
+    return float(n_pages), t
+
+
+def use_compressed(n_pages: int, page_size: int, medium: Medium, stream_bytes: float | None) -> bool:
+    """Whether a stream of the column is quicker from its compressed copy (on disk it
+    usually is; from memory, decompressing costs more than it saves)."""
+    if stream_bytes is None:
+        return False
+    raw = 1.0 / medium.random_reads_per_s + n_pages * page_size / medium.seq_bytes_per_s
+    return compressed_time(n_pages, page_size, medium, stream_bytes) < raw
 
 
 def choose_path(n_pages: int, rows_per_page: int, selectivity: float, page_size: int,
-                medium: Medium) -> tuple[str, float]:
+                medium: Medium, stream_bytes: float | None = None) -> tuple[str, float]:
     """``('gather' | 'stream', estimated pages)`` for a dependent column: the cheaper one."""
     gp, gt = gather_cost(n_pages, rows_per_page, selectivity, page_size, medium)
-    sp, st = stream_cost(n_pages, page_size, medium)
+    sp, st = stream_cost(n_pages, page_size, medium, stream_bytes)
     return ("gather", gp) if gt < st else ("stream", sp)  # a tie streams: one sequential read

@@ -7,7 +7,15 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from bamql.planner import ir
-from bamql.planner.cost import CACHED, FILE, Medium, choose_path, gather_cost, stream_cost
+from bamql.planner.cost import (
+    CACHED,
+    FILE,
+    Medium,
+    choose_path,
+    gather_cost,
+    stream_cost,
+    use_compressed,
+)
 from bamql.planner.evaluate import predicate_mask
 from bamql.planner.translate import key_domain
 from bamql.storage.store import PageStore
@@ -33,6 +41,7 @@ class Access:
     est_pages: float
     n_pages: int
     shadow: bool = False  # a gather through the column's row-group copy (storage.groups)
+    compressed: bool = False  # a scan or stream of the column's zstd copy (storage.streams)
 
 
 @dataclass(frozen=True)
@@ -166,12 +175,14 @@ def _through_groups(access: list[Access], store: PageStore, sel: float, medium: 
         for i in idx:
             c = store.column(out[i].column)
             mine += min(gather_cost(c.n_pages, c.rows_per_page, sel, store.page_size, medium)[1],
-                        stream_cost(c.n_pages, store.page_size, medium)[1])
+                        stream_cost(c.n_pages, store.page_size, medium,
+                                    store.stream_bytes.get(c.name))[1])
         pages, first = gather_cost(g.n_pages, g.rows_per_page, sel, store.page_size, medium)
         others = 0.0 if medium.overlaps_cached else (len(idx) - 1) * pages / CACHED.random_reads_per_s
         if first + others < mine:
             for i in idx:
-                out[i] = replace(out[i], path="gather", est_pages=pages, shadow=True)
+                out[i] = replace(out[i], path="gather", est_pages=pages, shadow=True,
+                                 compressed=False)
     return out
 
 
@@ -204,12 +215,15 @@ def plan_query(q: ir.Query, store: PageStore, medium: Medium = FILE,
         paths = []
         for name in new:
             col = store.column(name)
+            zb = store.stream_bytes.get(name)
             if i == 0:
                 path, pages = "scan", col.n_pages * cand
             else:
-                path, pages = choose_path(col.n_pages, col.rows_per_page, running, ps, medium)
+                path, pages = choose_path(col.n_pages, col.rows_per_page, running, ps, medium, zb)
             paths.append(path)
-            access.append(Access(name, "predicate", path, pages, col.n_pages))
+            access.append(Access(name, "predicate", path, pages, col.n_pages,
+                                 compressed=path != "gather" and use_compressed(
+                                     col.n_pages, ps, medium, zb)))
         fetched.update(new)
         stages.append(Stage(c, new, tuple(paths), sels[c]))
         running *= sels[c]
@@ -221,11 +235,14 @@ def plan_query(q: ir.Query, store: PageStore, medium: Medium = FILE,
                 dep_cols.setdefault(name)
     for name in dep_cols:
         col = store.column(name)
+        zb = store.stream_bytes.get(name)
         if not conj:
             path, pages = "stream", float(col.n_pages)
         else:
-            path, pages = choose_path(col.n_pages, col.rows_per_page, est, ps, medium)
-        access.append(Access(name, "dependent", path, pages, col.n_pages))
+            path, pages = choose_path(col.n_pages, col.rows_per_page, est, ps, medium, zb)
+        access.append(Access(name, "dependent", path, pages, col.n_pages,
+                             compressed=path != "gather" and use_compressed(col.n_pages, ps,
+                                                                            medium, zb)))
     if conj and store.shadow and medium.name in DISK_MEDIA:
         access = _through_groups(access, store, est, medium)
     if domains is None:
@@ -266,11 +283,14 @@ def explain_text(p: PhysicalPlan, store: PageStore) -> str:
     for a in p.access:
         c = store.column(a.column)
         est_b, whole_b = a.est_pages * p.page_size, c.n_pages * p.page_size
+        if a.compressed:  # the copy's bytes, in proportion to the pages read
+            est_b *= store.stream_bytes[a.column] / max(whole_b, 1)
         ours += est_b
         whole += whole_b
         lines.append(f"    {a.column:<24} {a.role:<9} {a.path:<6} est {_fmt_bytes(est_b):>12} "
                      f"of {_fmt_bytes(whole_b):>12} whole  {c.dtype}"
-                     + (f"/1e{c.scale}" if c.scale else "") + ("  (row group)" if a.shadow else ""))
+                     + (f"/1e{c.scale}" if c.scale else "") + ("  (row group)" if a.shadow else "")
+                     + ("  (zstd copy)" if a.compressed else ""))
     lines.append(f"  estimated bytes: {_fmt_bytes(ours)} (whole-column reader: {_fmt_bytes(whole)}, "
                  f"{whole / ours if ours else float('inf'):.1f}x more)")
     return "\n".join(lines)

@@ -156,6 +156,19 @@ class GroupMeta:
 
 
 @dataclass(frozen=True)
+class StreamMeta:
+    """The compressed copy of every column (``storage.streams``): chunks of ``chunk_pages``
+    pages compressed with ``codec``, a column's chunks one after another in ``file``; the
+    chunk offsets and lengths are in the page metadata (``zst:off``, ``zst:len``)."""
+
+    file: str
+    codec: str
+    chunk_pages: int
+    first_chunk: dict[str, int]
+    file_bytes: int
+
+
+@dataclass(frozen=True)
 class Manifest:
     """The table's description; written last, atomically, by ingest."""
 
@@ -171,6 +184,7 @@ class Manifest:
     format_version: int = FORMAT_VERSION
     extra: dict = field(default_factory=dict)
     groups: tuple[GroupMeta, ...] = ()
+    streams: StreamMeta | None = None
 
     @property
     def all_pages(self) -> int:
@@ -220,6 +234,8 @@ class Manifest:
             d["sources"] = tuple(d.get("sources", ()))
             d["groups"] = tuple(GroupMeta(**{**g, "members": tuple(g["members"])})
                                 for g in d.get("groups", ()))
+            if d.get("streams") is not None:
+                d["streams"] = StreamMeta(**d["streams"])
             return cls(columns=tuple(cols), **d)
         except (TypeError, KeyError) as e:
             raise StoreError(f"store {path}: {MANIFEST} is malformed ({e})") from None

@@ -225,6 +225,7 @@ def ingest(
     groups: str | Sequence[Sequence[str]] | None = None,
     floats: str = "auto",
     scan_progress: Callable[[int], None] | None = None,
+    compress: str = "zstd",
 ) -> IngestReport:
     """Ingest ``sources`` (ORC, Parquet or CSV files of one schema) into a page store at ``out``.
 
@@ -254,6 +255,9 @@ def ingest(
         ``"auto"``: a float64 column whose values are all decimals of at most 4 digits and
         fit is stored as scaled int16/int32 (``storage.decimals``; exact, and 2-4x fewer
         bytes to stream); ``"plain"``: every float as it comes.
+    compress
+        ``"zstd"``: also write a compressed copy of every column, which streams and scans
+        read from disk instead of the pages (``storage.streams``); ``"none"``: pages only.
     scan_progress
         Called with the number of rows of each batch that pass over the float columns
         checked (``bamql.progress.ingest_progress`` drives both bars).
@@ -269,6 +273,8 @@ def ingest(
         raise IngestError(f"output {out} already exists; remove it or choose another path")
     if floats not in ("auto", "plain"):
         raise IngestError(f"--floats must be auto or plain, got {floats!r}")
+    if compress not in ("zstd", "none"):
+        raise IngestError(f"--compress must be zstd or none, got {compress!r}")
     srcs = [open_source(s) for s in sources]
     cols = _unify(srcs)
     plans = _plans(srcs, cols, floats, scan_progress)
@@ -300,10 +306,10 @@ def ingest(
                     w.append(i, _to_storage(b.column(i), pl))
                 if progress:
                     progress(b.num_rows)
-            _finish_store(tmp, w, plans, rows, page_size, volumes, name, names, groups)
+            _finish_store(tmp, w, plans, rows, page_size, volumes, name, names, groups, compress)
         else:
             _ingest_partitions(srcs, plans, bounds, dirs, page_size, volumes, name, names, progress,
-                               groups)
+                               groups, compress)
         if partitions > 1:
             write_partitions(tmp, name, [(d.name, bounds[k], bounds[k + 1] - bounds[k])
                                          for k, d in enumerate(dirs)])
@@ -322,7 +328,7 @@ def ingest(
 
 def _ingest_partition(sources: list[str], plans, bounds: list[int], k: int, d: str,
                       page_size: int, volumes: int, table: str, names: tuple[str, ...],
-                      groups=None) -> int:
+                      groups=None, compress: str = "zstd") -> int:
     """Write partition ``k`` (rows ``bounds[k]:bounds[k+1]``) as a store in ``d``, reading
     only the sources that overlap it; runs in a worker process. Returns its rows."""
     lo, hi = bounds[k], bounds[k + 1]
@@ -347,7 +353,7 @@ def _ingest_partition(sources: list[str], plans, bounds: list[int], k: int, d: s
                 pos += b.num_rows
                 if pos >= hi:
                     break
-        _finish_store(d, w, plans, hi - lo, page_size, volumes, table, names, groups)
+        _finish_store(d, w, plans, hi - lo, page_size, volumes, table, names, groups, compress)
     except BaseException:
         w.abort()
         raise
@@ -355,7 +361,7 @@ def _ingest_partition(sources: list[str], plans, bounds: list[int], k: int, d: s
 
 
 def _ingest_partitions(srcs, plans, bounds, dirs, page_size, volumes, table, names, progress,
-                       groups=None) -> None:
+                       groups=None, compress: str = "zstd") -> None:
     """Every partition, each in its own process when there are several cores (sources are
     decoded in parallel; a partition reads only the sources that overlap its rows)."""
     from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -363,7 +369,7 @@ def _ingest_partitions(srcs, plans, bounds, dirs, page_size, volumes, table, nam
     from multiprocessing import get_context
 
     paths = [str(s.path) for s in srcs]
-    args = [(paths, plans, bounds, k, str(d), page_size, volumes, table, names, groups)
+    args = [(paths, plans, bounds, k, str(d), page_size, volumes, table, names, groups, compress)
             for k, d in enumerate(dirs)]
     workers = min(len(dirs), os.cpu_count() or 1)
     if workers == 1 or not _spawn_can_start():
@@ -400,7 +406,7 @@ def _spawn_can_start() -> bool:
 
 
 def _finish_store(d: Path, writer: PageWriter, plans, rows: int, page_size: int, volumes: int,
-                  table: str, sources: tuple[str, ...], groups=None) -> None:
+                  table: str, sources: tuple[str, ...], groups=None, compress: str = "zstd") -> None:
     """Flush a store's last pages, write its row groups, its page metadata and its manifest
     (last)."""
     from bamql.storage.groups import parse_groups, write_groups
@@ -422,6 +428,12 @@ def _finish_store(d: Path, writer: PageWriter, plans, rows: int, page_size: int,
     group_metas, arrays = write_groups(
         d, parse_groups(groups, columns, page_size), columns, page_size, volumes,
         writer.total_pages, writer.checksum, writer.zmin, writer.zmax, writer.nulls)
+    streams = None
+    if compress == "zstd":
+        from bamql.storage.streams import write_streams
+
+        streams, arrays["zst:off"], arrays["zst:len"] = write_streams(
+            d, columns, page_size, volumes, writer.total_pages)
     for pl, r in zip(plans, res["columns"], strict=True):
         arrays[f"sample:{pl.name}"] = r["sample"]
     buf = io.BytesIO()
@@ -432,7 +444,7 @@ def _finish_store(d: Path, writer: PageWriter, plans, rows: int, page_size: int,
         table=table, rows=rows, page_size=page_size, n_volumes=volumes,
         total_pages=writer.total_pages, columns=tuple(columns),
         pages_meta_sha256=hashlib.sha256(meta_bytes).hexdigest(), sources=sources,
-        groups=group_metas,
+        groups=group_metas, streams=streams,
     )
     mpath = d / MANIFEST
     mpath.write_text(man.to_json())

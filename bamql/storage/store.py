@@ -50,6 +50,7 @@ class PageStore:
         with np.load(meta_path) as z:
             self.pages = PageMeta(z["checksum"], z["zmin"], z["zmax"], z["nulls"])
             self.sample = {c: z[f"sample:{c}"] for c in self.columns}
+            zst = (z["zst:off"], z["zst:len"]) if m.streams is not None else None
         self._fds: list[int] = []
         self._lock = threading.Lock()
         for v in range(m.n_volumes):
@@ -80,6 +81,23 @@ class PageStore:
                 c = self.columns[name]
                 self.shadow[name] = replace(c, first_page=g.first_page + j * g.n_pages)
         self.layout = DiskLayout.of(m, self._fds, self._group_fds)  # for compiled readers
+        #: the compressed copy (``storage.streams``): its file and per-chunk offsets, lengths
+        self._zst_fd: int | None = None
+        #: compressed bytes of each column's copy (what a stream of it reads), if there is one
+        self.stream_bytes: dict[str, int] = {}
+        if m.streams is not None:
+            sm = m.streams
+            zp = self.path / sm.file
+            if not zp.exists() or zp.stat().st_size != sm.file_bytes:
+                self.close()
+                raise StoreError(f"store {self.path}: compressed copy {sm.file} is missing, "
+                                 f"truncated or damaged (expected {sm.file_bytes:,} bytes)")
+            self._zst_fd = os.open(zp, os.O_RDONLY)
+            self._zst = zst
+            for c in m.columns:
+                k0 = sm.first_chunk[c.name]
+                k1 = k0 + -(-c.n_pages // sm.chunk_pages)
+                self.stream_bytes[c.name] = int(zst[1][k0:k1].sum())
 
     # -- metadata ------------------------------------------------------------------------
     @property
@@ -154,6 +172,38 @@ class PageStore:
             self.check(ids, out[:n])
         return total
 
+    def _decompressors(self):
+        """Threads that decompress a stream's chunks (made on first use, shared)."""
+        with self._lock:
+            if getattr(self, "_zpool", None) is None:
+                from concurrent.futures import ThreadPoolExecutor
+
+                self._zpool = ThreadPoolExecutor(min(8, os.cpu_count() or 1),
+                                                 thread_name_prefix="bamql-zstd")
+            return self._zpool
+
+    def read_stream(self, name: str, p0: int, p1: int, out: np.ndarray, verify: bool = True) -> int:
+        """Pages ``p0 .. p1 - 1`` of column ``name`` (relative to its first page) into
+        ``out``, from the compressed copy when the store has one (else the pages); checksums
+        checked as ``read_pages``. Returns the bytes read from disk."""
+        c = self.column(name)
+        if self._zst_fd is None:
+            return self.read_pages(np.arange(c.first_page + p0, c.first_page + p1), out, verify)
+        from bamql.storage.streams import CorruptChunk, read_chunks
+
+        try:
+            n = read_chunks(self._zst_fd, self.manifest.streams, *self._zst, c, p0, p1,
+                            self.page_size, out, self._decompressors())
+        except CorruptChunk as e:
+            raise StoreError(f"store {self.path}: compressed copy of column {name!r}: {e}; "
+                             "the store is corrupt") from None
+        if verify:
+            ids = np.arange(c.first_page + p0, c.first_page + p1)
+            bad = np.nonzero(page_checksums(out[: p1 - p0], ids) != self.pages.checksum[ids])[0]
+            if len(bad):
+                raise self.checksum_error(int(ids[bad[0]]))
+        return n
+
     def read_scattered(self, page_ids: np.ndarray, out: np.ndarray, rows: np.ndarray,
                        verify: bool = True) -> int:
         """Read page ``page_ids[k]`` into ``out[rows[k]]`` (any order, repeats allowed) in
@@ -220,13 +270,29 @@ class PageStore:
                     p = int(ids[b])
                     problems.append(f"column {c.name!r}{where} page {p - c.first_page} "
                                     f"(global page {p}): checksum mismatch")
+        if self._zst_fd is not None:  # the compressed copy must give the same pages
+            step = self.manifest.streams.chunk_pages * 64
+            for c in self.manifest.columns:
+                for p0 in range(0, c.n_pages, step):
+                    p1 = min(p0 + step, c.n_pages)
+                    buf = np.empty((p1 - p0, self.page_size), dtype=np.uint8)
+                    try:
+                        self.read_stream(c.name, p0, p1, buf)
+                    except StoreError as e:
+                        problems.append(f"column {c.name!r} (compressed copy): {e}")
+                        break
         return problems
 
     def close(self) -> None:
         """Close the volume and row-group files."""
-        for fd in self._fds + getattr(self, "_group_fds", []):
+        zst = getattr(self, "_zst_fd", None)
+        for fd in self._fds + getattr(self, "_group_fds", []) + ([zst] if zst is not None else []):
             os.close(fd)
-        self._fds, self._group_fds = [], []
+        self._fds, self._group_fds, self._zst_fd = [], [], None
+        pool = getattr(self, "_zpool", None)
+        if pool is not None:
+            pool.shutdown(wait=False)
+            self._zpool = None
 
     def __enter__(self) -> PageStore:
         return self

@@ -1,0 +1,119 @@
+"""Compressed stream copies: what a sequential read of a whole column moves from disk.
+
+A cold stream of a column reads every page of it at the disk's sequential rate, while a
+whole-column reader such as RAPIDS reads compressed ORC. The store therefore keeps, beside
+the uncompressed pages (which gathers and the page cache use, one page per value), a zstd
+copy of each column in chunks of ``chunk_pages`` pages (``zst-000.bin``). A stream or scan
+reads the chunks that cover its pages and decompresses them on the host; the pages it gets
+are checked against the same page checksums. Measured on the taxi measures stored as
+2-byte scaled integers, zstd level 1 shrinks Q6's seven streamed columns ~2.5x.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from bamql.errors import IngestError
+from bamql.storage.format import ColumnMeta, StreamMeta
+from bamql.storage.nativeio import DiskLayout, read_into
+
+STREAM_FILE = "zst-000.bin"
+CODEC = "zstd"
+#: Uncompressed bytes per chunk: large enough for the codec, small enough that a morsel
+#: (2 M rows) wastes little decompressing a chunk it only partly needs.
+CHUNK_BYTES = 256 << 10
+
+
+class CorruptChunk(Exception):
+    """A chunk of the compressed copy that cannot be read back."""
+
+
+def codec() -> pa.Codec:
+    return pa.Codec(CODEC, compression_level=1)
+
+
+def write_streams(d: Path, columns: Sequence[ColumnMeta], page_size: int, n_volumes: int,
+                  total_pages: int) -> tuple[StreamMeta, np.ndarray, np.ndarray]:
+    """Write the compressed copy of every column of a store whose volumes are complete.
+
+    Returns its metadata and, per chunk (columns in order), the byte offset and length.
+    """
+    cp = max(1, CHUNK_BYTES // page_size)
+    vol_fds = np.array([os.open(d / f"vol-{v:03d}.bin", os.O_RDONLY) for v in range(n_volumes)],
+                       np.int32)
+    layout = DiskLayout.volumes(vol_fds, n_volumes, total_pages, page_size)
+    first: dict[str, int] = {}
+    offs: list[int] = []
+    lens: list[int] = []
+    pos = 0
+    cd = codec()
+
+    def chunk(c: ColumnMeta, k: int) -> bytes:
+        p0, p1 = k * cp, min((k + 1) * cp, c.n_pages)
+        buf = np.empty((p1 - p0, page_size), np.uint8)
+        pages = np.arange(c.first_page + p0, c.first_page + p1, dtype=np.int64)
+        if read_into(layout, pages, buf, np.arange(p1 - p0, dtype=np.int64)) >= 0:
+            raise IngestError(f"reading column {c.name!r} back for its compressed copy failed")
+        return cd.compress(buf, asbytes=True)
+
+    fd = os.open(d / STREAM_FILE, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
+    try:
+        with ThreadPoolExecutor(min(8, os.cpu_count() or 1)) as ex:
+            for c in columns:
+                first[c.name] = len(offs)
+                n_chunks = -(-c.n_pages // cp)
+                # the codec runs outside the GIL: chunks compress in parallel, in order
+                for blob in ex.map(lambda k, c=c: chunk(c, k), range(n_chunks)):
+                    os.pwrite(fd, blob, pos)
+                    offs.append(pos)
+                    lens.append(len(blob))
+                    pos += len(blob)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+        for v in vol_fds:
+            os.close(int(v))
+    meta = StreamMeta(STREAM_FILE, CODEC, cp, first, pos)
+    return meta, np.array(offs, np.int64), np.array(lens, np.int64)
+
+
+def read_chunks(fd: int, meta: StreamMeta, offs: np.ndarray, lens: np.ndarray, c: ColumnMeta,
+                p0: int, p1: int, page_size: int, out: np.ndarray, pool=None) -> int:
+    """Pages ``p0 .. p1 - 1`` of column ``c`` (relative to its first page) from the
+    compressed copy into ``out[: p1 - p0]``, chunks decompressed on ``pool``'s threads when
+    given; returns the compressed bytes read. Raises ``CorruptChunk`` when the copy is
+    truncated or a chunk does not decompress."""
+    cp = meta.chunk_pages
+    k0, k1 = p0 // cp, (p1 - 1) // cp + 1
+    base = meta.first_chunk[c.name]
+    a = int(offs[base + k0])
+    b = int(offs[base + k1 - 1] + lens[base + k1 - 1])
+    raw = os.pread(fd, b - a, a)  # a column's chunks lie one after another: one read
+    if len(raw) != b - a:
+        raise CorruptChunk("the compressed copy is truncated")
+
+    def one(k: int) -> None:
+        c0, c1 = k * cp, min((k + 1) * cp, c.n_pages)
+        s0 = int(offs[base + k]) - a
+        blob = raw[s0 : s0 + int(lens[base + k])]
+        try:  # the codec releases the GIL: chunks decompress in parallel
+            pages = np.frombuffer(codec().decompress(blob, decompressed_size=(c1 - c0) * page_size,
+                                                     asbytes=True), np.uint8)
+        except (OSError, pa.ArrowException) as e:
+            raise CorruptChunk(f"chunk {k} does not decompress ({e})") from None
+        pages = pages.reshape(c1 - c0, page_size)
+        lo, hi = max(p0, c0), min(p1, c1)
+        out[lo - p0 : hi - p0] = pages[lo - c0 : hi - c0]
+
+    if pool is None or k1 - k0 < 2:
+        for k in range(k0, k1):
+            one(k)
+    else:
+        list(pool.map(one, range(k0, k1)))
+    return b - a

@@ -1,0 +1,96 @@
+"""Compressed stream copies: the same pages back, damage caught, the planner's choice."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import bamql
+from bamql.errors import IngestError, StoreError
+from bamql.queries import load
+from bamql.storage.ingest import ingest
+from bamql.storage.store import PageStore
+from tests.conftest import read_orc
+from tests.reference import assert_same_rows, duck
+
+
+@pytest.fixture(scope="module")
+def small_pages(tmp_path_factory, taxi_orc):
+    d = tmp_path_factory.mktemp("streams")
+    ingest(taxi_orc, d / "trips", page_size=512)
+    return d
+
+
+def test_the_copy_gives_back_the_same_pages(small_pages):
+    rng = np.random.default_rng(2)
+    with PageStore(small_pages / "trips") as s:
+        assert s.manifest.streams is not None and s.manifest.streams.codec == "zstd"
+        for name in ("pickup_location_id", "trip_distance", "mta_tax", "pickup_datetime"):
+            c = s.column(name)
+            assert 0 < s.stream_bytes[name] < c.n_pages * s.page_size  # it compresses
+            for p0, p1 in [(0, c.n_pages), *(sorted(rng.integers(0, c.n_pages + 1, 2)) for _ in range(20))]:
+                p0, p1 = int(p0), int(max(p1, p0 + 1))
+                p1 = min(p1, c.n_pages)
+                if p0 >= p1:
+                    continue
+                a = np.empty((p1 - p0, s.page_size), np.uint8)
+                b = np.empty_like(a)
+                n = s.read_stream(name, p0, p1, a)
+                s.read_pages(np.arange(c.first_page + p0, c.first_page + p1), b)
+                assert (a == b).all() and 0 < n <= s.stream_bytes[name]
+        assert s.verify() == []
+
+
+def test_none_writes_no_copy(tmp_path, taxi_orc):
+    ingest(taxi_orc, tmp_path / "t", compress="none")
+    with PageStore(tmp_path / "t") as s:
+        assert s.manifest.streams is None and s.stream_bytes == {}
+        c = s.column("fare_amount")
+        a = np.empty((3, s.page_size), np.uint8)
+        assert s.read_stream("fare_amount", 0, 3, a) == 3 * s.page_size  # the pages themselves
+        b = np.empty_like(a)
+        s.read_pages(np.arange(c.first_page, c.first_page + 3), b)
+        assert (a == b).all()
+    with pytest.raises(IngestError, match="--compress must be zstd or none"):
+        ingest(taxi_orc, tmp_path / "u", compress="lz4")
+    assert not (tmp_path / "u").exists()
+
+
+def test_damage_to_the_copy_is_one_clear_error(tmp_path, taxi_orc):
+    import shutil
+
+    shutil.copytree(taxi_orc[0].parent, tmp_path / "orc")
+    ingest(sorted((tmp_path / "orc").glob("*.orc")), tmp_path / "t", page_size=512)
+    z = tmp_path / "t" / "zst-000.bin"
+    with PageStore(tmp_path / "t") as s:
+        c = s.column("trip_distance")
+        k = s.manifest.streams.first_chunk["trip_distance"]
+        off = int(s._zst[0][k]) + 40  # inside the column's first chunk
+    raw = bytearray(z.read_bytes())
+    raw[off] ^= 0xFF
+    z.write_bytes(bytes(raw))
+    with PageStore(tmp_path / "t") as s:
+        buf = np.empty((c.n_pages, s.page_size), np.uint8)
+        with pytest.raises(StoreError, match="trip_distance") as e:
+            s.read_stream("trip_distance", 0, c.n_pages, buf)
+        assert "\n" not in str(e.value)
+        assert any("trip_distance" in p for p in s.verify())
+    z.write_bytes(bytes(raw[:-10]))
+    with pytest.raises(StoreError, match="zst-000.bin is missing, truncated or damaged"):
+        PageStore(tmp_path / "t")
+
+
+def test_disk_streams_read_the_copy_and_memory_does_not(small_pages, taxi_orc):
+    sql = load("q06")
+    with bamql.connect(small_pages, device="cpu", medium="file") as con:
+        text = con.explain(sql)
+        # the surcharge columns compress ~20-130x: from disk their copy is quicker to stream
+        zipped = [ln.split()[0] for ln in text.splitlines() if "(zstd copy)" in ln]
+        assert {"mta_tax", "tolls_amount"} <= set(zipped), text
+        res = con.sql(sql)
+        st = res.stats
+        assert_same_rows(res.rows(), duck(sql, read_orc(taxi_orc)), ordered=False)
+        for name in zipped:  # what came from disk is the copy's bytes
+            assert st.columns[name].bytes_read < st.columns[name].whole_bytes / 4
+    with bamql.connect(small_pages, device="cpu", medium="cached") as con:
+        assert "(zstd copy)" not in con.explain(sql)  # from memory, decompressing costs more
