@@ -189,10 +189,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="auto (default): store float columns whose values are all decimals of at most "
                    "4 digits as scaled int16/int32, exactly (a 2-decimal fare takes 2 bytes, not 8); "
                    "plain: store every float as it comes")
-    i.add_argument("--compress", default="zstd", choices=["zstd", "none"],
-                   help="zstd (default): also keep a compressed copy of every column, which cold "
-                   "streams and scans read from disk when the cost model finds that quicker "
-                   "(gathers keep reading single pages); none: pages only")
+    i.add_argument("--compress", default="none", choices=["zstd", "none"],
+                   help="zstd: also keep a compressed copy of every column, which cold streams and "
+                   "scans read from disk when the cost model finds that quicker (gathers keep "
+                   "reading single pages); none (default): pages only")
     i.set_defaults(func=cmd_ingest)
 
     v = sub.add_parser("verify", help="check every page checksum of a store")
@@ -228,8 +228,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--floats", default="auto", choices=["auto", "plain"],
                    help="decimal floats as scaled integers in the stores (default auto; see "
                    "bamql ingest --floats)")
-    b.add_argument("--compress", default="zstd", choices=["zstd", "none"],
-                   help="compressed stream copies in the stores (default zstd; see bamql ingest "
+    b.add_argument("--compress", default="none", choices=["zstd", "none"],
+                   help="compressed stream copies in the stores (default none; see bamql ingest "
                    "--compress)")
     b.set_defaults(func=cmd_bench)
     so = sub.add_parser("bench-scaleout", help="benchmark a partitioned table on 1, 2, ... GPUs (Dask)",

@@ -57,7 +57,7 @@ class BenchConfig:
     plots: bool = True
     groups: str = "auto"  # row groups of the stores (storage.groups): auto or none
     floats: str = "auto"  # decimal floats as scaled integers (storage.decimals): auto or plain
-    compress: str = "zstd"  # compressed stream copies (storage.streams): zstd or none
+    compress: str = "none"  # compressed stream copies (storage.streams): zstd or none
 
 
 def machine() -> dict:
@@ -103,7 +103,7 @@ def h2d_bandwidth() -> float:
     return n / statistics.median(ts)
 
 
-def _stale(store: Path, compress: str = "zstd") -> bool:
+def _stale(store: Path, compress: str = "none") -> bool:
     """A store written by an older format, or without the compressed copy asked for
     (re-ingested rather than measured as current)."""
     try:
@@ -123,7 +123,7 @@ def _orc_to_parquet(src: Path, dst: Path) -> None:
 
 def prepare(workdir: Path, rows: int, share: float, page_sizes: Sequence[int],
             parquet_copy: bool = True, groups: str = "auto", floats: str = "auto",
-            compress: str = "zstd") -> Data:
+            compress: str = "none") -> Data:
     """ORC, a Parquet copy (for DuckDB) and a store per page size (each reused when there
     and current; stores with row groups or plain floats are kept apart from the others)."""
     base = workdir / f"r{rows}-s{share:g}"
@@ -152,7 +152,7 @@ def prepare(workdir: Path, rows: int, share: float, page_sizes: Sequence[int],
     for ps in page_sizes:
         d = base / (f"data-{ps}" + ("" if groups in (None, "none") else f"-g{groups}")
                     + ("-fplain" if floats == "plain" else "")
-                    + ("-znone" if compress == "none" else ""))
+                    + ("-zstd" if compress == "zstd" else ""))
         if (d / "trips").exists() and _stale(d / "trips", compress):
             shutil.rmtree(d / "trips")
         if not (d / "trips").exists():

@@ -225,7 +225,7 @@ def ingest(
     groups: str | Sequence[Sequence[str]] | None = None,
     floats: str = "auto",
     scan_progress: Callable[[int], None] | None = None,
-    compress: str = "zstd",
+    compress: str = "none",
 ) -> IngestReport:
     """Ingest ``sources`` (ORC, Parquet or CSV files of one schema) into a page store at ``out``.
 
@@ -257,7 +257,8 @@ def ingest(
         bytes to stream); ``"plain"``: every float as it comes.
     compress
         ``"zstd"``: also write a compressed copy of every column, which streams and scans
-        read from disk instead of the pages (``storage.streams``); ``"none"``: pages only.
+        read from disk when the cost model finds that quicker (``storage.streams``);
+        ``"none"`` (the default until the copy is measured on the GPU machine): pages only.
     scan_progress
         Called with the number of rows of each batch that pass over the float columns
         checked (``bamql.progress.ingest_progress`` drives both bars).
@@ -328,7 +329,7 @@ def ingest(
 
 def _ingest_partition(sources: list[str], plans, bounds: list[int], k: int, d: str,
                       page_size: int, volumes: int, table: str, names: tuple[str, ...],
-                      groups=None, compress: str = "zstd") -> int:
+                      groups=None, compress: str = "none") -> int:
     """Write partition ``k`` (rows ``bounds[k]:bounds[k+1]``) as a store in ``d``, reading
     only the sources that overlap it; runs in a worker process. Returns its rows."""
     lo, hi = bounds[k], bounds[k + 1]
@@ -361,7 +362,7 @@ def _ingest_partition(sources: list[str], plans, bounds: list[int], k: int, d: s
 
 
 def _ingest_partitions(srcs, plans, bounds, dirs, page_size, volumes, table, names, progress,
-                       groups=None, compress: str = "zstd") -> None:
+                       groups=None, compress: str = "none") -> None:
     """Every partition, each in its own process when there are several cores (sources are
     decoded in parallel; a partition reads only the sources that overlap its rows)."""
     from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -406,7 +407,7 @@ def _spawn_can_start() -> bool:
 
 
 def _finish_store(d: Path, writer: PageWriter, plans, rows: int, page_size: int, volumes: int,
-                  table: str, sources: tuple[str, ...], groups=None, compress: str = "zstd") -> None:
+                  table: str, sources: tuple[str, ...], groups=None, compress: str = "none") -> None:
     """Flush a store's last pages, write its row groups, its page metadata and its manifest
     (last)."""
     from bamql.storage.groups import parse_groups, write_groups

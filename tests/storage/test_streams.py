@@ -17,7 +17,7 @@ from tests.reference import assert_same_rows, duck
 @pytest.fixture(scope="module")
 def small_pages(tmp_path_factory, taxi_orc):
     d = tmp_path_factory.mktemp("streams")
-    ingest(taxi_orc, d / "trips", page_size=512)
+    ingest(taxi_orc, d / "trips", page_size=512, compress="zstd")
     return d
 
 
@@ -60,7 +60,8 @@ def test_damage_to_the_copy_is_one_clear_error(tmp_path, taxi_orc):
     import shutil
 
     shutil.copytree(taxi_orc[0].parent, tmp_path / "orc")
-    ingest(sorted((tmp_path / "orc").glob("*.orc")), tmp_path / "t", page_size=512)
+    ingest(sorted((tmp_path / "orc").glob("*.orc")), tmp_path / "t", page_size=512,
+           compress="zstd")
     z = tmp_path / "t" / "zst-000.bin"
     with PageStore(tmp_path / "t") as s:
         c = s.column("trip_distance")
