@@ -45,9 +45,9 @@ def filter_source(pred: ir.Expr, columns: Sequence[str], sentinels: dict,
     ec = ExprCompiler(lambda c: f"{safe_name(c)}[i]", sentinels, indent="        ",
                       scales=scales)
     v, ok = ec.compile(pred)
-    args = ", ".join(safe_name(c) for c in columns)
+    params = ", ".join(["n", *(safe_name(c) for c in columns), "out"])  # a constant: no columns
     return "\n".join([
-        f"def kern(n, {args}, out):",
+        f"def kern({params}):",
         "    for i in numba.prange(n):",
         *ec.lines,
         f"        out[i] = {ok} and {v}",
