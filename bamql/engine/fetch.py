@@ -27,7 +27,7 @@ def fetch(store: PageStore, c: ColumnMeta, rows: np.ndarray, lo: int, hi: int, p
     else:
         pages = np.arange(lo // rpp, (hi - 1) // rpp + 1)
     buf = np.empty((len(pages), store.page_size), dtype=np.uint8)
-    if compressed and path != "gather":  # a range, from the zstd copy (storage.streams)
+    if compressed:  # a range, from the zstd copy (storage.streams; never for a gather)
         nbytes = store.read_stream(c.name, int(pages[0]), int(pages[-1]) + 1, buf)
     elif path == "gather" and 2 * (1 + np.count_nonzero(np.diff(pages) != 1)) > len(pages):
         # mostly isolated pages: one compiled pread loop, not a Python call per page

@@ -31,10 +31,6 @@ def gpu_unavailable_reason() -> str | None:
     return gpu_available()
 
 
-def _simulator() -> bool:
-    return os.environ.get("NUMBA_ENABLE_CUDASIM", "0") == "1"
-
-
 class Session:
     """A connection to a directory of tables (or one table directory).
 
@@ -64,7 +60,10 @@ class Session:
         if page_size is not None:  # a table's page size is set when it is ingested
             from bamql.engine.gpu import parse_size
 
-            want = parse_size(page_size)
+            try:
+                want = parse_size(page_size)
+            except DeviceError:
+                raise PlanError(f"page_size: not a size: {page_size!r} (try 4096 or '4KiB')") from None
             for s in self.stores.values():
                 if s.page_size != want:
                     raise StoreError(f"table {s.name!r} has {s.page_size} B pages, not {want}: "
@@ -87,7 +86,9 @@ class Session:
             why = gpu_unavailable_reason()
             # asked for by name, numba's CUDA simulator runs the GPU engine (CI, tiny tables);
             # "auto" never picks it
-            simulated = why is not None and device == "gpu" and _simulator()
+            from bamql.kernels.gpu import SIMULATOR
+
+            simulated = why is not None and device == "gpu" and SIMULATOR
             if why is None or simulated:
                 from bamql.engine.gpu import GpuEngine
 

@@ -20,8 +20,9 @@ import numpy as np
 from bamql.kernels.codegen import ExprCompiler, safe_name
 from bamql.planner import ir
 
-#: kernels generated for numba's CUDA simulator (CI) merge per lane: it has no warp shuffles
-_SIMULATOR = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") == "1"
+#: numba's CUDA simulator is on (CI): the one place that reads the switch. It has no warp
+#: intrinsics, so generated kernels and the cache and queue device code take stand-ins.
+SIMULATOR = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") == "1"
 
 _cache: dict[str, object] = {}
 _lock = threading.Lock()
@@ -30,7 +31,7 @@ BLOCK = 256
 
 def gpu_available() -> str | None:
     """None when the GPU engine can run here, else the reason (one line)."""
-    if os.environ.get("NUMBA_ENABLE_CUDASIM", "0") == "1":
+    if SIMULATOR:
         return "the numba CUDA simulator is enabled (NUMBA_ENABLE_CUDASIM=1)"
     if tuple(int(x) for x in np.__version__.split(".")[:2]) >= (2, 5):
         return f"numpy {np.__version__} breaks numba-cuda; install numpy<2.5"
@@ -168,32 +169,27 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
         "            row = range_lo[lo] + (t - cand_off[lo])",
     ]
     tail = ["        base += nw * 32"]
-    if _SIMULATOR:  # numba's CUDA simulator has no shuffles: every lane merges its own accumulators
-        red = []
-        for arr, idx, local, op in flush:
-            red.append(f"    cuda.atomic.{op}({arr}, {idx}, {local})")
-        red.append("    cuda.atomic.add(counters, 0, matched)")
-        for c in cached:
-            i = cached_index[c]
-            red.append(f"    cuda.atomic.add(counters, {1 + 2 * i}, st_{safe_name(c)}[0])")
-            red.append(f"    cuda.atomic.add(counters, {2 + 2 * i}, st_{safe_name(c)}[1])")
-        return "\n".join(head + body + tail + red) + "\n"
-    # warp-reduce the per-thread accumulators, then one atomic per warp
-    red = ["    for off in (16, 8, 4, 2, 1):"]
-    for _arr, _idx, local, op in flush:
-        if op == "add":
-            red.append(f"        {local} += cuda.shfl_down_sync(0xFFFFFFFF, {local}, off)")
-        else:
-            red.append(f"        {local} = {op}({local}, cuda.shfl_down_sync(0xFFFFFFFF, {local}, off))")
-    red.append("        matched += cuda.shfl_down_sync(0xFFFFFFFF, matched, off)")
-    red.append("    if lane == 0:")
+    red: list[str] = []
+    ind = "    "
+    if not SIMULATOR:  # warp-reduce the per-thread accumulators, then one atomic per warp
+        red.append("    for off in (16, 8, 4, 2, 1):")
+        for _arr, _idx, local, op in flush:
+            if op == "add":
+                red.append(f"        {local} += cuda.shfl_down_sync(0xFFFFFFFF, {local}, off)")
+            else:
+                red.append(f"        {local} = {op}({local}, "
+                           f"cuda.shfl_down_sync(0xFFFFFFFF, {local}, off))")
+        red.append("        matched += cuda.shfl_down_sync(0xFFFFFFFF, matched, off)")
+        red.append("    if lane == 0:")
+        ind = "        "
+    # (numba's CUDA simulator has no shuffles: there every lane merges its own accumulators)
     for arr, idx, local, op in flush:
-        red.append(f"        cuda.atomic.{op}({arr}, {idx}, {local})")
-    red.append("        cuda.atomic.add(counters, 0, matched)")
+        red.append(f"{ind}cuda.atomic.{op}({arr}, {idx}, {local})")
+    red.append(f"{ind}cuda.atomic.add(counters, 0, matched)")
     for c in cached:
         i = cached_index[c]
-        red.append(f"        cuda.atomic.add(counters, {1 + 2 * i}, st_{safe_name(c)}[0])")
-        red.append(f"        cuda.atomic.add(counters, {2 + 2 * i}, st_{safe_name(c)}[1])")
+        red.append(f"{ind}cuda.atomic.add(counters, {1 + 2 * i}, st_{safe_name(c)}[0])")
+        red.append(f"{ind}cuda.atomic.add(counters, {2 + 2 * i}, st_{safe_name(c)}[1])")
     return "\n".join(head + body + tail + red) + "\n"
 
 

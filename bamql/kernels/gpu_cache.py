@@ -18,16 +18,16 @@ page fill (from memory here, or through the I/O queues in ``gpu_queue``), and ne
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 from numba import cuda
+
+from bamql.kernels.gpu import SIMULATOR
 
 VALID = 1 << 30
 BUSY = 1 << 29
 REFS = BUSY - 1
 FULL_MASK = 0xFFFFFFFF
-_SIM = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") == "1"
+_SIM = SIMULATOR
 
 if _SIM:  # the simulator has neither nanosleep nor ldcg
 

@@ -73,23 +73,24 @@ def compressed_time(n_pages: int, page_size: int, medium: Medium, stream_bytes: 
             + n_pages * page_size / decompress_rate())
 
 
-def stream_cost(n_pages: int, page_size: int, medium: Medium,
-                stream_bytes: float | None = None) -> tuple[float, float]:
-    """Estimated (pages read, seconds) of streaming a whole column: its pages, or its
-    compressed copy (``stream_bytes`` of it) when that is quicker."""
-    t = 1.0 / medium.random_reads_per_s + n_pages * page_size / medium.seq_bytes_per_s
-    if stream_bytes is not None:
-        t = min(t, compressed_time(n_pages, page_size, medium, stream_bytes))
-    return float(n_pages), t
+def _pages_time(n_pages: int, page_size: int, medium: Medium) -> float:
+    return 1.0 / medium.random_reads_per_s + n_pages * page_size / medium.seq_bytes_per_s
 
 
 def use_compressed(n_pages: int, page_size: int, medium: Medium, stream_bytes: float | None) -> bool:
     """Whether a stream of the column is quicker from its compressed copy (on disk it
     usually is; from memory, decompressing costs more than it saves)."""
-    if stream_bytes is None:
-        return False
-    raw = 1.0 / medium.random_reads_per_s + n_pages * page_size / medium.seq_bytes_per_s
-    return compressed_time(n_pages, page_size, medium, stream_bytes) < raw
+    return (stream_bytes is not None and compressed_time(n_pages, page_size, medium, stream_bytes)
+            < _pages_time(n_pages, page_size, medium))
+
+
+def stream_cost(n_pages: int, page_size: int, medium: Medium,
+                stream_bytes: float | None = None) -> tuple[float, float]:
+    """Estimated (pages read, seconds) of streaming a whole column: its pages, or its
+    compressed copy (``stream_bytes`` of it) when that is quicker."""
+    if use_compressed(n_pages, page_size, medium, stream_bytes):
+        return float(n_pages), compressed_time(n_pages, page_size, medium, stream_bytes)
+    return float(n_pages), _pages_time(n_pages, page_size, medium)
 
 
 def choose_path(n_pages: int, rows_per_page: int, selectivity: float, page_size: int,

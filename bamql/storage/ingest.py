@@ -15,6 +15,7 @@ import io
 import os
 import secrets
 import shutil
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -400,8 +401,6 @@ def _ingest_partitions(srcs, plans, bounds, dirs, page_size, volumes, table, nam
 def _spawn_can_start() -> bool:
     """Whether spawned processes can start here: they re-import the main module from its
     file, which a program read from stdin (``python - <<EOF``) does not have."""
-    import sys
-
     main = getattr(sys.modules.get("__main__"), "__file__", None)
     return main is None or os.path.exists(main)
 

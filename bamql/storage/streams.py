@@ -5,8 +5,9 @@ whole-column reader such as RAPIDS reads compressed ORC. The store therefore kee
 the uncompressed pages (which gathers and the page cache use, one page per value), a zstd
 copy of each column in chunks of ``chunk_pages`` pages (``zst-000.bin``). A stream or scan
 reads the chunks that cover its pages and decompresses them on the host; the pages it gets
-are checked against the same page checksums. Measured on the taxi measures stored as
-2-byte scaled integers, zstd level 1 shrinks Q6's seven streamed columns ~2.5x.
+are checked against the same page checksums. On the taxi measures stored as 2-byte scaled
+integers, zstd level 1 shrank Q6's seven streamed columns ~2.5x (a script on the dev VM, not
+the harness); whether that makes cold streams faster is for the benchmark to show.
 """
 
 from __future__ import annotations

@@ -197,3 +197,14 @@ def test_connect_checks_the_page_size_asked_for(taxi_store):
         assert con.store("trips").page_size == 4096
     with pytest.raises(bamql.StoreError, match="has 4096 B pages, not 512.*--page-size 512"):
         bamql.connect(taxi_store, device="cpu", page_size=512)
+    with pytest.raises(bamql.PlanError, match="page_size: not a size"):
+        bamql.connect(taxi_store, device="cpu", page_size="lots")
+
+
+def test_a_predicate_without_columns_compiles(con):
+    """A constant condition gives a filter kernel over no columns (found by the fuzz test)."""
+    every = con.sql("SELECT AVG(fare_amount) FROM trips").rows()
+    assert con.sql("SELECT AVG(fare_amount) FROM trips WHERE TIMESTAMP '2019-01-01' "
+                   "IN (TIMESTAMP '2019-01-01')").rows() == every
+    assert con.sql("SELECT AVG(fare_amount) FROM trips WHERE TIMESTAMP '2019-01-01' IN").rows() \
+        == [(None,)]
