@@ -34,9 +34,10 @@ from bamql.errors import BamqlError
 from bamql.planner.translate import translate
 from bamql.progress import ingest_progress, progress_bar
 from bamql.queries import TAXI_QUERIES, load
-from bamql.storage.format import FORMAT_VERSION, MANIFEST
+from bamql.storage.format import FORMAT_VERSION, MANIFEST, PAGES_META
 from bamql.storage.ingest import ingest
 from bamql.storage.store import PageStore
+from bamql.storage.valuesets import max_domain
 
 MODES = ("warm", "hot", "cold")
 
@@ -104,14 +105,20 @@ def h2d_bandwidth() -> float:
 
 
 def _stale(store: Path, compress: str = "none") -> bool:
-    """A store written by an older format, or without the compressed copy asked for
-    (re-ingested rather than measured as current)."""
+    """A store written by an older format or bamql (no page value sets), or without the
+    compressed copy asked for (re-ingested rather than measured as current)."""
     try:
         m = json.loads((store / MANIFEST).read_text())
+        with np.load(store / PAGES_META) as z:
+            keys = set(z.files)
     except (OSError, ValueError):
         return True
+    small = [c["name"] for c in m.get("columns", []) if c.get("kind") in ("int", "string")
+             and not c.get("scale") and c.get("min") is not None and c.get("max") is not None
+             and c["max"] - c["min"] < max_domain(m.get("page_size", 0))]
     return (m.get("format_version") != FORMAT_VERSION
-            or (m.get("streams") is not None) != (compress == "zstd"))
+            or (m.get("streams") is not None) != (compress == "zstd")
+            or bool(small) and not any(k.startswith("vset:") for k in keys))
 
 
 def _orc_to_parquet(src: Path, dst: Path) -> None:

@@ -1,7 +1,9 @@
 """The page-granular minimum of a query's I/O, computed from the ORC files, not the engine.
 
-A page-store engine must read every page of its predicate columns (less what zone maps
-rule out) and, of each dependent column, every page that holds a matching row. The rows
+A page-granular reader must read, of every column the query uses, each page that holds a
+matching row's value, and needs nothing else: a page of the predicate column without a match
+can be skipped by an index that knows it (page value sets do, storage.valuesets); an engine
+without one reads every page of its predicate columns and shows it as amplification. The rows
 come from the NumPy interpreter (``planner.evaluate``) over the ORC the store was made
 from, so a claim of "within 1.2x of the page-granular minimum" is checked against an
 answer the engine did not compute.
@@ -57,18 +59,17 @@ def matching_rows(q: ir.Query, orc: Sequence[Path], columns: dict[str, ColumnMet
 
 def page_minimum(q: ir.Query, rows: np.ndarray | None, n_rows: int,
                  columns: dict[str, ColumnMeta], page_size: int) -> int | None:
-    """Bytes the page-granular minimum reads: all pages of the predicate columns, and the
-    distinct pages holding ``rows`` of every other column the query uses."""
+    """Bytes the page-granular minimum reads: of every column the query uses, the distinct
+    pages holding ``rows`` (all pages when there is no predicate)."""
     if rows is None and q.predicate is not None:
         return None
-    pred = set(ir.columns_of(q.predicate)) if q.predicate is not None else set()
-    used: set[str] = set(pred)
+    used: set[str] = set(ir.columns_of(q.predicate)) if q.predicate is not None else set()
     for e in (*q.keys, *q.aggs):
         used |= set(ir.columns_of(e))
     total = 0
     for n in used:
         c = columns[n]
-        if n in pred or rows is None:
+        if rows is None:
             total += -(-n_rows // c.rows_per_page) * page_size
         else:
             total += len(np.unique(rows // c.rows_per_page)) * page_size

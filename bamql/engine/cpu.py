@@ -14,6 +14,7 @@ from bamql.engine.stats import QueryStats
 from bamql.kernels import cpu as kcpu
 from bamql.planner import ir
 from bamql.planner.physical import PhysicalPlan
+from bamql.planner.ranges import RowRanges
 from bamql.storage import nativeio
 from bamql.storage.pagemath import page_checksums
 from bamql.storage.store import PageStore
@@ -22,13 +23,19 @@ from bamql.storage.store import PageStore
 MORSEL_ROWS = 1 << 21
 
 
-def _morsels(ranges, size: int):
-    for a, b in ranges:
-        start = a
-        while start < b:
-            end = min(b, (start // size + 1) * size)
-            yield start, end
-            start = end
+def _morsels(ranges: RowRanges, size: int):
+    """The candidate rows of each aligned window of ``size`` rows that has any."""
+    if not len(ranges):
+        return
+    first, last = ranges.starts // size, (ranges.ends - 1) // size
+    span = np.zeros(int(last[-1]) + 2, np.int64)  # +1 where a range's windows begin, -1 after
+    np.add.at(span, first, 1)
+    np.add.at(span, last + 1, -1)
+    wins = np.nonzero(np.cumsum(span)[:-1] > 0)[0]
+    for w in wins.tolist():
+        rows = ranges.window(w * size, (w + 1) * size)
+        if len(rows):
+            yield rows
 
 
 def warm_readers(page_size: int) -> None:
@@ -71,12 +78,12 @@ def run_cpu(plan: PhysicalPlan, store: PageStore, stats: QueryStats) -> dict[str
     src = {a.column: store.shadow[a.column] if a.shadow else store.column(a.column)
            for a in plan.access}
     size = max(MORSEL_ROWS, store.page_size)
-    for lo, hi in _morsels(plan.ranges, size):
-        rows = np.arange(lo, hi, dtype=np.int64)
+    for window in _morsels(plan.ranges, size):
+        rows = window
         vals: dict[str, np.ndarray] = {}
         for (s, cols), k in zip(filters, fkerns, strict=True):
             for c in s.columns:
-                vals[c] = fetch(store, src[c], rows, lo, hi, paths[c], stats, len(rows), zst[c])
+                vals[c] = fetch(store, src[c], rows, window, paths[c], stats, len(rows), zst[c])
             mask = np.empty(len(rows), bool)
             with kcpu.KERNEL_LOCK:
                 k(len(rows), *[vals[c] for c in cols], mask)
@@ -88,7 +95,7 @@ def run_cpu(plan: PhysicalPlan, store: PageStore, stats: QueryStats) -> dict[str
             continue
         stats.rows_matched += len(rows)
         for c in plan.dependent:
-            vals[c] = fetch(store, src[c], rows, lo, hi, paths[c], stats, len(rows), zst[c])
+            vals[c] = fetch(store, src[c], rows, window, paths[c], stats, len(rows), zst[c])
         acc = accumulate.alloc(nch, groups, q.aggs)
         with kcpu.KERNEL_LOCK:
             akern(len(rows), nch, *[vals[c] for c in agg_cols], *acc.values())

@@ -266,13 +266,7 @@ class GpuEngine:
             buf = self.cuda.mapped_array(c.n_pages * ps, dtype=np.uint8)
             ts.colbufs[c.name] = buf
         view = _host_view(buf).reshape(c.n_pages, ps)
-        runs: list[list[int]] = []
-        for a, b in ranges:  # page runs of the candidate rows, merged
-            p0, p1 = a // rpp, (b - 1) // rpp + 1
-            if runs and p0 <= runs[-1][1]:
-                runs[-1][1] = max(runs[-1][1], p1)
-            else:
-                runs.append([p0, p1])
+        runs = zip(*(r.tolist() for r in ranges.page_runs(rpp)), strict=True)
         step = max(1, (16 << 20) // ps)
         if compressed:  # jobs of whole chunks: no chunk read or decompressed twice
             cp = store.manifest.streams.chunk_pages
@@ -335,9 +329,9 @@ class GpuEngine:
         t_start = time.perf_counter()
         kern = kgpu.compile_kernel(src)
         t_compiled = time.perf_counter()
-        # candidate rows: zone-map ranges flattened by a prefix sum
-        lo = np.array([a for a, _ in plan.ranges] or [0], np.int64)
-        lens = np.array([b - a for a, b in plan.ranges] or [0], np.int64)
+        # candidate rows: what zone maps and value sets left, flattened by a prefix sum
+        lo = plan.ranges.starts if len(plan.ranges) else np.zeros(1, np.int64)
+        lens = plan.ranges.ends - plan.ranges.starts if len(plan.ranges) else np.zeros(1, np.int64)
         off = np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(np.int64)
         total = int(lens.sum())
         first = set(plan.stages[0].columns) if plan.stages else set()
@@ -349,7 +343,7 @@ class GpuEngine:
             c = store.column(n)
             # write-through only for stage-1 columns: every candidate row is live when they are
             # read, so the device copy gets every value (later columns only the survivors')
-            full = plan.ranges == ((0, store.rows),) and n in first
+            full = plan.ranges.is_whole(store.rows) and n in first
             arr, resident, fill, moved = self._scan_column(ts, store, c, total, full, plan.ranges,
                                                            zst.get(n, False), disk)
             scan_arrays += [arr, resident, fill]
@@ -438,7 +432,7 @@ class GpuEngine:
             stats.columns[n].path = "cache"
         return accumulate.merge(host_acc, None)
 
-    def _scan_column(self, ts: TableState, store: PageStore, c, total: int, full: bool, ranges=(),
+    def _scan_column(self, ts: TableState, store: PageStore, c, total: int, full: bool, ranges,
                      compressed: bool = False, disk: dict | None = None):
         """How the kernel reads a directly scanned column: ``(array, resident copy, fill,
         pages crossing PCIe now)``. On the host backend a full scan writes the values it reads
@@ -458,7 +452,8 @@ class GpuEngine:
             view = _typed(buf, c.np_dtype, 0, count)
         else:
             view = _typed(ts.source, c.np_dtype, off, count)
-            moved = -(-total // c.rows_per_page)
+            p0, p1 = ranges.page_runs(c.rows_per_page)
+            moved = int((p1 - p0).sum())  # the pages holding candidate rows cross PCIe
         nbytes = count * c.itemsize
         if full and ts.resident_bytes + nbytes <= ts.n_slots * ps:
             try:

@@ -1,4 +1,5 @@
-"""Logical query -> physical plan: predicate stages, zone-map pruning, access paths, EXPLAIN."""
+"""Logical query -> physical plan: predicate stages, pruning by zone maps and page value sets,
+access paths, EXPLAIN."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from bamql.planner.cost import (
     use_compressed,
 )
 from bamql.planner.evaluate import predicate_mask
+from bamql.planner.ranges import RowRanges
 from bamql.planner.translate import key_domain
 from bamql.storage.store import PageStore
 
@@ -46,7 +48,8 @@ class Access:
 
 @dataclass(frozen=True)
 class PhysicalPlan:
-    """What the executors run. ``ranges`` are the row ranges zone maps could not rule out."""
+    """What the executors run. ``ranges`` are the row ranges that zone maps and page value
+    sets could not rule out, merged across gaps too short to be worth a read of their own."""
 
     query: ir.Query
     rows: int
@@ -54,14 +57,14 @@ class PhysicalPlan:
     stages: tuple[Stage, ...]
     dependent: tuple[str, ...]
     access: tuple[Access, ...]
-    ranges: tuple[tuple[int, int], ...]
+    ranges: RowRanges
     est_selectivity: float
     key_domains: tuple[tuple[int, int], ...]
     medium: str
 
     @property
     def candidate_rows(self) -> int:
-        return sum(b - a for a, b in self.ranges)
+        return self.ranges.rows
 
     def access_of(self, column: str) -> Access:
         return next(a for a in self.access if a.column == column)
@@ -99,29 +102,49 @@ def _page_mask(e: ir.Expr, store: PageStore) -> tuple[str, np.ndarray] | None:
         for lit in e.values:
             if lit.value is not None:
                 m |= (lo <= lit.value) & (lit.value <= hi)
-        return col, m
+        return col, _with_value_sets(m, store, col, [lit.value for lit in e.values])
     op = e.op
+    if op == "=":
+        return col, _with_value_sets((lo <= v) & (v <= hi), store, col, [v])
     return col, {
         "=": (lo <= v) & (v <= hi), "<": lo < v, "<=": lo <= v, ">": hi > v, ">=": hi >= v,
         "<>": ~((lo == v) & (hi == v)),
     }[op]
 
 
-def prune(conj: tuple[ir.Expr, ...], store: PageStore) -> tuple[tuple[int, int], ...]:
-    """Row ranges that zone maps cannot rule out for the AND of ``conj``."""
+def _with_value_sets(m: np.ndarray, store: PageStore, col: str, values) -> np.ndarray:
+    """``m`` less the pages whose value set (storage.valuesets) holds none of ``values``."""
+    vs = store.value_sets.get(col)
+    if vs is None:
+        return m
+    return m & vs.pages_holding(values)
+
+
+def prune(conj: tuple[ir.Expr, ...], store: PageStore, max_gap: int = 0) -> RowRanges:
+    """Row ranges that zone maps and value sets cannot rule out for the AND of ``conj``,
+    joined across gaps of at most ``max_gap`` rows."""
     rows = store.rows
     masks = [m for m in (_page_mask(e, store) for e in conj) if m is not None]
     if not masks:
-        return ((0, rows),) if rows else ()
+        return RowRanges.whole(rows)
     block = min(store.column(c).rows_per_page for c, _ in masks)
     n_blocks = -(-rows // block)
     keep = np.ones(n_blocks, bool)
     for col, m in masks:
         rep = store.column(col).rows_per_page // block
         keep &= np.repeat(m, rep)[:n_blocks]
-    edges = np.diff(np.concatenate([[0], keep.astype(np.int8), [0]]))
-    starts, ends = np.nonzero(edges == 1)[0], np.nonzero(edges == -1)[0]
-    return tuple((int(a) * block, min(int(b) * block, rows)) for a, b in zip(starts, ends, strict=True))
+    return RowRanges.from_blocks(keep, block, rows).merged(max_gap)
+
+
+def gap_rows(conj: tuple[ir.Expr, ...], store: PageStore, medium: Medium) -> int:
+    """The longest gap between candidate ranges worth reading through rather than skipping:
+    the bytes a ``medium`` moves in the time one more read costs (a disk seek, a page-cache
+    call), over the bytes per row of the predicate columns (0 when skipping is free)."""
+    cols = {n for e in conj for n in ir.columns_of(e)}
+    per_row = sum(store.column(n).itemsize for n in cols)
+    if not per_row:
+        return 0
+    return int(2 * medium.seq_bytes_per_s / medium.random_reads_per_s) // per_row
 
 
 # -- selectivity -------------------------------------------------------------------------
@@ -207,9 +230,11 @@ def plan_query(q: ir.Query, store: PageStore, medium: Medium = FILE,
         todo.remove(best)
         order.append(best)
         have.update(ir.columns_of(best))
-    ranges = prune(conj, store)
-    cand = sum(b - a for a, b in ranges) / max(store.rows, 1)
-    stages, access, fetched, running = [], [], set(), cand
+    ranges = prune(conj, store, gap_rows(conj, store, medium))
+    cand = ranges.rows / max(store.rows, 1)
+    # rows alive before each stage, as a share of all rows: pruning removes no matching row,
+    # so it is the product of the stages' selectivities so far, capped by the candidates
+    stages, access, fetched, running = [], [], set(), 1.0
     for i, c in enumerate(order):
         new = tuple(x for x in ir.columns_of(c) if x not in fetched)
         paths = []
@@ -219,7 +244,8 @@ def plan_query(q: ir.Query, store: PageStore, medium: Medium = FILE,
             if i == 0:
                 path, pages = "scan", col.n_pages * cand
             else:
-                path, pages = choose_path(col.n_pages, col.rows_per_page, running, ps, medium, zb)
+                path, pages = choose_path(col.n_pages, col.rows_per_page, min(running, cand), ps,
+                                          medium, zb)
             paths.append(path)
             access.append(Access(name, "predicate", path, pages, col.n_pages,
                                  compressed=path != "gather" and use_compressed(
@@ -227,7 +253,7 @@ def plan_query(q: ir.Query, store: PageStore, medium: Medium = FILE,
         fetched.update(new)
         stages.append(Stage(c, new, tuple(paths), sels[c]))
         running *= sels[c]
-    est = running if conj else 1.0
+    est = min(running, cand) if conj else 1.0
     dep_cols: dict[str, None] = {}
     for e in (*q.keys, *q.aggs):
         for name in ir.columns_of(e):
@@ -271,8 +297,8 @@ def explain_text(p: PhysicalPlan, store: PageStore) -> str:
                      + f"  ({int(np.prod([s + 1 for _, s in p.key_domains])):,} slots)")
     lines.append("  aggregates: " + ", ".join(show(a) for a in q.aggs))
     if p.stages:
-        lines.append(f"  zone maps keep {p.candidate_rows:,} of {p.rows:,} rows "
-                     f"({len(p.ranges)} range(s))")
+        lines.append(f"  zone maps and value sets keep {p.candidate_rows:,} of {p.rows:,} rows "
+                     f"({len(p.ranges):,} range(s))")
         for i, s in enumerate(p.stages):
             cols = ", ".join(f"{c} [{path}]" for c, path in zip(s.columns, s.paths, strict=True))
             lines.append(f"  stage {i + 1}: filter {show(s.predicate)}   sel~{s.selectivity:.4%}"

@@ -436,6 +436,9 @@ def _finish_store(d: Path, writer: PageWriter, plans, rows: int, page_size: int,
             d, columns, page_size, volumes, writer.total_pages)
     for pl, r in zip(plans, res["columns"], strict=True):
         arrays[f"sample:{pl.name}"] = r["sample"]
+        if r["value_sets"] is not None:
+            arrays[f"vset:{pl.name}"] = r["value_sets"]
+            arrays[f"vset_lo:{pl.name}"] = np.array([pl.lo], np.int64)
     buf = io.BytesIO()
     np.savez(buf, **arrays)
     meta_bytes = buf.getvalue()

@@ -15,6 +15,7 @@ from bamql.errors import StoreError
 from bamql.storage.format import PAGES_META, ColumnMeta, Manifest, volume_name
 from bamql.storage.nativeio import DiskLayout
 from bamql.storage.pagemath import page_checksums
+from bamql.storage.valuesets import ValueSets
 
 #: Most buffers one vectored read may take (Linux's IOV_MAX).
 _IOV_MAX = 1024
@@ -50,6 +51,10 @@ class PageStore:
         with np.load(meta_path) as z:
             self.pages = PageMeta(z["checksum"], z["zmin"], z["zmax"], z["nulls"])
             self.sample = {c: z[f"sample:{c}"] for c in self.columns}
+            #: page value sets of small-domain columns (storage.valuesets); none in older stores
+            self.value_sets: dict[str, ValueSets] = {
+                c: ValueSets(int(z[f"vset_lo:{c}"][0]), z[f"vset:{c}"], meta.n_pages)
+                for c, meta in self.columns.items() if f"vset:{c}" in z.files}
             zst = (z["zst:off"], z["zst:len"]) if m.streams is not None else None
         self._fds: list[int] = []
         self._lock = threading.Lock()

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bamql.storage import valuesets
 from bamql.storage.format import HISTOGRAM_MAX_DOMAIN, sentinel_for, volume_name
 from bamql.storage.pagemath import page_checksums, zone_maps
 
@@ -60,6 +61,12 @@ class PageWriter:
             if pl.lo is not None and pl.hi is not None and pl.hi - pl.lo < HISTOGRAM_MAX_DOMAIN:
                 dom = np.zeros(pl.hi - pl.lo + 1, dtype=np.int64)
             self._hist.append(dom)
+        # page value sets (storage.valuesets) for small integer and dictionary domains
+        self._vsets: list[np.ndarray | None] = []
+        for pl, rpp in zip(plans, self.rows_per_page, strict=True):
+            small = (pl.lo is not None and pl.hi is not None and not pl.scale
+                     and pl.hi - pl.lo < valuesets.max_domain(page_size))
+            self._vsets.append(valuesets.new_bits(pl.lo, pl.hi, -(-rows // rpp)) if small else None)
         self.sample_stride = max(1, rows // sample_rows)
         self._sample: list[list[np.ndarray]] = [[] for _ in plans]
 
@@ -99,6 +106,9 @@ class PageWriter:
         pages[:, : rpp * values.dtype.itemsize] = values.reshape(n, rpp).view(np.uint8)
         self.checksum[ids] = page_checksums(pages, ids)
         self.zmin[ids], self.zmax[ids], self.nulls[ids] = lo, hi, nn
+        if self._vsets[i] is not None:
+            valuesets.mark(self._vsets[i], values, rpp, p0 - self.first_page[i], self.plans[i].lo,
+                           sentinel_for(values.dtype))
         nv = self.n_volumes
         for v in range(nv):
             # Pages p with p % nv == v are consecutive within volume v: one write each.
@@ -124,7 +134,7 @@ class PageWriter:
                 nz = np.nonzero(self._hist[i])[0]
                 hist = {str(int(k) + pl.lo): int(self._hist[i][k]) for k in nz}
             out.append({"nulls": self._null_count[i], "histogram": hist,
-                        "sample": np.concatenate(self._sample[i])})
+                        "sample": np.concatenate(self._sample[i]), "value_sets": self._vsets[i]})
         for fd in self.fds:
             os.fsync(fd)
             os.close(fd)

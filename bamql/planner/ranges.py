@@ -1,0 +1,120 @@
+"""Candidate row ranges: what zone maps and page value sets leave of a table, as arrays.
+
+Value sets can leave tens of thousands of short ranges (one per surviving 512 B page), so a
+plan carries them as two int64 arrays, not Python tuples, and the executors read them as
+arrays: the GPU kernel's prefix sum, the CPU engine's morsels, the file backend's page runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+
+def _frozen(a) -> np.ndarray:
+    a = np.ascontiguousarray(a, dtype=np.int64)
+    a.setflags(write=False)
+    return a
+
+
+@dataclass(frozen=True, eq=False)
+class RowRanges:
+    """Sorted, disjoint half-open row ranges ``[starts[i], ends[i])``."""
+
+    starts: np.ndarray
+    ends: np.ndarray
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "starts", _frozen(self.starts))
+        object.__setattr__(self, "ends", _frozen(self.ends))
+
+    @classmethod
+    def whole(cls, rows: int) -> RowRanges:
+        """Every row of a table of ``rows`` rows (no range when it is empty)."""
+        return cls([0], [rows]) if rows else cls([], [])
+
+    @classmethod
+    def of(cls, pairs) -> RowRanges:
+        """From ``(start, end)`` pairs."""
+        pairs = list(pairs)
+        return cls([a for a, _ in pairs], [b for _, b in pairs])
+
+    @classmethod
+    def from_blocks(cls, keep: np.ndarray, block: int, rows: int) -> RowRanges:
+        """The rows of the kept blocks of ``block`` rows (runs of kept blocks merged)."""
+        edges = np.diff(np.concatenate([[0], keep.astype(np.int8), [0]]))
+        starts = np.nonzero(edges == 1)[0].astype(np.int64) * block
+        ends = np.minimum(np.nonzero(edges == -1)[0].astype(np.int64) * block, rows)
+        return cls(starts, ends)
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        return zip(self.starts.tolist(), self.ends.tolist(), strict=True)
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, RowRanges):
+            try:
+                other = RowRanges.of(other)
+            except (TypeError, ValueError):
+                return NotImplemented
+        return bool(np.array_equal(self.starts, other.starts) and np.array_equal(self.ends, other.ends))
+
+    def __hash__(self) -> int:
+        return hash((self.starts.tobytes(), self.ends.tobytes()))
+
+    def __repr__(self) -> str:
+        head = ", ".join(f"({a}, {b})" for a, b in zip(self.starts[:3], self.ends[:3], strict=True))
+        return f"RowRanges({len(self)} ranges, {self.rows:,} rows: {head}{', ...' if len(self) > 3 else ''})"
+
+    @property
+    def rows(self) -> int:
+        """Rows in all ranges."""
+        return int((self.ends - self.starts).sum())
+
+    def is_whole(self, rows: int) -> bool:
+        """Whether these are all ``rows`` rows of the table."""
+        return len(self) == 1 and self.starts[0] == 0 and self.ends[0] == rows
+
+    def merged(self, max_gap: int) -> RowRanges:
+        """Ranges whose gaps are at most ``max_gap`` rows joined (reading a short gap costs
+        less than starting another read)."""
+        if len(self) < 2:
+            return self
+        keep = np.concatenate([[True], self.starts[1:] - self.ends[:-1] > max_gap])
+        first = np.nonzero(keep)[0]
+        last = np.concatenate([first[1:] - 1, [len(self) - 1]])
+        return RowRanges(self.starts[first], self.ends[last])
+
+    def page_runs(self, rows_per_page: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(first, end)`` page numbers of the runs of pages holding the ranges' rows."""
+        if not len(self):
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        p0 = self.starts // rows_per_page
+        p1 = (self.ends - 1) // rows_per_page + 1
+        # ranges sharing or touching a page belong to one run
+        keep = np.concatenate([[True], p0[1:] > p1[:-1]])
+        first = np.nonzero(keep)[0]
+        last = np.concatenate([first[1:] - 1, [len(p0) - 1]])
+        return p0[first], p1[last]
+
+    def window(self, lo: int, hi: int) -> np.ndarray:
+        """The candidate rows within ``[lo, hi)``, in order."""
+        i0 = int(np.searchsorted(self.ends, lo, side="right"))
+        i1 = int(np.searchsorted(self.starts, hi, side="left"))
+        a = np.maximum(self.starts[i0:i1], lo)
+        b = np.minimum(self.ends[i0:i1], hi)
+        n = b - a
+        if len(n) == 1:
+            return np.arange(a[0], b[0], dtype=np.int64)
+        total = int(n.sum())
+        # one arange with a jump at each range start
+        step = np.ones(total, np.int64)
+        if total:
+            heads = np.concatenate([[0], np.cumsum(n)[:-1]])
+            step[heads[1:]] = a[1:] - b[:-1] + 1
+            step[0] = a[0]
+        return np.cumsum(step)

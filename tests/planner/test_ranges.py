@@ -1,0 +1,45 @@
+"""Candidate row ranges as arrays: merging, page runs, windows."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bamql.planner.ranges import RowRanges
+
+
+def _rows(r: RowRanges) -> np.ndarray:
+    return np.concatenate([np.arange(a, b) for a, b in r] or [np.zeros(0, np.int64)])
+
+
+def test_blocks_become_ranges_and_compare_with_pairs():
+    keep = np.array([0, 1, 1, 0, 0, 1, 0, 1], bool)
+    r = RowRanges.from_blocks(keep, 10, 75)
+    assert r == ((10, 30), (50, 60), (70, 75))  # the last block is cut at the table's end
+    assert r.rows == 35 and len(r) == 3 and not r.is_whole(75)
+    assert RowRanges.whole(75).is_whole(75) and len(RowRanges.whole(0)) == 0
+    assert hash(r) == hash(RowRanges.of([(10, 30), (50, 60), (70, 75)]))
+    assert not r.starts.flags.writeable  # a plan's ranges cannot be changed under it
+
+
+def test_merging_joins_short_gaps_only():
+    r = RowRanges.of([(0, 10), (15, 20), (40, 50)])
+    assert r.merged(0) == r
+    assert r.merged(5) == ((0, 20), (40, 50))
+    assert r.merged(20) == ((0, 50),)
+
+
+def test_page_runs_join_ranges_sharing_or_touching_pages():
+    r = RowRanges.of([(0, 3), (5, 8), (20, 21), (24, 40)])
+    p0, p1 = r.page_runs(4)
+    # pages 0-1 (rows 0-7), page 5 (row 20) and pages 6-9 (rows 24-39) touch: one run
+    assert p0.tolist() == [0, 5] and p1.tolist() == [2, 10]
+
+
+def test_window_lists_the_candidate_rows_inside_it():
+    rng = np.random.default_rng(3)
+    keep = rng.random(500) < 0.3
+    r = RowRanges.from_blocks(keep, 7, 3490)
+    every = _rows(r)
+    for lo, hi in [(0, 3490), (100, 101), (13, 999), (3000, 5000), (3489, 3490)]:
+        want = every[(every >= lo) & (every < hi)]
+        assert np.array_equal(r.window(lo, hi), want), (lo, hi)
