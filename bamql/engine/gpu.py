@@ -113,6 +113,9 @@ class TableState:
     sq_tail: object | None = None
     warp_seq: object | None = None
     colbufs: dict = field(default_factory=dict)  # file backend: column -> pinned mapped buffer
+    #: id(RowRanges) -> (the ranges, their device arrays): a repeated plan's candidate ranges
+    #: are laid out and copied to the GPU once
+    range_arrays: dict = field(default_factory=dict)
 
 
 class GpuEngine:
@@ -330,10 +333,8 @@ class GpuEngine:
         kern = kgpu.compile_kernel(src)
         t_compiled = time.perf_counter()
         # candidate rows: what zone maps and value sets left, flattened by a prefix sum
-        lo = plan.ranges.starts if len(plan.ranges) else np.zeros(1, np.int64)
-        lens = plan.ranges.ends - plan.ranges.starts if len(plan.ranges) else np.zeros(1, np.int64)
-        off = np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(np.int64)
-        total = int(lens.sum())
+        d_off, d_lo, n_ranges, d_chunks, n_chunks = self._range_arrays(ts, plan.ranges)
+        total = plan.ranges.rows
         first = set(plan.stages[0].columns) if plan.stages else set()
         scan_arrays, filled = [], {}
         scan_moved = {}
@@ -352,11 +353,11 @@ class GpuEngine:
             scan_moved[n] = moved
         groups = accumulate.n_groups(plan.key_domains)
         acc = accumulate.alloc(1, groups, q.aggs)
-        small = [off, lo, np.zeros(1 + 2 * len(cached), np.int64), *acc.values()]
+        small = [np.zeros(1 + 2 * len(cached), np.int64), *acc.values()]
         buf, offs = _pack(small)
         dbuf = cuda.to_device(buf)
         d_small = [_typed(dbuf, a.dtype, o, a.size, a.shape) for a, o in zip(small, offs, strict=True)]
-        d_off, d_lo, counters, *d_acc = d_small
+        counters, *d_acc = d_small
         if queue:
             hq = ts.queue
             io = (_typed(hq.staging, np.uint64), hq.sq_page, hq.sq_staging, hq.sq_seq, hq.sq_turn,
@@ -364,8 +365,9 @@ class GpuEngine:
             hq.reset_stats()
         else:
             io = (ts.views[-1],)
-        args = (total, d_off, d_lo, len(lo), *scan_arrays, *ts.views[:-2], ts.state, ts.page_slot,
-                ts.slot_page, ts.slot_lock, ts.clock, ts.n_slots, ts.views[-2], *io, counters, *d_acc)
+        args = (total, d_off, d_lo, n_ranges, d_chunks, n_chunks, *scan_arrays, *ts.views[:-2],
+                ts.state, ts.page_slot, ts.slot_page, ts.slot_lock, ts.clock, ts.n_slots,
+                ts.views[-2], *io, counters, *d_acc)
         blocks = max(1, min(self.sms * 8, -(-max(total, 1) // kgpu.BLOCK)))
         if queue:  # one staging page per warp (per thread in the simulator)
             from bamql.kernels.gpu_queue import THREADS_PER_STAGING
@@ -403,11 +405,11 @@ class GpuEngine:
                 raise StoreError(f"reading pages for the GPU failed: {err}") from None
         host = [buf[o : o + a.nbytes].view(a.dtype).reshape(a.shape)
                 for a, o in zip(small, offs, strict=True)]
-        cnt = host[2]
+        cnt = host[0]
         for n, d in filled.items():
             ts.resident[n] = d
             ts.resident_bytes += d.nbytes
-        host_acc = dict(zip(acc, host[3:], strict=True))
+        host_acc = dict(zip(acc, host[1:], strict=True))
         stats.seconds = time.perf_counter() - t_start - stats.compile_seconds
         stats.rows_matched = int(cnt[0])
         for n in scan:
@@ -432,6 +434,25 @@ class GpuEngine:
             stats.columns[n].path = "cache"
         return accumulate.merge(host_acc, None)
 
+    def _range_arrays(self, ts: TableState, ranges) -> tuple:
+        """``(offsets, starts, n, chunk rows, n chunks)`` of ``ranges`` on the GPU, made once
+        per ranges object (plans are cached, so a repeated query reuses them)."""
+        hit = ts.range_arrays.get(id(ranges))
+        if hit is not None and hit[0] is ranges:
+            return hit[1]
+        cuda = self.cuda
+        if len(ranges):
+            off, lo = cuda.to_device(ranges.offsets), cuda.to_device(ranges.starts)
+        else:
+            off = lo = cuda.to_device(np.zeros(1, np.int64))
+        chunks = ranges.chunk_rows(32) if len(ranges) > 1 else None
+        d_chunks = cuda.to_device(chunks if chunks is not None else np.zeros(1, np.int64))
+        out = (off, lo, max(len(ranges), 1), d_chunks, 0 if chunks is None else len(chunks))
+        if len(ts.range_arrays) >= 16:
+            ts.range_arrays.pop(next(iter(ts.range_arrays)))
+        ts.range_arrays[id(ranges)] = (ranges, out)
+        return out
+
     def _scan_column(self, ts: TableState, store: PageStore, c, total: int, full: bool, ranges,
                      compressed: bool = False, disk: dict | None = None):
         """How the kernel reads a directly scanned column: ``(array, resident copy, fill,
@@ -452,8 +473,7 @@ class GpuEngine:
             view = _typed(buf, c.np_dtype, 0, count)
         else:
             view = _typed(ts.source, c.np_dtype, off, count)
-            p0, p1 = ranges.page_runs(c.rows_per_page)
-            moved = int((p1 - p0).sum())  # the pages holding candidate rows cross PCIe
+            moved = ranges.pages(c.rows_per_page)  # the pages holding candidates cross PCIe
         nbytes = count * c.itemsize
         if full and ts.resident_bytes + nbytes <= ts.n_slots * ps:
             try:

@@ -141,7 +141,7 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
         ec.indent = " " * 12
     cached = sorted(cached_index, key=cached_index.get)
     head = [
-        "def kern(total, cand_off, range_lo, nranges, "
+        "def kern(total, cand_off, range_lo, nranges, chunk_row, nchunks, "
         + "".join(f"d_{safe_name(c)}, r_{safe_name(c)}, f_{safe_name(c)}, " for c in sorted(scan))
         + "s_int8, s_int16, s_int32, s_int64, s_float32, s_float64, state, page_slot, slot_page, "
         f"slot_lock, clock, n_slots, slot_words, {io_args}, counters, R, C, SF, SI, MNF, MXF, MNI, MXI):",
@@ -157,7 +157,9 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
         "        t = base + lane",
         "        live = t < total",
         "        row = 0",
-        "        if live:",
+        "        if live and nchunks > 0:",  # 32 candidates never straddle two ranges
+        "            row = chunk_row[t >> 5] + (t & 31)",
+        "        elif live:",
         "            lo = 0",
         "            hi = nranges - 1",
         "            while lo < hi:",

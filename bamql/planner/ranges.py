@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -75,6 +76,25 @@ class RowRanges:
         """Rows in all ranges."""
         return int((self.ends - self.starts).sum())
 
+    @cached_property
+    def offsets(self) -> np.ndarray:
+        """Each range's first row's number among the candidates (a prefix sum)."""
+        n = self.ends - self.starts
+        return _frozen(np.concatenate([[0], np.cumsum(n)[:-1]]) if len(n) else n)
+
+    def chunk_rows(self, width: int = 32) -> np.ndarray | None:
+        """The row of every ``width``-th candidate, when no ``width`` consecutive candidates
+        (from a multiple of ``width`` on) straddle two ranges: then candidate ``t`` is row
+        ``chunk_rows[t // width] + t % width``, one load where a search of the ranges takes
+        ~17. None when the ranges are not so aligned (every start a multiple of ``width``,
+        every length but the last too)."""
+        n = self.ends - self.starts
+        if not len(n) or np.any(self.starts % width) or np.any(n[:-1] % width):
+            return None
+        counts = -(-n // width)
+        base = np.repeat(self.starts - self.offsets, counts)
+        return base + width * np.arange(len(base), dtype=np.int64)
+
     def is_whole(self, rows: int) -> bool:
         """Whether these are all ``rows`` rows of the table."""
         return len(self) == 1 and self.starts[0] == 0 and self.ends[0] == rows
@@ -100,6 +120,18 @@ class RowRanges:
         first = np.nonzero(keep)[0]
         last = np.concatenate([first[1:] - 1, [len(p0) - 1]])
         return p0[first], p1[last]
+
+    @cached_property
+    def _pages(self) -> dict[int, int]:
+        return {}
+
+    def pages(self, rows_per_page: int) -> int:
+        """How many pages of ``rows_per_page`` rows hold the ranges' rows (remembered)."""
+        n = self._pages.get(rows_per_page)
+        if n is None:
+            p0, p1 = self.page_runs(rows_per_page)
+            n = self._pages[rows_per_page] = int((p1 - p0).sum())
+        return n
 
     def window(self, lo: int, hi: int) -> np.ndarray:
         """The candidate rows within ``[lo, hi)``, in order."""

@@ -43,3 +43,18 @@ def test_window_lists_the_candidate_rows_inside_it():
     for lo, hi in [(0, 3490), (100, 101), (13, 999), (3000, 5000), (3489, 3490)]:
         want = every[(every >= lo) & (every < hi)]
         assert np.array_equal(r.window(lo, hi), want), (lo, hi)
+
+
+def test_chunk_rows_map_every_candidate_to_its_row_when_aligned():
+    rng = np.random.default_rng(5)
+    keep = rng.random(300) < 0.4
+    r = RowRanges.from_blocks(keep, 64, 300 * 64 - 17)  # the last range ends mid-chunk
+    every = _rows(r)
+    chunks = r.chunk_rows(32)
+    t = np.arange(len(every))
+    assert np.array_equal(chunks[t // 32] + t % 32, every)
+    assert np.array_equal(r.offsets, np.concatenate([[0], np.cumsum(r.ends - r.starts)[:-1]]))
+    # a range of 40 rows: a chunk of 32 candidates would straddle two ranges
+    assert RowRanges.of([(0, 40), (64, 96)]).chunk_rows(32) is None
+    assert RowRanges.of([(8, 40)]).chunk_rows(32) is None
+    assert r.pages(64) == int(keep.sum()) == r.pages(64)
