@@ -131,6 +131,7 @@ class GpuEngine:
         self.backend = backend
         self.cache_bytes = parse_size(cache)
         self.tables: dict[str, TableState] = {}
+        self._sources: dict[int, tuple] = {}  # id(plan) -> (plan, store, scan, kernel source)
         self._lock = threading.Lock()
         free, total = cuda.current_context().get_memory_info()
         self.free_at_start, self.total = free, total
@@ -325,8 +326,17 @@ class GpuEngine:
                     store.column(n).rows_per_page, store.column(n).dtype) for n in used}
         cached = [n for n in used if n not in scan]
         cached_index = {n: i for i, n in enumerate(cached)}
-        src = kgpu.kernel_source(q, plan.stages, plan.key_domains, cols, sent, scan, cached_index,
-                                 queue=queue, scales={n: c.scale for n, c in store.columns.items()})
+        # a repeated plan on the same store has the same kernel source: made once
+        hit = self._sources.get(id(plan))
+        if hit is not None and hit[0] is plan and hit[1] is store and hit[2] == scan:
+            src = hit[3]
+        else:
+            src = kgpu.kernel_source(q, plan.stages, plan.key_domains, cols, sent, scan,
+                                     cached_index, queue=queue,
+                                     scales={n: c.scale for n, c in store.columns.items()})
+            if len(self._sources) >= 256:
+                self._sources.pop(next(iter(self._sources)))
+            self._sources[id(plan)] = (plan, store, set(scan), src)
         # the query's time runs from here (column copies over PCIe included) to the results,
         # less the compilation
         t_start = time.perf_counter()

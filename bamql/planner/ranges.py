@@ -71,7 +71,7 @@ class RowRanges:
         head = ", ".join(f"({a}, {b})" for a, b in zip(self.starts[:3], self.ends[:3], strict=True))
         return f"RowRanges({len(self)} ranges, {self.rows:,} rows: {head}{', ...' if len(self) > 3 else ''})"
 
-    @property
+    @cached_property
     def rows(self) -> int:
         """Rows in all ranges."""
         return int((self.ends - self.starts).sum())
