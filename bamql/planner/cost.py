@@ -25,12 +25,13 @@ class Medium:
 FILE = Medium("file", 1.7e9, 4.0e4)
 #: The same disk read through the GPU file backend's queues (thousands of requests queued,
 #: 64 compiled host workers reading), measured on the H100 machine at 200 M rows, cold,
-#: 512 B pages, scaled-integer floats, in two runs (``bench/results/h100/h100-200M-file-
-#: scaled*.json``): streams of 2-5 columns ran at 1.5-2.0 GB/s (mean ~1.6); Q5 and Q6 through
-#: a row group read ~94 k disk blocks in 1.14-1.42 s, of which ~0.25 s is the predicate
-#: stream: 80-107 k reads/s (mean ~90 k). The other members' pages (4-5 per block) come from
-#: the OS page cache meanwhile.
-QUEUE = Medium("queue", 1.6e9, 9.0e4, overlaps_cached=True)
+#: 512 B pages, scaled-integer floats, in three runs (``bench/results/h100/h100-200M-file-
+#: {scaled,scaled-v2,final}.json``): streams of 2-5 columns ran at 1.3-2.0 GB/s (mean ~1.6);
+#: Q4-Q6 through a row group read ~94 k disk blocks in 1.14-1.70 s, of which ~0.25 s is the
+#: predicate stream: 60-107 k reads/s (mean ~80 k; Q4's 4 members took 1.64-1.77 s that way
+#: in the last run, against 1.19-1.25 s streamed in the two before, so Q4 streams again).
+#: The other members' pages (3-5 per block) come from the OS page cache meanwhile.
+QUEUE = Medium("queue", 1.6e9, 8.0e4, overlaps_cached=True)
 #: Files already in the OS page cache (warm): memory-speed reads, system call per request.
 CACHED = Medium("cached", 8e9, 2.0e6)
 #: Pinned host memory read by the GPU over PCIe: 50 GB/s, 32-byte sectors at any address.
