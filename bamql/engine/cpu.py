@@ -24,7 +24,7 @@ MORSEL_ROWS = 1 << 21
 
 
 def _morsels(ranges: RowRanges, size: int):
-    """The candidate rows of each aligned window of ``size`` rows that has any."""
+    """The candidate ranges of each aligned window of ``size`` rows that has any."""
     if not len(ranges):
         return
     first, last = ranges.starts // size, (ranges.ends - 1) // size
@@ -33,9 +33,9 @@ def _morsels(ranges: RowRanges, size: int):
     np.add.at(span, last + 1, -1)
     wins = np.nonzero(np.cumsum(span)[:-1] > 0)[0]
     for w in wins.tolist():
-        rows = ranges.window(w * size, (w + 1) * size)
-        if len(rows):
-            yield rows
+        part = ranges.clip(w * size, (w + 1) * size)
+        if len(part):
+            yield part
 
 
 def warm_readers(page_size: int) -> None:
@@ -45,6 +45,7 @@ def warm_readers(page_size: int) -> None:
     empty = np.empty((0, page_size), np.uint8)
     nativeio.read_into(nativeio.DiskLayout.volumes([], 1, 0, page_size), none, empty, none)
     page_checksums(empty, none)
+    RowRanges.of([(0, 1), (2, 3)]).row_numbers()  # the compiled row fill of morsels
 
 
 def run_cpu(plan: PhysicalPlan, store: PageStore, stats: QueryStats) -> dict[str, np.ndarray]:
@@ -79,7 +80,7 @@ def run_cpu(plan: PhysicalPlan, store: PageStore, stats: QueryStats) -> dict[str
            for a in plan.access}
     size = max(MORSEL_ROWS, store.page_size)
     for window in _morsels(plan.ranges, size):
-        rows = window
+        rows = window.row_numbers()
         vals: dict[str, np.ndarray] = {}
         for (s, cols), k in zip(filters, fkerns, strict=True):
             for c in s.columns:

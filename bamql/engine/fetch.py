@@ -5,15 +5,16 @@ from __future__ import annotations
 import numpy as np
 
 from bamql.engine.stats import QueryStats
+from bamql.planner.ranges import RowRanges
 from bamql.storage.format import ColumnMeta
 from bamql.storage.store import PageStore
 
 
-def fetch(store: PageStore, c: ColumnMeta, rows: np.ndarray, window: np.ndarray, path: str,
+def fetch(store: PageStore, c: ColumnMeta, rows: np.ndarray, window: RowRanges, path: str,
           stats: QueryStats, needed: int, compressed: bool = False) -> np.ndarray:
     """Values of column ``c`` at ``rows`` (sorted, a subset of ``window``).
 
-    ``window`` holds the morsel's candidate rows (sorted): what zone maps and value sets left.
+    ``window`` holds the morsel's candidate ranges: what zone maps and value sets left.
     ``gather`` reads the distinct pages that hold ``rows``; ``scan`` and ``stream`` read every
     page holding a row of ``window``, from the column's compressed copy with ``compressed``
     (then the whole span from the first such page to the last). Runs of adjacent pages are
@@ -23,12 +24,14 @@ def fetch(store: PageStore, c: ColumnMeta, rows: np.ndarray, window: np.ndarray,
     rpp = c.rows_per_page
     if len(rows) == 0:
         return np.empty(0, dtype=c.np_dtype)
-    lo, hi = int(window[0]), int(window[-1]) + 1
-    dense = hi - lo == len(window)  # the window is one run of rows
+    lo, hi = int(window.starts[0]), int(window.ends[-1])
+    dense = len(window) == 1  # the window is one run of rows
     if path != "gather" and (dense or compressed):
         pages = np.arange(lo // rpp, (hi - 1) // rpp + 1)
+    elif path != "gather":
+        pages = window.page_list(rpp)
     else:
-        pl = (rows if path == "gather" else window) // rpp
+        pl = rows // rpp
         pages = pl[np.concatenate(([True], pl[1:] != pl[:-1]))]
     buf = np.empty((len(pages), store.page_size), dtype=np.uint8)
     if compressed:  # a span, from the zstd copy (storage.streams; never for a gather)
@@ -40,8 +43,14 @@ def fetch(store: PageStore, c: ColumnMeta, rows: np.ndarray, window: np.ndarray,
         nbytes = store.read_pages(c.first_page + pages, buf)
     stats.add(c.name, len(pages), nbytes, needed)
     table = buf.view(c.np_dtype)[:, :rpp]
-    if path != "gather" and dense and len(rows) == hi - lo:  # every row: a slice, no gather
-        start = lo - int(pages[0]) * rpp
-        return table.reshape(-1)[start : start + len(rows)]
-    idx = np.searchsorted(pages, rows // rpp)
-    return table[idx, rows % rpp]
+    if path != "gather" and len(rows) == window.rows:
+        first = int(pages[0]) * rpp
+        if dense:  # every row of one run: a slice, no gather
+            return table.reshape(-1)[lo - first : lo - first + len(rows)]
+        if lo == first and len(rows) == (len(pages) - 1) * rpp + hi - int(pages[-1]) * rpp:
+            # the candidates fill every page they touch (value-set ranges are whole pages)
+            return table.reshape(-1)[: len(rows)]
+    # page -> its row in ``table`` through a lookup over the span (a search per row is slower)
+    lut = np.zeros(int(pages[-1]) - int(pages[0]) + 1, np.int64)
+    lut[pages - pages[0]] = np.arange(len(pages))
+    return table[lut[rows // rpp - pages[0]], rows % rpp]

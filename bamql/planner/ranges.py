@@ -11,7 +11,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 
+import numba
 import numpy as np
+
+
+@numba.njit(nogil=True, cache=True)
+def _fill_rows(starts, ends, out):  # pragma: no cover - compiled
+    k = 0
+    for i in range(starts.shape[0]):
+        for r in range(starts[i], ends[i]):
+            out[k] = r
+            k += 1
 
 
 def _frozen(a) -> np.ndarray:
@@ -133,20 +143,27 @@ class RowRanges:
             n = self._pages[rows_per_page] = int((p1 - p0).sum())
         return n
 
-    def window(self, lo: int, hi: int) -> np.ndarray:
-        """The candidate rows within ``[lo, hi)``, in order."""
+    def clip(self, lo: int, hi: int) -> RowRanges:
+        """The parts of the ranges within ``[lo, hi)``."""
         i0 = int(np.searchsorted(self.ends, lo, side="right"))
         i1 = int(np.searchsorted(self.starts, hi, side="left"))
-        a = np.maximum(self.starts[i0:i1], lo)
-        b = np.minimum(self.ends[i0:i1], hi)
-        n = b - a
-        if len(n) == 1:
-            return np.arange(a[0], b[0], dtype=np.int64)
-        total = int(n.sum())
-        # one arange with a jump at each range start
-        step = np.ones(total, np.int64)
-        if total:
-            heads = np.concatenate([[0], np.cumsum(n)[:-1]])
-            step[heads[1:]] = a[1:] - b[:-1] + 1
-            step[0] = a[0]
-        return np.cumsum(step)
+        return RowRanges(np.maximum(self.starts[i0:i1], lo), np.minimum(self.ends[i0:i1], hi))
+
+    def row_numbers(self) -> np.ndarray:
+        """Every row of the ranges, in order (one compiled pass)."""
+        if len(self) == 1:
+            return np.arange(self.starts[0], self.ends[0], dtype=np.int64)
+        out = np.empty(self.rows, np.int64)
+        _fill_rows(self.starts, self.ends, out)
+        return out
+
+    def page_list(self, rows_per_page: int) -> np.ndarray:
+        """The pages holding the ranges' rows, sorted, each once."""
+        p0, p1 = self.page_runs(rows_per_page)
+        n = p1 - p0
+        heads = np.concatenate([[0], np.cumsum(n)[:-1]]) if len(n) else n
+        return np.arange(int(n.sum()), dtype=np.int64) + np.repeat(p0 - heads, n)
+
+    def window(self, lo: int, hi: int) -> np.ndarray:
+        """The candidate rows within ``[lo, hi)``, in order."""
+        return self.clip(lo, hi).row_numbers()
