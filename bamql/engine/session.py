@@ -123,11 +123,15 @@ class Session:
         types = {"int": pa.int64(), "float": pa.float64(), "timestamp": pa.timestamp("us"),
                  "string": pa.string()}
         fields = []
+        parts = getattr(s, "parts", None)  # a partitioned table: its partitions share a layout
+        vsets = (parts[0] if parts else s).value_sets
         for c in s.columns.values():
             t = pa.float32() if c.dtype == "float32" else types[c.kind]
             meta = {"storage": c.dtype, "pages": str(c.n_pages)}
             if c.scale:
                 meta["scale"] = str(c.scale)
+            if c.name in vsets:
+                meta["value_sets"] = "yes"
             fields.append(pa.field(c.name, t, metadata=meta))
         return pa.schema(fields)
 

@@ -57,6 +57,8 @@ class Shell:
                     how = f.metadata[b"storage"].decode()
                     if b"scale" in f.metadata:  # a decimal float as a scaled integer
                         how += f" / 10^{f.metadata[b'scale'].decode()}"
+                    if b"value_sets" in f.metadata:  # IN / = prune pages holding none
+                        how += ", page value sets"
                     self.say(f"  {f.name:<24} {str(f.type):<14} stored as {how}")
         elif cmd == ".timer":
             if args[:1] not in (["on"], ["off"]):

@@ -20,8 +20,8 @@ def test_shell_through_a_pty(taxi_store, tmp_path):
     sh.expect("trips")
     sh.expect("bamql> ")
     sh.sendline(".schema trips")
-    sh.expect("pickup_location_id")
-    sh.expect("int16")
+    sh.expect(r"pickup_location_id\s+int64\s+stored as int16, page value sets")
+    sh.expect(r"payment_type\s+int64\s+stored as int8, page value sets")
     sh.expect(r"total_amount\s+double\s+stored as int16 / 10\^2")  # cents in an int16
     sh.expect("bamql> ")
     sh.sendline(".timer on")

@@ -58,3 +58,14 @@ def test_chunk_rows_map_every_candidate_to_its_row_when_aligned():
     assert RowRanges.of([(0, 40), (64, 96)]).chunk_rows(32) is None
     assert RowRanges.of([(8, 40)]).chunk_rows(32) is None
     assert r.pages(64) == int(keep.sum()) == r.pages(64)
+
+
+def test_clip_rows_and_pages_of_a_window():
+    r = RowRanges.of([(0, 5), (9, 20), (30, 31), (64, 70)])
+    w = r.clip(3, 40)
+    assert w == ((3, 5), (9, 20), (30, 31))
+    assert np.array_equal(w.row_numbers(), _rows(w)) and w.rows == 14
+    assert np.array_equal(w.page_list(8), [0, 1, 2, 3])  # rows 3-4, 9-19, 30
+    assert np.array_equal(r.page_list(16), [0, 1, 4])
+    assert np.array_equal(RowRanges.of([(7, 9)]).row_numbers(), [7, 8])
+    assert len(r.clip(40, 60)) == 0
