@@ -56,6 +56,10 @@ class PageStore:
                 c: ValueSets(int(z[f"vset_lo:{c}"][0]), z[f"vset:{c}"], meta.n_pages)
                 for c, meta in self.columns.items() if f"vset:{c}" in z.files}
             zst = (z["zst:off"], z["zst:len"]) if m.streams is not None else None
+        for c, vs in self.value_sets.items():  # written by another tool or version: refuse
+            if vs.bits.ndim != 2 or vs.bits.dtype != np.uint8 or vs.bits.shape[1] != -(-vs.n_pages // 8):
+                raise StoreError(f"store {self.path}: the page value sets of column {c} do not "
+                                 f"match its {vs.n_pages:,} pages")
         self._fds: list[int] = []
         self._lock = threading.Lock()
         for v in range(m.n_volumes):
