@@ -37,7 +37,7 @@ from bamql.queries import TAXI_QUERIES, load
 from bamql.storage.format import FORMAT_VERSION, MANIFEST, PAGES_META
 from bamql.storage.ingest import ingest
 from bamql.storage.store import PageStore
-from bamql.storage.valuesets import max_domain
+from bamql.storage.valuesets import wanted
 
 MODES = ("warm", "hot", "cold")
 
@@ -114,8 +114,7 @@ def _stale(store: Path, compress: str = "none") -> bool:
     except (OSError, ValueError):
         return True
     small = [c["name"] for c in m.get("columns", []) if c.get("kind") in ("int", "string")
-             and not c.get("scale") and c.get("min") is not None and c.get("max") is not None
-             and c["max"] - c["min"] < max_domain(m.get("page_size", 0))]
+             and wanted(c.get("min"), c.get("max"), c.get("scale"), m.get("page_size", 0))]
     return (m.get("format_version") != FORMAT_VERSION
             or (m.get("streams") is not None) != (compress == "zstd")
             or bool(small) and not any(k.startswith("vset:") for k in keys))

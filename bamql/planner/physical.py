@@ -107,7 +107,7 @@ def _page_mask(e: ir.Expr, store: PageStore) -> tuple[str, np.ndarray] | None:
     if op == "=":
         return col, _with_value_sets((lo <= v) & (v <= hi), store, col, [v])
     return col, {
-        "=": (lo <= v) & (v <= hi), "<": lo < v, "<=": lo <= v, ">": hi > v, ">=": hi >= v,
+        "<": lo < v, "<=": lo <= v, ">": hi > v, ">=": hi >= v,
         "<>": ~((lo == v) & (hi == v)),
     }[op]
 

@@ -163,7 +163,3 @@ class RowRanges:
         n = p1 - p0
         heads = np.concatenate([[0], np.cumsum(n)[:-1]]) if len(n) else n
         return np.arange(int(n.sum()), dtype=np.int64) + np.repeat(p0 - heads, n)
-
-    def window(self, lo: int, hi: int) -> np.ndarray:
-        """The candidate rows within ``[lo, hi)``, in order."""
-        return self.clip(lo, hi).row_numbers()

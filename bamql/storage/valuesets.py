@@ -30,6 +30,12 @@ def max_domain(page_size: int) -> int:
     return min(MAX_DOMAIN, page_size)
 
 
+def wanted(lo, hi, scale: int, page_size: int) -> bool:
+    """Whether an integer or dictionary column of values ``[lo, hi]`` gets value sets (not a
+    scaled float, and a domain small for the page size)."""
+    return lo is not None and hi is not None and not scale and hi - lo < max_domain(page_size)
+
+
 @numba.njit(nogil=True, cache=True)
 def _mark(values, rows_per_page, page0, lo, sentinel, bits):  # pragma: no cover - compiled
     dom = bits.shape[0]
@@ -78,4 +84,4 @@ class ValueSets:
         return np.unpackbits(acc, count=self.n_pages, bitorder="little").astype(bool)
 
 
-__all__ = ["MAX_DOMAIN", "ValueSets", "mark", "max_domain", "new_bits"]
+__all__ = ["MAX_DOMAIN", "ValueSets", "mark", "max_domain", "new_bits", "wanted"]

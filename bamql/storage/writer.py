@@ -64,9 +64,8 @@ class PageWriter:
         # page value sets (storage.valuesets) for small integer and dictionary domains
         self._vsets: list[np.ndarray | None] = []
         for pl, rpp in zip(plans, self.rows_per_page, strict=True):
-            small = (pl.lo is not None and pl.hi is not None and not pl.scale
-                     and pl.hi - pl.lo < valuesets.max_domain(page_size))
-            self._vsets.append(valuesets.new_bits(pl.lo, pl.hi, -(-rows // rpp)) if small else None)
+            self._vsets.append(valuesets.new_bits(pl.lo, pl.hi, -(-rows // rpp))
+                               if valuesets.wanted(pl.lo, pl.hi, pl.scale, page_size) else None)
         self.sample_stride = max(1, rows // sample_rows)
         self._sample: list[list[np.ndarray]] = [[] for _ in plans]
 
