@@ -91,7 +91,8 @@ class BamqlEngine(Engine):
         res = self.con.sql(sql)
         st = res.stats
         return Run(st.seconds, res.rows(), st.bytes_read, st.whole_bytes, st.bytes_needed,
-                   {"compile_s": st.compile_seconds, "rows_matched": st.rows_matched,
+                   {"compile_s": st.compile_seconds, "kernel_s": st.kernel_seconds,
+                    "rows_matched": st.rows_matched,
                     "amplification": st.amplification, "cache_hits": sum(
                         c.cache_hits for c in st.columns.values()),
                     "io_reads": st.io_reads, "io_depth": st.io_depth,

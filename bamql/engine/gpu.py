@@ -116,6 +116,82 @@ class TableState:
     #: id(RowRanges) -> (the ranges, their device arrays): a repeated plan's candidate ranges
     #: are laid out and copied to the GPU once
     range_arrays: dict = field(default_factory=dict)
+    #: (id(plan), scan arguments) -> _Launch: a repeated plan's arguments, result buffers and
+    #: prepared launch parameters, made once
+    launches: dict = field(default_factory=dict)
+    col_views: dict = field(default_factory=dict)  # column -> typed view of its pages
+    spare: dict = field(default_factory=dict)  # column -> device buffer a cleared cache left
+
+
+class _Launch:
+    """One plan's launch on one table, prepared once and reused by repeated queries.
+
+    numba's launch path types and converts each of the kernel's ~40 arguments on every
+    call, and the query's small accumulators were a new device allocation each time:
+    together about a millisecond per query. Here the accumulators live in one device
+    buffer reset from a pinned copy of their initial values, the results come back into
+    pinned memory, and after the first launch the kernel parameters numba prepared are
+    kept and passed straight to ``cuda.core.launch``.
+    """
+
+    def __init__(self, plan, args: tuple, blocks: int, small: list, offs: list,
+                 dbuf, volatile: bool, acc_names: list[str]) -> None:
+        from numba import cuda
+
+        self.plan = plan  # held so that its id is not reused while the entry lives
+        self.acc_names = acc_names
+        self.args = args
+        self.blocks = blocks
+        self.small, self.offs = small, offs
+        self.dbuf = dbuf
+        self.init = cuda.pinned_array(dbuf.size, np.uint8)
+        self.init[:] = _pack(small)[0]
+        self.out = cuda.pinned_array(dbuf.size, np.uint8)
+        self.volatile = volatile  # its arguments include resident columns a cleared cache drops
+        self.lock = threading.Lock()
+        self.fast = None  # () -> None: the prepared launch, once the first one went through
+        self.tried = False
+
+    def launch(self, kern) -> None:
+        if self.fast is not None:
+            self.fast()
+            return
+        kern[self.blocks, kgpu.BLOCK](*self.args)
+        if not self.tried:
+            self.tried = True
+            self.fast = _prepared_launch(kern, self.args, self.blocks)
+
+    def results(self) -> list[np.ndarray]:
+        return [self.out[o : o + a.nbytes].view(a.dtype).reshape(a.shape).copy()
+                for a, o in zip(self.small, self.offs, strict=True)]
+
+
+def _prepared_launch(kern, args: tuple, blocks: int):
+    """A launcher with ``args`` converted once (numba's own conversion), or None where this
+    numba-cuda lays its launch out otherwise (then every query takes numba's path)."""
+    if os.environ.get("BAMQL_GPU_PREPARED", "1") == "0" or not hasattr(kern, "overloads"):
+        return None
+    try:
+        from numba.cuda import dispatcher as nd
+
+        if len(kern.overloads) != 1:
+            return None
+        kobj = next(iter(kern.overloads.values()))
+        params: list = []
+        retr: list = []
+        for t, v in zip(kobj.argument_types, args, strict=True):
+            kobj._prepare_args(t, v, 0, retr, params)
+        if retr or kobj.debug or kobj.cooperative:
+            return None
+        kw = "is_cooperative" if nd.CUDA_CORE_GE_1_0 else "cooperative_launch"
+        config = nd.LaunchConfig(grid=(blocks, 1, 1), block=(kgpu.BLOCK, 1, 1), shmem_size=0,
+                                 **{kw: False})
+        stream = nd.driver._to_core_stream(0)
+        function = kobj._codelibrary.get_cufunc().kernel
+        launch = nd.launch
+    except Exception:  # another numba-cuda: its own launch path still works
+        return None
+    return lambda: launch(stream, config, function, *params)
 
 
 class GpuEngine:
@@ -236,6 +312,7 @@ class GpuEngine:
         """After a failed kernel the queue's tickets may be out of step: start afresh."""
         if ts.queue is not None:
             ts.queue.stop()
+        ts.launches.clear()  # their arguments name the old queue's buffers
         self._start_queue(ts, store)
 
     @staticmethod
@@ -254,8 +331,12 @@ class GpuEngine:
                 ts.state.copy_to_device(np.zeros(ts.state.size, np.int32))
                 ts.page_slot.copy_to_device(np.full(ts.page_slot.size, -1, np.int32))
                 ts.slot_page.copy_to_device(np.full(ts.n_slots, -1, np.int32))
+                # resident columns become spare buffers: the next full scan fills them again
+                # without a new allocation; launches that read them are dropped
+                ts.spare.update(ts.resident)
                 ts.resident.clear()
                 ts.resident_bytes = 0
+                ts.launches = {k: v for k, v in ts.launches.items() if not v.volatile}
 
     def _stream(self, ts: TableState, store: PageStore, c, ranges,
                 compressed: bool = False) -> tuple[object, int, int]:
@@ -361,51 +442,43 @@ class GpuEngine:
             if fill:
                 filled[n] = resident
             scan_moved[n] = moved
-        groups = accumulate.n_groups(plan.key_domains)
-        acc = accumulate.alloc(1, groups, q.aggs)
-        small = [np.zeros(1 + 2 * len(cached), np.int64), *acc.values()]
-        buf, offs = _pack(small)
-        dbuf = cuda.to_device(buf)
-        d_small = [_typed(dbuf, a.dtype, o, a.size, a.shape) for a, o in zip(small, offs, strict=True)]
-        counters, *d_acc = d_small
-        if queue:
-            hq = ts.queue
-            io = (_typed(hq.staging, np.uint64), hq.sq_page, hq.sq_staging, hq.sq_seq, hq.sq_turn,
-                  ts.sq_tail, hq.cq_done, ts.warp_seq, hq.qsize)
-            hq.reset_stats()
-        else:
-            io = (ts.views[-1],)
-        args = (total, d_off, d_lo, n_ranges, d_chunks, n_chunks, *scan_arrays, *ts.views[:-2],
-                ts.state, ts.page_slot, ts.slot_page, ts.slot_lock, ts.clock, ts.n_slots,
-                ts.views[-2], *io, counters, *d_acc)
-        blocks = max(1, min(self.sms * 8, -(-max(total, 1) // kgpu.BLOCK)))
-        if queue:  # one staging page per warp (per thread in the simulator)
-            from bamql.kernels.gpu_queue import THREADS_PER_STAGING
-
-            blocks = min(blocks, max(1, ts.queue.qsize * THREADS_PER_STAGING // kgpu.BLOCK))
-        try:
-            if id(kern) not in self._warmed:
-                with warnings.catch_warnings():  # the warm-up launch is small on purpose
-                    warnings.simplefilter("ignore", NumbaPerformanceWarning)
-                    t0 = time.perf_counter()
-                    kern[1, 32](0, *args[1:])  # compiles (timed apart); no rows, no effect
-                    cuda.synchronize()
-                self._warmed.add(id(kern))
-                stats.compile_seconds = time.perf_counter() - t0
-            stats.compile_seconds += t_compiled - t_start
-            if queue:
-                ts.queue.begin()
+        key = (id(plan), tuple(a if isinstance(a, int) else id(a) for a in scan_arrays))
+        ln = ts.launches.get(key)
+        if ln is None or ln.plan is not plan:
+            ln = self._new_launch(ts, plan, total, scan_arrays, len(cached), filled,
+                                  (d_off, d_lo, n_ranges, d_chunks, n_chunks))
+            if len(ts.launches) >= 64:
+                ts.launches.pop(next(iter(ts.launches)))
+            ts.launches[key] = ln
+        with ln.lock:
             try:
-                kern[blocks, kgpu.BLOCK](*args)
-                dbuf.copy_to_host(buf)  # synchronizes
-            finally:
+                if id(kern) not in self._warmed:
+                    with warnings.catch_warnings():  # the warm-up launch is small on purpose
+                        warnings.simplefilter("ignore", NumbaPerformanceWarning)
+                        t0 = time.perf_counter()
+                        kern[1, 32](0, *ln.args[1:])  # compiles (timed apart); no rows, no effect
+                        cuda.synchronize()
+                    self._warmed.add(id(kern))
+                    stats.compile_seconds = time.perf_counter() - t0
+                stats.compile_seconds += t_compiled - t_start
+                t_launch = time.perf_counter()
+                ln.dbuf.copy_to_device(ln.init)  # the accumulators' initial values
                 if queue:
-                    ts.queue.end()
-        except Exception as e:
-            msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            if queue:
-                self._reset_queue(ts, store)
-            raise DeviceError(f"GPU kernel failed: {msg}") from None
+                    ts.queue.reset_stats()
+                    ts.queue.begin()
+                try:
+                    ln.launch(kern)
+                    ln.dbuf.copy_to_host(ln.out)  # synchronizes
+                finally:
+                    if queue:
+                        ts.queue.end()
+                stats.kernel_seconds = time.perf_counter() - t_launch
+            except Exception as e:
+                msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                if queue:
+                    self._reset_queue(ts, store)
+                raise DeviceError(f"GPU kernel failed: {msg}") from None
+            host = ln.results()
         if queue:
             stats.io_reads, stats.io_depth = ts.queue.served, ts.queue.max_in_flight
             if ts.queue.error is not None:  # pages of this query may be wrong: forget them
@@ -413,13 +486,11 @@ class GpuEngine:
                 self._reset_queue(ts, store)
                 self.clear_cache(store.name)
                 raise StoreError(f"reading pages for the GPU failed: {err}") from None
-        host = [buf[o : o + a.nbytes].view(a.dtype).reshape(a.shape)
-                for a, o in zip(small, offs, strict=True)]
         cnt = host[0]
         for n, d in filled.items():
             ts.resident[n] = d
             ts.resident_bytes += d.nbytes
-        host_acc = dict(zip(acc, host[1:], strict=True))
+        host_acc = dict(zip(ln.acc_names, host[1:], strict=True))
         stats.seconds = time.perf_counter() - t_start - stats.compile_seconds
         stats.rows_matched = int(cnt[0])
         for n in scan:
@@ -443,6 +514,34 @@ class GpuEngine:
         for n in cached:
             stats.columns[n].path = "cache"
         return accumulate.merge(host_acc, None)
+
+    def _new_launch(self, ts: TableState, plan: PhysicalPlan, total: int, scan_arrays: list,
+                    n_cached: int, filled: dict, ranges: tuple) -> _Launch:
+        """The arguments of ``plan``'s kernel on ``ts``, with its own accumulator buffer."""
+        q = plan.query
+        acc = accumulate.alloc(1, accumulate.n_groups(plan.key_domains), q.aggs)
+        small = [np.zeros(1 + 2 * n_cached, np.int64), *acc.values()]
+        buf, offs = _pack(small)
+        dbuf = self.cuda.to_device(buf)
+        counters, *d_acc = [_typed(dbuf, a.dtype, o, a.size, a.shape)
+                            for a, o in zip(small, offs, strict=True)]
+        if self.backend == "file":
+            hq = ts.queue
+            io = (_typed(hq.staging, np.uint64), hq.sq_page, hq.sq_staging, hq.sq_seq, hq.sq_turn,
+                  ts.sq_tail, hq.cq_done, ts.warp_seq, hq.qsize)
+        else:
+            io = (ts.views[-1],)
+        args = (total, *ranges, *scan_arrays, *ts.views[:-2],
+                ts.state, ts.page_slot, ts.slot_page, ts.slot_lock, ts.clock, ts.n_slots,
+                ts.views[-2], *io, counters, *d_acc)
+        blocks = max(1, min(self.sms * 8, -(-max(total, 1) // kgpu.BLOCK)))
+        if self.backend == "file":  # one staging page per warp (per thread in the simulator)
+            from bamql.kernels.gpu_queue import THREADS_PER_STAGING
+
+            blocks = min(blocks, max(1, ts.queue.qsize * THREADS_PER_STAGING // kgpu.BLOCK))
+        resident = {id(d) for d in ts.resident.values()}
+        volatile = bool(filled) or any(id(a) in resident for a in scan_arrays)
+        return _Launch(plan, args, blocks, small, offs, dbuf, volatile, list(acc))
 
     def _range_arrays(self, ts: TableState, ranges) -> tuple:
         """``(offsets, starts, n, chunk rows, n chunks)`` of ``ranges`` on the GPU, made once
@@ -471,7 +570,7 @@ class GpuEngine:
         ps = store.page_size
         off, count = c.first_page * ps, c.n_pages * c.rows_per_page
         if self.backend == "gpu":
-            arr = _typed(ts.source, c.np_dtype, off, count)
+            arr = self._view(ts, c.name, ts.source, c.np_dtype, off, count)
             return arr, arr, 0, 0
         if c.name in ts.resident:
             arr = ts.resident[c.name]
@@ -480,18 +579,30 @@ class GpuEngine:
             buf, moved, nbytes = self._stream(ts, store, c, ranges, compressed)
             if disk is not None:
                 disk[c.name] = nbytes  # what came from the disk (the zstd copy's bytes)
-            view = _typed(buf, c.np_dtype, 0, count)
+            view = self._view(ts, c.name, buf, c.np_dtype, 0, count)
         else:
-            view = _typed(ts.source, c.np_dtype, off, count)
+            view = self._view(ts, c.name, ts.source, c.np_dtype, off, count)
             moved = ranges.pages(c.rows_per_page)  # the pages holding candidates cross PCIe
         nbytes = count * c.itemsize
         if full and ts.resident_bytes + nbytes <= ts.n_slots * ps:
-            try:
-                d = self.cuda.device_array(count, dtype=c.np_dtype)
-            except Exception:  # no room: read it over PCIe each time instead
-                return view, view, 0, moved
+            d = ts.spare.pop(c.name, None)
+            if d is None:
+                try:
+                    d = self.cuda.device_array(count, dtype=c.np_dtype)
+                except Exception:  # no room: read it over PCIe each time instead
+                    return view, view, 0, moved
             return view, d, 1, moved  # resident once the kernel has filled it
         return view, view, 0, moved
+
+    @staticmethod
+    def _view(ts: TableState, name: str, base, dtype, off: int, count: int):
+        """The typed view of a scanned column's pages, made once (its identity keys the
+        plan's prepared launch)."""
+        hit = ts.col_views.get(name)
+        if hit is None or hit[0] is not base:
+            hit = (base, _typed(base, dtype, off, count))
+            ts.col_views[name] = hit
+        return hit[1]
 
     def close(self) -> None:
         for ts in self.tables.values():

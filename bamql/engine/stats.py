@@ -45,6 +45,9 @@ class QueryStats:
     rows_matched: int = 0
     seconds: float = 0.0
     compile_seconds: float = 0.0
+    #: GPU: from the launch to the results on the host (the kernel and its copies); the
+    #: rest of ``seconds`` is the engine's host-side work
+    kernel_seconds: float = 0.0
     setup_seconds: float = 0.0  # loading a table onto the device, charged to its first query
     io_reads: int = 0  # GPU file backend: page reads the kernel put on the submission queue
     io_depth: int = 0  # ... and the deepest queue (the host workers' peaks, summed)
@@ -117,7 +120,8 @@ class QueryStats:
         return {
             "device": self.device, "backend": self.backend, "rows": self.rows,
             "rows_matched": self.rows_matched, "seconds": self.seconds,
-            "compile_seconds": self.compile_seconds, "setup_seconds": self.setup_seconds,
+            "compile_seconds": self.compile_seconds, "kernel_seconds": self.kernel_seconds,
+            "setup_seconds": self.setup_seconds,
             "io_reads": self.io_reads, "io_depth": self.io_depth,
             "partition_seconds": self.partition_seconds,
             "partition_wall_seconds": self.partition_wall_seconds,
@@ -153,6 +157,8 @@ class QueryStats:
                      f"amplification {self.amplification:.2f}x (whole-column reader: "
                      f"{self.whole_amplification:.2f}x); {self.seconds * 1e3:.1f} ms on "
                      f"{self.device}/{self.backend}"
+                     + (f", {self.kernel_seconds * 1e3:.1f} ms of it from launch to results"
+                        if self.kernel_seconds else "")
                      + (f" (+{self.compile_seconds * 1e3:.0f} ms compiling)" if self.compile_seconds else "")
                      + (f" (+{self.setup_seconds:.2f} s loading the table)" if self.setup_seconds else ""))
         if self.io_reads:
