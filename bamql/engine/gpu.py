@@ -71,6 +71,16 @@ def _typed(base, dtype, byte_offset: int = 0, count: int | None = None, shape=No
     return DeviceNDArray(shape=shape, strides=strides, dtype=dt, gpu_data=data)
 
 
+def _fill(arr, value: int) -> None:
+    """Set every int32 of a device array to 0 or -1: a memset on the GPU (no host copy)."""
+    if hasattr(arr, "gpu_data"):
+        from numba.cuda.cudadrv import driver
+
+        driver.device_memset(arr, value & 0xFF, arr.nbytes)
+    else:  # numba's CUDA simulator
+        arr.copy_to_device(np.full(arr.size, value, arr.dtype))
+
+
 def _host_view(mapped) -> np.ndarray:
     """A plain ndarray over a mapped (pinned, GPU-visible) host array, for host-side I/O."""
     if hasattr(mapped, "_ary"):  # numba's CUDA simulator wraps a NumPy array
@@ -149,6 +159,15 @@ class _Launch:
         self.out = cuda.pinned_array(dbuf.size, np.uint8)
         self.volatile = volatile  # its arguments include resident columns a cleared cache drops
         self.lock = threading.Lock()
+        if hasattr(dbuf, "gpu_data"):  # the driver's copies, without numba's checks around them
+            from numba.cuda.cudadrv import driver
+
+            n = dbuf.nbytes
+            self.reset = lambda: driver.host_to_device(dbuf, self.init, n)
+            self.fetch = lambda: driver.device_to_host(self.out, dbuf, n)
+        else:  # numba's CUDA simulator
+            self.reset = lambda: dbuf.copy_to_device(self.init)
+            self.fetch = lambda: dbuf.copy_to_host(self.out)
         self.fast = None  # () -> None: the prepared launch, once the first one went through
         self.tried = False
 
@@ -328,15 +347,16 @@ class GpuEngine:
         """Empty the page cache (and resident columns) of one or all tables."""
         for ts in self.tables.values():
             if table in (None, ts.name):
-                ts.state.copy_to_device(np.zeros(ts.state.size, np.int32))
-                ts.page_slot.copy_to_device(np.full(ts.page_slot.size, -1, np.int32))
-                ts.slot_page.copy_to_device(np.full(ts.n_slots, -1, np.int32))
+                _fill(ts.state, 0)
+                _fill(ts.page_slot, -1)
+                _fill(ts.slot_page, -1)
                 # resident columns become spare buffers: the next full scan fills them again
                 # without a new allocation; launches that read them are dropped
                 ts.spare.update(ts.resident)
                 ts.resident.clear()
                 ts.resident_bytes = 0
                 ts.launches = {k: v for k, v in ts.launches.items() if not v.volatile}
+        self.cuda.synchronize()  # done before the next query's clock starts
 
     def _stream(self, ts: TableState, store: PageStore, c, ranges,
                 compressed: bool = False) -> tuple[object, int, int]:
@@ -462,13 +482,13 @@ class GpuEngine:
                     stats.compile_seconds = time.perf_counter() - t0
                 stats.compile_seconds += t_compiled - t_start
                 t_launch = time.perf_counter()
-                ln.dbuf.copy_to_device(ln.init)  # the accumulators' initial values
+                ln.reset()  # the accumulators' initial values
                 if queue:
                     ts.queue.reset_stats()
                     ts.queue.begin()
                 try:
                     ln.launch(kern)
-                    ln.dbuf.copy_to_host(ln.out)  # synchronizes
+                    ln.fetch()  # synchronizes
                 finally:
                     if queue:
                         ts.queue.end()
