@@ -400,6 +400,9 @@ class GpuEngine:
 
     def _run(self, plan: PhysicalPlan, store: PageStore, stats: QueryStats) -> dict[str, np.ndarray]:
         cuda = self.cuda
+        # this thread's CUDA context: the prepared launch calls the driver directly, and a
+        # Dask worker runs a quick query on its event loop's thread, not the one that loaded
+        cuda.current_context()
         q = plan.query
         ts = self._table(store)
         ps = store.page_size
