@@ -345,6 +345,7 @@ class GpuEngine:
 
     def clear_cache(self, table: str | None = None) -> None:
         """Empty the page cache (and resident columns) of one or all tables."""
+        self.cuda.current_context()  # the memsets call the driver directly, from any thread
         for ts in self.tables.values():
             if table in (None, ts.name):
                 _fill(ts.state, 0)

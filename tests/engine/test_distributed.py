@@ -56,6 +56,29 @@ def test_every_query_distributed_matches_one_node(parted, single, workers):
             assert st.device == "cpu/dask" and st.bytes_read > 0  # summed over the workers
 
 
+def test_repeated_queries_run_on_the_workers_event_loop(parted, single, monkeypatch):
+    # a call known to be quick skips the thread hop; its answers stay the same
+    from bamql.engine import distributed as dist
+    from bamql.engine.distributed import PartitionWorker
+
+    monkeypatch.setattr(dist, "INLINE_S", 30.0)  # "quick" whatever this machine's speed
+
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        with bamql.connect(parted, device="cpu", cluster=client) as con:
+            for _ in range(3):
+                for name in ("q01", "q14"):
+                    sql = QUERIES[name]
+                    assert_same_rows(con.sql(sql).rows(), single[name], ordered="ORDER BY" in sql)
+
+        def quick(dask_worker) -> int:
+            return sum(len(a._quick) for a in dask_worker.state.actors.values()
+                       if isinstance(a, PartitionWorker))
+
+        # each worker ran both queries' calls inline once they were known to be quick
+        assert list(client.run(quick).values()) == [2, 2]
+
+
 def test_a_worker_killed_mid_query(parted, single):
     sql = QUERIES["q06"]
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
