@@ -126,31 +126,33 @@ class PartitionWorker:
     def __init__(self) -> None:
         from concurrent.futures import ThreadPoolExecutor
 
-        self._calls: dict[bytes, tuple] = {}
-        self._quick: set[bytes] = set()
+        #: pickled call -> [(paths, args), whether its last run was quick]
+        self._calls: dict[bytes, list] = {}
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="bamql-partition")
 
     @staticmethod
     def _run(paths: list[str], args: tuple) -> bytes:
         return pickle.dumps([run_partition(p, *args) for p in paths], protocol=5)
 
+    @property
+    def quick_calls(self) -> int:
+        """How many remembered calls run on the event loop."""
+        return sum(1 for _, quick in self._calls.values() if quick)
+
     async def run(self, blob: bytes) -> bytes:
         """Run the pickled ``(paths, args)`` call; returns the pickled results."""
         import asyncio
 
-        call = self._calls.get(blob)
-        if call is None:
-            call = pickle.loads(blob)
-            remember(self._calls, blob, call, limit=256)
+        entry = self._calls.get(blob)
+        if entry is None:
+            entry = [pickle.loads(blob), False]
+            remember(self._calls, blob, entry, limit=256)
         t0 = time.perf_counter()
-        if blob in self._quick:
-            out = self._run(*call)
+        if entry[1]:
+            out = self._run(*entry[0])
         else:
-            out = await asyncio.get_running_loop().run_in_executor(self._pool, self._run, *call)
-        if time.perf_counter() - t0 < INLINE_S:
-            self._quick.add(blob)
-        else:
-            self._quick.discard(blob)
+            out = await asyncio.get_running_loop().run_in_executor(self._pool, self._run, *entry[0])
+        entry[1] = time.perf_counter() - t0 < INLINE_S
         return out
 
 

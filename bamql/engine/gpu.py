@@ -611,6 +611,7 @@ class GpuEngine:
         if full and ts.resident_bytes + nbytes <= ts.n_slots * ps:
             d = ts.spare.pop(c.name, None)
             if d is None:
+                ts.spare.clear()  # other columns' idle buffers go before a new one comes
                 try:
                     d = self.cuda.device_array(count, dtype=c.np_dtype)
                 except Exception:  # no room: read it over PCIe each time instead

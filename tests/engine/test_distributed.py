@@ -72,7 +72,7 @@ def test_repeated_queries_run_on_the_workers_event_loop(parted, single, monkeypa
                     assert_same_rows(con.sql(sql).rows(), single[name], ordered="ORDER BY" in sql)
 
         def quick(dask_worker) -> int:
-            return sum(len(a._quick) for a in dask_worker.state.actors.values()
+            return sum(a.quick_calls for a in dask_worker.state.actors.values()
                        if isinstance(a, PartitionWorker))
 
         # each worker ran both queries' calls inline once they were known to be quick
