@@ -211,7 +211,9 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="benchmark bamql against RAPIDS, DuckDB and whole-column readers",
                        description="Run the same queries through each engine in one process on the "
                        "same generated data, check every answer against DuckDB, and write JSON and "
-                       "PNG plots. Engines whose packages are missing are skipped with a notice.")
+                       "PNG plots. The engines take turns within each repetition, so a machine whose "
+                       "speed drifts (a virtual disk's cold reads) weighs on all of them alike. "
+                       "Engines whose packages are missing are skipped with a notice.")
     _bench_data_args(b, "bench/results/latest", "output path stem (.json, -*.png)")
     b.add_argument("--engines",
                    default="bamql-cpu,bamql-gpu-host,bamql-gpu-gpu,rapids,rapids-stripes,duckdb",

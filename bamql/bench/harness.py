@@ -237,6 +237,25 @@ def run(cfg: BenchConfig, say: Callable[[str], None] = print) -> dict:
                             parquet_copy=any(e.name == "duckdb" for e in active), groups=cfg.groups,
                             floats=cfg.floats, compress=cfg.compress)
              for share in cfg.shares}
+    found: dict[tuple, np.ndarray | None] = {}  # (share, predicate) -> matching rows (ORC)
+
+    def record(eng, qn, q, mode, ps, share, data, ps_cols, times, r) -> None:
+        run = {"engine": eng.name, "query": qn, "mode": mode, "page_size": ps, "share": share,
+               "median_s": statistics.median(times), "times_s": times,
+               "bytes_read": r.bytes_read, "whole_bytes": r.whole_bytes,
+               "bytes_needed": r.bytes_needed, "rows": [list(x) for x in r.rows[:20]], **r.extra}
+        if info.get("h2d_bytes_per_s") and r.bytes_read is not None:
+            run["pcie_floor_s"] = r.bytes_read / info["h2d_bytes_per_s"]
+        if eng.name.startswith("bamql") and r.bytes_read is not None:
+            key = (share, repr(q.predicate))
+            if key not in found:
+                found[key] = matching_rows(q, data.orc, ps_cols)
+            m = page_minimum(q, found[key], data.rows, ps_cols, ps)
+            if m:
+                run["page_min_bytes"] = m
+                run["page_amplification"] = r.bytes_read / m
+        res["runs"].append(run)
+
     with progress_bar("benchmarking", steps) as advance:
         for share, data in datas.items():
             with PageStore(data.stores[cfg.page_sizes[0]] / "trips") as s:
@@ -244,18 +263,21 @@ def run(cfg: BenchConfig, say: Callable[[str], None] = print) -> dict:
                 # what was measured: each column's storage type (scaled floats marked)
                 res["config"]["storage"] = {
                     n: c.dtype + (f"/1e{c.scale}" if c.scale else "") for n, c in s.columns.items()}
-            found: dict[str, np.ndarray | None] = {}  # matching rows by predicate, from the ORC
             for ps in cfg.page_sizes:
                 with PageStore(data.stores[ps] / "trips") as s:
                     ps_cols = s.columns
-                for eng in active:
-                    if ps != cfg.page_sizes[0] and not eng.name.startswith("bamql"):
-                        continue  # page size matters to bamql only
-                    eng.open(data, ps)
-                    try:
-                        for qn in cfg.queries:
-                            sql = load(qn)
-                            q = translate(sql, cat)
+                # page size matters to bamql only
+                group = [e for e in active if ps == cfg.page_sizes[0] or e.name.startswith("bamql")]
+                opened: list = []
+                try:
+                    for eng in group:
+                        eng.open(data, ps)
+                        opened.append(eng)
+                    for qn in cfg.queries:
+                        sql = load(qn)
+                        q = translate(sql, cat)
+                        ready = []
+                        for eng in group:
                             advance(1)
                             try:
                                 eng.run(sql, q, cfg.modes[0])  # warm up JIT and files
@@ -267,32 +289,27 @@ def run(cfg: BenchConfig, say: Callable[[str], None] = print) -> dict:
                                 say(f"{eng.name} failed on {qn}: {msg}")
                                 res["errors"].append({"engine": eng.name, "query": qn, "error": msg})
                                 continue
-                            for mode in cfg.modes:
-                                if mode not in eng.modes or (mode == "cold" and not cold_ok):
-                                    continue
-                                times, r = [], None
-                                for _ in range(cfg.reps):
+                            ready.append(eng)
+                        for mode in cfg.modes:
+                            if mode == "cold" and not cold_ok:
+                                continue
+                            runs = [e for e in ready if mode in e.modes]
+                            times: dict[str, list[float]] = {e.name: [] for e in runs}
+                            last: dict = {}
+                            # engines take turns within each repetition, so that a drifting
+                            # machine (a virtual disk's cold reads moved by 40% between runs)
+                            # weighs on every engine alike
+                            for _ in range(cfg.reps):
+                                for eng in runs:
                                     if mode == "cold":
                                         drop_os_cache()
-                                    r = eng.run(sql, q, mode)
-                                    times.append(r.seconds)
-                                res["runs"].append({
-                                    "engine": eng.name, "query": qn, "mode": mode, "page_size": ps,
-                                    "share": share, "median_s": statistics.median(times), "times_s": times,
-                                    "bytes_read": r.bytes_read, "whole_bytes": r.whole_bytes,
-                                    "bytes_needed": r.bytes_needed, "rows": [list(x) for x in r.rows[:20]],
-                                    **r.extra})
-                                if info.get("h2d_bytes_per_s") and r.bytes_read is not None:
-                                    res["runs"][-1]["pcie_floor_s"] = r.bytes_read / info["h2d_bytes_per_s"]
-                                if eng.name.startswith("bamql") and r.bytes_read is not None:
-                                    key = repr(q.predicate)
-                                    if key not in found:
-                                        found[key] = matching_rows(q, data.orc, ps_cols)
-                                    m = page_minimum(q, found[key], data.rows, ps_cols, ps)
-                                    if m:
-                                        res["runs"][-1]["page_min_bytes"] = m
-                                        res["runs"][-1]["page_amplification"] = r.bytes_read / m
-                    finally:
+                                    last[eng.name] = eng.run(sql, q, mode)
+                                    times[eng.name].append(last[eng.name].seconds)
+                            for eng in runs:
+                                record(eng, qn, q, mode, ps, share, data, ps_cols,
+                                       times[eng.name], last[eng.name])
+                finally:
+                    for eng in opened:
                         eng.close()
     check(res)
     out = Path(cfg.out)

@@ -100,3 +100,26 @@ def test_busiest_worker_follows_the_order_statistics_come_back_in():
     # 5 partitions on 2 workers: worker 0 ran 0, 2, 4 (listed first), worker 1 ran 1, 3
     assert _busiest([1.0, 2.0, 3.0, 10.0, 20.0], 2) == 30.0
     assert _busiest([4.0, 5.0], 1) == 9.0
+
+
+def test_engines_take_turns_within_each_repetition(tmp_path, monkeypatch):
+    # a drifting machine must weigh on every engine alike: a, b, a, b, ... not a, a, b, b
+    from bamql.bench import engines, harness
+
+    calls: list[tuple[str, str]] = []
+
+    class Logged(engines.BamqlEngine):
+        def run(self, sql, q, mode):
+            calls.append((self.name, mode))
+            return super().run(sql, q, mode)
+
+    fakes = {n: Logged("cpu", name=n) for n in ("bamql-cpu", "bamql-cpu-b")}
+    monkeypatch.setattr(harness, "all_engines", lambda: fakes)
+    cfg = harness.BenchConfig(rows=100_000, queries=("q01",), engines=tuple(fakes), reps=3,
+                              page_sizes=(4096,), workdir=tmp_path / "w", out=tmp_path / "r",
+                              plots=False)
+    res = harness.run(cfg, say=lambda _: None)
+    timed = [n for n, _ in calls[2:]]  # after one warm-up run each
+    assert timed == ["bamql-cpu", "bamql-cpu-b"] * 3
+    assert [r["engine"] for r in res["runs"]] == ["bamql-cpu", "bamql-cpu-b"]
+    assert all(r["ok"] and len(r["times_s"]) == 3 for r in res["runs"])
