@@ -60,7 +60,7 @@ def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: i
            "runs": []}
     for n in gpus:
         say(f"{n} GPU(s): starting {n} worker(s), loading {parts} partitions")
-        with local_gpu_cluster(n) as cluster, distributed.Client(cluster) as client, \
+        with local_gpu_cluster(n) as cluster, distributed.Client(cluster, direct_to_workers=True) as client, \
                 bamql.connect(d, device=device, backend=backend if device == "gpu" else None,
                               cluster=client) as con:
             client.wait_for_workers(n, timeout=120)

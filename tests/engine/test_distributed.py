@@ -79,11 +79,14 @@ def test_repeated_queries_run_on_the_workers_event_loop(parted, single, monkeypa
         assert list(client.run(quick).values()) == [2, 2]
 
 
-def test_a_worker_killed_mid_query(parted, single):
+@pytest.mark.parametrize("direct", [False, True], ids=["relayed", "direct"])
+def test_a_worker_killed_mid_query(parted, single, direct):
+    # relayed: actor calls pass through the scheduler; direct: client to worker (the
+    # clients bamql makes itself)
     sql = QUERIES["q06"]
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None, env={"BAMQL_FAULT_DELAY": "3"}) as cluster, \
-            distributed.Client(cluster) as client:
+            distributed.Client(cluster, direct_to_workers=direct) as client:
         with bamql.connect(parted, device="cpu", cluster=client) as con:
             out: dict = {}
 
@@ -156,6 +159,7 @@ def test_a_session_closes_the_cluster_it_started(parted, single):
     con = bamql.connect(parted, device="cpu", cluster="local-gpus:2")
     client = con.cluster
     assert len(client.scheduler_info()["workers"]) == 2
+    assert client.direct_to_workers  # actor calls skip the scheduler
     assert_same_rows(con.sql(QUERIES["q01"]).rows(), single["q01"], ordered=False)
     con.close()
     assert client.status == "closed"
