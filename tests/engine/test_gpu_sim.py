@@ -58,6 +58,29 @@ SCRIPT = textwrap.dedent("""
         assert again.bytes_read == 0, again.bytes_read
         assert all(c.cache_misses == 0 for c in again.columns.values())
     print("caches ok")
+    # a repeated plan reuses its prepared launch; a column scanned whole is written through
+    # to the GPU, and after a cache clear its buffer is reused, not allocated again
+    full = "SELECT COUNT(*), AVG(total_amount) FROM trips WHERE trip_distance >= 0"
+    with bamql.connect(d / "data", device="cpu") as c:
+        want_full = c.sql(full).rows()
+    with bamql.connect(d / "data", device="gpu", backend="host", cache="1MiB") as con:
+        # (the first run may write its scanned column through: the second then reads the
+        # GPU copy, with other arguments)
+        for _ in range(2):
+            assert_same_rows(con.sql(q6).rows(), want["q06"], ordered=False)
+        ts = next(iter(con.gpu.tables.values()))
+        before = dict(ts.launches)
+        assert_same_rows(con.sql(q6).rows(), want["q06"], ordered=False)
+        assert ts.launches == before  # the same prepared launch, not a new one
+        for _ in range(2):
+            assert_same_rows(con.sql(full).rows(), want_full, ordered=False)
+        dev = ts.resident["trip_distance"]
+        con.gpu.clear_cache()
+        assert not ts.resident and ts.spare["trip_distance"] is dev
+        assert all(not ln.volatile for ln in ts.launches.values())
+        assert_same_rows(con.sql(full).rows(), want_full, ordered=False)
+        assert ts.resident["trip_distance"] is dev and "trip_distance" not in ts.spare
+    print("launches ok")
     # file backend, gathering (medium=cached): every miss is one read through the queue
     with bamql.connect(d / "data", device="gpu", backend="file", medium="cached",
                        cache="1MiB") as con:
