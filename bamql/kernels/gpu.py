@@ -69,8 +69,8 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
     body = ec.lines
     loaded: set[str] = set()
     reader = "warp_read_file" if queue else "warp_read"
-    io_args = ("staging_words, sq_page, sq_staging, sq_seq, sq_turn, sq_tail, cq_done, warp_seq, qsize"
-               if queue else "src_words")
+    io_args = ("staging_words, sq_page, sq_staging, sq_seq, sq_turn, sq_tail, cq_done, warp_seq, qsize, "
+               "staged, g_first, g_pages, stage_wpp, vol_pages" if queue else "src_words")
 
     def load(name: str) -> None:
         if name in loaded:

@@ -16,18 +16,30 @@ from bamql.storage.queues import HostQueue
 from bamql.storage.store import PageStore
 
 
+def _offsets(store, pages):
+    """Where each page lies in its staging buffer: 0, or for a row group's page (its whole
+    block is read) its member's place in the block."""
+    offs = np.zeros(len(pages), np.int64)
+    for g in store.manifest.groups:
+        rel = pages - g.first_page
+        inside = (rel >= 0) & (rel < g.n_pages * len(g.members))
+        offs[inside] = rel[inside] // g.n_pages * store.page_size
+    return offs
+
+
 @njit(nogil=True)
-def _gpu(pages, q, turn, sq_page, sq_staging, sq_seq, done, staging, out, base=0):
+def _gpu(pages, q, turn, sq_page, sq_staging, sq_seq, done, staging, out, offs, base=0):
     """Submit ``pages`` in ticket order (tickets from ``base``, as a later kernel continues
     them) with ``staging.shape[0]`` reads in flight; copy each completed page to ``out``."""
     n_st = staging.shape[0]
     n = pages.shape[0]
+    ps = out.shape[1]
     for i in range(n + n_st):
         if i >= n_st:  # the staging page's previous read: wait for it, keep its page
             j = i - n_st
             while load_acquire(done, j % n_st) != base + j + 1:
                 pass
-            out[j] = staging[j % n_st]
+            out[j] = staging[j % n_st, offs[j] : offs[j] + ps]
         if i < n:
             k = base + i
             slot = k % q
@@ -44,7 +56,7 @@ def _serve(store, pages, qsize=64, n_staging=32, threads=4):
     alloc = lambda shape, dtype: np.zeros(shape, dtype)  # noqa: E731
     with HostQueue(store, qsize, n_staging, alloc=alloc, io_threads=threads) as hq:
         _gpu(pages, qsize, hq.sq_turn, hq.sq_page, hq.sq_staging, hq.sq_seq, hq.cq_done,
-             hq.staging, out)
+             hq.staging, out, _offsets(store, pages))
     return out, hq
 
 
@@ -106,7 +118,7 @@ def test_parked_workers_wake_for_each_kernel(grouped):
                 s.read_scattered(pages, want, np.arange(len(pages)))
                 hq.begin()
                 _gpu(pages, 16, hq.sq_turn, hq.sq_page, hq.sq_staging, hq.sq_seq, hq.cq_done,
-                     hq.staging, out, base)
+                     hq.staging, out, _offsets(s, pages), base)
                 hq.end()
                 base += len(pages)
                 assert (out == want).all()
