@@ -100,6 +100,25 @@ def test_a_corrupt_page_completes_and_is_reported(grouped, tmp_path):
     assert f"global page {p}" in str(hq.error)
 
 
+def test_a_corrupt_member_of_a_block_is_reported_by_its_siblings_read(grouped, tmp_path):
+    # a read of a group's page brings the whole block, whose every page is checked: the
+    # warp may copy any of them from staging later
+    d = tmp_path / "trips"
+    shutil.copytree(grouped, d)
+    with PageStore(d) as s:
+        g = s.manifest.groups[0]
+        j = g.members.index("total_amount")
+        sibling = s.shadow[g.members[0] if j else g.members[1]].first_page + 5
+        bad = s.shadow["total_amount"].first_page + 5
+    with open(d / g.file, "r+b") as fh:  # total_amount's copy of page 5
+        fh.seek(5 * g.block_bytes + j * 512 + 100)
+        fh.write(b"\xff\x00\xff")
+    with PageStore(d) as s:
+        _, hq = _serve(s, np.array([3, sibling, 7], np.int64), qsize=8, n_staging=4)
+    assert hq.served == 3 and hq.error is not None
+    assert f"global page {bad}" in str(hq.error)
+
+
 def test_parked_workers_wake_for_each_kernel(grouped):
     """Between kernels the workers sleep (futex); each ``begin`` wakes them, and tickets go on
     from one kernel to the next."""
