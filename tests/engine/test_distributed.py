@@ -180,3 +180,53 @@ def test_partitioned_ingest_from_a_program_read_from_stdin(tmp_path, taxi_orc):
     assert "rows 60000" in r.stdout
     with bamql.connect(tmp_path / "p", device="cpu") as con:
         assert con.sql("SELECT COUNT(*) FROM p").rows() == [(60000,)]
+
+
+def test_unreachable_workers_fall_back_to_the_scheduler_relaying():
+    # a client that cannot reach the workers directly: the first call fails with OSError
+    # while the scheduler still lists the same workers; the retry goes relayed
+    import asyncio
+
+    from bamql.engine import distributed as dist
+
+    class Answer:
+        def __init__(self, value):
+            self.value = value
+
+        def __await__(self):
+            if isinstance(self.value, Exception):
+                raise self.value
+            return self.value
+            yield
+
+    class Actor:
+        def __init__(self, client):
+            self.client = client
+
+        def run(self, blob):
+            if self.client.direct_to_workers:
+                return Answer(OSError("Unable to contact Actor's worker"))
+            return Answer(dist.pickle.dumps(["done"]))
+
+    class Future:
+        def __init__(self, value):
+            self.value = value
+
+        def result(self, timeout=None):
+            return self.value
+
+    class Client:
+        direct_to_workers = True
+
+        def scheduler_info(self):
+            return {"workers": {"tcp://w1": {}}}
+
+        def submit(self, cls, **kw):
+            return Future(Actor(self))
+
+        def sync(self, fn, *args):
+            return asyncio.run(fn(*args))
+
+    client = Client()
+    assert dist._run_on_actors(client, ["p0"], ()) == ["done"]
+    assert client.direct_to_workers is False
