@@ -52,8 +52,11 @@ def test_every_query_distributed_matches_one_node(parted, single, workers):
             for name, sql in QUERIES.items():
                 res = con.sql(sql)
                 assert_same_rows(res.rows(), single[name], ordered="ORDER BY" in sql)
-            st = con.sql("EXPLAIN ANALYZE " + QUERIES["q06"]).stats
+            res = con.sql("EXPLAIN ANALYZE " + QUERIES["q06"])
+            st = res.stats
             assert st.device == "cpu/dask" and st.bytes_read > 0  # summed over the workers
+            text = "\n".join(r[0] for r in res.rows())
+            assert "4 partitions:" in text and "the client waited" in text
 
 
 def test_repeated_queries_run_on_the_workers_event_loop(parted, single, monkeypatch):
