@@ -206,6 +206,13 @@ def _run_on_actors(client, paths: list[str], args: tuple) -> list:
             raise
         except Exception as e:  # a lost worker, a cluster gone away...
             last = e
+            have = _actors.get(client)
+            if (isinstance(e, OSError) and getattr(client, "direct_to_workers", False)
+                    and have is not None
+                    and tuple(sorted(client.scheduler_info().get("workers", {}))) == have[0]):
+                # the workers are alive but cannot be reached from here (a cluster behind a
+                # gateway): let the scheduler relay the calls from now on
+                client.direct_to_workers = False
             time.sleep(0.5 * (attempt + 1))  # let the scheduler notice a lost worker
     first = str(last).strip().splitlines()[0] if str(last).strip() else type(last).__name__
     raise BamqlError(f"distributed query failed after {RETRIES} tries: "

@@ -161,6 +161,13 @@ class QueryStats:
                         if self.kernel_seconds else "")
                      + (f" (+{self.compile_seconds * 1e3:.0f} ms compiling)" if self.compile_seconds else "")
                      + (f" (+{self.setup_seconds:.2f} s loading the table)" if self.setup_seconds else ""))
+        if self.partition_wall_seconds:
+            walls = self.partition_wall_seconds
+            line = (f"  {len(walls)} partitions: {sum(self.partition_seconds) * 1e3:.1f} ms in the "
+                    f"engines, {min(walls) * 1e3:.1f}-{max(walls) * 1e3:.1f} ms per partition call")
+            if self.dispatch_seconds:  # beyond the busiest worker's calls: round trips
+                line += f"; the client waited {self.dispatch_seconds * 1e3:.1f} ms for the workers"
+            lines.append(line)
         if self.io_reads:
             lines.append(f"  GPU-initiated reads: {self.io_reads:,} through the submission queue, "
                          f"queue depth up to {self.io_depth:,} (host workers' peaks, summed)")

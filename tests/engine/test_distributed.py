@@ -52,8 +52,11 @@ def test_every_query_distributed_matches_one_node(parted, single, workers):
             for name, sql in QUERIES.items():
                 res = con.sql(sql)
                 assert_same_rows(res.rows(), single[name], ordered="ORDER BY" in sql)
-            st = con.sql("EXPLAIN ANALYZE " + QUERIES["q06"]).stats
+            res = con.sql("EXPLAIN ANALYZE " + QUERIES["q06"])
+            st = res.stats
             assert st.device == "cpu/dask" and st.bytes_read > 0  # summed over the workers
+            text = "\n".join(r[0] for r in res.rows())
+            assert "4 partitions:" in text and "the client waited" in text
 
 
 def test_repeated_queries_run_on_the_workers_event_loop(parted, single, monkeypatch):
@@ -180,3 +183,53 @@ def test_partitioned_ingest_from_a_program_read_from_stdin(tmp_path, taxi_orc):
     assert "rows 60000" in r.stdout
     with bamql.connect(tmp_path / "p", device="cpu") as con:
         assert con.sql("SELECT COUNT(*) FROM p").rows() == [(60000,)]
+
+
+def test_unreachable_workers_fall_back_to_the_scheduler_relaying():
+    # a client that cannot reach the workers directly: the first call fails with OSError
+    # while the scheduler still lists the same workers; the retry goes relayed
+    import asyncio
+
+    from bamql.engine import distributed as dist
+
+    class Answer:
+        def __init__(self, value):
+            self.value = value
+
+        def __await__(self):
+            if isinstance(self.value, Exception):
+                raise self.value
+            return self.value
+            yield
+
+    class Actor:
+        def __init__(self, client):
+            self.client = client
+
+        def run(self, blob):
+            if self.client.direct_to_workers:
+                return Answer(OSError("Unable to contact Actor's worker"))
+            return Answer(dist.pickle.dumps(["done"]))
+
+    class Future:
+        def __init__(self, value):
+            self.value = value
+
+        def result(self, timeout=None):
+            return self.value
+
+    class Client:
+        direct_to_workers = True
+
+        def scheduler_info(self):
+            return {"workers": {"tcp://w1": {}}}
+
+        def submit(self, cls, **kw):
+            return Future(Actor(self))
+
+        def sync(self, fn, *args):
+            return asyncio.run(fn(*args))
+
+    client = Client()
+    assert dist._run_on_actors(client, ["p0"], ()) == ["done"]
+    assert client.direct_to_workers is False
