@@ -477,8 +477,8 @@ class GpuEngine:
         key = (id(plan), tuple(a if isinstance(a, int) else id(a) for a in scan_arrays))
         ln = ts.launches.get(key)
         if ln is None or ln.plan is not plan:
-            ln = self._new_launch(ts, plan, total, scan_arrays, len(cached), filled,
-                                  (d_off, d_lo, n_ranges, d_chunks, n_chunks))
+            ln = self._new_launch(ts, plan, total, scan_arrays, [cols[n][0] for n in cached],
+                                  filled, (d_off, d_lo, n_ranges, d_chunks, n_chunks))
             if len(ts.launches) >= 64:
                 ts.launches.pop(next(iter(ts.launches)))
             ts.launches[key] = ln
@@ -548,11 +548,12 @@ class GpuEngine:
         return accumulate.merge(host_acc, None)
 
     def _new_launch(self, ts: TableState, plan: PhysicalPlan, total: int, scan_arrays: list,
-                    n_cached: int, filled: dict, ranges: tuple) -> _Launch:
-        """The arguments of ``plan``'s kernel on ``ts``, with its own accumulator buffer."""
+                    firsts: list[int], filled: dict, ranges: tuple) -> _Launch:
+        """The arguments of ``plan``'s kernel on ``ts``, with its own accumulator buffer;
+        ``firsts``: the first page of each column read through the cache."""
         q = plan.query
         acc = accumulate.alloc(1, accumulate.n_groups(plan.key_domains), q.aggs)
-        small = [np.zeros(1 + 2 * n_cached, np.int64), *acc.values()]
+        small = [np.zeros(1 + 2 * len(firsts), np.int64), *acc.values()]
         buf, offs = _pack(small)
         dbuf = self.cuda.to_device(buf)
         counters, *d_acc = [_typed(dbuf, a.dtype, o, a.size, a.shape)
@@ -563,7 +564,7 @@ class GpuEngine:
                   ts.sq_tail, hq.cq_done, ts.warp_seq, hq.qsize, *ts.staged)
         else:
             io = (ts.views[-1],)
-        args = (total, *ranges, *scan_arrays, *ts.views[:-2],
+        args = (total, *ranges, *scan_arrays, *firsts, *ts.views[:-2],
                 ts.state, ts.page_slot, ts.slot_page, ts.slot_lock, ts.clock, ts.n_slots,
                 ts.views[-2], *io, counters, *d_acc)
         blocks = max(1, min(self.sms * 8, -(-max(total, 1) // kgpu.BLOCK)))
