@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
 import pyarrow as pa
@@ -11,6 +13,14 @@ import pytest
 from bamql.datasets.generator import GenParams, generate_chunk
 from bamql.datasets.orc import write_orc
 from bamql.storage.ingest import ingest
+
+
+def pytest_configure(config):
+    # generated kernels' disk cache (kernels.diskcache): one per test run, never the user's;
+    # subprocesses started by tests share it
+    if "BAMQL_CACHE_DIR" not in os.environ:
+        os.environ["BAMQL_CACHE_DIR"] = tempfile.mkdtemp(prefix="bamql-test-cache-")
+
 
 SAMPLE_DIR = Path(__file__).resolve().parents[1] / "tests" / "data" / "tlc-sample"
 SAMPLES = sorted(SAMPLE_DIR.glob("yellow_tripdata_sample_2019-*.csv"))

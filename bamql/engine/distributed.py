@@ -115,14 +115,16 @@ class PartitionWorker:
     """A Dask actor, one per worker: runs the partitions sent to it in its worker's process,
     where the opened stores and the GPU engine (and its page caches) stay across queries.
 
-    An actor call goes from the client to the worker without a scheduled task, whose round
-    trips outweighed a GPU query of a few milliseconds per partition
-    (``bench/results/h200x2-200M-scaleout.json`` was measured with tasks); and straight to
-    the worker when the client connects directly to workers (``direct_to_workers=True``,
-    which the clients bamql makes set; otherwise the scheduler relays every call). The call and its
-    answer travel as one pickled blob each: Dask serializing the query's IR and every
-    accumulator array as objects of their own cost more than the pickling. A repeated call
-    (the same blob) skips unpickling and, once it is known to be quick, the thread hop.
+    An actor call reaches the worker without a scheduled task, whose round trips outweighed
+    a GPU query of a few milliseconds per partition (``bench/results/h200x2-200M-scaleout.json``
+    was measured with tasks). It goes straight to the worker when the client connects
+    directly to workers (``direct_to_workers=True``, as the clients bamql makes do);
+    otherwise the scheduler relays it.
+
+    The call and its answer travel as one pickled blob each: Dask serializing the query's IR
+    and every accumulator array as objects of their own cost more than the pickling. A
+    repeated call (the same blob) skips unpickling and, once it is known to be quick, the
+    thread hop.
     """
 
     def __init__(self) -> None:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import numba
 import numpy as np
 
+from bamql.kernels import diskcache
 from bamql.kernels.codegen import ExprCompiler, safe_name
 from bamql.parallel import PARALLEL_LOCK
 from bamql.planner import ir
@@ -27,11 +28,18 @@ def _compile(src: str, name: str):
     with _cache_lock:
         fn = _cache.get(src)
         if fn is None:
-            ns: dict = {"numba": numba, "np": np, "math": math}
-            exec(compile(src, f"<bamql {name}>", "exec"), ns)
-            fn = numba.njit(parallel=True, nogil=True, error_model="numpy")(ns[name])
+            # from a module file where possible: numba then keeps the machine code on disk
+            # and the next process loads it instead of compiling (``kernels.diskcache``)
+            py, on_disk = diskcache.load(src, name, {"numba": numba, "np": np, "math": math})
+            fn = numba.njit(parallel=True, nogil=True, error_model="numpy", cache=on_disk)(py)
             _cache[src] = fn
         return fn
+
+
+def disk_cache_hits() -> int:
+    """Compilations this process loaded from numba's on-disk cache instead of compiling."""
+    with _cache_lock:
+        return sum(sum(f.stats.cache_hits.values()) for f in _cache.values())
 
 
 def kernel_cache_size() -> int:
