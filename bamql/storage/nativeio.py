@@ -7,6 +7,10 @@ microseconds of interpreter time under the GIL, so 64 threads together managed o
 (``bench/results/h100/h100-200M-file-gather.json``). Here a whole batch is one call into
 compiled code that releases the GIL and loops over ``pread``: the threads wait on the disk
 in parallel, and the interpreter is no longer the limit.
+
+Compiled code calls libc (``pread``, ``usleep``, ``syscall``) by symbol name through small
+intrinsics, not through ctypes function objects, whose addresses numba would bake in: so
+the readers and the queue workers can be cached on disk like any other numba function.
 """
 
 from __future__ import annotations
@@ -14,15 +18,86 @@ from __future__ import annotations
 import ctypes
 from typing import NamedTuple
 
+import llvmlite.binding as llvm
 import numpy as np
+from llvmlite import ir as llir
 from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
 _libc = ctypes.CDLL(None, use_errno=True)
-_pread = _libc.pread
-_pread.restype = ctypes.c_ssize_t
-_pread.argtypes = (ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int64)
+# libc functions that compiled code calls by name: their addresses are given to numba's
+# linker in each process, so the code that calls them can be cached on disk (a ctypes
+# function would bake this process's address into it)
+for _name in ("pread", "usleep", "syscall"):
+    llvm.add_symbol(_name, ctypes.cast(getattr(_libc, _name), ctypes.c_void_p).value)
+_I32, _I64, _PTR = llir.IntType(32), llir.IntType(64), llir.IntType(8).as_pointer()
+
+
+def _libc_call(builder, name: str, ret, params: list, args: list, var_arg: bool = False):
+    fn = cgutils.get_or_insert_function(builder.module, llir.FunctionType(ret, params, var_arg),
+                                        name)
+    return builder.call(fn, args)
+
+
+def _data(context, builder, aryty, ary, idx=None):
+    """A byte pointer to an array's data (or to its element ``idx``)."""
+    a = context.make_array(aryty)(context, builder, ary)
+    ptr = a.data if idx is None else cgutils.get_item_pointer(context, builder, aryty, a, [idx],
+                                                              wraparound=False)
+    return builder.bitcast(ptr, _PTR)
+
+
+@intrinsic
+def pread_into(typingctx, fd, arr, count, offset):
+    """libc ``pread(fd, <arr's data>, count, offset)``: the bytes read, or -1."""
+    if not (isinstance(fd, types.Integer) and isinstance(arr, types.Array)
+            and isinstance(count, types.Integer) and isinstance(offset, types.Integer)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        fdt, aryty, ct, ot = sig.args
+        return _libc_call(builder, "pread", _I64, [_I32, _PTR, _I64, _I64], [
+            context.cast(builder, args[0], fdt, types.int32),
+            _data(context, builder, aryty, args[1]),
+            context.cast(builder, args[2], ct, types.int64),
+            context.cast(builder, args[3], ot, types.int64)])
+
+    return types.int64(fd, arr, count, offset), codegen
+
+
+@intrinsic
+def sleep_us(typingctx, us):
+    """libc ``usleep(us)``."""
+    if not isinstance(us, types.Integer):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return _libc_call(builder, "usleep", _I32, [_I32],
+                          [context.cast(builder, args[0], sig.args[0], types.int32)])
+
+    return types.int32(us), codegen
+
+
+@intrinsic
+def futex_wait(typingctx, nr, words, idx, timeout):
+    """``syscall(nr, &words[idx], FUTEX_WAIT_PRIVATE, 0, <timeout's data>, 0, 0)``: sleep
+    while the (int64, little-endian) word is 0, at most ``timeout`` (a struct timespec)."""
+    if not (isinstance(nr, types.Integer) and isinstance(words, types.Array)
+            and isinstance(idx, types.Integer) and isinstance(timeout, types.Array)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        nrt, wty, it, tty = sig.args
+        zero = llir.Constant(_I32, 0)
+        return _libc_call(builder, "syscall", _I64, [_I64], [
+            context.cast(builder, args[0], nrt, types.int64),
+            _data(context, builder, wty, args[1], context.cast(builder, args[2], it, types.intp)),
+            llir.Constant(_I32, 128),  # FUTEX_WAIT_PRIVATE
+            zero, _data(context, builder, tty, args[3]), llir.Constant(_PTR, None), zero],
+            var_arg=True)
+
+    return types.int64(nr, words, idx, timeout), codegen
 
 
 class DiskLayout(NamedTuple):
@@ -69,12 +144,12 @@ def page_location(p, n_volumes, total_pages, page_size, g_first, g_pages, g_bloc
     return n_volumes + g, (rel % g_pages[g]) * g_block[g] + (rel // g_pages[g]) * page_size
 
 
-@njit(nogil=True)  # no cache=True: the libc address is baked into the code
+@njit(nogil=True, cache=True)
 def _read(fds, n_volumes, total_pages, page_size, g_first, g_pages, g_block, pages, out, rows):
     for k in range(pages.shape[0]):
         f, off = page_location(pages[k], n_volumes, total_pages, page_size, g_first, g_pages,
                                g_block)
-        if _pread(fds[f], out[rows[k]].ctypes, page_size, off) != page_size:
+        if pread_into(fds[f], out[rows[k]], page_size, off) != page_size:
             return k
     return -1
 

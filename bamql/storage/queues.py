@@ -33,14 +33,18 @@ import numpy as np
 from numba import njit
 
 from bamql.errors import StoreError
-from bamql.storage.nativeio import _pread, load_acquire, page_location, store_release
+from bamql.storage.nativeio import (
+    futex_wait,
+    load_acquire,
+    page_location,
+    pread_into,
+    sleep_us,
+    store_release,
+)
 from bamql.storage.pagemath import page_hash
 from bamql.storage.store import PageStore
 
 _libc = ctypes.CDLL(None)
-_usleep = _libc.usleep
-_usleep.restype = ctypes.c_int
-_usleep.argtypes = (ctypes.c_uint,)
 # Between kernels the workers sleep on a futex on the "active" word (Linux), so an idle
 # session costs nothing and ``begin`` wakes them at once; a 100 ms timeout re-checks anyway.
 # Elsewhere (no known futex number) they poll every 2 ms instead.
@@ -56,7 +60,7 @@ _PARK_TIMEOUT = np.array([0, 100_000_000], np.int64)  # struct timespec: 100 ms
 _STOP, _BAD_PAGE, _BAD_KIND, _ACTIVE = 0, 1, 2, 3
 
 
-@njit(nogil=True)  # no cache=True: the libc addresses are baked into the code
+@njit(nogil=True, cache=True)  # libc by name (nativeio): cacheable
 def _serve(t, n_workers, qsize, turn, sq_page, sq_staging, sq_seq, done, staging, words,
            fds, n_volumes, total_pages, page_size, g_first, g_pages, g_block,
            checksum, verify, ctl, served, peak, park):
@@ -71,12 +75,11 @@ def _serve(t, n_workers, qsize, turn, sq_page, sq_staging, sq_seq, done, staging
             # nothing filled: poll every few microseconds while a kernel runs; between
             # kernels sleep until ``begin`` (the futex returns at once if it already came)
             if load_acquire(ctl, _ACTIVE) != 0:
-                _usleep(5 if idle < 256 else 50)
+                sleep_us(5 if idle < 256 else 50)
             elif _SYS_FUTEX < 0:
-                _usleep(2000)
+                sleep_us(2000)
             else:
-                _syscall(_SYS_FUTEX, ctl[_ACTIVE:].ctypes, _FUTEX_WAIT_PRIVATE, 0,
-                         park.ctypes, 0, 0)
+                futex_wait(_SYS_FUTEX, ctl, _ACTIVE, park)
             idle += 1
             continue
         idle = 0
@@ -101,7 +104,7 @@ def _serve(t, n_workers, qsize, turn, sq_page, sq_staging, sq_seq, done, staging
                 g = f - n_volumes  # which holds the row's other members too
                 i = (p - g_first[g]) % g_pages[g]
                 want, off = g_block[g], i * g_block[g]
-            got = _pread(fds[f], staging[s].ctypes, want, off)
+            got = pread_into(fds[f], staging[s], want, off)
         if got != want:
             if ctl[_BAD_PAGE] == 0:
                 ctl[_BAD_PAGE], ctl[_BAD_KIND] = p + 1, 1
