@@ -30,3 +30,19 @@ def test_generate_orc_options_and_parallel_determinism(tmp_path):
 def test_generate_orc_refuses_existing_output(tmp_path):
     with pytest.raises(BamqlError, match="already exists"):
         generate_orc(tmp_path, GenParams(rows=10))
+
+
+def test_parquet_holds_the_same_rows_as_orc(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    params = GenParams(rows=CHUNK_ROWS + 3_000, seed=5)
+    o = generate_orc(tmp_path / "o", params, files=2, workers=2)
+    p = generate_orc(tmp_path / "p", params, files=2, workers=2, fmt="parquet")
+    assert [f.name for f in p.files] == ["trips-000.parquet", "trips-001.parquet"]
+    assert pq.ParquetFile(p.files[0]).metadata.row_group(0).column(0).compression == "ZSTD"
+    to = pa.concat_tables([paorc.read_table(str(f)) for f in o.files])
+    tp = pa.concat_tables([pq.read_table(f) for f in p.files]).cast(to.schema)
+    assert tp.equals(to)
+    with pytest.raises(BamqlError, match="format must be one of"):
+        generate_orc(tmp_path / "x", params, fmt="csv")
