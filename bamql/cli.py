@@ -31,8 +31,9 @@ def cmd_gen(a: argparse.Namespace) -> int:
 
     params = GenParams(rows=a.rows, seed=a.seed, williamsburg_share=a.williamsburg_share)
     with progress_bar("generating", a.rows) as adv:
-        r = generate_orc(a.out, params, files=a.files, workers=a.workers, progress=adv)
-    print(f"wrote {r.rows:,} rows to {len(r.files)} ORC file(s) in {a.out} "
+        r = generate_orc(a.out, params, files=a.files, workers=a.workers, progress=adv,
+                         fmt=a.format)
+    print(f"wrote {r.rows:,} rows to {len(r.files)} {a.format.upper()} file(s) in {a.out} "
           f"({r.bytes / 1e6:,.1f} MB) in {r.seconds:.2f} s: {r.rows_per_s:,.0f} rows/s")
     return 0
 
@@ -158,12 +159,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     sub = p.add_subparsers(dest="cmd", metavar="COMMAND", required=True)
 
-    g = sub.add_parser("gen", help="generate a synthetic taxi table as ORC",
+    g = sub.add_parser("gen", help="generate a synthetic taxi table as ORC (or Parquet)",
                        description="Generate synthetic NYC yellow-taxi trips (calibrated on the "
-                       "real 2019 TLC sample) as ORC files: zstd, 64 MiB stripes, 10,000-row index.")
+                       "real 2019 TLC sample) as ORC files: zstd, 64 MiB stripes, 10,000-row index "
+                       "(or, with --format parquet, zstd Parquet files of the same rows).")
     g.add_argument("--rows", type=int, required=True, help="number of trips")
     g.add_argument("--out", required=True, help="output directory (must not exist)")
-    g.add_argument("--files", type=int, default=1, help="number of ORC files (default 1)")
+    g.add_argument("--files", type=int, default=1, help="number of files (default 1)")
+    g.add_argument("--format", choices=("orc", "parquet"), default="orc",
+                   help="file format (default orc)")
     g.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     g.add_argument("--williamsburg-share", type=float, default=None, metavar="F",
                    help="share of pickups in zones 255/256, e.g. 0.0005 (default: the real share)")

@@ -30,6 +30,17 @@ def test_gen_ingest_verify(tmp_path):
     assert r.returncode == 0 and "OK" in r.stdout
 
 
+def test_gen_parquet_and_ingest_it(tmp_path):
+    r = bamql("gen", "--rows", 5000, "--out", tmp_path / "pq", "--seed", 1, "--workers", 1,
+              "--format", "parquet")
+    assert r.returncode == 0, r.stderr
+    assert "PARQUET file(s)" in r.stdout
+    r = bamql("ingest", tmp_path / "pq" / "trips-000.parquet", "--out", tmp_path / "data" / "trips")
+    assert r.returncode == 0, r.stderr
+    r = bamql("sql", tmp_path / "data", "SELECT COUNT(*) FROM trips", "--device", "cpu")
+    assert r.returncode == 0 and "5000" in r.stdout, r.stdout + r.stderr
+
+
 def _one_line_error(r, text):
     assert r.returncode != 0
     lines = r.stderr.strip().splitlines()

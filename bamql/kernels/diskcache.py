@@ -52,6 +52,24 @@ def kernel_dir() -> Path | None:
         return _dir
 
 
+#: Kernels kept (~40 KB each with numba's files): past this, the oldest tenth goes.
+MAX_KERNELS = 4096
+
+
+def _prune(d: Path) -> None:
+    """Keep the directory bounded: remove the oldest kernels (module file and numba's cache
+    files) once there are more than ``MAX_KERNELS``; a removed one is compiled again."""
+    try:
+        mods = sorted(d.glob("k_*.py"), key=lambda p: p.stat().st_mtime)
+        if len(mods) <= MAX_KERNELS:
+            return
+        for m in mods[: len(mods) - MAX_KERNELS * 9 // 10]:
+            for f in (m, *(d / "__pycache__").glob(f"{m.stem}.*")):
+                f.unlink(missing_ok=True)
+    except OSError:  # another process pruning at the same time, or a file in use
+        pass
+
+
 def load(src: str, name: str, namespace: dict):
     """The Python function ``name`` defined by ``src``: from its module file in the kernel
     directory when there is one (numba can then cache what it compiles from it), else
@@ -66,6 +84,7 @@ def load(src: str, name: str, namespace: dict):
         tmp = d / f".k_{key}.{os.getpid()}.{threading.get_ident()}.tmp"
         tmp.write_text(_HEADER + src)
         os.replace(tmp, path)
+        _prune(d)
     modname = f"bamql_kernel_{key}"
     mod = sys.modules.get(modname)
     if mod is None:

@@ -45,3 +45,20 @@ def test_an_unwritable_cache_directory_falls_back_to_compiling(taxi_store, tmp_p
     assert out["dir"] == "None" and out["hits"] == 0
     ref = _run(taxi_store, tmp_path / "ok")
     assert_same_rows(out["rows"], ref["rows"], ordered=False)
+
+
+def test_the_kernel_directory_stays_bounded(tmp_path, monkeypatch):
+    from bamql.kernels import diskcache
+
+    monkeypatch.setattr(diskcache, "_dir", tmp_path)
+    monkeypatch.setattr(diskcache, "_checked", True)
+    monkeypatch.setattr(diskcache, "MAX_KERNELS", 10)
+    (tmp_path / "__pycache__").mkdir()
+    for i in range(12):
+        fn, on_disk = diskcache.load(f"def kern():\n    return {i}\n", "kern", {})
+        assert on_disk and fn() == i
+        key = next(iter(sorted(tmp_path.glob("k_*.py"), key=lambda p: p.stat().st_mtime)))
+        (tmp_path / "__pycache__" / f"{key.stem}.kern-1.nbi").touch()
+    mods = list(tmp_path.glob("k_*.py"))
+    assert len(mods) <= 10  # pruned down to 9 when the 11th came, then one more
+    assert {p.stem.split(".")[0] for p in (tmp_path / "__pycache__").iterdir()} <= {m.stem for m in mods}
