@@ -141,7 +141,7 @@ def cmd_bench_scaleout(a: argparse.Namespace) -> int:
     res = run_scaleout(a.rows, gpus, queries, reps=a.reps, partitions=a.partitions,
                        backend=a.backend, page_size=_size(a.page_size), workdir=Path(a.workdir),
                        out=Path(a.out), say=lambda m: print(f"bamql: {m}", file=sys.stderr),
-                       device=a.device)
+                       device=a.device, cluster=a.cluster)
     print(summary(res))
     print(f"results: {a.out}.json")
     check(res)
@@ -250,6 +250,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="gpu (one worker per GPU), or cpu (the same workers, CPU engine)")
     so.add_argument("--reps", type=int, default=5, help="timed repetitions, median reported")
     so.add_argument("--page-size", default="512", help="store page size (default 512)")
+    so.add_argument("--cluster", default=None, metavar="ADDRESS",
+                    help="run once on this Dask scheduler's workers as they are, instead of "
+                    "local clusters per GPU count (--workdir must be on a file system the "
+                    "workers see at the same path)")
     so.set_defaults(func=cmd_bench_scaleout)
 
     from bamql.engine.cli_sql import add_sql_commands

@@ -58,17 +58,25 @@ def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: i
                  partitions: int | None = None, backend: str = "host", page_size: int = 512,
                  share: float = 0.0005, workdir: Path = Path("bamql-bench-data"),
                  out: Path | None = None, say: Callable[[str], None] = print,
-                 device: str = "gpu") -> dict:
+                 device: str = "gpu", cluster: str | None = None) -> dict:
     """Run the scale-out benchmark; returns (and with ``out`` writes) the JSON document.
 
     ``device="cpu"`` runs the same workers on the CPU engine (for machines without GPUs).
+    With ``cluster`` (a scheduler address) it runs once on that cluster's workers as they
+    are, instead of starting a local cluster per GPU count; ``workdir`` must then be on a
+    file system the workers see at the same path.
     """
     import distributed
     import duckdb
 
-    import bamql
-    from bamql.engine.distributed import clear_caches, local_gpu_cluster
+    from bamql.engine.distributed import connect_cluster, local_gpu_cluster
 
+    client = connect_cluster(cluster) if cluster is not None else None
+    if client is not None:
+        gpus = (len(client.scheduler_info().get("workers", {})),)
+        if gpus[0] < 1:
+            client.close()
+            raise BamqlError(f"the Dask cluster at {cluster!r} has no workers")
     parts = partitions or max(gpus)
     parquet, d = prepare_partitions(workdir, rows, share, page_size, parts)
     duck = duckdb.connect()
@@ -77,38 +85,22 @@ def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: i
             for q in queries}
     res = {"machine": machine(), "config": {"rows": rows, "gpus": list(gpus), "partitions": parts,
                                             "device": device, "backend": backend, "page_size": page_size,
-                                            "share": share, "reps": reps, "mode": "warm"},
+                                            "share": share, "reps": reps, "mode": "warm",
+                                            "cluster": cluster or "local"},
            "runs": []}
-    for n in gpus:
-        say(f"{n} GPU(s): starting {n} worker(s), loading {parts} partitions")
-        with local_gpu_cluster(n) as cluster, distributed.Client(cluster, direct_to_workers=True) as client, \
-                bamql.connect(d, device=device, backend=backend if device == "gpu" else None,
-                              cluster=client) as con:
-            client.wait_for_workers(n, timeout=120)
-            t0 = time.perf_counter()
-            for q in queries:  # loads every partition on its worker, compiles every kernel
-                con.sql(load(q))
-            say(f"{n} GPU(s): warmed up in {time.perf_counter() - t0:.1f} s")
-            for q in queries:
-                sql, times, rows_out, st = load(q), [], None, None
-                for _ in range(reps):
-                    client.run(clear_caches)
-                    t0 = time.perf_counter()
-                    r = con.sql(sql)
-                    times.append(time.perf_counter() - t0)
-                    rows_out, st = r.rows(), r.stats
-                ok = same_rows(rows_out, want[q])
-                # where the wall time went (last run): each partition's engine time and its
-                # whole call on the worker, and the client's wait for the workers (Dask
-                # round trips); the rest is the client's parsing, planning and merging
-                res["runs"].append({"gpus": n, "query": q, "median_s": statistics.median(times),
-                                    "times_s": times, "bytes_read": st.bytes_read,
-                                    "partition_seconds": st.partition_seconds,
-                                    "partition_wall_seconds": st.partition_wall_seconds,
-                                    "dispatch_seconds": st.dispatch_seconds,
-                                    "rows_matched": st.rows_matched, "ok": ok})
-                say(f"{n} GPU(s) {q}: {statistics.median(times) * 1e3:.1f} ms"
-                    + ("" if ok else "  WRONG ANSWER"))
+    if client is not None:  # the cluster as it is: one count, its workers
+        try:
+            say(f"{gpus[0]} worker(s) of {cluster}: loading {parts} partitions")
+            _time_queries(client, gpus[0], d, queries, reps, device, backend, want, res, say)
+        finally:
+            client.close()
+    else:
+        for n in gpus:
+            say(f"{n} GPU(s): starting {n} worker(s), loading {parts} partitions")
+            with local_gpu_cluster(n) as local, \
+                    distributed.Client(local, direct_to_workers=True) as c:
+                c.wait_for_workers(n, timeout=120)
+                _time_queries(c, n, d, queries, reps, device, backend, want, res, say)
     base = {r["query"]: r["median_s"] for r in res["runs"] if r["gpus"] == gpus[0]}
     for r in res["runs"]:
         r["speedup"] = base[r["query"]] / r["median_s"]
@@ -116,6 +108,40 @@ def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: i
         out.parent.mkdir(parents=True, exist_ok=True)
         out.with_suffix(".json").write_text(json.dumps(res, indent=1))
     return res
+
+
+def _time_queries(client, n: int, d: Path, queries: Sequence[str], reps: int, device: str,
+                  backend: str, want: dict, res: dict, say: Callable[[str], None]) -> None:
+    """Warm up, then time each query ``reps`` times on ``client``'s ``n`` workers."""
+    import bamql
+    from bamql.engine.distributed import clear_caches
+
+    with bamql.connect(d, device=device, backend=backend if device == "gpu" else None,
+                       cluster=client) as con:
+        t0 = time.perf_counter()
+        for q in queries:  # loads every partition on its worker, compiles every kernel
+            con.sql(load(q))
+        say(f"{n} GPU(s): warmed up in {time.perf_counter() - t0:.1f} s")
+        for q in queries:
+            sql, times, rows_out, st = load(q), [], None, None
+            for _ in range(reps):
+                client.run(clear_caches)
+                t0 = time.perf_counter()
+                r = con.sql(sql)
+                times.append(time.perf_counter() - t0)
+                rows_out, st = r.rows(), r.stats
+            ok = same_rows(rows_out, want[q])
+            # where the wall time went (last run): each partition's engine time and its whole
+            # call on the worker, and the client's wait for the workers (Dask round trips);
+            # the rest is the client's parsing, planning and merging
+            res["runs"].append({"gpus": n, "query": q, "median_s": statistics.median(times),
+                                "times_s": times, "bytes_read": st.bytes_read,
+                                "partition_seconds": st.partition_seconds,
+                                "partition_wall_seconds": st.partition_wall_seconds,
+                                "dispatch_seconds": st.dispatch_seconds,
+                                "rows_matched": st.rows_matched, "ok": ok})
+            say(f"{n} GPU(s) {q}: {statistics.median(times) * 1e3:.1f} ms"
+                + ("" if ok else "  WRONG ANSWER"))
 
 
 def _busiest(seconds: list[float], workers: int) -> float:

@@ -94,6 +94,22 @@ def test_scaleout_bench_runs_on_cpu_workers(tmp_path):
     assert "2 GPU(s)" in summary(res) and "where the time went" in summary(res)
 
 
+def test_scaleout_bench_on_an_existing_cluster(tmp_path):
+    distributed = pytest.importorskip("distributed")
+    pytest.importorskip("duckdb")
+    from bamql.bench.scaleout import check, run_scaleout
+
+    with distributed.LocalCluster(n_workers=3, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster:
+        res = run_scaleout(100_000, (1, 2), ("q01",), reps=1, workdir=tmp_path / "w",
+                           out=None, say=lambda m: None, device="cpu",
+                           cluster=cluster.scheduler_address)
+        assert len(cluster.scheduler_info["workers"]) == 3  # the cluster is left running
+    check(res)
+    assert res["config"]["gpus"] == [3] and res["config"]["partitions"] == 3
+    assert [r["gpus"] for r in res["runs"]] == [3] and res["runs"][0]["ok"]
+
+
 def test_busiest_worker_follows_the_order_statistics_come_back_in():
     from bamql.bench.scaleout import _busiest
 
