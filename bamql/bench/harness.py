@@ -127,6 +127,15 @@ def _orc_to_parquet(src: Path, dst: Path) -> None:
             w.write_batch(f.read_stripe(i))
 
 
+def generate(out: Path, rows: int, share: float, fmt: str = "orc") -> None:
+    """The benchmark's trips (seed 1, ``share`` in Williamsburg) as ORC or Parquet files in
+    ``out``, one per 4 M rows up to 16 (at most one per core), with a progress bar."""
+    files = max(1, min(os.cpu_count() or 1, 16, rows // (1 << 22)))
+    with progress_bar(f"generating {rows:,} rows ({fmt})", rows) as adv:
+        generate_orc(out, GenParams(rows=rows, seed=1, williamsburg_share=share), files=files,
+                     progress=adv, fmt=fmt)
+
+
 def prepare(workdir: Path, rows: int, share: float, page_sizes: Sequence[int],
             parquet_copy: bool = True, groups: str = "auto", floats: str = "auto",
             compress: str = "none") -> Data:
@@ -135,10 +144,7 @@ def prepare(workdir: Path, rows: int, share: float, page_sizes: Sequence[int],
     base = workdir / f"r{rows}-s{share:g}"
     orc = base / "orc"
     if not orc.exists():
-        files = max(1, min(os.cpu_count() or 1, 16, rows // (1 << 22)))
-        with progress_bar(f"generating {rows:,} rows", rows) as adv:
-            generate_orc(orc, GenParams(rows=rows, seed=1, williamsburg_share=share), files=files,
-                         progress=adv)
+        generate(orc, rows, share)
     orcs = sorted(orc.glob("*.orc"))
     pq_dir = base / "parquet"  # one zstd Parquet file per ORC file, written in parallel
     if parquet_copy and not pq_dir.exists():

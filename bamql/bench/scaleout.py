@@ -11,17 +11,14 @@ on the first count divided by the median time on ``n``.
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from bamql.bench.harness import machine, prepare, same_rows
-from bamql.datasets.generator import GenParams
-from bamql.datasets.orc import generate_orc
+from bamql.bench.harness import generate, machine, prepare, same_rows
 from bamql.errors import BamqlError
-from bamql.progress import ingest_progress, progress_bar
+from bamql.progress import ingest_progress
 from bamql.queries import load
 from bamql.storage.ingest import ingest
 
@@ -42,10 +39,7 @@ def prepare_partitions(workdir: Path, rows: int, share: float, page_size: int,
     else:
         pq_dir = base / "parquet"
         if not pq_dir.exists():
-            files = max(1, min(os.cpu_count() or 1, 16, rows // (1 << 22)))
-            with progress_bar(f"generating {rows:,} rows (Parquet)", rows) as adv:
-                generate_orc(pq_dir, GenParams(rows=rows, seed=1, williamsburg_share=share),
-                             files=files, progress=adv, fmt="parquet")
+            generate(pq_dir, rows, share, fmt="parquet")
         sources, parquet = sorted(pq_dir.glob("*.parquet")), str(pq_dir / "*.parquet")
     d = base / f"parts-{page_size}-{parts}"
     if not (d / "trips").exists():
@@ -66,41 +60,40 @@ def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: i
     are, instead of starting a local cluster per GPU count; ``workdir`` must then be on a
     file system the workers see at the same path.
     """
+    import contextlib
+
     import distributed
     import duckdb
 
     from bamql.engine.distributed import connect_cluster, local_gpu_cluster
 
     client = connect_cluster(cluster) if cluster is not None else None
-    if client is not None:
-        gpus = (len(client.scheduler_info().get("workers", {})),)
-        if gpus[0] < 1:
-            client.close()
-            raise BamqlError(f"the Dask cluster at {cluster!r} has no workers")
-    parts = partitions or max(gpus)
-    parquet, d = prepare_partitions(workdir, rows, share, page_size, parts)
-    duck = duckdb.connect()
-    duck.execute("SET error_on_division_by_zero=false")
-    want = {q: duck.sql(load(q).replace("FROM trips", f"FROM read_parquet('{parquet}')")).fetchall()
-            for q in queries}
-    res = {"machine": machine(), "config": {"rows": rows, "gpus": list(gpus), "partitions": parts,
-                                            "device": device, "backend": backend, "page_size": page_size,
-                                            "share": share, "reps": reps, "mode": "warm",
-                                            "cluster": cluster or "local"},
-           "runs": []}
-    if client is not None:  # the cluster as it is: one count, its workers
-        try:
+    with client if client is not None else contextlib.nullcontext():  # closed however it ends
+        if client is not None:
+            gpus = (len(client.scheduler_info().get("workers", {})),)
+            if gpus[0] < 1:
+                raise BamqlError(f"the Dask cluster at {cluster!r} has no workers")
+        parts = partitions or max(gpus)
+        parquet, d = prepare_partitions(workdir, rows, share, page_size, parts)
+        duck = duckdb.connect()
+        duck.execute("SET error_on_division_by_zero=false")
+        want = {q: duck.sql(load(q).replace("FROM trips", f"FROM read_parquet('{parquet}')")).fetchall()
+                for q in queries}
+        res = {"machine": machine(), "config": {"rows": rows, "gpus": list(gpus), "partitions": parts,
+                                                "device": device, "backend": backend, "page_size": page_size,
+                                                "share": share, "reps": reps, "mode": "warm",
+                                                "cluster": cluster or "local"},
+               "runs": []}
+        if client is not None:  # the cluster as it is: one count, its workers
             say(f"{gpus[0]} worker(s) of {cluster}: loading {parts} partitions")
             _time_queries(client, gpus[0], d, queries, reps, device, backend, want, res, say)
-        finally:
-            client.close()
-    else:
-        for n in gpus:
-            say(f"{n} GPU(s): starting {n} worker(s), loading {parts} partitions")
-            with local_gpu_cluster(n) as local, \
-                    distributed.Client(local, direct_to_workers=True) as c:
-                c.wait_for_workers(n, timeout=120)
-                _time_queries(c, n, d, queries, reps, device, backend, want, res, say)
+        else:
+            for n in gpus:
+                say(f"{n} GPU(s): starting {n} worker(s), loading {parts} partitions")
+                with local_gpu_cluster(n) as local, \
+                        distributed.Client(local, direct_to_workers=True) as c:
+                    c.wait_for_workers(n, timeout=120)
+                    _time_queries(c, n, d, queries, reps, device, backend, want, res, say)
     base = {r["query"]: r["median_s"] for r in res["runs"] if r["gpus"] == gpus[0]}
     for r in res["runs"]:
         r["speedup"] = base[r["query"]] / r["median_s"]

@@ -1,6 +1,6 @@
 """Write generated taxi tables as ORC files (zstd, 64 MiB stripes, 10,000-row index stride),
-or as zstd Parquet files (``generate_parquet``: the same rows, for benchmarks that need no
-ORC, since Parquet is faster to write and to ingest)."""
+or as zstd Parquet files (``generate_orc(fmt="parquet")``: the same rows, for benchmarks
+that need no ORC, since Parquet is faster to write and to ingest)."""
 
 from __future__ import annotations
 

@@ -6,12 +6,10 @@ work is proportional to matching rows, and the I/O was only for the pages that h
 
 from __future__ import annotations
 
-import math
 import threading
 from collections.abc import Sequence
 
 import numba
-import numpy as np
 
 from bamql.kernels import diskcache
 from bamql.kernels.codegen import ExprCompiler, safe_name
@@ -30,7 +28,7 @@ def _compile(src: str, name: str):
         if fn is None:
             # from a module file where possible: numba then keeps the machine code on disk
             # and the next process loads it instead of compiling (``kernels.diskcache``)
-            py, on_disk = diskcache.load(src, name, {"numba": numba, "np": np, "math": math})
+            py, on_disk = diskcache.load(src, name)
             fn = numba.njit(parallel=True, nogil=True, error_model="numpy", cache=on_disk)(py)
             _cache[src] = fn
         return fn

@@ -70,13 +70,15 @@ def _prune(d: Path) -> None:
         pass
 
 
-def load(src: str, name: str, namespace: dict):
-    """The Python function ``name`` defined by ``src``: from its module file in the kernel
-    directory when there is one (numba can then cache what it compiles from it), else
-    executed from the string in ``namespace``. Returns ``(function, from_file)``."""
+def load(src: str, name: str):
+    """The Python function ``name`` defined by ``src`` (which sees math, numba and numpy as
+    ``np``): from its module file in the kernel directory when there is one (numba can then
+    cache what it compiles from it), else executed from the string. Returns
+    ``(function, from_file)``."""
     d = kernel_dir()
     if d is None:
-        exec(compile(src, f"<bamql {name}>", "exec"), namespace)
+        namespace: dict = {}
+        exec(compile(_HEADER + src, f"<bamql {name}>", "exec"), namespace)
         return namespace[name], False
     key = hashlib.sha256(src.encode()).hexdigest()[:24]
     path = d / f"k_{key}.py"

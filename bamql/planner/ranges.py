@@ -24,6 +24,13 @@ def _fill_rows(starts, ends, out):  # pragma: no cover - compiled
             k += 1
 
 
+def _join(starts: np.ndarray, ends: np.ndarray, apart: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted intervals with each one joined to the one before unless ``apart[i - 1]``."""
+    first = np.nonzero(np.concatenate([[True], apart]))[0]
+    last = np.concatenate([first[1:] - 1, [len(starts) - 1]])
+    return starts[first], ends[last]
+
+
 def _frozen(a) -> np.ndarray:
     a = np.ascontiguousarray(a, dtype=np.int64)
     a.setflags(write=False)
@@ -114,10 +121,7 @@ class RowRanges:
         less than starting another read)."""
         if len(self) < 2:
             return self
-        keep = np.concatenate([[True], self.starts[1:] - self.ends[:-1] > max_gap])
-        first = np.nonzero(keep)[0]
-        last = np.concatenate([first[1:] - 1, [len(self) - 1]])
-        return RowRanges(self.starts[first], self.ends[last])
+        return RowRanges(*_join(self.starts, self.ends, self.starts[1:] - self.ends[:-1] > max_gap))
 
     def page_runs(self, rows_per_page: int) -> tuple[np.ndarray, np.ndarray]:
         """``(first, end)`` page numbers of the runs of pages holding the ranges' rows."""
@@ -125,11 +129,7 @@ class RowRanges:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         p0 = self.starts // rows_per_page
         p1 = (self.ends - 1) // rows_per_page + 1
-        # ranges sharing or touching a page belong to one run
-        keep = np.concatenate([[True], p0[1:] > p1[:-1]])
-        first = np.nonzero(keep)[0]
-        last = np.concatenate([first[1:] - 1, [len(p0) - 1]])
-        return p0[first], p1[last]
+        return _join(p0, p1, p0[1:] > p1[:-1])  # ranges sharing or touching a page: one run
 
     @cached_property
     def _pages(self) -> dict[int, int]:

@@ -55,7 +55,7 @@ def test_the_kernel_directory_stays_bounded(tmp_path, monkeypatch):
     monkeypatch.setattr(diskcache, "MAX_KERNELS", 10)
     (tmp_path / "__pycache__").mkdir()
     for i in range(12):
-        fn, on_disk = diskcache.load(f"def kern():\n    return {i}\n", "kern", {})
+        fn, on_disk = diskcache.load(f"def kern():\n    return {i}\n", "kern")
         assert on_disk and fn() == i
         key = next(iter(sorted(tmp_path.glob("k_*.py"), key=lambda p: p.stat().st_mtime)))
         (tmp_path / "__pycache__" / f"{key.stem}.kern-1.nbi").touch()
