@@ -72,7 +72,8 @@ def _typed(base, dtype, byte_offset: int = 0, count: int | None = None, shape=No
 
 
 def _fill(arr, value: int) -> None:
-    """Set every int32 of a device array to 0 or -1: a memset on the GPU (no host copy)."""
+    """Set every element of an integer device array to 0 or -1: a memset on the GPU (no
+    host copy)."""
     if hasattr(arr, "gpu_data"):
         from numba.cuda.cudadrv import driver
 
@@ -122,6 +123,7 @@ class TableState:
     queue: object | None = None  # file backend: HostQueue, and its device-side words
     sq_tail: object | None = None
     warp_seq: object | None = None
+    staged: tuple = ()  # file backend: staging contents and row-group layout (kernel arguments)
     colbufs: dict = field(default_factory=dict)  # file backend: column -> pinned mapped buffer
     #: id(RowRanges) -> (the ranges, their device arrays): a repeated plan's candidate ranges
     #: are laid out and copied to the GPU once
@@ -314,11 +316,11 @@ class GpuEngine:
     def _start_queue(self, ts: TableState, store: PageStore) -> None:
         """The submission queue, staging pages and I/O workers of a ``file`` table."""
         from bamql.kernels.gpu_queue import THREADS_PER_STAGING
-        from bamql.storage.queues import HostQueue
+        from bamql.storage.queues import HostQueue, staging_bytes
 
         cuda = self.cuda
         per_warp = 32 // THREADS_PER_STAGING  # 1 on a GPU; 32 in the simulator (per thread)
-        n_staging = max(32, min(self.max_warps * per_warp, (256 << 20) // store.page_size))
+        n_staging = max(32, min(self.max_warps * per_warp, (256 << 20) // staging_bytes(store)))
         # 64 reads in flight keep the disk busy (bam.md: 16 to 256 threads reach its limit);
         # fewer on small machines, where more workers than cores only take turns
         workers = min(64, 4 * (os.cpu_count() or 1))
@@ -326,6 +328,10 @@ class GpuEngine:
                              io_threads=workers).start(active=False)
         ts.sq_tail = cuda.to_device(np.zeros(1, np.int64))  # tickets: GPU atomics, GPU memory
         ts.warp_seq = cuda.to_device(np.zeros(n_staging, np.int64))
+        # what each staging buffer holds (-1: nothing yet), and the row groups' layout
+        lay = store.layout
+        ts.staged = (cuda.to_device(np.full(n_staging, -1, np.int64)), cuda.to_device(lay.g_first),
+                     cuda.to_device(lay.g_pages), ts.queue.stage_bytes // 8, lay.total_pages)
 
     def _reset_queue(self, ts: TableState, store: PageStore) -> None:
         """After a failed kernel the queue's tickets may be out of step: start afresh."""
@@ -351,6 +357,8 @@ class GpuEngine:
                 _fill(ts.state, 0)
                 _fill(ts.page_slot, -1)
                 _fill(ts.slot_page, -1)
+                if ts.staged:  # what the staging buffers hold counts as cached too
+                    _fill(ts.staged[0], -1)
                 # resident columns become spare buffers: the next full scan fills them again
                 # without a new allocation; launches that read them are dropped
                 ts.spare.update(ts.resident)
@@ -469,8 +477,8 @@ class GpuEngine:
         key = (id(plan), tuple(a if isinstance(a, int) else id(a) for a in scan_arrays))
         ln = ts.launches.get(key)
         if ln is None or ln.plan is not plan:
-            ln = self._new_launch(ts, plan, total, scan_arrays, len(cached), filled,
-                                  (d_off, d_lo, n_ranges, d_chunks, n_chunks))
+            ln = self._new_launch(ts, plan, total, scan_arrays, [cols[n][0] for n in cached],
+                                  filled, (d_off, d_lo, n_ranges, d_chunks, n_chunks))
             if len(ts.launches) >= 64:
                 ts.launches.pop(next(iter(ts.launches)))
             ts.launches[key] = ln
@@ -540,11 +548,12 @@ class GpuEngine:
         return accumulate.merge(host_acc, None)
 
     def _new_launch(self, ts: TableState, plan: PhysicalPlan, total: int, scan_arrays: list,
-                    n_cached: int, filled: dict, ranges: tuple) -> _Launch:
-        """The arguments of ``plan``'s kernel on ``ts``, with its own accumulator buffer."""
+                    firsts: list[int], filled: dict, ranges: tuple) -> _Launch:
+        """The arguments of ``plan``'s kernel on ``ts``, with its own accumulator buffer;
+        ``firsts``: the first page of each column read through the cache."""
         q = plan.query
         acc = accumulate.alloc(1, accumulate.n_groups(plan.key_domains), q.aggs)
-        small = [np.zeros(1 + 2 * n_cached, np.int64), *acc.values()]
+        small = [np.zeros(1 + 2 * len(firsts), np.int64), *acc.values()]
         buf, offs = _pack(small)
         dbuf = self.cuda.to_device(buf)
         counters, *d_acc = [_typed(dbuf, a.dtype, o, a.size, a.shape)
@@ -552,10 +561,10 @@ class GpuEngine:
         if self.backend == "file":
             hq = ts.queue
             io = (_typed(hq.staging, np.uint64), hq.sq_page, hq.sq_staging, hq.sq_seq, hq.sq_turn,
-                  ts.sq_tail, hq.cq_done, ts.warp_seq, hq.qsize)
+                  ts.sq_tail, hq.cq_done, ts.warp_seq, hq.qsize, *ts.staged)
         else:
             io = (ts.views[-1],)
-        args = (total, *ranges, *scan_arrays, *ts.views[:-2],
+        args = (total, *ranges, *scan_arrays, *firsts, *ts.views[:-2],
                 ts.state, ts.page_slot, ts.slot_page, ts.slot_lock, ts.clock, ts.n_slots,
                 ts.views[-2], *io, counters, *d_acc)
         blocks = max(1, min(self.sms * 8, -(-max(total, 1) // kgpu.BLOCK)))

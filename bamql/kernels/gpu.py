@@ -60,7 +60,8 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
     ``columns[name] = (first_page, rows_per_page, dtype)``; ``scan`` names the columns read
     directly (argument ``d_<col>``, row-indexed; when ``f_<col>`` is set each value read is
     also stored into ``r_<col>``, a device copy); the others are read through the cache,
-    ``cached_index[name]`` being their slot in the hit/miss counters. Cache misses are
+    ``cached_index[name]`` being their slot in the hit/miss counters, and their first page is
+    argument ``fp_<col>`` (after the scanned columns' arguments, in ``cached_index`` order). Cache misses are
     copied from ``src_words`` (the store in GPU or mapped host memory), or with ``queue``
     read by the host I/O workers through the submission queue (the ``file`` backend).
     ``scales`` gives the decimals of floats stored as scaled integers.
@@ -69,14 +70,14 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
     body = ec.lines
     loaded: set[str] = set()
     reader = "warp_read_file" if queue else "warp_read"
-    io_args = ("staging_words, sq_page, sq_staging, sq_seq, sq_turn, sq_tail, cq_done, warp_seq, qsize"
-               if queue else "src_words")
+    io_args = ("staging_words, sq_page, sq_staging, sq_seq, sq_turn, sq_tail, cq_done, warp_seq, qsize, "
+               "staged, g_first, g_pages, stage_wpp, vol_pages" if queue else "src_words")
 
     def load(name: str) -> None:
         if name in loaded:
             return
         loaded.add(name)
-        first, rpp, dt = columns[name]
+        _, rpp, dt = columns[name]
         x = f"x_{safe_name(name)}"
         if name in scan:
             sn = safe_name(name)
@@ -86,7 +87,10 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
             ec.emit(f"    r_{sn}[row] = {x}")
         else:
             wpp = rpp * np.dtype(dt).itemsize // 8
-            ec.emit(f"{x} = {reader}(live, {first} + row // {rpp}, row % {rpp}, s_{np.dtype(dt).name}, "
+            # the first page is an argument, not a constant: partitions of one table (and
+            # stores of one layout) share the kernel, compiled once
+            ec.emit(f"{x} = {reader}(live, fp_{safe_name(name)} + row // {rpp}, row % {rpp}, "
+                    f"s_{np.dtype(dt).name}, "
                     f"state, page_slot, slot_page, slot_lock, clock, n_slots, slot_words, io, "
                     f"{wpp}, {rpp}, st_{safe_name(name)}, {_zero(dt)})")
 
@@ -143,6 +147,7 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
     head = [
         "def kern(total, cand_off, range_lo, nranges, chunk_row, nchunks, "
         + "".join(f"d_{safe_name(c)}, r_{safe_name(c)}, f_{safe_name(c)}, " for c in sorted(scan))
+        + "".join(f"fp_{safe_name(c)}, " for c in cached)
         + "s_int8, s_int16, s_int32, s_int64, s_float32, s_float64, state, page_slot, slot_page, "
         f"slot_lock, clock, n_slots, slot_words, {io_args}, counters, R, C, SF, SI, MNF, MXF, MNI, MXI):",
         "    lane = cuda.laneid",

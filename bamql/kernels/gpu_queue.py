@@ -10,10 +10,12 @@ read the page into the staging buffer and post the sequence number as its comple
 the thread polls that word and then copies staging into its cache slot.
 
 The ``file`` backend's cache misses go through here (``warp_read_file``): lane 0 of the
-warp submits the read into its warp's own staging page and waits; the whole warp then copies
-staging into the cache slot. Each warp has at most one read in flight, so the depth the host
-sees is the number of warps waiting at once. The protocol also runs in numba's CUDA
-simulator (CI) against the host workers.
+warp submits the read into its warp's own staging buffer and waits; the whole warp then
+copies staging into the cache slot. A row group's page arrives with its whole block, the
+same rows' pages of the other members: the warp's next miss on one of them (the next column
+of the same row) is copied from staging without a read. Each warp has at most one read in
+flight, so the depth the host sees is the number of warps waiting at once. The protocol
+also runs in numba's CUDA simulator (CI) against the host workers.
 """
 
 from __future__ import annotations
@@ -100,21 +102,38 @@ def wait_done(staging, seq, cq_done):
     fence_system()
 
 
+@cuda.jit(device=True)
+def staged_at(pg, g_first, g_pages, vol_pages, wpp):
+    """``(key, word offset)`` of page ``pg`` in a staging buffer: a volume page is read alone
+    (key: itself); a row group's page comes with its block (key: the block's first page)."""
+    if pg < vol_pages:
+        return pg, 0
+    g = 0
+    while g + 1 < g_first.shape[0] and pg >= g_first[g + 1]:
+        g += 1
+    rel = pg - g_first[g]
+    return g_first[g] + rel % g_pages[g], (rel // g_pages[g]) * wpp
+
+
 if _SIM:
 
     @cuda.jit(device=True)
     def fill_from_queue(slot, pg, slot_words, io, wpp, lane):
         """Simulator stand-in (the lane-by-lane read calls it as lanes 0..31 of one thread):
         every thread has a staging page of its own and copies it alone, on the lane-0 call."""
-        staging_words, sq_page, sq_staging, sq_seq, sq_turn, sq_tail, cq_done, warp_seq, qsize = io
+        (staging_words, sq_page, sq_staging, sq_seq, sq_turn, sq_tail, cq_done, warp_seq, qsize,
+         staged, g_first, g_pages, stage_wpp, vol_pages) = io
         if lane == 0:
             w = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
-            seq = warp_seq[w] + 1
-            warp_seq[w] = seq
-            submit(pg, w, seq, sq_page, sq_staging, sq_seq, sq_turn, sq_tail, qsize)
-            wait_done(w, seq, cq_done)
+            key, off = staged_at(pg, g_first, g_pages, vol_pages, wpp)
+            if staged[w] != key:
+                seq = warp_seq[w] + 1
+                warp_seq[w] = seq
+                submit(pg, w, seq, sq_page, sq_staging, sq_seq, sq_turn, sq_tail, qsize)
+                wait_done(w, seq, cq_done)
+                staged[w] = key
             for j in range(wpp):
-                slot_words[slot * wpp + j] = load_cv(staging_words, w * wpp + j)
+                slot_words[slot * wpp + j] = load_cv(staging_words, w * stage_wpp + off + j)
 
 else:
 
@@ -123,18 +142,24 @@ else:
         """Fill a cache slot with page ``pg`` read by the host I/O workers (whole warp calls).
 
         ``io = (staging_words, sq_page, sq_staging, sq_seq, sq_turn, sq_tail, cq_done, warp_seq,
-        qsize)``; the warp's global index picks its staging page.
+        qsize, staged, g_first, g_pages, stage_wpp, vol_pages)``; the warp's global index picks
+        its staging buffer. A read of a row group's page brings its whole block: while the
+        warp's buffer still holds that block (``staged``), the other members' pages are copied
+        from it without a new read.
         """
-        staging_words, sq_page, sq_staging, sq_seq, sq_turn, sq_tail, cq_done, warp_seq, qsize = io
+        (staging_words, sq_page, sq_staging, sq_seq, sq_turn, sq_tail, cq_done, warp_seq, qsize,
+         staged, g_first, g_pages, stage_wpp, vol_pages) = io
         w = (cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x) // 32
-        if lane == 0:
-            seq = warp_seq[w] + 1  # only this warp's lane 0 touches its counter
+        key, off = staged_at(pg, g_first, g_pages, vol_pages, wpp)
+        if lane == 0 and staged[w] != key:  # only this warp's lane 0 touches its words
+            seq = warp_seq[w] + 1
             warp_seq[w] = seq
             submit(pg, w, seq, sq_page, sq_staging, sq_seq, sq_turn, sq_tail, qsize)
             wait_done(w, seq, cq_done)
+            staged[w] = key
         cuda.syncwarp(FULL_MASK)
         base = slot * wpp
-        sbase = w * wpp
+        sbase = w * stage_wpp + off
         for j in range(lane, wpp, 32):
             slot_words[base + j] = load_cv(staging_words, sbase + j)  # host-written: uncached
 

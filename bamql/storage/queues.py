@@ -7,8 +7,9 @@ The workers are compiled (numba, no GIL) and run one loop each until stopped: wo
 of ``T`` serves tickets ``t, t + T, t + 2T, ...`` in order (``T`` divides the queue size, so
 it owns the same entries every turn). For each it waits for the entry's turn counter to
 say "filled", takes the command, frees the entry for its next turn, reads the page with
-``pread`` straight into the warp's pinned staging page, checks its checksum, and posts the
-sequence number as the completion (x86 keeps the stores in order, so the data is there
+``pread`` straight into the warp's pinned staging buffer (a row group's page: its whole
+block, every member's page of those rows), checks the checksums, and posts the sequence
+number as the completion (x86 keeps the stores in order, so the data is there
 before its completion). Every request thus costs a system call and a hash, not interpreter
 time: the earlier design, a Python dispatcher handing batches to Python threads, served
 only ~30 k requests/s on the H100 machine whether the disk or the OS page cache answered
@@ -95,20 +96,33 @@ def _serve(t, n_workers, qsize, turn, sq_page, sq_staging, sq_seq, done, staging
                 ahead += 1
             if ahead > peak[t]:
                 peak[t] = ahead
-        got = -1
+        got, want, g, i = -1, page_size, -1, 0
         if 0 <= p < checksum.shape[0]:
             f, off = page_location(p, n_volumes, total_pages, page_size, g_first, g_pages,
                                    g_block)
-            got = pread_into(fds[f], staging[s], page_size, off)
-        if got != page_size:
+            if p >= total_pages:  # a row group's page: read its whole block (one OS page),
+                g = f - n_volumes  # which holds the row's other members too
+                i = (p - g_first[g]) % g_pages[g]
+                want, off = g_block[g], i * g_block[g]
+            got = pread_into(fds[f], staging[s], want, off)
+        if got != want:
             if ctl[_BAD_PAGE] == 0:
                 ctl[_BAD_PAGE], ctl[_BAD_KIND] = p + 1, 1
-        elif verify and page_hash(words[s], p) != checksum[p]:
-            if ctl[_BAD_PAGE] == 0:
-                ctl[_BAD_PAGE], ctl[_BAD_KIND] = p + 1, 2
+        elif verify:
+            wpp = page_size // 8
+            for j in range(want // page_size):  # every page of the block is checked
+                q = p if g < 0 else g_first[g] + j * g_pages[g] + i
+                if page_hash(words[s, j * wpp : (j + 1) * wpp], q) != checksum[q]:
+                    if ctl[_BAD_PAGE] == 0:
+                        ctl[_BAD_PAGE], ctl[_BAD_KIND] = q + 1, 2
         store_release(done, s, seq)  # after the data
         served[t] += 1
         k += n_workers
+
+
+def staging_bytes(store: PageStore) -> int:
+    """Bytes of one staging buffer: a page, or a row group's block where that is larger."""
+    return max([store.page_size, *(g.block_bytes for g in store.manifest.groups)])
 
 
 class HostQueue:
@@ -132,7 +146,10 @@ class HostQueue:
         self.sq_turn = z(qsize, np.int64)
         self.sq_tail = z(1, np.int64)
         self.cq_done = z(n_staging, np.int64)
-        self.staging = z((n_staging, store.page_size), np.uint8)
+        # a staging page per warp, as large as a row group's block: a read of a group's page
+        # brings the block, whose other members the warp then copies without another read
+        self.stage_bytes = staging_bytes(store)
+        self.staging = z((n_staging, self.stage_bytes), np.uint8)
         self.io_threads = math.gcd(qsize, io_threads)
         self._served = np.zeros(self.io_threads, np.int64)
         self._peak = np.zeros(self.io_threads, np.int64)

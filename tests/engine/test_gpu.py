@@ -207,7 +207,9 @@ def test_row_group_gathers_match_the_cpu_engine(tmp_path, taxi_orc, cpu_answers,
         if backend == "file":
             st = con.sql(QUERIES["q06"]).stats
             misses = sum(c.cache_misses for c in st.columns.values())
-            assert misses > 0 and st.io_reads == misses
+            # a read brings a group's whole block; the warp copies the same rows' other
+            # members from its staging buffer without a read of their own
+            assert 0 < st.io_reads < misses, (st.io_reads, misses)
 
 
 @pytest.mark.parametrize("backend", ["host", "gpu"])

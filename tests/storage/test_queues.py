@@ -16,18 +16,30 @@ from bamql.storage.queues import HostQueue
 from bamql.storage.store import PageStore
 
 
+def _offsets(store, pages):
+    """Where each page lies in its staging buffer: 0, or for a row group's page (its whole
+    block is read) its member's place in the block."""
+    offs = np.zeros(len(pages), np.int64)
+    for g in store.manifest.groups:
+        rel = pages - g.first_page
+        inside = (rel >= 0) & (rel < g.n_pages * len(g.members))
+        offs[inside] = rel[inside] // g.n_pages * store.page_size
+    return offs
+
+
 @njit(nogil=True)
-def _gpu(pages, q, turn, sq_page, sq_staging, sq_seq, done, staging, out, base=0):
+def _gpu(pages, q, turn, sq_page, sq_staging, sq_seq, done, staging, out, offs, base=0):
     """Submit ``pages`` in ticket order (tickets from ``base``, as a later kernel continues
     them) with ``staging.shape[0]`` reads in flight; copy each completed page to ``out``."""
     n_st = staging.shape[0]
     n = pages.shape[0]
+    ps = out.shape[1]
     for i in range(n + n_st):
         if i >= n_st:  # the staging page's previous read: wait for it, keep its page
             j = i - n_st
             while load_acquire(done, j % n_st) != base + j + 1:
                 pass
-            out[j] = staging[j % n_st]
+            out[j] = staging[j % n_st, offs[j] : offs[j] + ps]
         if i < n:
             k = base + i
             slot = k % q
@@ -44,7 +56,7 @@ def _serve(store, pages, qsize=64, n_staging=32, threads=4):
     alloc = lambda shape, dtype: np.zeros(shape, dtype)  # noqa: E731
     with HostQueue(store, qsize, n_staging, alloc=alloc, io_threads=threads) as hq:
         _gpu(pages, qsize, hq.sq_turn, hq.sq_page, hq.sq_staging, hq.sq_seq, hq.cq_done,
-             hq.staging, out)
+             hq.staging, out, _offsets(store, pages))
     return out, hq
 
 
@@ -88,6 +100,25 @@ def test_a_corrupt_page_completes_and_is_reported(grouped, tmp_path):
     assert f"global page {p}" in str(hq.error)
 
 
+def test_a_corrupt_member_of_a_block_is_reported_by_its_siblings_read(grouped, tmp_path):
+    # a read of a group's page brings the whole block, whose every page is checked: the
+    # warp may copy any of them from staging later
+    d = tmp_path / "trips"
+    shutil.copytree(grouped, d)
+    with PageStore(d) as s:
+        g = s.manifest.groups[0]
+        j = g.members.index("total_amount")
+        sibling = s.shadow[g.members[0] if j else g.members[1]].first_page + 5
+        bad = s.shadow["total_amount"].first_page + 5
+    with open(d / g.file, "r+b") as fh:  # total_amount's copy of page 5
+        fh.seek(5 * g.block_bytes + j * 512 + 100)
+        fh.write(b"\xff\x00\xff")
+    with PageStore(d) as s:
+        _, hq = _serve(s, np.array([3, sibling, 7], np.int64), qsize=8, n_staging=4)
+    assert hq.served == 3 and hq.error is not None
+    assert f"global page {bad}" in str(hq.error)
+
+
 def test_parked_workers_wake_for_each_kernel(grouped):
     """Between kernels the workers sleep (futex); each ``begin`` wakes them, and tickets go on
     from one kernel to the next."""
@@ -106,7 +137,7 @@ def test_parked_workers_wake_for_each_kernel(grouped):
                 s.read_scattered(pages, want, np.arange(len(pages)))
                 hq.begin()
                 _gpu(pages, 16, hq.sq_turn, hq.sq_page, hq.sq_staging, hq.sq_seq, hq.cq_done,
-                     hq.staging, out, base)
+                     hq.staging, out, _offsets(s, pages), base)
                 hq.end()
                 base += len(pages)
                 assert (out == want).all()
