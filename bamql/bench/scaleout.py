@@ -132,6 +132,7 @@ def _time_queries(client, n: int, d: Path, queries: Sequence[str], reps: int, de
                                 "partition_seconds": st.partition_seconds,
                                 "partition_wall_seconds": st.partition_wall_seconds,
                                 "dispatch_seconds": st.dispatch_seconds,
+                                "worker_seconds": st.worker_seconds,
                                 "rows_matched": st.rows_matched, "ok": ok})
             say(f"{n} GPU(s) {q}: {statistics.median(times) * 1e3:.1f} ms"
                 + ("" if ok else "  WRONG ANSWER"))
@@ -139,7 +140,7 @@ def _time_queries(client, n: int, d: Path, queries: Sequence[str], reps: int, de
 
 def _busiest(seconds: list[float], workers: int) -> float:
     """The most time one worker spent. Partition ``i`` runs on worker ``i mod workers``, and
-    the statistics come back worker by worker (``engine.distributed._run_on_actors``)."""
+    the statistics come back worker by worker (``engine.distributed._run_on_workers``)."""
     sizes = [len(range(w, len(seconds), workers)) for w in range(workers)]
     starts = [sum(sizes[:w]) for w in range(workers)]
     return max(sum(seconds[a : a + k]) for a, k in zip(starts, sizes, strict=True))
@@ -157,14 +158,17 @@ def summary(res: dict) -> str:
             cells.append(f"{r['median_s'] * 1e3:9.1f} ms {r['speedup']:5.2f}x{mark}".rjust(22))
         lines.append(f"{q:<7}" + "".join(cells))
     lines += ["", "where the time went (last run, ms): engines and partition calls on the busiest "
-              "worker, the client's wait for the workers, the whole query",
-              f"{'query':<7}{'GPUs':>5}{'engines':>10}{'calls':>10}{'dispatch':>10}{'query':>10}"]
+              "worker, the longest worker call (all its partitions), the client's wait for the "
+              "workers, the whole query",
+              f"{'query':<7}{'GPUs':>5}{'engines':>10}{'calls':>10}{'worker':>10}{'dispatch':>10}"
+              f"{'query':>10}"]
     for r in res["runs"]:
         if "partition_wall_seconds" not in r:
             continue
         n = r["gpus"]
         lines.append(f"{r['query']:<7}{n:>5}{_busiest(r['partition_seconds'], n) * 1e3:>10.1f}"
                      f"{_busiest(r['partition_wall_seconds'], n) * 1e3:>10.1f}"
+                     f"{max(r.get('worker_seconds') or [float('nan')]) * 1e3:>10.1f}"
                      f"{r['dispatch_seconds'] * 1e3:>10.1f}{r['times_s'][-1] * 1e3:>10.1f}")
     return "\n".join(lines)
 

@@ -3,11 +3,11 @@
 Each task plans its partition (its own zone maps) with the whole table's group-key domains,
 runs the CPU or the GPU engine and returns its partial aggregates; the client merges them.
 Workers keep their opened stores, and on GPUs their engine with its page caches, in
-process-local state across queries. Each worker holds one actor (``PartitionWorker``);
-partition ``i`` goes to the actor of worker ``i mod n`` (sorted addresses), so each
-partition's cache stays on one GPU. When a worker is lost the whole query runs again on
-fresh actors on the workers that remain (``RETRIES`` tries); a query that keeps failing
-fails with one line, never with a partial answer.
+process-local state across queries. Each worker runs its partitions in a comm handler of
+its own (``engine.dask_worker``), one message per query and worker; partition ``i`` goes to
+worker ``i mod n`` (sorted addresses), so each partition's cache stays on one GPU. When a
+worker is lost the whole query runs again on the workers that remain (``RETRIES`` tries); a
+query that keeps failing fails with one line, never with a partial answer.
 
 ``local_gpu_cluster`` starts one single-threaded worker per GPU of this machine
 (dask-cuda's ``LocalCUDACluster`` when installed, otherwise a ``SpecCluster`` of nannies
@@ -105,62 +105,7 @@ def run_partition(path: str, q: ir.Query, domains, medium: str, device: str = "c
     return acc, stats
 
 
-#: A call whose last run took less than this runs on the worker's event loop itself, not on
-#: a thread: a GPU query of a few milliseconds saves two thread hops; anything slower (a
-#: first run that loads the table and compiles, a big CPU partition) keeps the loop free.
-INLINE_S = 0.05
-
-
-class PartitionWorker:
-    """A Dask actor, one per worker: runs the partitions sent to it in its worker's process,
-    where the opened stores and the GPU engine (and its page caches) stay across queries.
-
-    An actor call reaches the worker without a scheduled task, whose round trips outweighed
-    a GPU query of a few milliseconds per partition (``bench/results/h200x2-200M-scaleout.json``
-    was measured with tasks). It goes straight to the worker when the client connects
-    directly to workers (``direct_to_workers=True``, as the clients bamql makes do);
-    otherwise the scheduler relays it.
-
-    The call and its answer travel as one pickled blob each: Dask serializing the query's IR
-    and every accumulator array as objects of their own cost more than the pickling. A
-    repeated call (the same blob) skips unpickling and, once it is known to be quick, the
-    thread hop.
-    """
-
-    def __init__(self) -> None:
-        from concurrent.futures import ThreadPoolExecutor
-
-        #: pickled call -> [(paths, args), whether its last run was quick]
-        self._calls: dict[bytes, list] = {}
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix="bamql-partition")
-
-    @staticmethod
-    def _run(paths: list[str], args: tuple) -> bytes:
-        return pickle.dumps([run_partition(p, *args) for p in paths], protocol=5)
-
-    @property
-    def quick_calls(self) -> int:
-        """How many remembered calls run on the event loop."""
-        return sum(1 for _, quick in self._calls.values() if quick)
-
-    async def run(self, blob: bytes) -> bytes:
-        """Run the pickled ``(paths, args)`` call; returns the pickled results."""
-        import asyncio
-
-        entry = self._calls.get(blob)
-        if entry is None:
-            entry = [pickle.loads(blob), False]
-            remember(self._calls, blob, entry, limit=256)
-        t0 = time.perf_counter()
-        if entry[1]:
-            out = self._run(*entry[0])
-        else:
-            out = await asyncio.get_running_loop().run_in_executor(self._pool, self._run, *entry[0])
-        entry[1] = time.perf_counter() - t0 < INLINE_S
-        return out
-
-
-_actors: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # client -> actors
+_workers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # client -> (workers, time)
 
 
 #: Seconds between checks of a cluster's worker list (a scheduler round trip) when
@@ -168,54 +113,75 @@ _actors: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # client -> ac
 RECHECK_S = 2.0
 
 
-def _actors_for(client, fresh: bool) -> list:
-    """One PartitionWorker per worker of ``client``'s cluster (sorted by address), made once
-    and made again when the workers change or after a failure."""
-    have = _actors.get(client)
+def _workers_for(client, fresh: bool) -> tuple[str, ...]:
+    """The addresses of ``client``'s workers (sorted), each with the partition handler
+    (``dask_worker.PartitionPlugin``, registered once per client and again after a
+    failure); the list is checked again every ``RECHECK_S`` seconds."""
+    from bamql.engine.dask_worker import PartitionPlugin
+
+    have = _workers.get(client)
     now = time.monotonic()
-    if not fresh and have is not None and now - have[3] < RECHECK_S:
-        return have[1]
+    if not fresh and have is not None and now - have[1] < RECHECK_S:
+        return have[0]
     workers = tuple(sorted(client.scheduler_info().get("workers", {})))
     if not workers:
         raise ConnectionError("the Dask cluster has no workers")
     if fresh or have is None or have[0] != workers:
-        futs = [client.submit(PartitionWorker, actor=True, workers=[w], allow_other_workers=False,
-                              pure=False) for w in workers]
-        actors = [f.result(timeout=60) for f in futs]
-        have = (workers, actors, futs)  # the futures keep the actors alive
-    _actors[client] = (*have[:3], now)
-    return have[1]
+        client.register_plugin(PartitionPlugin())  # idempotent: runners and caches stay
+    _workers[client] = (workers, now)
+    return workers
 
 
-async def _gather(futures: list) -> list:
-    return [await f for f in futures]
+async def _call_all(client, calls: list[tuple[str, bytes]]) -> list:
+    """Send each ``(worker, blob)`` to its worker's handler, all at once, from the client's
+    event loop: straight to the worker, or relayed by the scheduler when the client does not
+    connect directly to workers."""
+    import asyncio
+
+    from bamql.engine.dask_worker import HANDLER
+
+    if getattr(client, "direct_to_workers", False):
+        sends = [getattr(client.rpc(w), HANDLER)(blob=b) for w, b in calls]
+    else:
+        sends = [client.scheduler.proxy(msg={"op": HANDLER, "blob": b}, worker=w) for w, b in calls]
+    return await asyncio.gather(*sends)
 
 
-def _run_on_actors(client, paths: list[str], args: tuple) -> list:
-    """Partition ``i`` on actor ``i mod n``; on a lost worker, again on fresh actors."""
+def _run_on_workers(client, paths: list[str], args: tuple) -> tuple[list, list[float]]:
+    """Partition ``i`` on worker ``i mod n``: (each partition's result, each worker call's
+    time on its worker). On a lost worker, again on the workers that remain."""
     last: BaseException | None = None
     for attempt in range(RETRIES):
         try:
-            actors = _actors_for(client, fresh=attempt > 0)
-            share: list[list[str]] = [[] for _ in actors]
+            workers = _workers_for(client, fresh=attempt > 0)
+            share: list[list[str]] = [[] for _ in workers]
             for i, p in enumerate(paths):
-                share[i % len(actors)].append(p)
-            calls = [a.run(pickle.dumps((ps, args), protocol=5))
-                     for a, ps in zip(actors, share, strict=True) if ps]
-            # one hop to the client's event loop for all the answers
-            return [r for blob in client.sync(_gather, calls) for r in pickle.loads(blob)]
+                share[i % len(workers)].append(p)
+            calls = [(w, pickle.dumps((ps, args), protocol=5))
+                     for w, ps in zip(workers, share, strict=True) if ps]
+            results, seconds = [], []
+            for answer in client.sync(_call_all, client, calls):
+                if answer is None:  # no handler there (a worker that joined just now)
+                    raise ConnectionError("a worker has no bamql handler yet")
+                out = pickle.loads(answer)
+                if out[0] == "error":
+                    raise out[1]
+                results += out[1]
+                seconds.append(out[2])
+            return results, seconds
         except BamqlError:
             raise
         except Exception as e:  # a lost worker, a cluster gone away...
             last = e
-            have = _actors.get(client)
+            if attempt + 1 < RETRIES:
+                time.sleep(0.5 * (attempt + 1))  # let the scheduler notice a lost worker
+            have = _workers.get(client)
             if (isinstance(e, OSError) and getattr(client, "direct_to_workers", False)
                     and have is not None
                     and tuple(sorted(client.scheduler_info().get("workers", {}))) == have[0]):
                 # the workers are alive but cannot be reached from here (a cluster behind a
                 # gateway): let the scheduler relay the calls from now on
                 client.direct_to_workers = False
-            time.sleep(0.5 * (attempt + 1))  # let the scheduler notice a lost worker
     first = str(last).strip().splitlines()[0] if str(last).strip() else type(last).__name__
     raise BamqlError(f"distributed query failed after {RETRIES} tries: "
                      f"{type(last).__name__}: {first}")
@@ -233,9 +199,11 @@ def run_partitioned(paths: list[str], q: ir.Query, domains, medium: str, client=
                    for p in paths]
     else:
         t0 = time.perf_counter()
-        results = _run_on_actors(client, paths, (q, domains, medium, device, backend, cache))
+        results, worker_seconds = _run_on_workers(client, paths,
+                                                  (q, domains, medium, device, backend, cache))
         if stats is not None:
             stats.dispatch_seconds = time.perf_counter() - t0
+            stats.worker_seconds = worker_seconds
     total = None
     for acc, st in results:
         total = acc if total is None else accumulate.combine(acc, total)

@@ -58,6 +58,9 @@ class QueryStats:
     partition_wall_seconds: list = field(default_factory=list)
     #: distributed: the client's wait for every worker's answer (Dask round trips included)
     dispatch_seconds: float = 0.0
+    #: distributed: each worker's whole call on its worker; ``dispatch_seconds`` beyond the
+    #: longest is what the Dask round trip cost
+    worker_seconds: list = field(default_factory=list)
     columns: dict[str, ColumnIO] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -126,6 +129,7 @@ class QueryStats:
             "partition_seconds": self.partition_seconds,
             "partition_wall_seconds": self.partition_wall_seconds,
             "dispatch_seconds": self.dispatch_seconds,
+            "worker_seconds": self.worker_seconds,
             "bytes_read": self.bytes_read,
             "whole_bytes": self.whole_bytes, "bytes_needed": self.bytes_needed,
             "amplification": self.amplification, "whole_amplification": self.whole_amplification,
@@ -167,6 +171,8 @@ class QueryStats:
                     f"engines, {min(walls) * 1e3:.1f}-{max(walls) * 1e3:.1f} ms per partition call")
             if self.dispatch_seconds:  # beyond the busiest worker's calls: round trips
                 line += f"; the client waited {self.dispatch_seconds * 1e3:.1f} ms for the workers"
+            if self.worker_seconds:
+                line += f" (the longest worker call took {max(self.worker_seconds) * 1e3:.1f} ms)"
             lines.append(line)
         if self.io_reads:
             lines.append(f"  GPU-initiated reads: {self.io_reads:,} through the submission queue, "

@@ -61,10 +61,9 @@ def test_every_query_distributed_matches_one_node(parted, single, workers):
 
 def test_repeated_queries_run_on_the_workers_event_loop(parted, single, monkeypatch):
     # a call known to be quick skips the thread hop; its answers stay the same
-    from bamql.engine import distributed as dist
-    from bamql.engine.distributed import PartitionWorker
+    from bamql.engine import dask_worker
 
-    monkeypatch.setattr(dist, "INLINE_S", 30.0)  # "quick" whatever this machine's speed
+    monkeypatch.setattr(dask_worker, "INLINE_S", 30.0)  # "quick" whatever this machine's speed
 
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                                   dashboard_address=None) as cluster, distributed.Client(cluster) as client:
@@ -75,8 +74,7 @@ def test_repeated_queries_run_on_the_workers_event_loop(parted, single, monkeypa
                     assert_same_rows(con.sql(sql).rows(), single[name], ordered="ORDER BY" in sql)
 
         def quick(dask_worker) -> int:
-            return sum(a.quick_calls for a in dask_worker.state.actors.values()
-                       if isinstance(a, PartitionWorker))
+            return dask_worker.extensions["bamql"].quick_calls
 
         # each worker ran both queries' calls inline once they were known to be quick
         assert list(client.run(quick).values()) == [2, 2]
@@ -84,8 +82,8 @@ def test_repeated_queries_run_on_the_workers_event_loop(parted, single, monkeypa
 
 @pytest.mark.parametrize("direct", [False, True], ids=["relayed", "direct"])
 def test_a_worker_killed_mid_query(parted, single, direct):
-    # relayed: actor calls pass through the scheduler; direct: client to worker (the
-    # clients bamql makes itself)
+    # relayed: calls pass through the scheduler; direct: client to worker (the clients
+    # bamql makes itself)
     sql = QUERIES["q06"]
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None, env={"BAMQL_FAULT_DELAY": "3"}) as cluster, \
@@ -162,7 +160,7 @@ def test_a_session_closes_the_cluster_it_started(parted, single):
     con = bamql.connect(parted, device="cpu", cluster="local-gpus:2")
     client = con.cluster
     assert len(client.scheduler_info()["workers"]) == 2
-    assert client.direct_to_workers  # actor calls skip the scheduler
+    assert client.direct_to_workers  # calls skip the scheduler
     assert_same_rows(con.sql(QUERIES["q01"]).rows(), single["q01"], ordered=False)
     con.close()
     assert client.status == "closed"
@@ -185,51 +183,55 @@ def test_partitioned_ingest_from_a_program_read_from_stdin(tmp_path, taxi_orc):
         assert con.sql("SELECT COUNT(*) FROM p").rows() == [(60000,)]
 
 
-def test_unreachable_workers_fall_back_to_the_scheduler_relaying():
+def test_unreachable_workers_fall_back_to_the_scheduler_relaying(monkeypatch):
     # a client that cannot reach the workers directly: the first call fails with OSError
     # while the scheduler still lists the same workers; the retry goes relayed
-    import asyncio
+    import pickle
 
     from bamql.engine import distributed as dist
 
-    class Answer:
-        def __init__(self, value):
-            self.value = value
+    monkeypatch.setattr(dist.time, "sleep", lambda s: None)
+    done = pickle.dumps(("ok", ["done"], 0.001))
 
-        def __await__(self):
-            if isinstance(self.value, Exception):
-                raise self.value
-            return self.value
-            yield
+    class Rpc:
+        async def bamql_partitions(self, blob):
+            raise OSError("Timed out trying to connect to tcp://w1")
 
-    class Actor:
-        def __init__(self, client):
-            self.client = client
-
-        def run(self, blob):
-            if self.client.direct_to_workers:
-                return Answer(OSError("Unable to contact Actor's worker"))
-            return Answer(dist.pickle.dumps(["done"]))
-
-    class Future:
-        def __init__(self, value):
-            self.value = value
-
-        def result(self, timeout=None):
-            return self.value
+    class Scheduler:
+        async def proxy(self, msg, worker):
+            assert msg["op"] == "bamql_partitions" and worker == "tcp://w1"
+            return done
 
     class Client:
         direct_to_workers = True
+        scheduler = Scheduler()
+        plugins: list = []
 
         def scheduler_info(self):
             return {"workers": {"tcp://w1": {}}}
 
-        def submit(self, cls, **kw):
-            return Future(Actor(self))
+        def register_plugin(self, plugin):
+            self.plugins.append(plugin.name)
+
+        def rpc(self, address):
+            return Rpc()
 
         def sync(self, fn, *args):
+            import asyncio
+
             return asyncio.run(fn(*args))
 
     client = Client()
-    assert dist._run_on_actors(client, ["p0"], ()) == ["done"]
+    assert dist._run_on_workers(client, ["p0"], ()) == (["done"], [0.001])
     assert client.direct_to_workers is False
+    assert client.plugins == ["bamql-partitions"] * 2  # registered, and again on the retry
+
+
+def test_a_worker_error_is_raised_on_the_client_as_it_was(parted):
+    # an error on a worker comes back as an answer and is raised as itself, not retried
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        from bamql.engine import distributed as dist
+
+        with pytest.raises(bamql.BamqlError, match="no-such-partition"):
+            dist._run_on_workers(client, [str(parted / "no-such-partition")], (None,) * 6)
