@@ -132,96 +132,19 @@ def _workers_for(client, fresh: bool) -> tuple[str, ...]:
     return workers
 
 
-async def _relayed(client, calls: list[tuple[str, bytes]]) -> list:
-    """Each ``(worker, blob)`` to its worker's handler through the scheduler (on the
-    client's event loop), for a client that cannot reach the workers itself."""
+async def _call_all(client, calls: list[tuple[str, bytes]]) -> list:
+    """Send each ``(worker, blob)`` to its worker's handler, all at once, from the client's
+    event loop: straight to the worker, or relayed by the scheduler when the client does not
+    connect directly to workers."""
     import asyncio
 
     from bamql.engine.dask_worker import HANDLER
 
-    return await asyncio.gather(*[client.scheduler.proxy(msg={"op": HANDLER, "blob": b}, worker=w)
-                                  for w, b in calls])
-
-
-#: How long a direct call polls for the workers' answers before it sleeps until they come
-#: (``BAMQL_DASK_SPIN_S``; 0: it sleeps at once).
-SPIN_S = float(os.environ.get("BAMQL_DASK_SPIN_S", "0.05"))
-
-
-class _Direct:
-    """Direct calls to the workers from the thread that runs the query: a private event loop
-    with its own Dask connection pool, which polls the sockets while the workers run (up to
-    ``SPIN_S``) instead of sleeping.
-
-    Through ``client.sync`` a call hops to the Client's event-loop thread and back, and each
-    sleeping thread wakes late: on the H200 x2 machine a round trip to 2 workers that are
-    busy 5-10 ms cost 1.2-1.4 ms over their work that way, 0.7-0.8 ms this way
-    (``bench/results/h200x2/h200x2-dask-round-trips-busy.log``).
-    """
-
-    def __init__(self, client) -> None:
-        import asyncio
-
-        from distributed.core import ConnectionPool
-
-        self.loop = asyncio.new_event_loop()
-        self.pool = ConnectionPool(limit=64, connection_args=getattr(client, "connection_args", None))
-        self.loop.run_until_complete(self.pool.start())
-
-    async def _spin(self, calls: list[tuple[str, bytes]]) -> list:
-        import asyncio
-
-        from bamql.engine.dask_worker import HANDLER
-
-        answers = asyncio.ensure_future(
-            asyncio.gather(*[getattr(self.pool(w), HANDLER)(blob=b) for w, b in calls]))
-        end = time.perf_counter() + SPIN_S
-        while not answers.done() and time.perf_counter() < end:
-            await asyncio.sleep(0)  # one pass of the loop: the selector polled, not slept on
-            time.sleep(0)  # hands the GIL to any other thread that waits for it
-        return await answers
-
-    def call(self, calls: list[tuple[str, bytes]]) -> list:
-        return self.loop.run_until_complete(self._spin(calls))
-
-    def close(self) -> None:
-        try:
-            self.loop.run_until_complete(self.pool.close())
-        finally:
-            self.loop.close()
-
-
-_direct = threading.local()  # .by_client: client -> _Direct of this thread
-
-
-async def _through_client(client, calls: list[tuple[str, bytes]]) -> list:
-    import asyncio
-
-    from bamql.engine.dask_worker import HANDLER
-
-    return await asyncio.gather(*[getattr(client.rpc(w), HANDLER)(blob=b) for w, b in calls])
-
-
-def _direct_call(client, calls: list[tuple[str, bytes]]) -> list:
-    """``calls`` straight to the workers from this thread (a connection pool per thread and
-    client, dropped after a failure); through the Client's event loop where this thread
-    already runs one (a notebook), which a second loop here cannot share."""
-    import asyncio
-
-    if asyncio._get_running_loop() is not None:
-        return client.sync(_through_client, client, calls)
-    mine = getattr(_direct, "by_client", None)
-    if mine is None:
-        mine = _direct.by_client = weakref.WeakKeyDictionary()
-    d = mine.get(client)
-    if d is None:
-        d = mine[client] = _Direct(client)
-    try:
-        return d.call(calls)
-    except BaseException:
-        del mine[client]
-        d.close()
-        raise
+    if getattr(client, "direct_to_workers", False):
+        sends = [getattr(client.rpc(w), HANDLER)(blob=b) for w, b in calls]
+    else:
+        sends = [client.scheduler.proxy(msg={"op": HANDLER, "blob": b}, worker=w) for w, b in calls]
+    return await asyncio.gather(*sends)
 
 
 def _run_on_workers(client, paths: list[str], args: tuple) -> tuple[list, list[float]]:
@@ -236,12 +159,8 @@ def _run_on_workers(client, paths: list[str], args: tuple) -> tuple[list, list[f
                 share[i % len(workers)].append(p)
             calls = [(w, pickle.dumps((ps, args), protocol=5))
                      for w, ps in zip(workers, share, strict=True) if ps]
-            if getattr(client, "direct_to_workers", False):
-                answers = _direct_call(client, calls)
-            else:
-                answers = client.sync(_relayed, client, calls)
             results, seconds = [], []
-            for answer in answers:
+            for answer in client.sync(_call_all, client, calls):
                 if answer is None:  # no handler there (a worker that joined just now)
                     raise ConnectionError("a worker has no bamql handler yet")
                 out = pickle.loads(answer)
