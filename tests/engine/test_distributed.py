@@ -57,6 +57,7 @@ def test_every_query_distributed_matches_one_node(parted, single, workers):
             assert st.device == "cpu/dask" and st.bytes_read > 0  # summed over the workers
             text = "\n".join(r[0] for r in res.rows())
             assert "4 partitions:" in text and "the client waited" in text
+            assert "the longest worker call took" in text and len(st.worker_seconds) == workers
 
 
 def test_repeated_queries_run_on_the_workers_event_loop(parted, single, monkeypatch):
@@ -235,3 +236,23 @@ def test_a_worker_error_is_raised_on_the_client_as_it_was(parted):
 
         with pytest.raises(bamql.BamqlError, match="no-such-partition"):
             dist._run_on_workers(client, [str(parted / "no-such-partition")], (None,) * 6)
+
+
+def test_workers_that_join_later_get_the_handler(parted, single):
+    # the plugin reaches workers started after the first query; the next query (after the
+    # worker list is checked again) deals partitions to them too, with the same answers
+    from bamql.engine import distributed as dist
+
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        with bamql.connect(parted, device="cpu", cluster=client) as con:
+            assert_same_rows(con.sql(QUERIES["q06"]).rows(), single["q06"], ordered=False)
+            cluster.scale(3)
+            client.wait_for_workers(3, timeout=60)
+            dist._workers.pop(client, None)  # as if RECHECK_S had passed
+            for name in ("q01", "q06"):
+                assert_same_rows(con.sql(QUERIES[name]).rows(), single[name], ordered=False)
+            st = con.sql(QUERIES["q01"]).stats
+            assert len(st.worker_seconds) == 3  # every worker answered a share
+        runners = client.run(lambda dask_worker: "bamql" in dask_worker.extensions)
+        assert list(runners.values()) == [True] * 3
