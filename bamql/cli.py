@@ -38,6 +38,11 @@ def cmd_gen(a: argparse.Namespace) -> int:
     return 0
 
 
+def _names(text: str | None) -> list[str] | None:
+    """``a,b,c`` as a list of names; None stays None."""
+    return None if text is None else [n.strip() for n in text.split(",") if n.strip()]
+
+
 def cmd_ingest(a: argparse.Namespace) -> int:
     from bamql.progress import ingest_progress
     from bamql.storage.ingest import ingest
@@ -47,7 +52,7 @@ def cmd_ingest(a: argparse.Namespace) -> int:
     with ingest_progress("ingesting", rows) as bars:
         r = ingest(a.sources, a.out, page_size=a.page_size, volumes=a.volumes, table=a.table,
                    partitions=a.partitions, groups=a.groups, floats=a.floats,
-                   compress=a.compress, **bars)
+                   compress=a.compress, columns=_names(a.columns), **bars)
     print(f"ingested {r.rows:,} rows into {r.path} ({r.store_bytes / 1e6:,.1f} MB store, "
           f"page size {a.page_size} B) in {r.seconds:.2f} s: {r.rows / r.seconds:,.0f} rows/s, "
           f"{r.source_bytes / 1e6 / r.seconds:,.1f} MB/s of source")
@@ -141,7 +146,7 @@ def cmd_bench_scaleout(a: argparse.Namespace) -> int:
     res = run_scaleout(a.rows, gpus, queries, reps=a.reps, partitions=a.partitions,
                        backend=a.backend, page_size=_size(a.page_size), workdir=Path(a.workdir),
                        out=Path(a.out), say=lambda m: print(f"bamql: {m}", file=sys.stderr),
-                       device=a.device, cluster=a.cluster)
+                       device=a.device, cluster=a.cluster, all_columns=a.all_columns)
     print(summary(res))
     print(f"results: {a.out}.json")
     check(res)
@@ -197,6 +202,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="zstd: also keep a compressed copy of every column, which cold streams and "
                    "scans read from disk when the cost model finds that quicker (gathers keep "
                    "reading single pages); none (default): pages only")
+    i.add_argument("--columns", default=None, metavar="A,B,...",
+                   help="only these columns (default: all); the others are not even decoded")
     i.set_defaults(func=cmd_ingest)
 
     v = sub.add_parser("verify", help="check every page checksum of a store")
@@ -250,6 +257,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="gpu (one worker per GPU), or cpu (the same workers, CPU engine)")
     so.add_argument("--reps", type=int, default=5, help="timed repetitions, median reported")
     so.add_argument("--page-size", default="512", help="store page size (default 512)")
+    so.add_argument("--all-columns", action="store_true",
+                    help="ingest every column of the trips, not only those the queries use (the "
+                    "engines' work is the same; the table takes ~2.5x the time and space)")
     so.add_argument("--cluster", default=None, metavar="ADDRESS",
                     help="run once on this Dask scheduler's workers as they are, instead of "
                     "local clusters per GPU count (--workdir must be on a file system the "

@@ -105,6 +105,19 @@ def test_more_one_line_errors(tmp_path, taxi_orc, taxi_store):
     assert not list(tmp_path.glob(".*"))  # nothing half-written left behind
 
 
+def test_ingest_only_some_columns(tmp_path, taxi_orc):
+    r = bamql("ingest", *taxi_orc, "--out", tmp_path / "bad", "--columns", "fare_amount,nope")
+    _one_line_error(r, "no column 'nope'")
+    assert not (tmp_path / "bad").exists()
+    r = bamql("ingest", *taxi_orc, "--out", tmp_path / "t", "--columns", "fare_amount, pickup_location_id")
+    assert r.returncode == 0, r.stderr
+    r = bamql("sql", tmp_path / "t",
+              "SELECT COUNT(*), SUM(fare_amount) FROM t WHERE pickup_location_id = 256", "--device", "cpu")
+    assert r.returncode == 0, r.stderr
+    r = bamql("sql", tmp_path / "t", "SELECT SUM(tip_amount) FROM t", "--device", "cpu")
+    _one_line_error(r, "unknown column 'tip_amount'")
+
+
 def test_ingest_with_row_groups(tmp_path, taxi_orc):
     r = bamql("ingest", *taxi_orc, "--out", tmp_path / "bad" / "trips", "--page-size", 512,
               "--groups", "trip_distance,no_such_column")

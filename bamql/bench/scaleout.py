@@ -10,6 +10,7 @@ on the first count divided by the median time on ``n``.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import statistics
 import time
@@ -23,15 +24,30 @@ from bamql.queries import load
 from bamql.storage.ingest import ingest
 
 
+def query_columns(queries: Sequence[str]) -> list[str]:
+    """The columns the named queries read, in first-use order."""
+    import sqlglot
+    from sqlglot import exp
+
+    out: dict[str, None] = {}
+    for q in queries:
+        for c in sqlglot.parse_one(load(q)).find_all(exp.Column):
+            out.setdefault(c.name, None)
+    return list(out)
+
+
 def prepare_partitions(workdir: Path, rows: int, share: float, page_size: int,
-                       parts: int) -> tuple[str, Path]:
+                       parts: int, columns: Sequence[str] | None = None) -> tuple[str, Path]:
     """The generated trips as Parquet (DuckDB's copy) and as a partitioned store, each
     reused when there; returns ``(Parquet glob, store directory)``.
 
     Where ``bamql bench`` already generated these rows as ORC, the store is ingested from
     the ORC as there. Otherwise no ORC is made: the rows are generated straight into
     Parquet, which is written and ingested about twice as fast (8 M rows on the 2-core dev
-    machine: 13 against 27 s), so larger tables fit a GPU machine's time."""
+    machine: 13 against 27 s), so larger tables fit a GPU machine's time. With ``columns``
+    the store holds only those (its directory says which): on the H200 x2 machine
+    preparing was bound by the disk's writes, ~150 MB/s, and a store of the six queries'
+    columns is about a third of the whole table's."""
     base = workdir / f"r{rows}-s{share:g}"
     if (base / "orc").exists():
         data = prepare(workdir, rows, share, [], parquet_copy=True)
@@ -41,10 +57,12 @@ def prepare_partitions(workdir: Path, rows: int, share: float, page_size: int,
         if not pq_dir.exists():
             generate(pq_dir, rows, share, fmt="parquet")
         sources, parquet = sorted(pq_dir.glob("*.parquet")), str(pq_dir / "*.parquet")
-    d = base / f"parts-{page_size}-{parts}"
+    tag = "" if columns is None else "-" + hashlib.sha1(",".join(columns).encode()).hexdigest()[:8]
+    d = base / f"parts-{page_size}-{parts}{tag}"
     if not (d / "trips").exists():
         with ingest_progress(f"ingesting {parts} partitions ({page_size} B pages)", rows) as bars:
-            ingest(sources, d / "trips", page_size=page_size, partitions=parts, **bars)
+            ingest(sources, d / "trips", page_size=page_size, partitions=parts, columns=columns,
+                   **bars)
     return parquet, d
 
 
@@ -52,13 +70,14 @@ def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: i
                  partitions: int | None = None, backend: str = "host", page_size: int = 512,
                  share: float = 0.0005, workdir: Path = Path("bamql-bench-data"),
                  out: Path | None = None, say: Callable[[str], None] = print,
-                 device: str = "gpu", cluster: str | None = None) -> dict:
+                 device: str = "gpu", cluster: str | None = None, all_columns: bool = False) -> dict:
     """Run the scale-out benchmark; returns (and with ``out`` writes) the JSON document.
 
     ``device="cpu"`` runs the same workers on the CPU engine (for machines without GPUs).
     With ``cluster`` (a scheduler address) it runs once on that cluster's workers as they
     are, instead of starting a local cluster per GPU count; ``workdir`` must then be on a
-    file system the workers see at the same path.
+    file system the workers see at the same path. The partitions hold only the columns the
+    queries use unless ``all_columns``.
     """
     import contextlib
 
@@ -74,7 +93,8 @@ def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: i
             if gpus[0] < 1:
                 raise BamqlError(f"the Dask cluster at {cluster!r} has no workers")
         parts = partitions or max(gpus)
-        parquet, d = prepare_partitions(workdir, rows, share, page_size, parts)
+        columns = None if all_columns else query_columns(queries)
+        parquet, d = prepare_partitions(workdir, rows, share, page_size, parts, columns)
         duck = duckdb.connect()
         duck.execute("SET error_on_division_by_zero=false")
         want = {q: duck.sql(load(q).replace("FROM trips", f"FROM read_parquet('{parquet}')")).fetchall()
@@ -82,7 +102,8 @@ def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: i
         res = {"machine": machine(), "config": {"rows": rows, "gpus": list(gpus), "partitions": parts,
                                                 "device": device, "backend": backend, "page_size": page_size,
                                                 "share": share, "reps": reps, "mode": "warm",
-                                                "cluster": cluster or "local"},
+                                                "cluster": cluster or "local",
+                                                "columns": columns or "all"},
                "runs": []}
         if client is not None:  # the cluster as it is: one count, its workers
             say(f"{gpus[0]} worker(s) of {cluster}: loading {parts} partitions")

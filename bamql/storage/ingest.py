@@ -121,6 +121,20 @@ def _scan_floats(sources: Sequence[Source], names: list[str],
     return {n: functools.reduce(DecimalScan.merge, (p[n] for p in parts)) for n in names}
 
 
+def _select(cols: list, columns: Sequence[str] | None, source: str) -> list:
+    """The unified columns that ``columns`` names (all when None), in the sources' order."""
+    if columns is None:
+        return cols
+    have = [c[0] for c in cols]
+    want = list(dict.fromkeys(columns))
+    missing = [c for c in want if c not in have]
+    if missing:
+        raise IngestError(f"no column {missing[0]!r} in {source}; it has: {', '.join(have)}")
+    if not want:
+        raise IngestError("--columns names no column")
+    return [c for c in cols if c[0] in want]
+
+
 def _plans(sources: Sequence[Source], cols, floats: str = "auto",
            scan_progress: Callable[[int], None] | None = None) -> list[ColumnPlan]:
     stats = [s.int_stats() for s in sources]
@@ -227,6 +241,7 @@ def ingest(
     floats: str = "auto",
     scan_progress: Callable[[int], None] | None = None,
     compress: str = "none",
+    columns: Sequence[str] | None = None,
 ) -> IngestReport:
     """Ingest ``sources`` (ORC, Parquet or CSV files of one schema) into a page store at ``out``.
 
@@ -260,6 +275,10 @@ def ingest(
         ``"zstd"``: also write a compressed copy of every column, which streams and scans
         read from disk when the cost model finds that quicker (``storage.streams``);
         ``"none"`` (the default until the copy is measured on the GPU machine): pages only.
+    columns
+        Only these columns (kept in the sources' order); None for all. The others are not
+        even decoded: a table whose queries use a few of many columns is ingested and
+        stored in a fraction of the time and space.
     scan_progress
         Called with the number of rows of each batch that pass over the float columns
         checked (``bamql.progress.ingest_progress`` drives both bars).
@@ -278,7 +297,7 @@ def ingest(
     if compress not in ("zstd", "none"):
         raise IngestError(f"--compress must be zstd or none, got {compress!r}")
     srcs = [open_source(s) for s in sources]
-    cols = _unify(srcs)
+    cols = _select(_unify(srcs), columns, srcs[0].path.name)
     plans = _plans(srcs, cols, floats, scan_progress)
     rows = sum(s.num_rows for s in srcs)
     if partitions < 1 or partitions > max(rows, 1):
@@ -303,9 +322,10 @@ def ingest(
         if partitions == 1:
             w = PageWriter(tmp, plans, rows, page_size, volumes)
             writers.append(w)
-            for b in (b for s in srcs for b in s.batches()):
+            keep = [pl.name for pl in plans]
+            for b in (b for s in srcs for b in s.batches(columns=keep)):
                 for i, pl in enumerate(plans):
-                    w.append(i, _to_storage(b.column(i), pl))
+                    w.append(i, _to_storage(b.column(pl.name), pl))
                 if progress:
                     progress(b.num_rows)
             _finish_store(tmp, w, plans, rows, page_size, volumes, name, names, groups, compress)
@@ -346,12 +366,12 @@ def _ingest_partition(sources: list[str], plans, bounds: list[int], k: int, d: s
             if pos + s.num_rows <= lo:  # wholly before this partition: skipped, not decoded
                 pos += s.num_rows
                 continue
-            for b in s.batches():
+            for b in s.batches(columns=[pl.name for pl in plans]):
                 start, end = max(pos, lo), min(pos + b.num_rows, hi)
                 if start < end:
                     part = b.slice(start - pos, end - start)
                     for i, pl in enumerate(plans):
-                        w.append(i, _to_storage(part.column(i), pl))
+                        w.append(i, _to_storage(part.column(pl.name), pl))
                 pos += b.num_rows
                 if pos >= hi:
                     break

@@ -82,6 +82,13 @@ def test_scaleout_bench_runs_on_cpu_workers(tmp_path):
     check(res)  # every answer agreed with DuckDB
     doc = json.loads((tmp_path / "so.json").read_text())
     assert doc["config"]["partitions"] == 2 and len(doc["runs"]) == 4
+    # only the columns the queries read were ingested
+    want = ["trip_distance", "pickup_location_id", "total_amount", "extra", "fare_amount",
+            "tolls_amount", "mta_tax"]
+    assert doc["config"]["columns"] == want
+    (store,) = (tmp_path / "w").glob("r100000-*/parts-512-2-*/trips/part-000")
+    with PageStore(store) as s:
+        assert sorted(s.columns) == sorted(want)
     assert all(r["ok"] and r["median_s"] > 0 and r["bytes_read"] > 0 for r in doc["runs"])
     assert all(len(r["partition_seconds"]) == 2 and max(r["partition_seconds"]) <= r["median_s"] * 5
                for r in doc["runs"])
@@ -91,6 +98,7 @@ def test_scaleout_bench_runs_on_cpu_workers(tmp_path):
         walls, engine = r["partition_wall_seconds"], r["partition_seconds"]
         assert all(w >= e for w, e in zip(walls, engine, strict=True))
         assert max(walls) <= r["dispatch_seconds"] <= r["median_s"] * 5
+        assert len(r["worker_seconds"]) == r["gpus"] and max(r["worker_seconds"]) <= r["dispatch_seconds"]
     assert "2 GPU(s)" in summary(res) and "where the time went" in summary(res)
 
 

@@ -166,6 +166,24 @@ def test_ingest_errors(tmp_path, taxi_orc):
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
 
 
+def test_ingest_a_subset_of_the_columns(tmp_path, taxi_orc, taxi_table):
+    keep = ["total_amount", "pickup_location_id", "total_amount"]  # any order, repeats
+    ingest(taxi_orc, tmp_path / "sub", columns=keep)
+    with PageStore(tmp_path / "sub") as s:
+        # kept in the sources' order, values unchanged
+        assert s.to_table().equals(taxi_table.select(["pickup_location_id", "total_amount"]))
+    ingest(taxi_orc, tmp_path / "parts", columns=["fare_amount"], partitions=2)
+    from bamql.storage.partitioned import PartitionedTable
+
+    with PartitionedTable(tmp_path / "parts") as t:
+        assert all(list(p.columns) == ["fare_amount"] for p in t.parts)
+    with pytest.raises(IngestError, match="no column 'tip' in .*; it has: vendor_id"):
+        ingest(taxi_orc, tmp_path / "bad", columns=["fare_amount", "tip"])
+    with pytest.raises(IngestError, match="names no column"):
+        ingest(taxi_orc, tmp_path / "bad", columns=[])
+    assert not (tmp_path / "bad").exists()
+
+
 def test_parquet_and_csv_sources(tmp_path, taxi_table):
     pq.write_table(taxi_table, tmp_path / "t.parquet", row_group_size=7_000)
     ingest([tmp_path / "t.parquet"], tmp_path / "p")
