@@ -259,7 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
     so.add_argument("--page-size", default="512", help="store page size (default 512)")
     so.add_argument("--all-columns", action="store_true",
                     help="ingest every column of the trips, not only those the queries use (the "
-                    "engines' work is the same; the table takes ~2.5x the time and space)")
+                    "engines' work is the same; the table takes ~3x the space)")
     so.add_argument("--cluster", default=None, metavar="ADDRESS",
                     help="run once on this Dask scheduler's workers as they are, instead of "
                     "local clusters per GPU count (--workdir must be on a file system the "

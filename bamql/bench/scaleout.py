@@ -46,8 +46,8 @@ def prepare_partitions(workdir: Path, rows: int, share: float, page_size: int,
     Parquet, which is written and ingested about twice as fast (8 M rows on the 2-core dev
     machine: 13 against 27 s), so larger tables fit a GPU machine's time. With ``columns``
     the store holds only those (its directory says which): on the H200 x2 machine
-    preparing was bound by the disk's writes, ~150 MB/s, and a store of the six queries'
-    columns is about a third of the whole table's."""
+    preparing wrote ~145-180 MB/s whatever the size, so the writes look like the limit, and a
+    store of the six queries' columns is about a third of the whole table's."""
     base = workdir / f"r{rows}-s{share:g}"
     if (base / "orc").exists():
         data = prepare(workdir, rows, share, [], parquet_copy=True)
