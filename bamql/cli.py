@@ -32,7 +32,7 @@ def cmd_gen(a: argparse.Namespace) -> int:
     params = GenParams(rows=a.rows, seed=a.seed, williamsburg_share=a.williamsburg_share)
     with progress_bar("generating", a.rows) as adv:
         r = generate_orc(a.out, params, files=a.files, workers=a.workers, progress=adv,
-                         fmt=a.format)
+                         fmt=a.format, columns=_names(a.columns))
     print(f"wrote {r.rows:,} rows to {len(r.files)} {a.format.upper()} file(s) in {a.out} "
           f"({r.bytes / 1e6:,.1f} MB) in {r.seconds:.2f} s: {r.rows_per_s:,.0f} rows/s")
     return 0
@@ -173,6 +173,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--files", type=int, default=1, help="number of files (default 1)")
     g.add_argument("--format", choices=("orc", "parquet"), default="orc",
                    help="file format (default orc)")
+    g.add_argument("--columns", default=None, metavar="A,B,...",
+                   help="only these columns (default: all 18); the rows are the same")
     g.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     g.add_argument("--williamsburg-share", type=float, default=None, metavar="F",
                    help="share of pickups in zones 255/256, e.g. 0.0005 (default: the real share)")

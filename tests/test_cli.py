@@ -39,6 +39,15 @@ def test_gen_parquet_and_ingest_it(tmp_path):
     assert r.returncode == 0, r.stderr
     r = bamql("sql", tmp_path / "data", "SELECT COUNT(*) FROM trips", "--device", "cpu")
     assert r.returncode == 0 and "5000" in r.stdout, r.stdout + r.stderr
+    r = bamql("gen", "--rows", 5000, "--out", tmp_path / "two", "--seed", 1, "--workers", 1,
+              "--format", "parquet", "--columns", "fare_amount,pickup_location_id")
+    assert r.returncode == 0, r.stderr
+    import pyarrow.parquet as pq
+
+    two = pq.read_table(tmp_path / "two" / "trips-000.parquet")
+    assert two.column_names == ["pickup_location_id", "fare_amount"] and two.num_rows == 5000
+    _one_line_error(bamql("gen", "--rows", 10, "--out", tmp_path / "bad", "--columns", "nope"),
+                    "no column 'nope'")
 
 
 def _one_line_error(r, text):

@@ -127,13 +127,15 @@ def _orc_to_parquet(src: Path, dst: Path) -> None:
             w.write_batch(f.read_stripe(i))
 
 
-def generate(out: Path, rows: int, share: float, fmt: str = "orc") -> None:
+def generate(out: Path, rows: int, share: float, fmt: str = "orc",
+             columns: Sequence[str] | None = None) -> None:
     """The benchmark's trips (seed 1, ``share`` in Williamsburg) as ORC or Parquet files in
-    ``out``, one per 4 M rows up to 16 (at most one per core), with a progress bar."""
+    ``out``, one per 4 M rows up to 16 (at most one per core), with a progress bar; only
+    ``columns`` when given."""
     files = max(1, min(os.cpu_count() or 1, 16, rows // (1 << 22)))
     with progress_bar(f"generating {rows:,} rows ({fmt})", rows) as adv:
         generate_orc(out, GenParams(rows=rows, seed=1, williamsburg_share=share), files=files,
-                     progress=adv, fmt=fmt)
+                     progress=adv, fmt=fmt, columns=columns)
 
 
 def prepare(workdir: Path, rows: int, share: float, page_sizes: Sequence[int],

@@ -45,19 +45,19 @@ def prepare_partitions(workdir: Path, rows: int, share: float, page_size: int,
     the ORC as there. Otherwise no ORC is made: the rows are generated straight into
     Parquet, which is written and ingested about twice as fast (8 M rows on the 2-core dev
     machine: 13 against 27 s), so larger tables fit a GPU machine's time. With ``columns``
-    the store holds only those (its directory says which): on the H200 x2 machine
-    preparing wrote ~145-180 MB/s whatever the size, so the writes look like the limit, and a
-    store of the six queries' columns is about a third of the whole table's."""
+    the store, and Parquet generated here, hold only those (their directories say which):
+    on the H200 x2 machine preparing wrote ~145-180 MB/s whatever the size, so the writes
+    look like the limit, and the six queries' columns are about a third of the table."""
     base = workdir / f"r{rows}-s{share:g}"
+    tag = "" if columns is None else "-" + hashlib.sha1(",".join(columns).encode()).hexdigest()[:8]
     if (base / "orc").exists():
         data = prepare(workdir, rows, share, [], parquet_copy=True)
         sources, parquet = data.orc, str(data.parquet)
     else:
-        pq_dir = base / "parquet"
+        pq_dir = base / f"parquet{tag}"  # only the columns too: less to write
         if not pq_dir.exists():
-            generate(pq_dir, rows, share, fmt="parquet")
+            generate(pq_dir, rows, share, fmt="parquet", columns=columns)
         sources, parquet = sorted(pq_dir.glob("*.parquet")), str(pq_dir / "*.parquet")
-    tag = "" if columns is None else "-" + hashlib.sha1(",".join(columns).encode()).hexdigest()[:8]
     d = base / f"parts-{page_size}-{parts}{tag}"
     if not (d / "trips").exists():
         with ingest_progress(f"ingesting {parts} partitions ({page_size} B pages)", rows) as bars:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +17,7 @@ import pyarrow.orc as paorc
 import pyarrow.parquet as pq
 
 from bamql.datasets.generator import CHUNK_ROWS, GenParams, generate_chunk, n_chunks
+from bamql.datasets.schema import TAXI_SCHEMA
 from bamql.errors import BamqlError
 
 ORC_OPTIONS = dict(
@@ -68,15 +69,17 @@ def write_parquet(table_parts, path: Path) -> None:
 _WRITERS = {"orc": write_orc, "parquet": write_parquet}
 
 
-def _write_file(params: GenParams, path: Path, first: int, last: int, fmt: str = "orc") -> int:
-    """Generate chunks ``first..last-1`` into one file; returns its rows."""
+def _write_file(params: GenParams, path: Path, first: int, last: int, fmt: str = "orc",
+                columns: list[str] | None = None) -> int:
+    """Generate chunks ``first..last-1`` into one file (only ``columns`` when given);
+    returns its rows."""
     parts = [0]
 
     def gen():
         for i in range(first, last):
             t = generate_chunk(params, i)
             parts[0] += t.num_rows
-            yield t
+            yield t if columns is None else t.select(columns)
 
     _WRITERS[fmt](gen(), path)
     return parts[0]
@@ -89,6 +92,7 @@ def generate_orc(
     workers: int | None = None,
     progress: Callable[[int], None] | None = None,
     fmt: str = "orc",
+    columns: Sequence[str] | None = None,
 ) -> GenReport:
     """Generate a taxi table as ``files`` ORC files named ``trips-NNN.orc`` under ``out``
     (with ``fmt="parquet"``, zstd Parquet files ``trips-NNN.parquet``).
@@ -96,6 +100,7 @@ def generate_orc(
     Chunks are generated in ``workers`` processes (all cores by default) and written in
     order, so the files are the same for any worker count. The directory is written under a
     temporary name and renamed when complete. ``progress`` is called with rows written.
+    ``columns`` keeps only those columns (the rows stay the same).
     """
     if fmt not in _WRITERS:
         raise BamqlError(f"format must be one of {', '.join(_WRITERS)}, not {fmt!r}")
@@ -104,6 +109,13 @@ def generate_orc(
         raise BamqlError(f"output {out} already exists; choose a new directory")
     if params.rows <= 0:
         raise BamqlError(f"--rows must be positive, got {params.rows}")
+    if columns is not None:
+        have = TAXI_SCHEMA.names
+        bad = [c for c in columns if c not in have]
+        if bad or not columns:
+            raise BamqlError(f"no column {bad[0]!r} in the trips; they have: {', '.join(have)}"
+                             if bad else "columns names no column")
+        columns = [c for c in have if c in columns]
     if files < 1 or files > n_chunks(params.rows):
         raise BamqlError(f"--files must be within 1..{n_chunks(params.rows)} for {params.rows} rows")
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -120,7 +132,7 @@ def generate_orc(
         if files > 1 and workers > 1:
             # one file per task: generation and ORC encoding both run in parallel
             with ProcessPoolExecutor(max_workers=min(workers, files)) as pool:
-                jobs = [pool.submit(_write_file, params, p, bounds[f], bounds[f + 1], fmt)
+                jobs = [pool.submit(_write_file, params, p, bounds[f], bounds[f + 1], fmt, columns)
                         for f, p in enumerate(paths)]
                 for job in as_completed(jobs):
                     rows = job.result()
@@ -135,7 +147,7 @@ def generate_orc(
 
                     def counted(parts=parts):
                         for t in parts:
-                            yield t
+                            yield t if columns is None else t.select(columns)
                             if progress:
                                 progress(t.num_rows)
 

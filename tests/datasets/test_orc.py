@@ -46,3 +46,21 @@ def test_parquet_holds_the_same_rows_as_orc(tmp_path):
     assert tp.equals(to)
     with pytest.raises(BamqlError, match="format must be one of"):
         generate_orc(tmp_path / "x", params, fmt="csv")
+
+
+@pytest.mark.parametrize("files", [1, 2])
+def test_a_subset_of_the_columns_holds_the_same_rows(tmp_path, files):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    params = GenParams(rows=CHUNK_ROWS + 3_000, seed=5)
+    whole = generate_orc(tmp_path / "o", params, files=2, workers=2)
+    keep = ["total_amount", "pickup_location_id"]  # kept in the table's order
+    p = generate_orc(tmp_path / f"p{files}", params, files=files, workers=2, fmt="parquet", columns=keep)
+    to = pa.concat_tables([paorc.read_table(str(f)) for f in whole.files])
+    tp = pa.concat_tables([pq.read_table(f) for f in p.files])
+    assert tp.column_names == ["pickup_location_id", "total_amount"]
+    assert tp.cast(to.select(tp.column_names).schema).equals(to.select(tp.column_names))
+    with pytest.raises(BamqlError, match="no column 'tip' in the trips"):
+        generate_orc(tmp_path / "x", params, columns=["tip"])
+    assert not (tmp_path / "x").exists()
