@@ -128,11 +128,11 @@ def _orc_to_parquet(src: Path, dst: Path) -> None:
 
 
 def generate(out: Path, rows: int, share: float, fmt: str = "orc",
-             columns: Sequence[str] | None = None) -> None:
+             columns: Sequence[str] | None = None, max_files: int = 16) -> None:
     """The benchmark's trips (seed 1, ``share`` in Williamsburg) as ORC or Parquet files in
-    ``out``, one per 4 M rows up to 16 (at most one per core), with a progress bar; only
-    ``columns`` when given."""
-    files = max(1, min(os.cpu_count() or 1, 16, rows // (1 << 22)))
+    ``out``, one per 4 M rows up to ``max_files`` (at most one per core; each is written by
+    a process of its own), with a progress bar; only ``columns`` when given."""
+    files = max(1, min(os.cpu_count() or 1, max_files, rows // (1 << 22)))
     with progress_bar(f"generating {rows:,} rows ({fmt})", rows) as adv:
         generate_orc(out, GenParams(rows=rows, seed=1, williamsburg_share=share), files=files,
                      progress=adv, fmt=fmt, columns=columns)
