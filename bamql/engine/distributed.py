@@ -147,6 +147,108 @@ async def _call_all(client, calls: list[tuple[str, bytes]]) -> list:
     return await asyncio.gather(*sends)
 
 
+def _spin_default() -> float:
+    env = os.environ.get("BAMQL_DASK_SPIN_S")
+    if env is not None:
+        return float(env)
+    # a polling client takes a core while it waits: only where cores are plenty, not where
+    # it would slow down workers sharing a few cores with it
+    return 0.05 if (os.cpu_count() or 1) >= 8 else 0.0
+
+
+#: How long a direct call polls for the workers' answers before it sleeps until they come;
+#: 0: no polling, the Client's event loop waits (``BAMQL_DASK_SPIN_S``; by default 0.05 s
+#: on machines of 8 cores or more, else 0).
+SPIN_S = _spin_default()
+
+
+class _Poller:
+    """Direct calls to the workers from the thread that runs the query: a private event loop
+    with its own Dask connection pool, polled while the workers run (up to ``SPIN_S``)
+    instead of sleeping.
+
+    Through ``client.sync`` a call hops to the Client's event-loop thread and back, and each
+    sleeping thread wakes late. On the H200 x2 machine a round trip to 2 workers busy 5-10 ms
+    cost 1.2-1.4 ms beyond their work that way and 0.7-0.8 ms this way
+    (``bench/results/h200x2/h200x2-dask-round-trips-busy.log``). Handing the GIL over on
+    every pass (``time.sleep(0)``) loses the gain (``bench/diag/dask_dispatch_polling.py``).
+    """
+
+    def __init__(self, client) -> None:
+        import asyncio
+
+        from distributed.core import ConnectionPool
+
+        self.loop = asyncio.new_event_loop()
+        self.pool = ConnectionPool(limit=64, connection_args=getattr(client, "connection_args", None))
+        self.loop.run_until_complete(self.pool.start())
+
+    async def _polled(self, calls: list[tuple[str, bytes]]) -> list:
+        import asyncio
+
+        from bamql.engine.dask_worker import HANDLER
+
+        answers = asyncio.ensure_future(
+            asyncio.gather(*[getattr(self.pool(w), HANDLER)(blob=b) for w, b in calls]))
+        end = time.perf_counter() + SPIN_S
+        while not answers.done() and time.perf_counter() < end:
+            await asyncio.sleep(0)  # one pass of the loop: the sockets polled, not slept on
+        return await answers
+
+    def call(self, calls: list[tuple[str, bytes]]) -> list:
+        return self.loop.run_until_complete(self._polled(calls))
+
+    def close(self) -> None:
+        """Close the connections and the loop (again: nothing)."""
+        import asyncio
+
+        if self.loop.is_closed():
+            return
+        try:
+            if asyncio._get_running_loop() is None:
+                self.loop.run_until_complete(self.pool.close())
+            else:  # a finalizer run inside another loop: drop the connections at once
+                for comms in (*self.pool.available.values(), *self.pool.occupied.values()):
+                    for c in list(comms):
+                        c.abort()
+        except Exception:  # connections already gone with their cluster
+            pass
+        finally:
+            self.loop.close()
+
+
+_pollers = threading.local()  # .by_client: client -> this thread's _Poller
+
+
+def _polled_call(client, calls: list[tuple[str, bytes]]) -> list:
+    """``calls`` through this thread's poller for ``client`` (made on first use, dropped
+    after a failure)."""
+    mine = getattr(_pollers, "by_client", None)
+    if mine is None:
+        mine = _pollers.by_client = weakref.WeakKeyDictionary()
+    p = mine.get(client)
+    if p is None:
+        p = mine[client] = _Poller(client)
+        weakref.finalize(client, p.close)
+    try:
+        return p.call(calls)
+    except BaseException:
+        del mine[client]
+        p.close()
+        raise
+
+
+def _answers(client, calls: list[tuple[str, bytes]]) -> list:
+    """The workers' answers to ``calls``: polled from this thread where that applies,
+    otherwise through the Client's event loop."""
+    import asyncio
+
+    if (SPIN_S > 0 and getattr(client, "direct_to_workers", False)
+            and asyncio._get_running_loop() is None):  # not inside a notebook's loop
+        return _polled_call(client, calls)
+    return client.sync(_call_all, client, calls)
+
+
 def _run_on_workers(client, paths: list[str], args: tuple) -> tuple[list, list[float]]:
     """Partition ``i`` on worker ``i mod n``: (each partition's result, each worker call's
     time on its worker). On a lost worker, again on the workers that remain."""
@@ -160,7 +262,7 @@ def _run_on_workers(client, paths: list[str], args: tuple) -> tuple[list, list[f
             calls = [(w, pickle.dumps((ps, args), protocol=5))
                      for w, ps in zip(workers, share, strict=True) if ps]
             results, seconds = [], []
-            for answer in client.sync(_call_all, client, calls):
+            for answer in _answers(client, calls):
                 if answer is None:  # no handler there (a worker that joined just now)
                     raise ConnectionError("a worker has no bamql handler yet")
                 out = pickle.loads(answer)

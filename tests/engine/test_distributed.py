@@ -81,10 +81,14 @@ def test_repeated_queries_run_on_the_workers_event_loop(parted, single, monkeypa
         assert list(client.run(quick).values()) == [2, 2]
 
 
-@pytest.mark.parametrize("direct", [False, True], ids=["relayed", "direct"])
-def test_a_worker_killed_mid_query(parted, single, direct):
+@pytest.mark.parametrize("direct,spin", [(False, 0.0), (True, 0.0), (True, 0.05)],
+                         ids=["relayed", "direct", "direct-polled"])
+def test_a_worker_killed_mid_query(parted, single, direct, spin, monkeypatch):
     # relayed: calls pass through the scheduler; direct: client to worker (the clients
-    # bamql makes itself)
+    # bamql makes itself), waited for by the Client's loop or polled from the query's thread
+    from bamql.engine import distributed as dist
+
+    monkeypatch.setattr(dist, "SPIN_S", spin)
     sql = QUERIES["q06"]
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None, env={"BAMQL_FAULT_DELAY": "3"}) as cluster, \
@@ -256,3 +260,21 @@ def test_workers_that_join_later_get_the_handler(parted, single):
             assert len(st.worker_seconds) == 3  # every worker answered a share
         runners = client.run(lambda dask_worker: "bamql" in dask_worker.extensions)
         assert list(runners.values()) == [True] * 3
+
+
+def test_polled_calls_give_the_same_answers(parted, single, monkeypatch):
+    # direct calls polled from the querying thread (the default on machines of 8+ cores)
+    from bamql.engine import distributed as dist
+
+    monkeypatch.setattr(dist, "SPIN_S", 0.05)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster, direct_to_workers=True) as client:
+        with bamql.connect(parted, device="cpu", cluster=client) as con:
+            for name, sql in QUERIES.items():
+                assert_same_rows(con.sql(sql).rows(), single[name], ordered="ORDER BY" in sql)
+            assert client in dist._pollers.by_client  # this thread's poller answered them
+            poller = dist._pollers.by_client[client]
+    poller.close()  # also after its cluster is gone, and twice
+    poller.close()
+    assert poller.loop.is_closed()
