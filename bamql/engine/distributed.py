@@ -262,12 +262,16 @@ def _run_on_workers(client, paths: list[str], args: tuple) -> tuple[list, list[f
             calls = [(w, pickle.dumps((ps, args), protocol=5))
                      for w, ps in zip(workers, share, strict=True) if ps]
             results, seconds = [], []
-            for answer in _answers(client, calls):
+            for (w, _), answer in zip(calls, _answers(client, calls), strict=True):
                 if answer is None:  # no handler there (a worker that joined just now)
                     raise ConnectionError("a worker has no bamql handler yet")
                 out = pickle.loads(answer)
-                if out[0] == "error":
-                    raise out[1]
+                if out[0] == "error":  # raised by the partition itself: trying again won't help
+                    e = out[1]
+                    if isinstance(e, BamqlError):
+                        raise e
+                    text = str(e).strip().splitlines()[0] if str(e).strip() else ""
+                    raise BamqlError(f"a partition failed on worker {w}: {type(e).__name__}: {text}")
                 results += out[1]
                 seconds.append(out[2])
             return results, seconds

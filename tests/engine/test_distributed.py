@@ -240,6 +240,11 @@ def test_a_worker_error_is_raised_on_the_client_as_it_was(parted):
 
         with pytest.raises(bamql.BamqlError, match="no-such-partition"):
             dist._run_on_workers(client, [str(parted / "no-such-partition")], (None,) * 6)
+        # any other error of a partition: one line naming the worker, at once, not retried
+        t0 = time.perf_counter()
+        with pytest.raises(bamql.BamqlError, match="a partition failed on worker .*: KeyError"):
+            dist._run_on_workers(client, [str(parted / "trips" / "part-000")], ("not a query",) + (None,) * 5)
+        assert time.perf_counter() - t0 < 5
 
 
 def test_workers_that_join_later_get_the_handler(parted, single):
