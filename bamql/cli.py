@@ -38,9 +38,14 @@ def cmd_gen(a: argparse.Namespace) -> int:
     return 0
 
 
-def _names(text: str | None) -> list[str] | None:
-    """``a,b,c`` as a list of names; None stays None."""
-    return None if text is None else [n.strip() for n in text.split(",") if n.strip()]
+def _split(text: str) -> tuple[str, ...]:
+    """``a, b,c`` -> ``("a", "b", "c")``."""
+    return tuple(x.strip() for x in text.split(",") if x.strip())
+
+
+def _names(text: str | None) -> tuple[str, ...] | None:
+    """An option's ``a,b,c`` as names; None (not given) stays None."""
+    return None if text is None else _split(text)
 
 
 def cmd_ingest(a: argparse.Namespace) -> int:
@@ -97,7 +102,7 @@ def _query_names(text: str) -> tuple[str, ...]:
     """``q01,q06`` -> names, every one a known query (else a one-line error)."""
     from bamql.queries import names
 
-    queries = tuple(x.strip() for x in text.split(",") if x.strip())
+    queries = _split(text)
     unknown = [q for q in queries if q not in names()]
     if unknown or not queries:
         raise BamqlError(f"unknown queries {unknown or text!r}; known: {', '.join(names())}")
@@ -109,16 +114,15 @@ def cmd_bench(a: argparse.Namespace) -> int:
 
     from bamql.bench.harness import BenchConfig, run, summary
 
-    split = lambda v: tuple(x.strip() for x in v.split(",") if x.strip())  # noqa: E731
     queries = _query_names(a.queries)
     try:
-        shares = tuple(float(x) for x in split(a.selectivity))
+        shares = tuple(float(x) for x in _split(a.selectivity))
     except ValueError:
         raise BamqlError(f"--selectivity takes numbers such as 0.0005,0.01, not {a.selectivity!r}") from None
     if any(not 0 <= s <= 1 for s in shares):
         raise BamqlError("--selectivity values must be within 0..1")
-    cfg = BenchConfig(rows=a.rows, queries=queries, engines=split(a.engines), modes=split(a.modes),
-                      reps=a.reps, page_sizes=tuple(_size(x) for x in split(a.page_sizes)),
+    cfg = BenchConfig(rows=a.rows, queries=queries, engines=_split(a.engines), modes=_split(a.modes),
+                      reps=a.reps, page_sizes=tuple(_size(x) for x in _split(a.page_sizes)),
                       shares=shares, workdir=Path(a.workdir), out=Path(a.out), plots=not a.no_plots,
                       groups=a.groups, floats=a.floats, compress=a.compress)
     res = run(cfg, say=lambda m: print(f"bamql: {m}", file=sys.stderr))

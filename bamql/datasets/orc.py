@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 from bamql.datasets.generator import CHUNK_ROWS, GenParams, generate_chunk, n_chunks
 from bamql.datasets.schema import TAXI_SCHEMA
 from bamql.errors import BamqlError
+from bamql.storage.sources import select_columns
 
 ORC_OPTIONS = dict(
     compression="zstd",
@@ -110,12 +111,7 @@ def generate_orc(
     if params.rows <= 0:
         raise BamqlError(f"--rows must be positive, got {params.rows}")
     if columns is not None:
-        have = TAXI_SCHEMA.names
-        bad = [c for c in columns if c not in have]
-        if bad or not columns:
-            raise BamqlError(f"no column {bad[0]!r} in the trips; they have: {', '.join(have)}"
-                             if bad else "columns names no column")
-        columns = [c for c in have if c in columns]
+        columns = select_columns(TAXI_SCHEMA.names, columns, "the trips")
     if files < 1 or files > n_chunks(params.rows):
         raise BamqlError(f"--files must be within 1..{n_chunks(params.rows)} for {params.rows} rows")
     out.parent.mkdir(parents=True, exist_ok=True)

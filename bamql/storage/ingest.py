@@ -38,7 +38,7 @@ from bamql.storage.format import (
     sentinel_for,
 )
 from bamql.storage.partitioned import write_partitions
-from bamql.storage.sources import Source, open_source
+from bamql.storage.sources import Source, open_source, select_columns
 from bamql.storage.writer import ColumnPlan, PageWriter
 
 #: Dictionary-coded strings are for small domains (flags, codes): at most this many values.
@@ -125,14 +125,8 @@ def _select(cols: list, columns: Sequence[str] | None, source: str) -> list:
     """The unified columns that ``columns`` names (all when None), in the sources' order."""
     if columns is None:
         return cols
-    have = [c[0] for c in cols]
-    want = list(dict.fromkeys(columns))
-    missing = [c for c in want if c not in have]
-    if missing:
-        raise IngestError(f"no column {missing[0]!r} in {source}; it has: {', '.join(have)}")
-    if not want:
-        raise IngestError("--columns names no column")
-    return [c for c in cols if c[0] in want]
+    keep = select_columns([c[0] for c in cols], columns, source)
+    return [c for c in cols if c[0] in keep]
 
 
 def _plans(sources: Sequence[Source], cols, floats: str = "auto",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pyarrow as pa
@@ -142,6 +142,17 @@ def open_source(path: str | Path) -> Source:
     if suffix == ".csv":
         return CsvSource(p)
     raise IngestError(f"source {p}: unknown format {suffix!r} (expected .orc, .parquet or .csv)")
+
+
+def select_columns(have: Sequence[str], wanted: Sequence[str], where: str) -> list[str]:
+    """The names of ``have`` that ``wanted`` lists, in ``have``'s order; a name ``have``
+    lacks, or no name at all, is a one-line error."""
+    missing = [c for c in wanted if c not in have]
+    if missing:
+        raise IngestError(f"no column {missing[0]!r} in {where}; it has: {', '.join(have)}")
+    if not wanted:
+        raise IngestError("--columns names no column")
+    return [c for c in have if c in wanted]
 
 
 def _first_line(e: BaseException) -> str:
