@@ -4,11 +4,11 @@ A query reaches each worker as one message to the handler ``HANDLER``, sent stra
 the client's event loop (``client.rpc``) or relayed by the scheduler. An actor call did the
 same through more machinery: a future per call, a hop from the calling thread to the
 client's event loop per actor, and its result wrapping. A round trip to two idle workers
-took 0.64 ms this way against 1.03 ms through an actor on the 2-core dev machine, and
-0.38-0.60 against 0.78-0.90 ms on the H200 x2 machine (``bench/diag/dask_round_trips.py``,
-``bench/results/h200x2/h200x2-dask-round-trips.log``). The plugin is Dask's own way to
-extend a worker, as its P2P shuffle does; registered once with ``client.register_plugin``,
-it also reaches workers that join later.
+took 0.56-0.60 ms this way against 0.98-1.03 ms through an actor on the 2-core dev machine,
+and 0.38-0.60 against 0.78-0.90 ms on the H200 x2 machine (``bench/diag/dask_round_trips.py``;
+``bench/results/dask-round-trips-vm.log``, ``bench/results/h200x2/h200x2-dask-round-trips.log``).
+The plugin is Dask's own way to extend a worker, as its P2P shuffle does; registered once
+with ``client.register_plugin``, it also reaches workers that join later.
 
 This module imports ``distributed``; ``bamql.engine.distributed`` imports it only when a
 cluster is used, so the core runs without Dask.
