@@ -150,7 +150,10 @@ async def _call_all(client, calls: list[tuple[str, bytes]]) -> list:
 def _spin_default() -> float:
     env = os.environ.get("BAMQL_DASK_SPIN_S")
     if env is not None:
-        return float(env)
+        try:
+            return max(0.0, float(env))
+        except ValueError:
+            raise BamqlError(f"BAMQL_DASK_SPIN_S takes seconds, such as 0.05 or 0, not {env!r}") from None
     # a polling client takes a core while it waits: only where cores are plenty, not where
     # it would slow down workers sharing a few cores with it
     return 0.05 if (os.cpu_count() or 1) >= 8 else 0.0

@@ -283,3 +283,13 @@ def test_polled_calls_give_the_same_answers(parted, single, monkeypatch):
     poller.close()  # also after its cluster is gone, and twice
     poller.close()
     assert poller.loop.is_closed()
+
+
+def test_a_bad_polling_setting_is_a_clear_error(monkeypatch):
+    from bamql.engine import distributed as dist
+
+    monkeypatch.setenv("BAMQL_DASK_SPIN_S", "fast")
+    with pytest.raises(bamql.BamqlError, match="BAMQL_DASK_SPIN_S takes seconds"):
+        dist._spin_default()
+    monkeypatch.setenv("BAMQL_DASK_SPIN_S", "0")
+    assert dist._spin_default() == 0.0
