@@ -155,6 +155,9 @@ def _time_queries(client, n: int, d: Path, queries: Sequence[str], reps: int, de
                                 "partition_wall_seconds": st.partition_wall_seconds,
                                 "dispatch_seconds": st.dispatch_seconds,
                                 "worker_seconds": st.worker_seconds,
+                                "partition_kernel_seconds": st.partition_kernel_seconds,
+                                "worker_spans": st.worker_spans,
+                                "answers_seconds": st.answers_seconds,
                                 "rows_matched": st.rows_matched, "ok": ok})
             say(f"{n} GPU(s) {q}: {statistics.median(times) * 1e3:.1f} ms"
                 + ("" if ok else "  WRONG ANSWER"))
@@ -179,19 +182,25 @@ def summary(res: dict) -> str:
             mark = "" if r["ok"] else "!"
             cells.append(f"{r['median_s'] * 1e3:9.1f} ms {r['speedup']:5.2f}x{mark}".rjust(22))
         lines.append(f"{q:<7}" + "".join(cells))
-    lines += ["", "where the time went (last run, ms): engines and partition calls on the busiest "
-              "worker, the longest worker call (all its partitions), the client's wait for the "
-              "workers, the whole query",
-              f"{'query':<7}{'GPUs':>5}{'engines':>10}{'calls':>10}{'worker':>10}{'dispatch':>10}"
-              f"{'query':>10}"]
+    lines += ["", "where the time went (last run, ms): kernels, engines and partition calls on the "
+              "busiest worker, the longest worker call (all its partitions), the client's wait for "
+              "the workers, the whole query; the last call's start after the client's send and "
+              "the last answer's arrival after the calls ended (one machine's clock)",
+              f"{'query':<7}{'GPUs':>5}{'kernels':>9}{'engines':>9}{'calls':>9}{'worker':>9}"
+              f"{'dispatch':>9}{'query':>9}{'to':>7}{'back':>7}"]
+    nan = float("nan")
     for r in res["runs"]:
         if "partition_wall_seconds" not in r:
             continue
-        n = r["gpus"]
-        lines.append(f"{r['query']:<7}{n:>5}{_busiest(r['partition_seconds'], n) * 1e3:>10.1f}"
-                     f"{_busiest(r['partition_wall_seconds'], n) * 1e3:>10.1f}"
-                     f"{max(r.get('worker_seconds') or [float('nan')]) * 1e3:>10.1f}"
-                     f"{r['dispatch_seconds'] * 1e3:>10.1f}{r['times_s'][-1] * 1e3:>10.1f}")
+        n, spans = r["gpus"], r.get("worker_spans") or [(nan, nan)]
+        kern = r.get("partition_kernel_seconds")
+        lines.append(f"{r['query']:<7}{n:>5}{(_busiest(kern, n) if kern else nan) * 1e3:>9.1f}"
+                     f"{_busiest(r['partition_seconds'], n) * 1e3:>9.1f}"
+                     f"{_busiest(r['partition_wall_seconds'], n) * 1e3:>9.1f}"
+                     f"{max(r.get('worker_seconds') or [nan]) * 1e3:>9.1f}"
+                     f"{r['dispatch_seconds'] * 1e3:>9.1f}{r['times_s'][-1] * 1e3:>9.1f}"
+                     f"{max(a for a, _ in spans) * 1e3:>7.2f}"
+                     f"{(r.get('answers_seconds', nan) - max(b for _, b in spans)) * 1e3:>7.2f}")
     return "\n".join(lines)
 
 

@@ -62,11 +62,13 @@ class PartitionRunner:
 
     async def run(self, blob: bytes) -> bytes:
         """Run the pickled ``(paths, args)`` call; returns the pickled ``("ok", results,
-        seconds on this worker)``, or ``("error", exception)``: an error travels as an
-        answer, so a user's mistake does not fill the worker's log with tracebacks."""
+        seconds on this worker, (its start, its end) on time.monotonic)``, or ``("error",
+        exception)``: an error travels as an answer, so a user's mistake does not fill the
+        worker's log with tracebacks."""
         import asyncio
 
         t0 = time.perf_counter()
+        start = time.monotonic()
         try:
             entry = self._calls.get(blob)
             if entry is None:
@@ -77,7 +79,8 @@ class PartitionRunner:
             else:
                 out = await asyncio.get_running_loop().run_in_executor(self._pool, self._run, *entry[0])
             entry[1] = time.perf_counter() - t0 < INLINE_S
-            return pickle.dumps(("ok", out, time.perf_counter() - t0), protocol=5)
+            seconds = time.perf_counter() - t0
+            return pickle.dumps(("ok", out, seconds, (start, time.monotonic())), protocol=5)
         except Exception as e:  # re-raised by the client
             try:
                 return pickle.dumps(("error", e), protocol=5)

@@ -252,9 +252,10 @@ def _answers(client, calls: list[tuple[str, bytes]]) -> list:
     return client.sync(_call_all, client, calls)
 
 
-def _run_on_workers(client, paths: list[str], args: tuple) -> tuple[list, list[float]]:
+def _run_on_workers(client, paths: list[str], args: tuple) -> tuple[list, list, list, float]:
     """Partition ``i`` on worker ``i mod n``: (each partition's result, each worker call's
-    time on its worker). On a lost worker, again on the workers that remain."""
+    time on its worker, each call's start and end from the client's send, the time from the
+    send to the last answer). On a lost worker, again on the workers that remain."""
     last: BaseException | None = None
     for attempt in range(RETRIES):
         try:
@@ -264,8 +265,11 @@ def _run_on_workers(client, paths: list[str], args: tuple) -> tuple[list, list[f
                 share[i % len(workers)].append(p)
             calls = [(w, pickle.dumps((ps, args), protocol=5))
                      for w, ps in zip(workers, share, strict=True) if ps]
-            results, seconds = [], []
-            for (w, _), answer in zip(calls, _answers(client, calls), strict=True):
+            results, seconds, spans = [], [], []
+            t_send = time.monotonic()
+            answers = _answers(client, calls)
+            t_back = time.monotonic() - t_send
+            for (w, _), answer in zip(calls, answers, strict=True):
                 if answer is None:  # no handler there (a worker that joined just now)
                     raise ConnectionError("a worker has no bamql handler yet")
                 out = pickle.loads(answer)
@@ -277,7 +281,8 @@ def _run_on_workers(client, paths: list[str], args: tuple) -> tuple[list, list[f
                     raise BamqlError(f"a partition failed on worker {w}: {type(e).__name__}: {text}")
                 results += out[1]
                 seconds.append(out[2])
-            return results, seconds
+                spans.append((out[3][0] - t_send, out[3][1] - t_send))
+            return results, seconds, spans, t_back
         except BamqlError:
             raise
         except Exception as e:  # a lost worker, a cluster gone away...
@@ -308,11 +313,13 @@ def run_partitioned(paths: list[str], q: ir.Query, domains, medium: str, client=
                    for p in paths]
     else:
         t0 = time.perf_counter()
-        results, worker_seconds = _run_on_workers(client, paths,
-                                                  (q, domains, medium, device, backend, cache))
+        results, worker_seconds, spans, answers_s = _run_on_workers(
+            client, paths, (q, domains, medium, device, backend, cache))
         if stats is not None:
             stats.dispatch_seconds = time.perf_counter() - t0
             stats.worker_seconds = worker_seconds
+            stats.worker_spans = spans
+            stats.answers_seconds = answers_s
     total = None
     for acc, st in results:
         total = acc if total is None else accumulate.combine(acc, total)

@@ -61,6 +61,13 @@ class QueryStats:
     #: distributed: each worker's whole call on its worker; ``dispatch_seconds`` beyond the
     #: longest is what the Dask round trip cost
     worker_seconds: list = field(default_factory=list)
+    #: distributed: each worker call's start and end (``time.monotonic``, a clock every
+    #: process of one machine shares) less the client's send; how long the message took to
+    #: arrive, and its answer to come back, where client and workers share a machine
+    worker_spans: list = field(default_factory=list)
+    #: distributed: from the client's send to the last answer received (before unpickling)
+    answers_seconds: float = 0.0
+    partition_kernel_seconds: list = field(default_factory=list)  # GPU: each partition's
     columns: dict[str, ColumnIO] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -79,6 +86,7 @@ class QueryStats:
         self.compile_seconds = max(self.compile_seconds, other.compile_seconds)
         self.io_reads += other.io_reads
         self.partition_seconds.append(other.seconds)
+        self.partition_kernel_seconds.append(other.kernel_seconds)
         self.partition_wall_seconds.append(other.wall_seconds)
         self.io_depth = max(self.io_depth, other.io_depth)
         for name, c in other.columns.items():

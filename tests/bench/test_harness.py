@@ -99,6 +99,8 @@ def test_scaleout_bench_runs_on_cpu_workers(tmp_path):
         assert all(w >= e for w, e in zip(walls, engine, strict=True))
         assert max(walls) <= r["dispatch_seconds"] <= r["median_s"] * 5
         assert len(r["worker_seconds"]) == r["gpus"] and max(r["worker_seconds"]) <= r["dispatch_seconds"]
+        assert len(r["worker_spans"]) == r["gpus"] and r["answers_seconds"] <= r["dispatch_seconds"]
+        assert all(0 <= a <= b <= r["answers_seconds"] for a, b in r["worker_spans"])
     assert "2 GPU(s)" in summary(res) and "where the time went" in summary(res)
 
 

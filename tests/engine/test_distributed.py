@@ -58,6 +58,10 @@ def test_every_query_distributed_matches_one_node(parted, single, workers):
             text = "\n".join(r[0] for r in res.rows())
             assert "4 partitions:" in text and "the client waited" in text
             assert "the longest worker call took" in text and len(st.worker_seconds) == workers
+            # each call starts after the client's send and ends before its last answer came
+            assert len(st.worker_spans) == workers
+            assert all(0 <= a <= b <= st.answers_seconds for a, b in st.worker_spans)
+            assert st.answers_seconds <= st.dispatch_seconds
 
 
 def test_repeated_queries_run_on_the_workers_event_loop(parted, single, monkeypatch):
@@ -196,7 +200,8 @@ def test_unreachable_workers_fall_back_to_the_scheduler_relaying(monkeypatch):
     from bamql.engine import distributed as dist
 
     monkeypatch.setattr(dist.time, "sleep", lambda s: None)
-    done = pickle.dumps(("ok", ["done"], 0.001))
+    now = time.monotonic()
+    done = pickle.dumps(("ok", ["done"], 0.001, (now + 1.0, now + 1.001)))
 
     class Rpc:
         async def bamql_partitions(self, blob):
@@ -227,7 +232,9 @@ def test_unreachable_workers_fall_back_to_the_scheduler_relaying(monkeypatch):
             return asyncio.run(fn(*args))
 
     client = Client()
-    assert dist._run_on_workers(client, ["p0"], ()) == (["done"], [0.001])
+    results, seconds, spans, answers_s = dist._run_on_workers(client, ["p0"], ())
+    assert (results, seconds) == (["done"], [0.001]) and answers_s >= 0
+    assert len(spans) == 1 and 0 < spans[0][0] < spans[0][1]  # from the client's send
     assert client.direct_to_workers is False
     assert client.plugins == ["bamql-partitions"] * 2  # registered, and again on the retry
 
