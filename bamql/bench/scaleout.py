@@ -95,11 +95,15 @@ def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: i
                 raise BamqlError(f"the Dask cluster at {cluster!r} has no workers")
         parts = partitions or max(gpus)
         columns = None if all_columns else query_columns(queries)
+        t0 = time.perf_counter()
         parquet, d = prepare_partitions(workdir, rows, share, page_size, parts, columns)
+        say(f"{rows:,} rows in {parts} partitions ready in {time.perf_counter() - t0:.1f} s ({d})")
         duck = duckdb.connect()
         duck.execute("SET error_on_division_by_zero=false")
+        t0 = time.perf_counter()
         want = {q: duck.sql(load(q).replace("FROM trips", f"FROM read_parquet('{parquet}')")).fetchall()
                 for q in queries}
+        say(f"DuckDB's answers (the reference) in {time.perf_counter() - t0:.1f} s")
         res = {"machine": machine(), "config": {"rows": rows, "gpus": list(gpus), "partitions": parts,
                                                 "device": device, "backend": backend, "page_size": page_size,
                                                 "share": share, "reps": reps, "mode": "warm",

@@ -77,9 +77,13 @@ def test_scaleout_bench_runs_on_cpu_workers(tmp_path):
 
     from bamql.bench.scaleout import check, run_scaleout, summary
 
+    said: list[str] = []
     res = run_scaleout(100_000, (1, 2), ("q01", "q06"), reps=1, workdir=tmp_path / "w",
-                       out=tmp_path / "so", say=lambda m: None, device="cpu")
+                       out=tmp_path / "so", say=said.append, device="cpu")
     check(res)  # every answer agreed with DuckDB
+    # the preparation and the reference answers say how long they took
+    assert any(m.startswith("100,000 rows in 2 partitions ready in ") for m in said)
+    assert any(m.startswith("DuckDB's answers (the reference) in ") for m in said)
     doc = json.loads((tmp_path / "so.json").read_text())
     assert doc["config"]["partitions"] == 2 and len(doc["runs"]) == 4
     # only the columns the queries read were ingested
