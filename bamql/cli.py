@@ -150,7 +150,8 @@ def cmd_bench_scaleout(a: argparse.Namespace) -> int:
     res = run_scaleout(a.rows, gpus, queries, reps=a.reps, partitions=a.partitions,
                        backend=a.backend, page_size=_size(a.page_size), workdir=Path(a.workdir),
                        out=Path(a.out), say=lambda m: print(f"bamql: {m}", file=sys.stderr),
-                       device=a.device, cluster=a.cluster, all_columns=a.all_columns)
+                       device=a.device, cluster=a.cluster, all_columns=a.all_columns,
+                       interleave=a.interleave)
     print(summary(res))
     print(f"results: {a.out}.json")
     check(res)
@@ -270,6 +271,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="run once on this Dask scheduler's workers as they are, instead of "
                     "local clusters per GPU count (--workdir must be on a file system the "
                     "workers see at the same path)")
+    so.add_argument("--interleave", action="store_true",
+                    help="start every GPU count's workers at once and let the counts take turns "
+                    "in each repetition, so that drift in the machine's speed weighs on all "
+                    "alike (each count holds its own copy of the store in host memory)")
     so.set_defaults(func=cmd_bench_scaleout)
 
     from bamql.engine.cli_sql import add_sql_commands

@@ -71,7 +71,8 @@ def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: i
                  partitions: int | None = None, backend: str = "host", page_size: int = 512,
                  share: float = 0.0005, workdir: Path = Path("bamql-bench-data"),
                  out: Path | None = None, say: Callable[[str], None] = print,
-                 device: str = "gpu", cluster: str | None = None, all_columns: bool = False) -> dict:
+                 device: str = "gpu", cluster: str | None = None, all_columns: bool = False,
+                 interleave: bool = False) -> dict:
     """Run the scale-out benchmark; returns (and with ``out`` writes) the JSON document.
 
     ``device="cpu"`` runs the same workers on the CPU engine (for machines without GPUs).
@@ -79,6 +80,11 @@ def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: i
     are, instead of starting a local cluster per GPU count; ``workdir`` must then be on a
     file system the workers see at the same path. The partitions hold only the columns the
     queries use unless ``all_columns``.
+
+    With ``interleave`` every GPU count's local cluster is up at once and the counts take
+    turns, repetition by repetition (in alternating order), so that a machine whose speed
+    drifts over minutes weighs on every count alike; each count then holds its own copy of
+    the store in host memory, and its caches on the GPUs the counts share.
     """
     import contextlib
 
@@ -108,18 +114,34 @@ def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: i
                                                 "device": device, "backend": backend, "page_size": page_size,
                                                 "share": share, "reps": reps, "mode": "warm",
                                                 "cluster": cluster or "local",
-                                                "columns": columns or "all"},
+                                                "columns": columns or "all",
+                                                "interleave": bool(interleave and client is None)},
                "runs": []}
         if client is not None:  # the cluster as it is: one count, its workers
             say(f"{gpus[0]} worker(s) of {cluster}: loading {parts} partitions")
-            _time_queries(client, gpus[0], d, queries, reps, device, backend, want, res, say)
+            with _session(client, d, device, backend) as con:
+                _warm(con, gpus[0], queries, say)
+                _time_queries({gpus[0]: (client, con)}, queries, reps, want, res, say)
+        elif interleave:
+            with contextlib.ExitStack() as stack:
+                counts = {}
+                for n in gpus:
+                    say(f"{n} GPU(s): starting {n} worker(s), loading {parts} partitions")
+                    local = stack.enter_context(local_gpu_cluster(n))
+                    c = stack.enter_context(distributed.Client(local, direct_to_workers=True))
+                    c.wait_for_workers(n, timeout=120)
+                    counts[n] = (c, stack.enter_context(_session(c, d, device, backend)))
+                    _warm(counts[n][1], n, queries, say)
+                _time_queries(counts, queries, reps, want, res, say)
         else:
             for n in gpus:
                 say(f"{n} GPU(s): starting {n} worker(s), loading {parts} partitions")
                 with local_gpu_cluster(n) as local, \
                         distributed.Client(local, direct_to_workers=True) as c:
                     c.wait_for_workers(n, timeout=120)
-                    _time_queries(c, n, d, queries, reps, device, backend, want, res, say)
+                    with _session(c, d, device, backend) as con:
+                        _warm(con, n, queries, say)
+                        _time_queries({n: (c, con)}, queries, reps, want, res, say)
     base = {r["query"]: r["median_s"] for r in res["runs"] if r["gpus"] == gpus[0]}
     for r in res["runs"]:
         r["speedup"] = base[r["query"]] / r["median_s"]
@@ -129,32 +151,47 @@ def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: i
     return res
 
 
-def _time_queries(client, n: int, d: Path, queries: Sequence[str], reps: int, device: str,
-                  backend: str, want: dict, res: dict, say: Callable[[str], None]) -> None:
-    """Warm up, then time each query ``reps`` times on ``client``'s ``n`` workers."""
+def _session(client, d: Path, device: str, backend: str):
     import bamql
+
+    return bamql.connect(d, device=device, backend=backend if device == "gpu" else None,
+                         cluster=client)
+
+
+def _warm(con, n: int, queries: Sequence[str], say: Callable[[str], None]) -> None:
+    """Run each query once: loads every partition on its worker, compiles every kernel."""
+    t0 = time.perf_counter()
+    for q in queries:
+        con.sql(load(q))
+    say(f"{n} GPU(s): warmed up in {time.perf_counter() - t0:.1f} s")
+
+
+def _time_queries(counts: dict, queries: Sequence[str], reps: int, want: dict, res: dict,
+                  say: Callable[[str], None]) -> None:
+    """Time each query ``reps`` times on each GPU count's ``(client, session)``, the counts
+    taking turns in each repetition (first to last, then last to first)."""
     from bamql.engine.distributed import clear_caches
 
-    with bamql.connect(d, device=device, backend=backend if device == "gpu" else None,
-                       cluster=client) as con:
-        t0 = time.perf_counter()
-        for q in queries:  # loads every partition on its worker, compiles every kernel
-            con.sql(load(q))
-        say(f"{n} GPU(s): warmed up in {time.perf_counter() - t0:.1f} s")
-        for q in queries:
-            sql, times, rows_out, st = load(q), [], None, None
-            for _ in range(reps):
+    order = list(counts)
+    for q in queries:
+        sql = load(q)
+        times: dict[int, list[float]] = {n: [] for n in order}
+        last: dict = {}
+        for rep in range(reps):
+            for n in order if rep % 2 == 0 else order[::-1]:
+                client, con = counts[n]
                 client.run(clear_caches)
                 t0 = time.perf_counter()
-                r = con.sql(sql)
-                times.append(time.perf_counter() - t0)
-                rows_out, st = r.rows(), r.stats
-            ok = same_rows(rows_out, want[q])
+                last[n] = con.sql(sql)
+                times[n].append(time.perf_counter() - t0)
+        for n in order:
+            st = last[n].stats
+            ok = same_rows(last[n].rows(), want[q])
             # where the wall time went (last run): each partition's engine time and its whole
             # call on the worker, and the client's wait for the workers (Dask round trips);
             # the rest is the client's parsing, planning and merging
-            res["runs"].append({"gpus": n, "query": q, "median_s": statistics.median(times),
-                                "times_s": times, "bytes_read": st.bytes_read,
+            res["runs"].append({"gpus": n, "query": q, "median_s": statistics.median(times[n]),
+                                "times_s": times[n], "bytes_read": st.bytes_read,
                                 "partition_seconds": st.partition_seconds,
                                 "partition_wall_seconds": st.partition_wall_seconds,
                                 "dispatch_seconds": st.dispatch_seconds,
@@ -163,7 +200,7 @@ def _time_queries(client, n: int, d: Path, queries: Sequence[str], reps: int, de
                                 "worker_spans": st.worker_spans,
                                 "answers_seconds": st.answers_seconds,
                                 "rows_matched": st.rows_matched, "ok": ok})
-            say(f"{n} GPU(s) {q}: {statistics.median(times) * 1e3:.1f} ms"
+            say(f"{n} GPU(s) {q}: {statistics.median(times[n]) * 1e3:.1f} ms"
                 + ("" if ok else "  WRONG ANSWER"))
 
 

@@ -124,6 +124,36 @@ def test_scaleout_bench_on_an_existing_cluster(tmp_path):
     assert [r["gpus"] for r in res["runs"]] == [3] and res["runs"][0]["ok"]
 
 
+def test_scaleout_bench_interleaves_the_gpu_counts(tmp_path, monkeypatch):
+    pytest.importorskip("distributed")
+    pytest.importorskip("duckdb")
+    from bamql.bench import scaleout
+    from bamql.engine.session import Session
+
+    turns: list[int] = []  # the worker count of each timed query, in order
+    real = Session.sql
+
+    def sql(self, text):
+        res = real(self, text)
+        turns.append(len(self.cluster.scheduler_info()["workers"]))
+        return res
+
+    monkeypatch.setattr(Session, "sql", sql)
+    said: list[str] = []
+    res = scaleout.run_scaleout(100_000, (1, 2), ("q01", "q06"), reps=3, workdir=tmp_path / "w",
+                                out=None, say=said.append, device="cpu", interleave=True)
+    scaleout.check(res)  # every answer agreed with DuckDB, on both counts
+    assert res["config"]["interleave"] is True
+    assert sorted((r["gpus"], r["query"]) for r in res["runs"]) == [
+        (1, "q01"), (1, "q06"), (2, "q01"), (2, "q06")]
+    assert all(len(r["times_s"]) == 3 for r in res["runs"])
+    # both clusters warmed up (one run of each query) before any timing; then, per query,
+    # the counts take turns in alternating order: 1 2, 2 1, 1 2
+    assert turns[:4] == [1, 1, 2, 2]
+    assert turns[4:] == [1, 2, 2, 1, 1, 2] * 2
+    assert sum("warmed up" in m for m in said) == 2
+
+
 def test_busiest_worker_follows_the_order_statistics_come_back_in():
     from bamql.bench.scaleout import _busiest
 
