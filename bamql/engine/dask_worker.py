@@ -50,10 +50,19 @@ class PartitionRunner:
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="bamql-partition")
 
     @staticmethod
-    def _run(paths: list[str], args: tuple) -> list:
+    def _run(paths: list[str], args: tuple) -> tuple:
+        """``(its partitions' accumulators merged, each partition's statistics)``: partial
+        aggregates merged here travel as one set per worker, not one per partition (8 of
+        them pickled and unpickled cost ~0.2 ms more on the dev machine)."""
+        from bamql.engine.accumulate import combine
         from bamql.engine.distributed import run_partition
 
-        return [run_partition(p, *args) for p in paths]
+        total, stats = None, []
+        for p in paths:
+            acc, st = run_partition(p, *args)
+            total = acc if total is None else combine(acc, total)
+            stats.append(st)
+        return total, stats
 
     @property
     def quick_calls(self) -> int:
@@ -61,8 +70,9 @@ class PartitionRunner:
         return sum(1 for _, quick in self._calls.values() if quick)
 
     async def run(self, blob: bytes) -> bytes:
-        """Run the pickled ``(paths, args)`` call; returns the pickled ``("ok", results,
-        seconds on this worker, (its start, its end) on time.monotonic)``, or ``("error",
+        """Run the pickled ``(paths, args)`` call; returns the pickled ``("ok", (merged
+        accumulators, statistics), seconds on this worker, (its start, its end) on
+        time.monotonic)``, or ``("error",
         exception)``: an error travels as an answer, so a user's mistake does not fill the
         worker's log with tracebacks."""
         import asyncio

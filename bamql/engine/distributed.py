@@ -252,10 +252,11 @@ def _answers(client, calls: list[tuple[str, bytes]]) -> list:
     return client.sync(_call_all, client, calls)
 
 
-def _run_on_workers(client, paths: list[str], args: tuple) -> tuple[list, list, list, float]:
-    """Partition ``i`` on worker ``i mod n``: (each partition's result, each worker call's
-    time on its worker, each call's start and end from the client's send, the time from the
-    send to the last answer). On a lost worker, again on the workers that remain."""
+def _run_on_workers(client, paths: list[str], args: tuple) -> tuple[list, list, list, list, float]:
+    """Partition ``i`` on worker ``i mod n``: (each worker's merged accumulators, each
+    partition's statistics, worker by worker, each worker call's time on its worker, each
+    call's start and end from the client's send, the time from the send to the last
+    answer). On a lost worker, again on the workers that remain."""
     last: BaseException | None = None
     for attempt in range(RETRIES):
         try:
@@ -265,7 +266,7 @@ def _run_on_workers(client, paths: list[str], args: tuple) -> tuple[list, list, 
                 share[i % len(workers)].append(p)
             calls = [(w, pickle.dumps((ps, args), protocol=5))
                      for w, ps in zip(workers, share, strict=True) if ps]
-            results, seconds, spans = [], [], []
+            accs, stats, seconds, spans = [], [], [], []
             t_send = time.monotonic()
             answers = _answers(client, calls)
             t_back = time.monotonic() - t_send
@@ -279,10 +280,11 @@ def _run_on_workers(client, paths: list[str], args: tuple) -> tuple[list, list, 
                         raise e
                     text = str(e).strip().splitlines()[0] if str(e).strip() else ""
                     raise BamqlError(f"a partition failed on worker {w}: {type(e).__name__}: {text}")
-                results += out[1]
+                accs.append(out[1][0])
+                stats += out[1][1]
                 seconds.append(out[2])
                 spans.append((out[3][0] - t_send, out[3][1] - t_send))
-            return results, seconds, spans, t_back
+            return accs, stats, seconds, spans, t_back
         except BamqlError:
             raise
         except Exception as e:  # a lost worker, a cluster gone away...
@@ -311,9 +313,10 @@ def run_partitioned(paths: list[str], q: ir.Query, domains, medium: str, client=
     if client is None:
         results = [run_partition(p, q, domains, medium, device, backend, cache, engine)
                    for p in paths]
+        accs, part_stats = [a for a, _ in results], [st for _, st in results]
     else:
         t0 = time.perf_counter()
-        results, worker_seconds, spans, answers_s = _run_on_workers(
+        accs, part_stats, worker_seconds, spans, answers_s = _run_on_workers(
             client, paths, (q, domains, medium, device, backend, cache))
         if stats is not None:
             stats.dispatch_seconds = time.perf_counter() - t0
@@ -321,9 +324,10 @@ def run_partitioned(paths: list[str], q: ir.Query, domains, medium: str, client=
             stats.worker_spans = spans
             stats.answers_seconds = answers_s
     total = None
-    for acc, st in results:
+    for acc in accs:
         total = acc if total is None else accumulate.combine(acc, total)
-        if stats is not None:
+    if stats is not None:
+        for st in part_stats:
             stats.absorb(st)
     return total
 

@@ -58,6 +58,7 @@ def test_every_query_distributed_matches_one_node(parted, single, workers):
             text = "\n".join(r[0] for r in res.rows())
             assert "4 partitions:" in text and "the client waited" in text
             assert "the longest worker call took" in text and len(st.worker_seconds) == workers
+            assert len(st.partition_seconds) == 4  # every partition's own statistics came back
             # each call starts after the client's send and ends before its last answer came
             assert len(st.worker_spans) == workers
             assert all(0 <= a <= b <= st.answers_seconds for a, b in st.worker_spans)
@@ -201,7 +202,7 @@ def test_unreachable_workers_fall_back_to_the_scheduler_relaying(monkeypatch):
 
     monkeypatch.setattr(dist.time, "sleep", lambda s: None)
     now = time.monotonic()
-    done = pickle.dumps(("ok", ["done"], 0.001, (now + 1.0, now + 1.001)))
+    done = pickle.dumps(("ok", ("acc", ["stats"]), 0.001, (now + 1.0, now + 1.001)))
 
     class Rpc:
         async def bamql_partitions(self, blob):
@@ -232,8 +233,8 @@ def test_unreachable_workers_fall_back_to_the_scheduler_relaying(monkeypatch):
             return asyncio.run(fn(*args))
 
     client = Client()
-    results, seconds, spans, answers_s = dist._run_on_workers(client, ["p0"], ())
-    assert (results, seconds) == (["done"], [0.001]) and answers_s >= 0
+    accs, stats, seconds, spans, answers_s = dist._run_on_workers(client, ["p0"], ())
+    assert (accs, stats, seconds) == (["acc"], ["stats"], [0.001]) and answers_s >= 0
     assert len(spans) == 1 and 0 < spans[0][0] < spans[0][1]  # from the client's send
     assert client.direct_to_workers is False
     assert client.plugins == ["bamql-partitions"] * 2  # registered, and again on the retry
@@ -300,3 +301,36 @@ def test_a_bad_polling_setting_is_a_clear_error(monkeypatch):
         dist._spin_default()
     monkeypatch.setenv("BAMQL_DASK_SPIN_S", "0")
     assert dist._spin_default() == 0.0
+
+
+def test_a_worker_merges_its_partitions_before_answering(parted):
+    # one accumulator set per worker, the same as merging the partitions' own; each
+    # partition's statistics still come back, in partition order
+    import asyncio
+    import pickle
+
+    import numpy as np
+
+    from bamql.engine import accumulate
+    from bamql.engine import distributed as dist
+    from bamql.engine.dask_worker import PartitionRunner
+
+    with bamql.connect(parted, device="cpu") as con:
+        q = con._translate(QUERIES["q06"])
+        store = con.store(q.table)
+        domains = con._domains(q, store)
+        paths = [str(p) for p in store.paths]
+        args = (q, domains, con._medium(), "cpu", None, None)
+        one = [dist.run_partition(p, *args) for p in paths[:3]]
+    runner = PartitionRunner()
+    try:
+        status, (acc, stats), seconds, (start, end) = pickle.loads(
+            asyncio.run(runner.run(pickle.dumps((paths[:3], args)))))
+    finally:
+        runner.close()
+    assert status == "ok" and 0 < seconds and start <= end
+    want = accumulate.combine(accumulate.combine(one[0][0], one[1][0]), one[2][0])
+    assert sorted(acc) == sorted(want)
+    for k in want:
+        np.testing.assert_allclose(acc[k], want[k], rtol=1e-12)
+    assert [s.rows for s in stats] == [s.rows for _, s in one] and sum(s.rows for s in stats) > 0
