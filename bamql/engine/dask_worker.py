@@ -72,9 +72,8 @@ class PartitionRunner:
     async def run(self, blob: bytes) -> bytes:
         """Run the pickled ``(paths, args)`` call; returns the pickled ``("ok", (merged
         accumulators, statistics), seconds on this worker, (its start, its end) on
-        time.monotonic)``, or ``("error",
-        exception)``: an error travels as an answer, so a user's mistake does not fill the
-        worker's log with tracebacks."""
+        time.monotonic)``, or ``("error", exception)``: an error travels as an answer, so a
+        user's mistake does not fill the worker's log with tracebacks."""
         import asyncio
 
         t0 = time.perf_counter()

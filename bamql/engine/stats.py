@@ -67,7 +67,8 @@ class QueryStats:
     worker_spans: list = field(default_factory=list)
     #: distributed: from the client's send to the last answer received (before unpickling)
     answers_seconds: float = 0.0
-    partition_kernel_seconds: list = field(default_factory=list)  # GPU: each partition's
+    #: GPU: each partition's ``kernel_seconds``
+    partition_kernel_seconds: list = field(default_factory=list)
     columns: dict[str, ColumnIO] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
