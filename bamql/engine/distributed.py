@@ -1,7 +1,8 @@
 """Partitioned tables: one task per partition, in this process or on a Dask cluster.
 
 Each task plans its partition (its own zone maps) with the whole table's group-key domains,
-runs the CPU or the GPU engine and returns its partial aggregates; the client merges them.
+runs the CPU or the GPU engine and returns its partial aggregates; on a cluster each worker
+merges those of its partitions, and the client merges the workers'.
 Workers keep their opened stores, and on GPUs their engine with its page caches, in
 process-local state across queries. Each worker runs its partitions in a comm handler of
 its own (``engine.dask_worker``), one message per query and worker; partition ``i`` goes to
