@@ -147,6 +147,9 @@ def cmd_bench_scaleout(a: argparse.Namespace) -> int:
         gpus = ()
     if not gpus or min(gpus) < 1:
         raise BamqlError(f"--gpus takes counts of at least 1 such as 1,2, not {a.gpus!r}")
+    if a.interleave and a.cluster:
+        raise BamqlError("--interleave starts a local cluster per GPU count; it does not combine "
+                         "with --cluster, which runs once on that cluster's workers")
     res = run_scaleout(a.rows, gpus, queries, reps=a.reps, partitions=a.partitions,
                        backend=a.backend, page_size=_size(a.page_size), workdir=Path(a.workdir),
                        out=Path(a.out), say=lambda m: print(f"bamql: {m}", file=sys.stderr),

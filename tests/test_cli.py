@@ -65,6 +65,8 @@ def _one_line_error(r, text):
         (["verify", "no/such/store"], "does not exist"),
         (["gen", "--rows", "0", "--out", "g"], "must be positive"),
         (["ingest", "a.txt", "--out", "y"], "does not exist"),
+        (["bench-scaleout", "--interleave", "--cluster", "tcp://127.0.0.1:1"],
+         "does not combine with --cluster"),
     ],
 )
 def test_clear_one_line_errors(tmp_path, args, text):
