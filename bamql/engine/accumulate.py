@@ -66,6 +66,14 @@ def combine(red: dict[str, np.ndarray], into: dict[str, np.ndarray]) -> dict[str
     return red
 
 
+def combine_all(accs) -> dict[str, np.ndarray] | None:
+    """Reduced accumulator sets of disjoint rows (partitions, workers) as one; None if none."""
+    total = None
+    for acc in accs:
+        total = acc if total is None else combine(acc, total)
+    return total
+
+
 @dataclass(frozen=True)
 class Grouped:
     """Finished groups: key columns and aggregate columns as (values, valid) pairs."""

@@ -133,6 +133,13 @@ def _workers_for(client, fresh: bool) -> tuple[str, ...]:
     return workers
 
 
+def _direct(rpc, calls: list[tuple[str, bytes]]) -> list:
+    """The handler calls, one per ``(worker, blob)``, over ``rpc(worker)`` connections."""
+    from bamql.engine.dask_worker import HANDLER
+
+    return [getattr(rpc(w), HANDLER)(blob=b) for w, b in calls]
+
+
 async def _call_all(client, calls: list[tuple[str, bytes]]) -> list:
     """Send each ``(worker, blob)`` to its worker's handler, all at once, from the client's
     event loop: straight to the worker, or relayed by the scheduler when the client does not
@@ -142,7 +149,7 @@ async def _call_all(client, calls: list[tuple[str, bytes]]) -> list:
     from bamql.engine.dask_worker import HANDLER
 
     if getattr(client, "direct_to_workers", False):
-        sends = [getattr(client.rpc(w), HANDLER)(blob=b) for w, b in calls]
+        sends = _direct(client.rpc, calls)
     else:
         sends = [client.scheduler.proxy(msg={"op": HANDLER, "blob": b}, worker=w) for w, b in calls]
     return await asyncio.gather(*sends)
@@ -190,10 +197,7 @@ class _Poller:
     async def _polled(self, calls: list[tuple[str, bytes]]) -> list:
         import asyncio
 
-        from bamql.engine.dask_worker import HANDLER
-
-        answers = asyncio.ensure_future(
-            asyncio.gather(*[getattr(self.pool(w), HANDLER)(blob=b) for w, b in calls]))
+        answers = asyncio.ensure_future(asyncio.gather(*_direct(self.pool, calls)))
         end = time.perf_counter() + SPIN_S
         while not answers.done() and time.perf_counter() < end:
             await asyncio.sleep(0)  # one pass of the loop: the sockets polled, not slept on
@@ -324,9 +328,7 @@ def run_partitioned(paths: list[str], q: ir.Query, domains, medium: str, client=
             stats.worker_seconds = worker_seconds
             stats.worker_spans = spans
             stats.answers_seconds = answers_s
-    total = None
-    for acc in accs:
-        total = acc if total is None else accumulate.combine(acc, total)
+    total = accumulate.combine_all(accs)
     if stats is not None:
         for st in part_stats:
             stats.absorb(st)

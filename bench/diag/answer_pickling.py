@@ -31,9 +31,7 @@ def main(path: str, names: list[str]) -> None:
             store = con.store(q.table)
             dom = con._domains(q, store)
             res = [dist.run_partition(str(p), q, dom, con._medium()) for p in store.paths]
-            merged = None
-            for acc, _ in res:
-                merged = acc if merged is None else accumulate.combine(acc, merged)
+            merged = accumulate.combine_all(acc for acc, _ in res)
             ways = {"per partition": ("ok", res, 0.1, (1.0, 2.0)),
                     "merged": ("ok", (merged, [st for _, st in res]), 0.1, (1.0, 2.0))}
             cells = []

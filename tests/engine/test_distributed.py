@@ -330,6 +330,7 @@ def test_a_worker_merges_its_partitions_before_answering(parted):
         runner.close()
     assert status == "ok" and 0 < seconds and start <= end
     want = accumulate.combine(accumulate.combine(one[0][0], one[1][0]), one[2][0])
+    assert accumulate.combine_all([]) is None
     assert sorted(acc) == sorted(want)
     for k in want:
         np.testing.assert_allclose(acc[k], want[k], rtol=1e-12)
