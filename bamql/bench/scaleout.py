@@ -197,6 +197,7 @@ def _time_queries(counts: dict, queries: Sequence[str], reps: int, want: dict, r
                                 "dispatch_seconds": st.dispatch_seconds,
                                 "worker_seconds": st.worker_seconds,
                                 "partition_kernel_seconds": st.partition_kernel_seconds,
+                                "partition_gpu_seconds": st.partition_gpu_seconds,
                                 "worker_spans": st.worker_spans,
                                 "answers_seconds": st.answers_seconds,
                                 "rows_matched": st.rows_matched, "ok": ok})
@@ -223,19 +224,21 @@ def summary(res: dict) -> str:
             mark = "" if r["ok"] else "!"
             cells.append(f"{r['median_s'] * 1e3:9.1f} ms {r['speedup']:5.2f}x{mark}".rjust(22))
         lines.append(f"{q:<7}" + "".join(cells))
-    lines += ["", "where the time went (last run, ms): kernels, engines and partition calls on the "
-              "busiest worker, the longest worker call (all its partitions), the client's wait for "
-              "the workers, the whole query; the last call's start after the client's send and "
-              "the last answer's arrival after the calls ended (one machine's clock)",
-              f"{'query':<7}{'GPUs':>5}{'kernels':>9}{'engines':>9}{'calls':>9}{'worker':>9}"
-              f"{'dispatch':>9}{'query':>9}{'to':>7}{'back':>7}"]
+    lines += ["", "where the time went (last run, ms): kernels on the device (CUDA events), kernels "
+              "from launch to results, engines and partition calls on the busiest worker, the "
+              "longest worker call (all its partitions), the client's wait for the workers, the "
+              "whole query; the last call's start after the client's send and the last answer's "
+              "arrival after the calls ended (one machine's clock)",
+              f"{'query':<7}{'GPUs':>5}{'device':>9}{'kernels':>9}{'engines':>9}{'calls':>9}"
+              f"{'worker':>9}{'dispatch':>9}{'query':>9}{'to':>7}{'back':>7}"]
     nan = float("nan")
     for r in res["runs"]:
         if "partition_wall_seconds" not in r:
             continue
         n, spans = r["gpus"], r.get("worker_spans") or [(nan, nan)]
-        kern = r.get("partition_kernel_seconds")
-        lines.append(f"{r['query']:<7}{n:>5}{(_busiest(kern, n) if kern else nan) * 1e3:>9.1f}"
+        kern, dev = r.get("partition_kernel_seconds"), r.get("partition_gpu_seconds")
+        lines.append(f"{r['query']:<7}{n:>5}{(_busiest(dev, n) if dev else nan) * 1e3:>9.1f}"
+                     f"{(_busiest(kern, n) if kern else nan) * 1e3:>9.1f}"
                      f"{_busiest(r['partition_seconds'], n) * 1e3:>9.1f}"
                      f"{_busiest(r['partition_wall_seconds'], n) * 1e3:>9.1f}"
                      f"{max(r.get('worker_seconds') or [nan]) * 1e3:>9.1f}"

@@ -172,6 +172,7 @@ class _Launch:
             self.fetch = lambda: dbuf.copy_to_host(self.out)
         self.fast = None  # () -> None: the prepared launch, once the first one went through
         self.tried = False
+        self.events = (cuda.event(), cuda.event())  # the kernel's own time, on the device
 
     def launch(self, kern) -> None:
         if self.fast is not None:
@@ -498,13 +499,18 @@ class GpuEngine:
                 if queue:
                     ts.queue.reset_stats()
                     ts.queue.begin()
+                ev0, ev1 = ln.events
                 try:
+                    ev0.record()
                     ln.launch(kern)
+                    ev1.record()
                     ln.fetch()  # synchronizes
                 finally:
                     if queue:
                         ts.queue.end()
                 stats.kernel_seconds = time.perf_counter() - t_launch
+                # the simulator keeps no time (it answers -1)
+                stats.gpu_seconds = max(0.0, ev0.elapsed_time(ev1) / 1e3)
             except Exception as e:
                 msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
                 if queue:

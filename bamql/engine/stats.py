@@ -48,6 +48,8 @@ class QueryStats:
     #: GPU: from the launch to the results on the host (the kernel and its copies); the
     #: rest of ``seconds`` is the engine's host-side work
     kernel_seconds: float = 0.0
+    #: GPU: the kernel alone, timed by CUDA events on the device (no host-side work in it)
+    gpu_seconds: float = 0.0
     setup_seconds: float = 0.0  # loading a table onto the device, charged to its first query
     io_reads: int = 0  # GPU file backend: page reads the kernel put on the submission queue
     io_depth: int = 0  # ... and the deepest queue (the host workers' peaks, summed)
@@ -69,6 +71,8 @@ class QueryStats:
     answers_seconds: float = 0.0
     #: GPU: each partition's ``kernel_seconds``
     partition_kernel_seconds: list = field(default_factory=list)
+    #: GPU: each partition's ``gpu_seconds``
+    partition_gpu_seconds: list = field(default_factory=list)
     columns: dict[str, ColumnIO] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -88,6 +92,7 @@ class QueryStats:
         self.io_reads += other.io_reads
         self.partition_seconds.append(other.seconds)
         self.partition_kernel_seconds.append(other.kernel_seconds)
+        self.partition_gpu_seconds.append(other.gpu_seconds)
         self.partition_wall_seconds.append(other.wall_seconds)
         self.io_depth = max(self.io_depth, other.io_depth)
         for name, c in other.columns.items():
@@ -133,6 +138,7 @@ class QueryStats:
             "device": self.device, "backend": self.backend, "rows": self.rows,
             "rows_matched": self.rows_matched, "seconds": self.seconds,
             "compile_seconds": self.compile_seconds, "kernel_seconds": self.kernel_seconds,
+            "gpu_seconds": self.gpu_seconds,
             "setup_seconds": self.setup_seconds,
             "io_reads": self.io_reads, "io_depth": self.io_depth,
             "partition_seconds": self.partition_seconds,

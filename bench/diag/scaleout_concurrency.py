@@ -5,16 +5,21 @@ partitions run three ways, in turns, caches emptied before each: every worker al
 others idle), then all workers at once. Each partition's kernel and engine time are
 compared: the same processes, the same memory, only the concurrency differs. In the
 scale-out bench each partition's kernel took 1-18% longer on two GPUs than on one, varying
-from run to run (README, scale-out results).
+from run to run (README, scale-out results). The kernel's time is split into the device's
+own (CUDA events around the launch) and the host's around it (the accumulators' copies,
+the launch call, the wait): a slower device points at the shared host memory and PCIe, a
+slower host side at the CPUs. ``--pin`` measures once more with each worker bound to its
+own share of the CPUs and this process to the rest.
 
 Usage (GPU machine): ``python bench/diag/scaleout_concurrency.py TABLE_DIR [--gpus 2]
-[--reps 9] [--queries q01,q03] [--device gpu|cpu] [--backend host]``; ``--device cpu``
+[--reps 9] [--queries q01,q03] [--device gpu|cpu] [--backend host] [--pin]``; ``--device cpu``
 runs CPU workers (for trying it anywhere).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import pickle
 import statistics
 
@@ -40,6 +45,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--queries", default="q01,q03,q06")
     ap.add_argument("--device", default="gpu", choices=["gpu", "cpu"])
     ap.add_argument("--backend", default="host")
+    ap.add_argument("--pin", action="store_true", help="measure again with the CPUs shared out")
     a = ap.parse_args(argv)
     backend = a.backend if a.device == "gpu" else None
     with dist.local_gpu_cluster(a.gpus) as cluster, \
@@ -47,48 +53,67 @@ def main(argv: list[str] | None = None) -> None:
         client.wait_for_workers(a.gpus, timeout=120)
         workers = list(dist._workers_for(client, fresh=True))
         with bamql.connect(a.table_dir, device=a.device, backend=backend, cluster=client) as con:
-            for name in a.queries.split(","):
-                sql = queries.load(name)
-                con.sql(sql)  # loads the partitions, compiles the kernel
-                q = con._translate(sql)
-                store = con.store(q.table)
-                args = (q, con._domains(q, store), con._medium(), a.device, backend, None)
-                calls = _calls(workers, [str(p) for p in store.paths], args)
-                modes = {f"worker {i} alone": [c] for i, c in enumerate(calls)}
-                modes["all at once"] = calls
-                kern: dict[str, list[list[float]]] = {m: [] for m in modes}
-                eng: dict[str, list[list[float]]] = {m: [] for m in modes}
-                for _ in range(a.reps):
-                    for m, cs in modes.items():
-                        client.run(dist.clear_caches)
-                        ks, es = [], []
-                        for answer in dist._answers(client, cs):
-                            status, out, *_ = pickle.loads(answer)
-                            if status != "ok":
-                                raise SystemExit(f"{name}: a worker failed: {out}")
-                            ks += [st.kernel_seconds for st in out[1]]
-                            es += [st.seconds for st in out[1]]
-                        kern[m].append(ks)
-                        eng[m].append(es)
-                # each partition's median over the repetitions, alone and at once
-                alone_k = [statistics.median(r[j] for r in kern[f"worker {i} alone"])
-                           for i in range(len(calls)) for j in range(len(kern[f"worker {i} alone"][0]))]
-                alone_e = [statistics.median(r[j] for r in eng[f"worker {i} alone"])
-                           for i in range(len(calls)) for j in range(len(eng[f"worker {i} alone"][0]))]
-                both_k = [statistics.median(r[j] for r in kern["all at once"])
-                          for j in range(len(kern["all at once"][0]))]
-                both_e = [statistics.median(r[j] for r in eng["all at once"])
-                          for j in range(len(eng["all at once"][0]))]
-                def pct(both: list[float], alone: list[float]) -> str:
-                    return f"{(sum(both) / sum(alone) - 1) * 100:+.1f}%" if sum(alone) else "n/a"
+            for setting in ("free", "pinned") if a.pin else ("free",):
+                if setting == "pinned":
+                    _pin(client, workers)
+                for name in a.queries.split(","):
+                    _measure(client, con, workers, name, a, setting)
 
-                def ms(v: list[float]) -> str:
-                    return f"{sum(v) / len(v) * 1e3:.3f}"
 
-                print(f"{name}: per partition, ms (medians of {a.reps}): kernel alone {ms(alone_k)}, "
-                      f"all at once {ms(both_k)} ({pct(both_k, alone_k)}); engine alone "
-                      f"{ms(alone_e)}, all at once {ms(both_e)} ({pct(both_e, alone_e)})", flush=True)
+def _pin(client, workers: list[str]) -> None:
+    """Worker ``i`` on the ``i``-th share of the CPUs, this process on the last share."""
+    cpus = sorted(os.sched_getaffinity(0))
+    k = len(cpus) // (len(workers) + 1)
+    for i, w in enumerate(workers):
+        mine = set(cpus[i * k : (i + 1) * k])
+        client.run(os.sched_setaffinity, 0, mine, workers=[w])
+    os.sched_setaffinity(0, set(cpus[len(workers) * k :]))
+    print(f"pinned: {len(workers)} workers on {k} CPUs each, this process on "
+          f"{len(cpus) - len(workers) * k}", flush=True)
 
+
+def _measure(client, con, workers: list[str], name: str, a, setting: str) -> None:
+    sql = queries.load(name)
+    con.sql(sql)  # loads the partitions, compiles the kernel
+    q = con._translate(sql)
+    store = con.store(q.table)
+    backend = a.backend if a.device == "gpu" else None
+    args = (q, con._domains(q, store), con._medium(), a.device, backend, None)
+    calls = _calls(workers, [str(p) for p in store.paths], args)
+    modes = {f"worker {i} alone": [c] for i, c in enumerate(calls)}
+    modes["all at once"] = calls
+    # per mode, per repetition: each partition's (kernel, device, engine) seconds
+    got: dict[str, list[list[tuple[float, float, float]]]] = {m: [] for m in modes}
+    for _ in range(a.reps):
+        for m, cs in modes.items():
+            client.run(dist.clear_caches)
+            row = []
+            for answer in dist._answers(client, cs):
+                status, out, *_ = pickle.loads(answer)
+                if status != "ok":
+                    raise SystemExit(f"{name}: a worker failed: {out}")
+                row += [(st.kernel_seconds, st.gpu_seconds, st.seconds) for st in out[1]]
+            got[m].append(row)
+
+    def medians(mode: str, k: int) -> list[float]:  # each partition's median of field k
+        reps = got[mode]
+        return [statistics.median(r[j][k] for r in reps) for j in range(len(reps[0]))]
+
+    def alone(k: int) -> list[float]:
+        return [v for i in range(len(calls)) for v in medians(f"worker {i} alone", k)]
+
+    def cell(label: str, k: int) -> str:
+        one, both = alone(k), medians("all at once", k)
+        pct = f"{(sum(both) / sum(one) - 1) * 100:+.1f}%" if sum(one) else "n/a"
+        return (f"{label} alone {sum(one) / len(one) * 1e3:.3f}, "
+                f"all at once {sum(both) / len(both) * 1e3:.3f} ({pct})")
+
+    host = [(x - y) * 1e3 for x, y in zip(alone(0), alone(1), strict=True)]
+    host_both = [(x - y) * 1e3 for x, y in zip(medians("all at once", 0),
+                                                 medians("all at once", 1), strict=True)]
+    print(f"{name} [{setting}]: per partition, ms (medians of {a.reps}): {cell('kernel', 0)}; "
+          f"{cell('device', 1)}; host side of the kernel alone {sum(host) / len(host):.3f}, "
+          f"at once {sum(host_both) / len(host_both):.3f}; {cell('engine', 2)}", flush=True)
 
 if __name__ == "__main__":
     main()
