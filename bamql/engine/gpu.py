@@ -147,7 +147,7 @@ class _Launch:
     """
 
     def __init__(self, plan, args: tuple, blocks: int, small: list, offs: list,
-                 dbuf, volatile: bool, acc_names: list[str]) -> None:
+                 packed: np.ndarray, dbuf, volatile: bool, acc_names: list[str]) -> None:
         from numba import cuda
 
         self.plan = plan  # held so that its id is not reused while the entry lives
@@ -157,7 +157,7 @@ class _Launch:
         self.small, self.offs = small, offs
         self.dbuf = dbuf
         self.init = cuda.pinned_array(dbuf.size, np.uint8)
-        self.init[:] = _pack(small)[0]
+        self.init[:] = packed  # ``small`` as ``_pack`` laid it out at ``offs``
         self.out = cuda.pinned_array(dbuf.size, np.uint8)
         self.volatile = volatile  # its arguments include resident columns a cleared cache drops
         self.lock = threading.Lock()
@@ -580,7 +580,7 @@ class GpuEngine:
             blocks = min(blocks, max(1, ts.queue.qsize * THREADS_PER_STAGING // kgpu.BLOCK))
         resident = {id(d) for d in ts.resident.values()}
         volatile = bool(filled) or any(id(a) in resident for a in scan_arrays)
-        return _Launch(plan, args, blocks, small, offs, dbuf, volatile, list(acc))
+        return _Launch(plan, args, blocks, small, offs, buf, dbuf, volatile, list(acc))
 
     def _range_arrays(self, ts: TableState, ranges) -> tuple:
         """``(offsets, starts, n, chunk rows, n chunks)`` of ``ranges`` on the GPU, made once
