@@ -178,6 +178,8 @@ class QueryStats:
                      f"{self.device}/{self.backend}"
                      + (f", {self.kernel_seconds * 1e3:.1f} ms of it from launch to results"
                         if self.kernel_seconds else "")
+                     + (f" ({self.gpu_seconds * 1e3:.1f} ms the kernel on the device)"
+                        if self.gpu_seconds else "")
                      + (f" (+{self.compile_seconds * 1e3:.0f} ms compiling)" if self.compile_seconds else "")
                      + (f" (+{self.setup_seconds:.2f} s loading the table)" if self.setup_seconds else ""))
         if self.partition_wall_seconds:

@@ -105,6 +105,8 @@ def test_scaleout_bench_runs_on_cpu_workers(tmp_path):
         assert len(r["worker_seconds"]) == r["gpus"] and max(r["worker_seconds"]) <= r["dispatch_seconds"]
         assert len(r["worker_spans"]) == r["gpus"] and r["answers_seconds"] <= r["dispatch_seconds"]
         assert all(0 <= a <= b <= r["answers_seconds"] for a, b in r["worker_spans"])
+        # CPU workers launch no kernels: no kernel time, on the device or around it
+        assert r["partition_gpu_seconds"] == r["partition_kernel_seconds"] == [0.0, 0.0]
     assert "2 GPU(s)" in summary(res) and "where the time went" in summary(res)
 
 
