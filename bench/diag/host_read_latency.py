@@ -1,0 +1,182 @@
+"""Does a GPU wait longer for each host read while another GPU reads host memory?
+
+In the scale-out runs each partition's kernel took 2.6-17% longer on the device when the
+other GPU worked (README, scale-out results), yet two GPUs stream and gather pinned host
+memory each as fast as one alone (``host_read_bandwidth.py``): the loss is not in
+bandwidth. A kernel's phases that wait on a few reads at a time (a scan's tail, the
+gathers of a page cache's misses) pay the latency of each read instead. Here GPU 0 follows
+chains of dependent reads through its own pinned, mapped buffer (each read names the next
+512 B page, in a random cycle), with 1, 4 and 8 warps per SM, while GPU 1 is idle, streams
+its own buffer (``seq``) or gathers scattered pages from it (``rnd``), without pause.
+
+Usage (GPU machine with two GPUs): ``python bench/diag/host_read_latency.py [--gib 14]
+[--reps 7] [--wps 1,4,8]``. It prints, per load on GPU 1 and warps per SM, the median time
+of one dependent read and the reads per second, and what GPU 1 read meanwhile.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import queue
+import statistics
+import time
+
+PAGE_WORDS = 64  # 8-byte words in a 512 B page: the stores' page size in the scale-out runs
+
+
+def _kernels():
+    # module globals: numba's simulator swaps in its own ``cuda`` among a kernel's globals
+    # (not its closure); imported here, after CUDA_VISIBLE_DEVICES is set
+    global cuda, uint64
+    from numba import cuda, uint64
+
+    @cuda.jit
+    def chase(a, starts, steps, o):
+        t = cuda.grid(1)
+        if t < starts.size:
+            p = starts[t]
+            for _ in range(steps):
+                p = a[p]  # the next read's address comes from this one: no overlap
+            o[t] = p
+
+    @cuda.jit
+    def seq(a, o):
+        i, step, acc = cuda.grid(1), cuda.gridsize(1), uint64(0)
+        while i < a.size:
+            acc ^= a[i]
+            i += step
+        o[cuda.grid(1) % o.size] = acc
+
+    @cuda.jit
+    def rnd(a, o, reads, npages):
+        t = cuda.grid(1)
+        lane, k, nw, acc = t % 32, t // 32, cuda.gridsize(1) // 32, uint64(0)
+        while k < reads:
+            b = ((k * 1000003) % npages) * 64  # a scattered page, 64 words of 8 B
+            acc ^= a[b + lane] ^ a[b + 32 + lane]
+            k += nw
+        o[cuda.grid(1) % o.size] = acc
+
+    return chase, seq, rnd
+
+
+def _load(gpu: int, mode: str, gib: float, ready, stop, out) -> None:
+    """GPU ``gpu`` reads its own buffer in ``mode`` until ``stop``; reports its GB/s."""
+    os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu)  # before numba sees the devices
+    import numpy as np
+    from numba import cuda
+
+    from bamql.engine.gpu import _host_view
+
+    _, seq, rnd = _kernels()
+    n = int(gib * 2**30) // 8
+    h = cuda.mapped_array(n, dtype=np.uint64)
+    _host_view(h)[:] = 1
+    sink = cuda.device_array(65536 * 8, dtype=np.uint64)
+    npages = n // PAGE_WORDS
+    reads = min(npages, (2 << 30) // 512)
+    if mode == "seq":
+        run, nbytes = (lambda: seq[1024, 512](h, sink)), n * 8
+    else:
+        run, nbytes = (lambda: rnd[1024, 512](h, sink, reads, npages)), reads * 512
+    run()
+    cuda.synchronize()
+    ready.wait()
+    t, done = time.perf_counter(), 0
+    while not stop.is_set():
+        run()
+        cuda.synchronize()
+        done += nbytes
+    out.put(("load", done / (time.perf_counter() - t) / 1e9))
+
+
+def _chase(gib: float, wps: list[int], reps: int, ready, stop, out) -> None:
+    """GPU 0 follows dependent reads; reports, per warps per SM, (µs a read, M reads/s)."""
+    os.environ["CUDA_VISIBLE_DEVICES"] = "0"
+    import numpy as np
+    from numba import cuda
+
+    from bamql.engine.gpu import _host_view
+
+    chase, _, _ = _kernels()
+    n = int(gib * 2**30) // 8
+    h = cuda.mapped_array(n, dtype=np.int64)
+    hv = _host_view(h)
+    npages = n // PAGE_WORDS
+    # one random cycle through every page: page perm[i] names page perm[i + 1]
+    perm = np.random.default_rng(1).permutation(npages).astype(np.int64)
+    hv[perm * PAGE_WORDS] = np.roll(perm, -1) * PAGE_WORDS
+    sms = getattr(cuda.get_current_device(), "MULTIPROCESSOR_COUNT", 1)  # 1: the simulator
+    runs = []
+    for w in wps:
+        threads = sms * w * 32
+        # chains start evenly along the cycle and never reach the next one's start: no
+        # page is read twice (the GPU's L2 could otherwise serve it)
+        steps = max(1, min(4000, npages // threads))
+        starts = cuda.to_device(perm[np.arange(threads) * (npages // threads)] * PAGE_WORDS)
+        o = cuda.device_array(threads, dtype=np.int64)
+        runs.append((w, threads, steps, starts, o))
+        chase[sms * w, 32](h, starts, 1, o)  # compiles
+    cuda.synchronize()
+    ready.wait()
+    time.sleep(0.3)  # the other GPU's reads under way
+    res = {}
+    for w, threads, steps, starts, o in runs:
+        times = []
+        for _ in range(reps):
+            t = time.perf_counter()
+            chase[sms * w, 32](h, starts, steps, o)
+            cuda.synchronize()
+            times.append(time.perf_counter() - t)
+        s = statistics.median(times)
+        res[w] = (s / steps * 1e6, threads * steps / s / 1e6)
+    stop.set()
+    out.put(("chase", res))
+
+
+def measure(load: str | None, gib: float, wps: list[int], reps: int) -> tuple[dict, float | None]:
+    """GPU 0's dependent reads with GPU 1 idle (``load`` None) or reading in ``load``."""
+    ctx = mp.get_context("spawn")
+    ready, stop, out = ctx.Barrier(1 if load is None else 2), ctx.Event(), ctx.Queue()
+    procs = [ctx.Process(target=_chase, args=(gib, wps, reps, ready, stop, out))]
+    if load is not None:
+        procs.append(ctx.Process(target=_load, args=(1, load, gib, ready, stop, out)))
+    for p in procs:
+        p.start()
+    got: dict = {}
+    try:
+        while len(got) < len(procs):
+            try:
+                k, v = out.get(timeout=1)
+                got[k] = v
+            except queue.Empty:  # a process that died leaves the other waiting: end both
+                if any(p.exitcode not in (None, 0) for p in procs):
+                    raise SystemExit("a measuring process failed (its error is above)") from None
+    finally:
+        for p in procs:
+            if len(got) < len(procs):
+                p.terminate()
+            p.join()
+    return got["chase"], got.get("load")
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--gib", type=float, default=14.0, help="each GPU's buffer")
+    ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--wps", default="1,4,8", help="warps per SM, comma-separated")
+    ap.add_argument("--loads", default="none,seq,rnd", help="what GPU 1 does meanwhile")
+    a = ap.parse_args(argv)
+    wps = [int(w) for w in a.wps.split(",")]
+    for load in a.loads.split(","):
+        res, bw = measure(None if load == "none" else load, a.gib, wps, a.reps)
+        other = "idle" if bw is None else f"{load} at {bw:.1f} GB/s"
+        print(f"GPU 1 {other}: " + "; ".join(
+            f"{w} warps/SM {us:.2f} us a read, {mr:.0f} M reads/s" for w, (us, mr) in res.items()),
+            flush=True)
+
+
+if __name__ == "__main__":
+    main()
