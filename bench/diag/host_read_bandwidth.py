@@ -17,15 +17,12 @@ import time
 MODE = os.environ.get("BWMODE", "seq")
 
 
-def _worker(gpu: int, gib: float, barrier, out, reps: int) -> None:
-    os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu)  # before numba sees the devices
-    import numpy as np
+def kernels():
+    """``(seq, rnd)``: the two reading kernels (compiled on first launch). Imported here,
+    after CUDA_VISIBLE_DEVICES is set, as module globals: numba's simulator swaps in its own
+    ``cuda`` among a kernel's globals, not its closure."""
+    global cuda, uint64
     from numba import cuda, uint64
-
-    n = int(gib * 2**30) // 8
-    h = cuda.mapped_array(n, dtype=np.uint64)
-    np.ndarray.view(h, np.ndarray)[:] = 1
-    sink = cuda.device_array(65536 * 8, dtype=np.uint64)
 
     @cuda.jit
     def seq(a, o):
@@ -45,6 +42,20 @@ def _worker(gpu: int, gib: float, barrier, out, reps: int) -> None:
             k += nw
         o[cuda.grid(1) % o.size] = acc
 
+    return seq, rnd
+
+
+def _worker(gpu: int, gib: float, barrier, out, reps: int) -> None:
+    os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu)  # before numba sees the devices
+    import numpy as np
+    from numba import cuda
+
+    n = int(gib * 2**30) // 8
+    h = cuda.mapped_array(n, dtype=np.uint64)
+    np.ndarray.view(h, np.ndarray)[:] = 1
+    sink = cuda.device_array(65536 * 8, dtype=np.uint64)
+
+    seq, rnd = kernels()
     npages = n // 64
     reads = min(npages, (2 << 30) // 512)
     if MODE == "seq":

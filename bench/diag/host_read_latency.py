@@ -29,8 +29,8 @@ PAGE_WORDS = 64  # 8-byte words in a 512 B page: the stores' page size in the sc
 def _kernels():
     # module globals: numba's simulator swaps in its own ``cuda`` among a kernel's globals
     # (not its closure); imported here, after CUDA_VISIBLE_DEVICES is set
-    global cuda, uint64
-    from numba import cuda, uint64
+    global cuda
+    from numba import cuda
 
     @cuda.jit
     def chase(a, starts, steps, o):
@@ -41,25 +41,9 @@ def _kernels():
                 p = a[p]  # the next read's address comes from this one: no overlap
             o[t] = p
 
-    @cuda.jit
-    def seq(a, o):
-        i, step, acc = cuda.grid(1), cuda.gridsize(1), uint64(0)
-        while i < a.size:
-            acc ^= a[i]
-            i += step
-        o[cuda.grid(1) % o.size] = acc
+    from host_read_bandwidth import kernels  # this script's folder is on the path
 
-    @cuda.jit
-    def rnd(a, o, reads, npages):
-        t = cuda.grid(1)
-        lane, k, nw, acc = t % 32, t // 32, cuda.gridsize(1) // 32, uint64(0)
-        while k < reads:
-            b = ((k * 1000003) % npages) * 64  # a scattered page, 64 words of 8 B
-            acc ^= a[b + lane] ^ a[b + 32 + lane]
-            k += nw
-        o[cuda.grid(1) % o.size] = acc
-
-    return chase, seq, rnd
+    return (chase, *kernels())
 
 
 def _load(gpu: int, mode: str, gib: float, ready, stop, out) -> None:
