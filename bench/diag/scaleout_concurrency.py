@@ -115,5 +115,6 @@ def _measure(client, con, workers: list[str], name: str, a, setting: str) -> Non
           f"{cell('device', 1)}; host side of the kernel alone {sum(host) / len(host):.3f}, "
           f"at once {sum(host_both) / len(host_both):.3f}; {cell('engine', 2)}", flush=True)
 
+
 if __name__ == "__main__":
     main()
