@@ -257,6 +257,16 @@ def _answers(client, calls: list[tuple[str, bytes]]) -> list:
     return client.sync(_call_all, client, calls)
 
 
+def _calls(workers: tuple[str, ...], paths: list[str], args: tuple) -> list[tuple[str, bytes]]:
+    """One ``(worker, pickled call)`` per worker with partitions: partition ``i`` on worker
+    ``i mod n``, so each partition's cache stays on one GPU."""
+    share: list[list[str]] = [[] for _ in workers]
+    for i, p in enumerate(paths):
+        share[i % len(workers)].append(p)
+    return [(w, pickle.dumps((ps, args), protocol=5))
+            for w, ps in zip(workers, share, strict=True) if ps]
+
+
 def _run_on_workers(client, paths: list[str], args: tuple) -> tuple[list, list, list, list, float]:
     """Partition ``i`` on worker ``i mod n``: (each worker's merged accumulators, each
     partition's statistics, worker by worker, each worker call's time on its worker, each
@@ -265,12 +275,7 @@ def _run_on_workers(client, paths: list[str], args: tuple) -> tuple[list, list, 
     last: BaseException | None = None
     for attempt in range(RETRIES):
         try:
-            workers = _workers_for(client, fresh=attempt > 0)
-            share: list[list[str]] = [[] for _ in workers]
-            for i, p in enumerate(paths):
-                share[i % len(workers)].append(p)
-            calls = [(w, pickle.dumps((ps, args), protocol=5))
-                     for w, ps in zip(workers, share, strict=True) if ps]
+            calls = _calls(_workers_for(client, fresh=attempt > 0), paths, args)
             accs, stats, seconds, spans = [], [], [], []
             t_send = time.monotonic()
             answers = _answers(client, calls)

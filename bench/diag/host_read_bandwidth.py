@@ -45,31 +45,42 @@ def kernels():
     return seq, rnd
 
 
-def _worker(gpu: int, gib: float, barrier, out, reps: int) -> None:
-    os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu)  # before numba sees the devices
+def reader(mode: str, gib: float):
+    """``(run, nbytes)``: a launch that reads a new pinned, mapped buffer of ``gib`` GiB on
+    this process's GPU in ``mode`` (``seq`` or ``rnd``) and waits, and the bytes it reads."""
     import numpy as np
     from numba import cuda
 
+    from bamql.engine.gpu import _host_view
+
     n = int(gib * 2**30) // 8
     h = cuda.mapped_array(n, dtype=np.uint64)
-    np.ndarray.view(h, np.ndarray)[:] = 1
+    _host_view(h)[:] = 1
     sink = cuda.device_array(65536 * 8, dtype=np.uint64)
-
     seq, rnd = kernels()
     npages = n // 64
     reads = min(npages, (2 << 30) // 512)
-    if MODE == "seq":
-        run, nbytes = (lambda: seq[1024, 512](h, sink)), n * 8
+    if mode == "seq":
+        launch, nbytes = (lambda: seq[1024, 512](h, sink)), n * 8
     else:
-        run, nbytes = (lambda: rnd[1024, 512](h, sink, reads, npages)), reads * 512
-    run()
-    cuda.synchronize()
+        launch, nbytes = (lambda: rnd[1024, 512](h, sink, reads, npages)), reads * 512
+
+    def run() -> None:
+        launch()
+        cuda.synchronize()
+
+    return run, nbytes
+
+
+def _worker(gpu: int, gib: float, barrier, out, reps: int) -> None:
+    os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu)  # before numba sees the devices
+    run, nbytes = reader(MODE, gib)
+    run()  # compiles
     times = []
     for _ in range(reps):
         barrier.wait()  # the GPUs start each repetition together
         t = time.perf_counter()
         run()
-        cuda.synchronize()
         times.append(time.perf_counter() - t)
     out.put((gpu, nbytes / sorted(times)[reps // 2] / 1e9))
 

@@ -26,7 +26,7 @@ import time
 PAGE_WORDS = 64  # 8-byte words in a 512 B page: the stores' page size in the scale-out runs
 
 
-def _kernels():
+def _chase_kernel():
     # module globals: numba's simulator swaps in its own ``cuda`` among a kernel's globals
     # (not its closure); imported here, after CUDA_VISIBLE_DEVICES is set
     global cuda
@@ -41,37 +41,20 @@ def _kernels():
                 p = a[p]  # the next read's address comes from this one: no overlap
             o[t] = p
 
-    from host_read_bandwidth import kernels  # this script's folder is on the path
-
-    return (chase, *kernels())
+    return chase
 
 
 def _load(gpu: int, mode: str, gib: float, ready, stop, out) -> None:
     """GPU ``gpu`` reads its own buffer in ``mode`` until ``stop``; reports its GB/s."""
     os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu)  # before numba sees the devices
-    import numpy as np
-    from numba import cuda
+    from host_read_bandwidth import reader  # this script's folder is on the path
 
-    from bamql.engine.gpu import _host_view
-
-    _, seq, rnd = _kernels()
-    n = int(gib * 2**30) // 8
-    h = cuda.mapped_array(n, dtype=np.uint64)
-    _host_view(h)[:] = 1
-    sink = cuda.device_array(65536 * 8, dtype=np.uint64)
-    npages = n // PAGE_WORDS
-    reads = min(npages, (2 << 30) // 512)
-    if mode == "seq":
-        run, nbytes = (lambda: seq[1024, 512](h, sink)), n * 8
-    else:
-        run, nbytes = (lambda: rnd[1024, 512](h, sink, reads, npages)), reads * 512
-    run()
-    cuda.synchronize()
+    run, nbytes = reader(mode, gib)
+    run()  # compiles
     ready.wait()
     t, done = time.perf_counter(), 0
     while not stop.is_set():
         run()
-        cuda.synchronize()
         done += nbytes
     out.put(("load", done / (time.perf_counter() - t) / 1e9))
 
@@ -84,7 +67,7 @@ def _chase(gib: float, wps: list[int], reps: int, ready, stop, out) -> None:
 
     from bamql.engine.gpu import _host_view
 
-    chase, _, _ = _kernels()
+    chase = _chase_kernel()
     n = int(gib * 2**30) // 8
     h = cuda.mapped_array(n, dtype=np.int64)
     hv = _host_view(h)

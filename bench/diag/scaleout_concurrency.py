@@ -30,13 +30,6 @@ from bamql import queries
 from bamql.engine import distributed as dist
 
 
-def _calls(workers: list[str], paths: list[str], args: tuple) -> list[tuple[str, bytes]]:
-    share: list[list[str]] = [[] for _ in workers]
-    for i, p in enumerate(paths):  # as the engine deals them: partition i on worker i mod n
-        share[i % len(workers)].append(p)
-    return [(w, pickle.dumps((ps, args), protocol=5)) for w, ps in zip(workers, share, strict=True)]
-
-
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("table_dir")
@@ -79,7 +72,7 @@ def _measure(client, con, workers: list[str], name: str, a, setting: str) -> Non
     store = con.store(q.table)
     backend = a.backend if a.device == "gpu" else None
     args = (q, con._domains(q, store), con._medium(), a.device, backend, None)
-    calls = _calls(workers, [str(p) for p in store.paths], args)
+    calls = dist._calls(tuple(workers), [str(p) for p in store.paths], args)  # as the engine deals them
     modes = {f"worker {i} alone": [c] for i, c in enumerate(calls)}
     modes["all at once"] = calls
     # per mode, per repetition: each partition's (kernel, device, engine) seconds
