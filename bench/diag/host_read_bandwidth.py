@@ -5,7 +5,10 @@ one GPU alone and two at once, each from its own process and buffer.
 whole 512 B pages in a scattered order (cache misses of a gathered column). A drop in the
 per-GPU figure when two GPUs read at once would mean the machine's host side (memory,
 PCIe root, IOMMU) is shared between them. Run on a GPU machine:
-``BWMODE=rnd python bench/diag/host_read_bandwidth.py``.
+``BWMODE=rnd python bench/diag/host_read_bandwidth.py``. ``BWALLOC=thp`` takes the buffers
+from anonymous memory on transparent huge pages, pinned and mapped by registration, instead
+of the driver's pinned allocation (``cuda.mapped_array``); ``BWGIB=2,4,14`` the sizes and
+``BWGPUS=0;1;0,1`` the GPU sets measured.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import os
 import time
 
 MODE = os.environ.get("BWMODE", "seq")
+ALLOC = os.environ.get("BWALLOC", "driver")
 
 
 def kernels():
@@ -45,17 +49,52 @@ def kernels():
     return seq, rnd
 
 
-def reader(mode: str, gib: float):
-    """``(run, nbytes)``: a launch that reads a new pinned, mapped buffer of ``gib`` GiB on
-    this process's GPU in ``mode`` (``seq`` or ``rnd``) and waits, and the bytes it reads."""
+def mapped_buffer(n: int, dtype, alloc: str = "driver"):
+    """``(device view, host view)`` of a new pinned, mapped host buffer of ``n`` items.
+
+    ``driver``: ``cuda.mapped_array`` (cuMemHostAlloc); ``thp``: anonymous memory advised
+    onto transparent huge pages, touched, then pinned and mapped by registration, so that
+    the host's translations of it (IOMMU, the GPU's own) may use 2 MiB pages."""
     import numpy as np
     from numba import cuda
 
     from bamql.engine.gpu import _host_view
 
+    if alloc == "driver":
+        h = cuda.mapped_array(n, dtype=dtype)
+        return h, _host_view(h)
+    if alloc != "thp":
+        raise SystemExit(f"unknown allocation {alloc!r}: driver or thp")
+    import mmap
+
+    from numba import config
+    from numba.cuda.cudadrv import devicearray, driver
+
+    nbytes = n * np.dtype(dtype).itemsize
+    m = mmap.mmap(-1, nbytes + (2 << 20), flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    m.madvise(mmap.MADV_HUGEPAGE)
+    raw = np.frombuffer(m, dtype=np.uint8)
+    skip = -raw.ctypes.data % (2 << 20)  # start on a 2 MiB boundary
+    host = raw[skip:skip + nbytes].view(dtype)
+    host[:] = 0  # fault every page in now, as huge pages where the kernel can
+    if config.ENABLE_CUDASIM:  # the simulator's kernels read host arrays as they are
+        return host, host
+    pm = cuda.current_context().mempin(host, driver.host_pointer(host),
+                                       driver.host_memory_size(host), mapped=True)
+    dev = devicearray.from_array_like(host, gpu_data=pm)
+    dev._bamql_keep = m  # the mapping lives as long as the device view
+    return dev, host
+
+
+def reader(mode: str, gib: float, alloc: str = "driver"):
+    """``(run, nbytes)``: a launch that reads a new pinned, mapped buffer of ``gib`` GiB on
+    this process's GPU in ``mode`` (``seq`` or ``rnd``) and waits, and the bytes it reads."""
+    import numpy as np
+    from numba import cuda
+
     n = int(gib * 2**30) // 8
-    h = cuda.mapped_array(n, dtype=np.uint64)
-    _host_view(h)[:] = 1
+    h, hv = mapped_buffer(n, np.uint64, alloc)
+    hv[:] = 1
     sink = cuda.device_array(65536 * 8, dtype=np.uint64)
     seq, rnd = kernels()
     npages = n // 64
@@ -74,7 +113,7 @@ def reader(mode: str, gib: float):
 
 def _worker(gpu: int, gib: float, barrier, out, reps: int) -> None:
     os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu)  # before numba sees the devices
-    run, nbytes = reader(MODE, gib)
+    run, nbytes = reader(MODE, gib, ALLOC)
     run()  # compiles
     times = []
     for _ in range(reps):
@@ -99,9 +138,10 @@ def measure(gpus: list[int], gib: float, reps: int = 7) -> dict[int, float]:
 
 
 if __name__ == "__main__":
-    print("mode", MODE)
-    for gib in (2, 4, 14):
-        for gpus in ([0], [1], [0, 1]):
+    print("mode", MODE, "allocation", ALLOC)
+    for gib in (float(g) for g in os.environ.get("BWGIB", "2,4,14").split(",")):
+        for gpus in ([int(g) for g in s.split(",")]
+                     for s in os.environ.get("BWGPUS", "0;1;0,1").split(";")):
             r = measure(gpus, gib)
             print(f"gpus={gpus} {gib} GiB each: "
                   + ", ".join(f"GPU{g} {bw:.1f} GB/s" for g, bw in sorted(r.items()))

@@ -10,7 +10,7 @@ chains of dependent reads through its own pinned, mapped buffer (each read names
 its own buffer (``seq``) or gathers scattered pages from it (``rnd``), without pause.
 
 Usage (GPU machine with two GPUs): ``python bench/diag/host_read_latency.py [--gib 14]
-[--reps 7] [--wps 1,4,8]``. It prints, per load on GPU 1 and warps per SM, the median time
+[--reps 7] [--wps 1,4,8] [--alloc thp]``. It prints, per load on GPU 1 and warps per SM, the median time
 of one dependent read and the reads per second, and what GPU 1 read meanwhile.
 """
 
@@ -44,12 +44,12 @@ def _chase_kernel():
     return chase
 
 
-def _load(gpu: int, mode: str, gib: float, ready, stop, out) -> None:
+def _load(gpu: int, mode: str, gib: float, alloc: str, ready, stop, out) -> None:
     """GPU ``gpu`` reads its own buffer in ``mode`` until ``stop``; reports its GB/s."""
     os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu)  # before numba sees the devices
     from host_read_bandwidth import reader  # this script's folder is on the path
 
-    run, nbytes = reader(mode, gib)
+    run, nbytes = reader(mode, gib, alloc)
     run()  # compiles
     ready.wait()
     t, done = time.perf_counter(), 0
@@ -59,18 +59,17 @@ def _load(gpu: int, mode: str, gib: float, ready, stop, out) -> None:
     out.put(("load", done / (time.perf_counter() - t) / 1e9))
 
 
-def _chase(gib: float, wps: list[int], reps: int, ready, stop, out) -> None:
+def _chase(gib: float, wps: list[int], reps: int, alloc: str, ready, stop, out) -> None:
     """GPU 0 follows dependent reads; reports, per warps per SM, (µs a read, M reads/s)."""
     os.environ["CUDA_VISIBLE_DEVICES"] = "0"
     import numpy as np
     from numba import cuda
 
-    from bamql.engine.gpu import _host_view
+    from host_read_bandwidth import mapped_buffer
 
     chase = _chase_kernel()
     n = int(gib * 2**30) // 8
-    h = cuda.mapped_array(n, dtype=np.int64)
-    hv = _host_view(h)
+    h, hv = mapped_buffer(n, np.int64, alloc)
     npages = n // PAGE_WORDS
     # one random cycle through every page: page perm[i] names page perm[i + 1]
     perm = np.random.default_rng(1).permutation(npages).astype(np.int64)
@@ -103,13 +102,15 @@ def _chase(gib: float, wps: list[int], reps: int, ready, stop, out) -> None:
     out.put(("chase", res))
 
 
-def measure(load: str | None, gib: float, wps: list[int], reps: int) -> tuple[dict, float | None]:
-    """GPU 0's dependent reads with GPU 1 idle (``load`` None) or reading in ``load``."""
+def measure(load: str | None, gib: float, wps: list[int], reps: int,
+            alloc: str = "driver") -> tuple[dict, float | None]:
+    """GPU 0's dependent reads with GPU 1 idle (``load`` None) or reading in ``load``;
+    both buffers allocated as ``alloc`` says (``host_read_bandwidth.mapped_buffer``)."""
     ctx = mp.get_context("spawn")
     ready, stop, out = ctx.Barrier(1 if load is None else 2), ctx.Event(), ctx.Queue()
-    procs = [ctx.Process(target=_chase, args=(gib, wps, reps, ready, stop, out))]
+    procs = [ctx.Process(target=_chase, args=(gib, wps, reps, alloc, ready, stop, out))]
     if load is not None:
-        procs.append(ctx.Process(target=_load, args=(1, load, gib, ready, stop, out)))
+        procs.append(ctx.Process(target=_load, args=(1, load, gib, alloc, ready, stop, out)))
     for p in procs:
         p.start()
     got: dict = {}
@@ -135,10 +136,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--wps", default="1,4,8", help="warps per SM, comma-separated")
     ap.add_argument("--loads", default="none,seq,rnd", help="what GPU 1 does meanwhile")
+    ap.add_argument("--alloc", default="driver", choices=("driver", "thp"),
+                    help="the buffers: the driver's pinned memory, or transparent huge pages")
     a = ap.parse_args(argv)
     wps = [int(w) for w in a.wps.split(",")]
     for load in a.loads.split(","):
-        res, bw = measure(None if load == "none" else load, a.gib, wps, a.reps)
+        res, bw = measure(None if load == "none" else load, a.gib, wps, a.reps, a.alloc)
         other = "idle" if bw is None else f"{load} at {bw:.1f} GB/s"
         print(f"GPU 1 {other}: " + "; ".join(
             f"{w} warps/SM {us:.2f} us a read, {mr:.0f} M reads/s" for w, (us, mr) in res.items()),
