@@ -5,10 +5,11 @@ one GPU alone and two at once, each from its own process and buffer.
 whole 512 B pages in a scattered order (cache misses of a gathered column). A drop in the
 per-GPU figure when two GPUs read at once would mean the machine's host side (memory,
 PCIe root, IOMMU) is shared between them. Run on a GPU machine:
-``BWMODE=rnd python bench/diag/host_read_bandwidth.py``. ``BWALLOC=thp`` takes the buffers
+``BWMODE=rnd python bench/diag/host_read_bandwidth.py`` (``BWMODE=seq,rnd``: the first GPU
+of a set streams while the second gathers). ``BWALLOC=thp`` takes the buffers
 from anonymous memory on transparent huge pages, pinned and mapped by registration, instead
 of the driver's pinned allocation (``cuda.mapped_array``); ``BWGIB=2,4,14`` the sizes and
-``BWGPUS=0;1;0,1`` the GPU sets measured.
+``BWGPUS=0;1;0,1`` the GPU sets measured, ``BWRNDGIB=2`` what ``rnd`` reads.
 """
 
 from __future__ import annotations
@@ -98,7 +99,9 @@ def reader(mode: str, gib: float, alloc: str = "driver"):
     sink = cuda.device_array(65536 * 8, dtype=np.uint64)
     seq, rnd = kernels()
     npages = n // 64
-    reads = min(npages, (2 << 30) // 512)
+    # rnd reads this much (BWRNDGIB, default 2 GiB) of its pages: mixed with seq, sized so
+    # both GPUs read for about as long
+    reads = min(npages, int(float(os.environ.get("BWRNDGIB", "2")) * 2**30) // 512)
     if mode == "seq":
         launch, nbytes = (lambda: seq[1024, 512](h, sink)), n * 8
     else:
@@ -111,9 +114,9 @@ def reader(mode: str, gib: float, alloc: str = "driver"):
     return run, nbytes
 
 
-def _worker(gpu: int, gib: float, barrier, out, reps: int) -> None:
+def _worker(gpu: int, mode: str, gib: float, barrier, out, reps: int) -> None:
     os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu)  # before numba sees the devices
-    run, nbytes = reader(MODE, gib, ALLOC)
+    run, nbytes = reader(mode, gib, ALLOC)
     run()  # compiles
     times = []
     for _ in range(reps):
@@ -128,7 +131,9 @@ def measure(gpus: list[int], gib: float, reps: int = 7) -> dict[int, float]:
     """GB/s of each GPU in ``gpus``, all reading at once (medians of ``reps``)."""
     ctx = mp.get_context("spawn")
     barrier, out = ctx.Barrier(len(gpus)), ctx.Queue()
-    procs = [ctx.Process(target=_worker, args=(g, gib, barrier, out, reps)) for g in gpus]
+    modes = MODE.split(",")  # one mode for all, or one per GPU of the set (seq,rnd: mixed)
+    procs = [ctx.Process(target=_worker, args=(g, modes[i % len(modes)], gib, barrier, out, reps))
+             for i, g in enumerate(gpus)]
     for p in procs:
         p.start()
     res = dict(out.get() for _ in procs)

@@ -63,9 +63,8 @@ def _chase(gib: float, wps: list[int], reps: int, alloc: str, ready, stop, out) 
     """GPU 0 follows dependent reads; reports, per warps per SM, (µs a read, M reads/s)."""
     os.environ["CUDA_VISIBLE_DEVICES"] = "0"
     import numpy as np
-    from numba import cuda
-
     from host_read_bandwidth import mapped_buffer
+    from numba import cuda
 
     chase = _chase_kernel()
     n = int(gib * 2**30) // 8
