@@ -102,10 +102,13 @@ def reader(mode: str, gib: float, alloc: str = "driver"):
     # rnd reads this much (BWRNDGIB, default 2 GiB) of its pages: mixed with seq, sized so
     # both GPUs read for about as long
     reads = min(npages, int(float(os.environ.get("BWRNDGIB", "2")) * 2**30) // 512)
+    from numba import config
+
+    blocks, threads = (2, 32) if config.ENABLE_CUDASIM else (1024, 512)  # the simulator: few
     if mode == "seq":
-        launch, nbytes = (lambda: seq[1024, 512](h, sink)), n * 8
+        launch, nbytes = (lambda: seq[blocks, threads](h, sink)), n * 8
     else:
-        launch, nbytes = (lambda: rnd[1024, 512](h, sink, reads, npages)), reads * 512
+        launch, nbytes = (lambda: rnd[blocks, threads](h, sink, reads, npages)), reads * 512
 
     def run() -> None:
         launch()

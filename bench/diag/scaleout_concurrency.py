@@ -9,11 +9,15 @@ from run to run (README, scale-out results). The kernel's time is split into the
 own (CUDA events around the launch) and the host's around it (the accumulators' copies,
 the launch call, the wait): a slower device points at the shared host memory and PCIe, a
 slower host side at the CPUs. ``--pin`` measures once more with each worker bound to its
-own share of the CPUs and this process to the rest.
+own share of the CPUs and this process to the rest. ``--loads seq,rnd`` then runs worker
+0's partitions once more while a process of this script keeps the last GPU reading its own
+pinned host buffer (``host_read_latency``'s load: a stream, or scattered pages) in place of
+the engine: if worker 0 slows as much as beside the engine, the host traffic of any GPU is
+to blame; if not, something the engines share.
 
 Usage (GPU machine): ``python bench/diag/scaleout_concurrency.py TABLE_DIR [--gpus 2]
-[--reps 9] [--queries q01,q03] [--device gpu|cpu] [--backend host] [--pin]``; ``--device cpu``
-runs CPU workers (for trying it anywhere).
+[--reps 9] [--queries q01,q03] [--device gpu|cpu] [--backend host] [--pin]
+[--loads seq,rnd]``; ``--device cpu`` runs CPU workers (for trying it anywhere).
 """
 
 from __future__ import annotations
@@ -39,6 +43,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--device", default="gpu", choices=["gpu", "cpu"])
     ap.add_argument("--backend", default="host")
     ap.add_argument("--pin", action="store_true", help="measure again with the CPUs shared out")
+    ap.add_argument("--loads", default="", help="synthetic loads on the last GPU beside worker 0: seq,rnd")
+    ap.add_argument("--load-gib", type=float, default=14.0, help="the load's host buffer")
     a = ap.parse_args(argv)
     backend = a.backend if a.device == "gpu" else None
     with dist.local_gpu_cluster(a.gpus) as cluster, \
@@ -51,6 +57,9 @@ def main(argv: list[str] | None = None) -> None:
                     _pin(client, workers)
                 for name in a.queries.split(","):
                     _measure(client, con, workers, name, a, setting)
+            for load in filter(None, a.loads.split(",")):
+                for name in a.queries.split(","):
+                    _beside_load(client, con, workers, name, a, load)
 
 
 def _pin(client, workers: list[str]) -> None:
@@ -65,28 +74,82 @@ def _pin(client, workers: list[str]) -> None:
           f"{len(cpus) - len(workers) * k}", flush=True)
 
 
-def _measure(client, con, workers: list[str], name: str, a, setting: str) -> None:
+def _query_calls(con, workers: list[str], name: str, a) -> list[tuple[str, bytes]]:
+    """Query ``name``'s calls, one per worker, as the engine deals them."""
     sql = queries.load(name)
     con.sql(sql)  # loads the partitions, compiles the kernel
     q = con._translate(sql)
     store = con.store(q.table)
     backend = a.backend if a.device == "gpu" else None
     args = (q, con._domains(q, store), con._medium(), a.device, backend, None)
-    calls = dist._calls(tuple(workers), [str(p) for p in store.paths], args)  # as the engine deals them
+    return dist._calls(tuple(workers), [str(p) for p in store.paths], args)
+
+
+def _times(client, calls: list[tuple[str, bytes]], name: str) -> list[tuple[float, float, float]]:
+    """Caches emptied, ``calls`` run at once: each partition's (kernel, device, engine) s."""
+    client.run(dist.clear_caches)
+    row = []
+    for answer in dist._answers(client, calls):
+        status, out, *_ = pickle.loads(answer)
+        if status != "ok":
+            raise SystemExit(f"{name}: a worker failed: {out}")
+        row += [(st.kernel_seconds, st.gpu_seconds, st.seconds) for st in out[1]]
+    return row
+
+
+def _per_partition(reps: list[list[tuple[float, float, float]]], k: int) -> float:
+    """The mean over partitions of each partition's median of field ``k``, in ms."""
+    meds = [statistics.median(r[j][k] for r in reps) for j in range(len(reps[0]))]
+    return sum(meds) / len(meds) * 1e3
+
+
+def _beside_load(client, con, workers: list[str], name: str, a, load: str) -> None:
+    """Worker 0's partitions alone, then while the last GPU reads host memory in ``load``."""
+    import multiprocessing as mp
+    import queue
+    import time
+
+    from host_read_latency import _load  # this script's folder is on the path
+
+    calls = _query_calls(con, workers, name, a)[:1]
+    alone = [_times(client, calls, name) for _ in range(a.reps)]
+    ctx = mp.get_context("spawn")
+    ready, stop, out = ctx.Barrier(2), ctx.Event(), ctx.Queue()
+    gpu = len(workers) - 1
+    p = ctx.Process(target=_load, args=(gpu, load, a.load_gib, "driver", ready, stop, out))
+    p.start()
+    try:
+        ready.wait(timeout=300)
+        time.sleep(0.3)  # its reads under way
+        loaded = [_times(client, calls, name) for _ in range(a.reps)]
+        stop.set()
+        try:
+            _, gbs = out.get(timeout=60)
+        except queue.Empty:
+            raise SystemExit(f"the {load} load on GPU {gpu} failed (its error is above)") from None
+    finally:
+        stop.set()
+        p.join(timeout=60)
+        if p.is_alive():
+            p.terminate()
+    cells = []
+    for label, k in (("kernel", 0), ("device", 1), ("engine", 2)):
+        x, y = _per_partition(alone, k), _per_partition(loaded, k)
+        pct = f"{(y / x - 1) * 100:+.1f}%" if x else "n/a"
+        cells.append(f"{label} alone {x:.3f}, GPU {gpu} loaded {y:.3f} ({pct})")
+    print(f"{name} [worker 0 beside GPU {gpu} {load} at {gbs:.1f} GB/s]: per partition, ms "
+          f"(medians of {a.reps}): " + "; ".join(cells), flush=True)
+
+
+def _measure(client, con, workers: list[str], name: str, a, setting: str) -> None:
+    calls = _query_calls(con, workers, name, a)
     modes = {f"worker {i} alone": [c] for i, c in enumerate(calls)}
     modes["all at once"] = calls
     # per mode, per repetition: each partition's (kernel, device, engine) seconds
     got: dict[str, list[list[tuple[float, float, float]]]] = {m: [] for m in modes}
     for _ in range(a.reps):
         for m, cs in modes.items():
-            client.run(dist.clear_caches)
-            row = []
-            for answer in dist._answers(client, cs):
-                status, out, *_ = pickle.loads(answer)
-                if status != "ok":
-                    raise SystemExit(f"{name}: a worker failed: {out}")
-                row += [(st.kernel_seconds, st.gpu_seconds, st.seconds) for st in out[1]]
-            got[m].append(row)
+            got[m].append(_times(client, cs, name))
 
     def medians(mode: str, k: int) -> list[float]:  # each partition's median of field k
         reps = got[mode]
