@@ -1,0 +1,56 @@
+"""Which CPUs slow each other down: hidden SMT siblings of a virtual machine.
+
+A VM may present its vCPUs as separate cores while pairs of them are hyperthreads of one
+physical core: two busy Python threads placed on such a pair each run much slower, and the
+guest's scheduler cannot know to avoid it. This times a fixed pure-Python loop on CPU 0
+alone, then on CPU 0 while CPU ``k`` runs the same loop, for every other ``k``; a ratio
+near 1.0 means independent cores, well above it a shared one.
+
+Usage: ``python bench/diag/cpu_siblings.py [--loops 2000000]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import time
+
+
+def _spin(cpu: int, loops: int, start, out) -> None:
+    os.sched_setaffinity(0, {cpu})
+    start.wait()
+    t = time.perf_counter()
+    x = 0
+    for i in range(loops):
+        x ^= i
+    out.put((cpu, time.perf_counter() - t))
+
+
+def timed(cpus: list[int], loops: int) -> dict[int, float]:
+    """Seconds of the loop on each of ``cpus``, all started together."""
+    ctx = mp.get_context("fork")
+    start, out = ctx.Barrier(len(cpus)), ctx.Queue()
+    procs = [ctx.Process(target=_spin, args=(c, loops, start, out)) for c in cpus]
+    for p in procs:
+        p.start()
+    got = dict(out.get() for _ in procs)
+    for p in procs:
+        p.join()
+    return got
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--loops", type=int, default=2_000_000)
+    a = ap.parse_args(argv)
+    cpus = sorted(os.sched_getaffinity(0))
+    alone = min(timed([cpus[0]], a.loops)[cpus[0]] for _ in range(3))
+    print(f"CPU {cpus[0]} alone: {alone * 1e3:.1f} ms", flush=True)
+    for k in cpus[1:]:
+        both = min(timed([cpus[0], k], a.loops)[cpus[0]] for _ in range(3))
+        print(f"CPU {cpus[0]} beside CPU {k}: {both / alone:.2f}x", flush=True)
+
+
+if __name__ == "__main__":
+    main()
