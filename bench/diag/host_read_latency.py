@@ -1,5 +1,10 @@
 """Does a GPU wait longer for each host read while another GPU reads host memory?
 
+(Run on the H200 x2 in session 16, ``bench/results/h200x2/h200x2-diag-s16.log``: at 1-8 warps
+per SM the chains are thousands, and the GPU is held at ~41 M scattered page reads a second,
+so those figures are a rate, not a latency; the other GPU's load did not change it. ``--chains
+1,32`` measures the latency itself: one warp's worth of chains or fewer.)
+
 In the scale-out runs each partition's kernel took 2.6-17% longer on the device when the
 other GPU worked (README, scale-out results), yet two GPUs stream and gather pinned host
 memory each as fast as one alone (``host_read_bandwidth.py``): the loss is not in
@@ -10,8 +15,9 @@ chains of dependent reads through its own pinned, mapped buffer (each read names
 its own buffer (``seq``) or gathers scattered pages from it (``rnd``), without pause.
 
 Usage (GPU machine with two GPUs): ``python bench/diag/host_read_latency.py [--gib 14]
-[--reps 7] [--wps 1,4,8] [--alloc thp]``. It prints, per load on GPU 1 and warps per SM, the median time
-of one dependent read and the reads per second, and what GPU 1 read meanwhile.
+[--reps 7] [--wps 1,4,8] [--chains 1,32] [--alloc thp]``. It prints, per load on GPU 1 and
+warps per SM (or chains), the median time of one dependent read and the reads per second,
+and what GPU 1 read meanwhile.
 """
 
 from __future__ import annotations
@@ -59,8 +65,10 @@ def _load(gpu: int, mode: str, gib: float, alloc: str, ready, stop, out) -> None
     out.put(("load", done / (time.perf_counter() - t) / 1e9))
 
 
-def _chase(gib: float, wps: list[int], reps: int, alloc: str, ready, stop, out) -> None:
-    """GPU 0 follows dependent reads; reports, per warps per SM, (µs a read, M reads/s)."""
+def _chase(gib: float, wps: list[int], reps: int, alloc: str, ready, stop, out,
+           chains: list[int] = ()) -> None:
+    """GPU 0 follows dependent reads; reports, per warps per SM (``wps``) and per number of
+    chains (``chains``), (µs a read, M reads/s)."""
     os.environ["CUDA_VISIBLE_DEVICES"] = "0"
     import numpy as np
     from host_read_bandwidth import mapped_buffer
@@ -75,39 +83,40 @@ def _chase(gib: float, wps: list[int], reps: int, alloc: str, ready, stop, out) 
     hv[perm * PAGE_WORDS] = np.roll(perm, -1) * PAGE_WORDS
     sms = getattr(cuda.get_current_device(), "MULTIPROCESSOR_COUNT", 1)  # 1: the simulator
     runs = []
-    for w in wps:
-        threads = sms * w * 32
+    for label, threads in [(f"{w} warps/SM", sms * w * 32) for w in wps] + [
+            (f"{c} chain{'s' if c > 1 else ''}", c) for c in chains]:
+        blocks = -(-threads // 32)
         # chains start evenly along the cycle and never reach the next one's start: no
         # page is read twice (the GPU's L2 could otherwise serve it)
         steps = max(1, min(4000, npages // threads))
         starts = cuda.to_device(perm[np.arange(threads) * (npages // threads)] * PAGE_WORDS)
         o = cuda.device_array(threads, dtype=np.int64)
-        runs.append((w, threads, steps, starts, o))
-        chase[sms * w, 32](h, starts, 1, o)  # compiles
+        runs.append((label, blocks, threads, steps, starts, o))
+        chase[blocks, 32](h, starts, 1, o)  # compiles
     cuda.synchronize()
     ready.wait()
     time.sleep(0.3)  # the other GPU's reads under way
     res = {}
-    for w, threads, steps, starts, o in runs:
+    for label, blocks, threads, steps, starts, o in runs:
         times = []
         for _ in range(reps):
             t = time.perf_counter()
-            chase[sms * w, 32](h, starts, steps, o)
+            chase[blocks, 32](h, starts, steps, o)
             cuda.synchronize()
             times.append(time.perf_counter() - t)
         s = statistics.median(times)
-        res[w] = (s / steps * 1e6, threads * steps / s / 1e6)
+        res[label] = (s / steps * 1e6, threads * steps / s / 1e6)
     stop.set()
     out.put(("chase", res))
 
 
-def measure(load: str | None, gib: float, wps: list[int], reps: int,
-            alloc: str = "driver") -> tuple[dict, float | None]:
+def measure(load: str | None, gib: float, wps: list[int], reps: int, alloc: str = "driver",
+            chains: list[int] = ()) -> tuple[dict, float | None]:
     """GPU 0's dependent reads with GPU 1 idle (``load`` None) or reading in ``load``;
     both buffers allocated as ``alloc`` says (``host_read_bandwidth.mapped_buffer``)."""
     ctx = mp.get_context("spawn")
     ready, stop, out = ctx.Barrier(1 if load is None else 2), ctx.Event(), ctx.Queue()
-    procs = [ctx.Process(target=_chase, args=(gib, wps, reps, alloc, ready, stop, out))]
+    procs = [ctx.Process(target=_chase, args=(gib, wps, reps, alloc, ready, stop, out, list(chains)))]
     if load is not None:
         procs.append(ctx.Process(target=_load, args=(1, load, gib, alloc, ready, stop, out)))
     for p in procs:
@@ -133,17 +142,19 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--gib", type=float, default=14.0, help="each GPU's buffer")
     ap.add_argument("--reps", type=int, default=7)
-    ap.add_argument("--wps", default="1,4,8", help="warps per SM, comma-separated")
+    ap.add_argument("--wps", default="1,4,8", help="warps per SM, comma-separated ('' for none)")
+    ap.add_argument("--chains", default="", help="numbers of chains in all, comma-separated: 1,32")
     ap.add_argument("--loads", default="none,seq,rnd", help="what GPU 1 does meanwhile")
     ap.add_argument("--alloc", default="driver", choices=("driver", "thp"),
                     help="the buffers: the driver's pinned memory, or transparent huge pages")
     a = ap.parse_args(argv)
-    wps = [int(w) for w in a.wps.split(",")]
+    wps = [int(w) for w in a.wps.split(",") if w]
+    chains = [int(c) for c in a.chains.split(",") if c]
     for load in a.loads.split(","):
-        res, bw = measure(None if load == "none" else load, a.gib, wps, a.reps, a.alloc)
+        res, bw = measure(None if load == "none" else load, a.gib, wps, a.reps, a.alloc, chains)
         other = "idle" if bw is None else f"{load} at {bw:.1f} GB/s"
         print(f"GPU 1 {other}: " + "; ".join(
-            f"{w} warps/SM {us:.2f} us a read, {mr:.0f} M reads/s" for w, (us, mr) in res.items()),
+            f"{k} {us:.2f} us a read, {mr:.0f} M reads/s" for k, (us, mr) in res.items()),
             flush=True)
 
 
