@@ -19,15 +19,16 @@ hits in GPU memory; predicate columns scanned whole are kept on the GPU too when
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import threading
 import time
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
-from numba.core.errors import NumbaPerformanceWarning
 
 from bamql.engine import accumulate
 from bamql.engine.stats import QueryStats
@@ -69,6 +70,21 @@ def _typed(base, dtype, byte_offset: int = 0, count: int | None = None, shape=No
     strides = tuple(int(np.prod(shape[i + 1 :])) * dt.itemsize for i in range(len(shape)))
     data = base.gpu_data.view(byte_offset, byte_offset + count * dt.itemsize)
     return DeviceNDArray(shape=shape, strides=strides, dtype=dt, gpu_data=data)
+
+
+#: numba's warning for launches of under 128 blocks. Matched by its text: numba-cuda 0.30
+#: raises its own ``NumbaPerformanceWarning`` class, not ``numba.core.errors``' one, so a
+#: filter by class let it through to every worker's log.
+_SMALL_GRID = r"Grid size \d+ will likely result in GPU under-utilization"
+
+
+@contextlib.contextmanager
+def small_grid_ok() -> Iterator[None]:
+    """A context without numba's small-grid warning: the warm-up launch is one block on
+    purpose, and a query left few candidate rows by its zone maps needs only a few."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=_SMALL_GRID)
+        yield
 
 
 def _fill(arr, value: int) -> None:
@@ -178,7 +194,8 @@ class _Launch:
         if self.fast is not None:
             self.fast()
             return
-        kern[self.blocks, kgpu.BLOCK](*self.args)
+        with small_grid_ok():  # a query with few candidate rows: few blocks
+            kern[self.blocks, kgpu.BLOCK](*self.args)
         if not self.tried:
             self.tried = True
             self.fast = _prepared_launch(kern, self.args, self.blocks)
@@ -486,8 +503,7 @@ class GpuEngine:
         with ln.lock:
             try:
                 if id(kern) not in self._warmed:
-                    with warnings.catch_warnings():  # the warm-up launch is small on purpose
-                        warnings.simplefilter("ignore", NumbaPerformanceWarning)
+                    with small_grid_ok():  # the warm-up launch is small on purpose
                         t0 = time.perf_counter()
                         kern[1, 32](0, *ln.args[1:])  # compiles (timed apart); no rows, no effect
                         cuda.synchronize()

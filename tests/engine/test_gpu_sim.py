@@ -130,3 +130,25 @@ def test_gpu_engine_in_the_simulator():
                        timeout=900, cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
     assert r.returncode == 0, r.stdout + r.stderr[-3000:]
     assert "all ok" in r.stdout
+
+
+def test_small_grid_warning_is_silenced_by_its_text():
+    # numba-cuda raises its own NumbaPerformanceWarning class (not numba.core.errors'), so the
+    # engine matches numba's small-grid warning by its text; other warnings still show
+    errors = pytest.importorskip("numba.cuda.core.errors")
+    import warnings
+
+    from bamql.engine.gpu import small_grid_ok
+
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        with small_grid_ok():
+            warnings.warn(errors.NumbaPerformanceWarning(
+                "Grid size 1 will likely result in GPU under-utilization due to low occupancy."),
+                stacklevel=1)
+            warnings.warn(errors.NumbaPerformanceWarning("another performance warning"), stacklevel=1)
+        warnings.warn(errors.NumbaPerformanceWarning(
+            "Grid size 2 will likely result in GPU under-utilization due to low occupancy."), stacklevel=1)
+    assert [str(w.message) for w in got] == [
+        "another performance warning",
+        "Grid size 2 will likely result in GPU under-utilization due to low occupancy."]
