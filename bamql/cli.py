@@ -154,7 +154,10 @@ def cmd_bench_scaleout(a: argparse.Namespace) -> int:
                        backend=a.backend, page_size=_size(a.page_size), workdir=Path(a.workdir),
                        out=Path(a.out), say=lambda m: print(f"bamql: {m}", file=sys.stderr),
                        device=a.device, cluster=a.cluster, all_columns=a.all_columns,
-                       interleave=a.interleave)
+                       interleave=a.interleave, prepare_only=a.prepare_only)
+    if a.prepare_only:
+        print(f"prepared: {res['prepared']}")
+        return 0
     print(summary(res))
     print(f"results: {a.out}.json")
     check(res)
@@ -278,6 +281,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="start every GPU count's workers at once and let the counts take turns "
                     "in each repetition, so that drift in the machine's speed weighs on all "
                     "alike (each count holds its own copy of the store in host memory)")
+    so.add_argument("--prepare-only", action="store_true",
+                    help="generate and ingest the table into --workdir, then stop; a later run "
+                    "with the same --rows, --partitions and --page-size reuses it (a table too "
+                    "big to prepare and time in one sitting)")
     so.set_defaults(func=cmd_bench_scaleout)
 
     from bamql.engine.cli_sql import add_sql_commands

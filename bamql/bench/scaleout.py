@@ -37,7 +37,8 @@ def query_columns(queries: Sequence[str]) -> list[str]:
 
 
 def prepare_partitions(workdir: Path, rows: int, share: float, page_size: int,
-                       parts: int, columns: Sequence[str] | None = None) -> tuple[str, Path]:
+                       parts: int, columns: Sequence[str] | None = None,
+                       say: Callable[[str], None] | None = None) -> tuple[str, Path]:
     """The generated trips as Parquet (DuckDB's copy) and as a partitioned store, each
     reused when there; returns ``(Parquet glob, store directory)``.
 
@@ -47,7 +48,8 @@ def prepare_partitions(workdir: Path, rows: int, share: float, page_size: int,
     machine: 13 against 27 s), so larger tables fit a GPU machine's time. With ``columns``
     the store, and Parquet generated here, hold only those (their directories say which):
     on the H200 x2 machine preparing wrote ~145-180 MB/s whatever the size, so the writes
-    look like the limit, and the six queries' columns are about a third of the table."""
+    look like the limit, and the six queries' columns are about a third of the table.
+    ``say`` is told how long generating and ingesting took, each."""
     base = workdir / f"r{rows}-s{share:g}"
     tag = "" if columns is None else "-" + hashlib.sha1(",".join(columns).encode()).hexdigest()[:8]
     if (base / "orc").exists():
@@ -57,13 +59,18 @@ def prepare_partitions(workdir: Path, rows: int, share: float, page_size: int,
         pq_dir = base / f"parquet{tag}"  # only the columns too: less to write
         if not pq_dir.exists():
             # a file per core, not the bench's 16 for RAPIDS's ORC: every core generates
+            t0 = time.perf_counter()
             generate(pq_dir, rows, share, fmt="parquet", columns=columns, max_files=64)
+            if say:
+                say(f"generated {rows:,} rows as Parquet in {time.perf_counter() - t0:.1f} s")
         sources, parquet = sorted(pq_dir.glob("*.parquet")), str(pq_dir / "*.parquet")
     d = base / f"parts-{page_size}-{parts}{tag}"
     if not (d / "trips").exists():
         with ingest_progress(f"ingesting {parts} partitions ({page_size} B pages)", rows) as bars:
-            ingest(sources, d / "trips", page_size=page_size, partitions=parts, columns=columns,
-                   **bars)
+            rep = ingest(sources, d / "trips", page_size=page_size, partitions=parts,
+                         columns=columns, **bars)
+        if say:
+            say(f"ingested {parts} partitions in {rep.seconds:.1f} s")
     return parquet, d
 
 
@@ -72,7 +79,7 @@ def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: i
                  share: float = 0.0005, workdir: Path = Path("bamql-bench-data"),
                  out: Path | None = None, say: Callable[[str], None] = print,
                  device: str = "gpu", cluster: str | None = None, all_columns: bool = False,
-                 interleave: bool = False) -> dict:
+                 interleave: bool = False, prepare_only: bool = False) -> dict:
     """Run the scale-out benchmark; returns (and with ``out`` writes) the JSON document.
 
     ``device="cpu"`` runs the same workers on the CPU engine (for machines without GPUs).
@@ -85,7 +92,18 @@ def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: i
     turns, repetition by repetition (in alternating order), so that a machine whose speed
     drifts over minutes weighs on every count alike; each count then holds its own copy of
     the store in host memory, and its caches on the GPUs the counts share.
+
+    ``prepare_only`` prepares the table (``partitions`` of them, by default the most GPUs)
+    and returns ``{"prepared": its directory}``, timing nothing: a later run reuses it, so a
+    table too big to prepare and time in one sitting can be done in two.
     """
+    columns = None if all_columns else query_columns(queries)
+    if prepare_only:
+        parts = partitions or max(gpus)
+        t0 = time.perf_counter()
+        _, d = prepare_partitions(workdir, rows, share, page_size, parts, columns, say)
+        say(f"{rows:,} rows in {parts} partitions ready in {time.perf_counter() - t0:.1f} s ({d})")
+        return {"prepared": str(d)}
     import contextlib
 
     import distributed
@@ -100,9 +118,8 @@ def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: i
             if gpus[0] < 1:
                 raise BamqlError(f"the Dask cluster at {cluster!r} has no workers")
         parts = partitions or max(gpus)
-        columns = None if all_columns else query_columns(queries)
         t0 = time.perf_counter()
-        parquet, d = prepare_partitions(workdir, rows, share, page_size, parts, columns)
+        parquet, d = prepare_partitions(workdir, rows, share, page_size, parts, columns, say)
         say(f"{rows:,} rows in {parts} partitions ready in {time.perf_counter() - t0:.1f} s ({d})")
         duck = duckdb.connect()
         duck.execute("SET error_on_division_by_zero=false")

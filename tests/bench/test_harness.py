@@ -83,6 +83,8 @@ def test_scaleout_bench_runs_on_cpu_workers(tmp_path):
     check(res)  # every answer agreed with DuckDB
     # the preparation and the reference answers say how long they took
     assert any(m.startswith("100,000 rows in 2 partitions ready in ") for m in said)
+    assert any(m.startswith("generated 100,000 rows as Parquet in ") for m in said)
+    assert any(m.startswith("ingested 2 partitions in ") for m in said)
     assert any(m.startswith("DuckDB's answers (the reference) in ") for m in said)
     doc = json.loads((tmp_path / "so.json").read_text())
     assert doc["config"]["partitions"] == 2 and len(doc["runs"]) == 4
@@ -108,6 +110,27 @@ def test_scaleout_bench_runs_on_cpu_workers(tmp_path):
         # CPU workers launch no kernels: no kernel time, on the device or around it
         assert r["partition_gpu_seconds"] == r["partition_kernel_seconds"] == [0.0, 0.0]
     assert "2 GPU(s)" in summary(res) and "where the time went" in summary(res)
+
+
+def test_scaleout_bench_prepares_only_then_reuses_the_table(tmp_path, capsys):
+    pytest.importorskip("distributed")
+    pytest.importorskip("duckdb")
+    from bamql.cli import main
+
+    args = ["bench-scaleout", "--rows", "50000", "--gpus", "1,2", "--queries", "q01",
+            "--device", "cpu", "--reps", "1", "--workdir", str(tmp_path / "w")]
+    assert main([*args, "--prepare-only", "--out", str(tmp_path / "none")]) == 0
+    out, err = capsys.readouterr()
+    (d,) = (tmp_path / "w").glob("r50000-*/parts-512-2-*")
+    assert f"prepared: {d}" in out and "generated 50,000 rows as Parquet" in err
+    assert not (tmp_path / "none.json").exists()  # nothing timed, nothing written
+    stamp = (d / "trips" / "partitions.json").stat().st_mtime_ns
+    # the timed run takes the prepared table as it is: nothing generated or ingested again
+    assert main([*args, "--out", str(tmp_path / "so")]) == 0
+    out, err = capsys.readouterr()
+    assert "generated" not in err and "ingested" not in err and "q01" in out
+    assert (d / "trips" / "partitions.json").stat().st_mtime_ns == stamp
+    assert (tmp_path / "so.json").exists()
 
 
 def test_scaleout_bench_on_an_existing_cluster(tmp_path):
