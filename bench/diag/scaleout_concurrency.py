@@ -97,9 +97,14 @@ def _times(client, calls: list[tuple[str, bytes]], name: str) -> list[tuple[floa
     return row
 
 
+def _medians(reps: list[list[tuple[float, float, float]]], k: int) -> list[float]:
+    """Each partition's median of field ``k`` over the repetitions ``reps``."""
+    return [statistics.median(r[j][k] for r in reps) for j in range(len(reps[0]))]
+
+
 def _per_partition(reps: list[list[tuple[float, float, float]]], k: int) -> float:
     """The mean over partitions of each partition's median of field ``k``, in ms."""
-    meds = [statistics.median(r[j][k] for r in reps) for j in range(len(reps[0]))]
+    meds = _medians(reps, k)
     return sum(meds) / len(meds) * 1e3
 
 
@@ -107,6 +112,7 @@ def _beside_load(client, con, workers: list[str], name: str, a, load: str) -> No
     """Worker 0's partitions alone, then while the last GPU reads host memory in ``load``."""
     import multiprocessing as mp
     import queue
+    import threading
     import time
 
     from host_read_latency import _load  # this script's folder is on the path
@@ -119,7 +125,10 @@ def _beside_load(client, con, workers: list[str], name: str, a, load: str) -> No
     p = ctx.Process(target=_load, args=(gpu, load, a.load_gib, "driver", ready, stop, out))
     p.start()
     try:
-        ready.wait(timeout=300)
+        try:
+            ready.wait(timeout=300)
+        except threading.BrokenBarrierError:
+            raise SystemExit(f"the {load} load on GPU {gpu} did not start (its error is above)") from None
         time.sleep(0.3)  # its reads under way
         loaded = [_times(client, calls, name) for _ in range(a.reps)]
         stop.set()
@@ -151,9 +160,8 @@ def _measure(client, con, workers: list[str], name: str, a, setting: str) -> Non
         for m, cs in modes.items():
             got[m].append(_times(client, cs, name))
 
-    def medians(mode: str, k: int) -> list[float]:  # each partition's median of field k
-        reps = got[mode]
-        return [statistics.median(r[j][k] for r in reps) for j in range(len(reps[0]))]
+    def medians(mode: str, k: int) -> list[float]:
+        return _medians(got[mode], k)
 
     def alone(k: int) -> list[float]:
         return [v for i in range(len(calls)) for v in medians(f"worker {i} alone", k)]
