@@ -17,6 +17,7 @@ that each see one GPU through ``CUDA_VISIBLE_DEVICES``).
 
 from __future__ import annotations
 
+import logging
 import os
 import pickle
 import threading
@@ -366,9 +367,11 @@ def local_gpu_cluster(n_gpus: int | None = None):
         return LocalCUDACluster(CUDA_VISIBLE_DEVICES=list(range(n_gpus)), threads_per_worker=1,
                                 memory_limit=0, dashboard_address=":0")
     # one nanny per GPU; memory_limit=0: pinned host copies of stores must not get a worker
-    # restarted by the memory monitor
+    # restarted by the memory monitor; silence_logs: the worker processes' start and stop
+    # notes (a dozen INFO lines each) stay out of the user's terminal, warnings do not
     workers = {f"gpu-{i}": {"cls": distributed.Nanny,
                             "options": {"nthreads": 1, "memory_limit": 0,
+                                        "silence_logs": logging.WARNING,
                                         "env": {"CUDA_VISIBLE_DEVICES": str(i)}}}
                for i in range(n_gpus)}
     scheduler = {"cls": distributed.Scheduler, "options": {"dashboard_address": ":0"}}

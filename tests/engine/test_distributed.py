@@ -123,10 +123,11 @@ def test_unreachable_cluster_is_a_clear_error(parted):
         bamql.connect(parted, device="cpu", cluster="tcp://127.0.0.1:1")
 
 
-def test_one_worker_per_gpu_cluster_and_affinity(parted, single):
+def test_one_worker_per_gpu_cluster_and_affinity(parted, single, capfd):
     # the per-GPU cluster (nannies seeing one GPU each) runs here on CPU workers, as in CI
     from bamql.engine.distributed import local_gpu_cluster
 
+    capfd.readouterr()
     with local_gpu_cluster(2) as cluster, distributed.Client(cluster) as client:
         client.wait_for_workers(2, timeout=60)
         envs = client.run(lambda: os.environ.get("CUDA_VISIBLE_DEVICES"))
@@ -144,6 +145,9 @@ def test_one_worker_per_gpu_cluster_and_affinity(parted, single):
         seen = sorted(p for ps in opened.values() for p in ps)
         assert seen == ["part-000", "part-001", "part-002", "part-003"]
         assert all(len(ps) == 2 for ps in opened.values())
+    # the worker processes' start and stop notes did not reach the user's terminal
+    _, err = capfd.readouterr()
+    assert "INFO" not in err, err[:500]
 
 
 @pytest.mark.gpu
