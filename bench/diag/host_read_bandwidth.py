@@ -117,7 +117,7 @@ def reader(mode: str, gib: float, alloc: str = "driver"):
     return run, nbytes
 
 
-def _worker(gpu: int, mode: str, gib: float, barrier, out, reps: int) -> None:
+def _worker(gpu: int, mode: str, gib: float, reps: int, barrier, out) -> None:
     os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu)  # before numba sees the devices
     run, nbytes = reader(mode, gib, ALLOC)
     run()  # compiles
@@ -132,17 +132,11 @@ def _worker(gpu: int, mode: str, gib: float, barrier, out, reps: int) -> None:
 
 def measure(gpus: list[int], gib: float, reps: int = 7) -> dict[int, float]:
     """GB/s of each GPU in ``gpus``, all reading at once (medians of ``reps``)."""
-    ctx = mp.get_context("spawn")
-    barrier, out = ctx.Barrier(len(gpus)), ctx.Queue()
+    from together import together  # this script's folder is on the path
+
     modes = MODE.split(",")  # one mode for all, or one per GPU of the set (seq,rnd: mixed)
-    procs = [ctx.Process(target=_worker, args=(g, modes[i % len(modes)], gib, barrier, out, reps))
-             for i, g in enumerate(gpus)]
-    for p in procs:
-        p.start()
-    res = dict(out.get() for _ in procs)
-    for p in procs:
-        p.join()
-    return res
+    return dict(together(mp.get_context("spawn"), [
+        (_worker, (g, modes[i % len(modes)], gib, reps)) for i, g in enumerate(gpus)]))
 
 
 if __name__ == "__main__":

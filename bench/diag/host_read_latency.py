@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import multiprocessing as mp
 import os
-import queue
 import statistics
 import time
 
@@ -50,7 +49,7 @@ def _chase_kernel():
     return chase
 
 
-def _load(gpu: int, mode: str, gib: float, alloc: str, ready, stop, out) -> None:
+def _load(gpu: int, mode: str, gib: float, alloc: str, stop, ready, out) -> None:
     """GPU ``gpu`` reads its own buffer in ``mode`` until ``stop``; reports its GB/s."""
     os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu)  # before numba sees the devices
     from host_read_bandwidth import reader  # this script's folder is on the path
@@ -65,8 +64,8 @@ def _load(gpu: int, mode: str, gib: float, alloc: str, ready, stop, out) -> None
     out.put(("load", done / (time.perf_counter() - t) / 1e9))
 
 
-def _chase(gib: float, wps: list[int], reps: int, alloc: str, ready, stop, out,
-           chains: list[int] = ()) -> None:
+def _chase(gib: float, wps: list[int], reps: int, alloc: str, chains: list[int], stop,
+           ready, out) -> None:
     """GPU 0 follows dependent reads; reports, per warps per SM (``wps``) and per number of
     chains (``chains``), (µs a read, M reads/s)."""
     os.environ["CUDA_VISIBLE_DEVICES"] = "0"
@@ -114,27 +113,14 @@ def measure(load: str | None, gib: float, wps: list[int], reps: int, alloc: str 
             chains: list[int] = ()) -> tuple[dict, float | None]:
     """GPU 0's dependent reads with GPU 1 idle (``load`` None) or reading in ``load``;
     both buffers allocated as ``alloc`` says (``host_read_bandwidth.mapped_buffer``)."""
+    from together import together  # this script's folder is on the path
+
     ctx = mp.get_context("spawn")
-    ready, stop, out = ctx.Barrier(1 if load is None else 2), ctx.Event(), ctx.Queue()
-    procs = [ctx.Process(target=_chase, args=(gib, wps, reps, alloc, ready, stop, out, list(chains)))]
+    stop = ctx.Event()  # set by the chase when it is done: the load ends with it
+    jobs = [(_chase, (gib, wps, reps, alloc, list(chains), stop))]
     if load is not None:
-        procs.append(ctx.Process(target=_load, args=(1, load, gib, alloc, ready, stop, out)))
-    for p in procs:
-        p.start()
-    got: dict = {}
-    try:
-        while len(got) < len(procs):
-            try:
-                k, v = out.get(timeout=1)
-                got[k] = v
-            except queue.Empty:  # a process that died leaves the other waiting: end both
-                if any(p.exitcode not in (None, 0) for p in procs):
-                    raise SystemExit("a measuring process failed (its error is above)") from None
-    finally:
-        for p in procs:
-            if len(got) < len(procs):
-                p.terminate()
-            p.join()
+        jobs.append((_load, (1, load, gib, alloc, stop)))
+    got = dict(together(ctx, jobs))
     return got["chase"], got.get("load")
 
 

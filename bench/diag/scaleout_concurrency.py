@@ -122,7 +122,7 @@ def _beside_load(client, con, workers: list[str], name: str, a, load: str) -> No
     ctx = mp.get_context("spawn")
     ready, stop, out = ctx.Barrier(2), ctx.Event(), ctx.Queue()
     gpu = len(workers) - 1
-    p = ctx.Process(target=_load, args=(gpu, load, a.load_gib, "driver", ready, stop, out))
+    p = ctx.Process(target=_load, args=(gpu, load, a.load_gib, "driver", stop, ready, out))
     p.start()
     try:
         try:
