@@ -74,8 +74,9 @@ def _typed(base, dtype, byte_offset: int = 0, count: int | None = None, shape=No
 
 #: numba's warning for launches of under 128 blocks. Matched by its text: numba-cuda 0.30
 #: raises its own ``NumbaPerformanceWarning`` class, not ``numba.core.errors``' one, so a
-#: filter by class let it through to every worker's log.
-_SMALL_GRID = r"Grid size \d+ will likely result in GPU under-utilization"
+#: filter by class let it through to every worker's log. Where colorama is installed numba
+#: wraps the text in terminal colour codes, hence the leading ``.*`` (filters match at the start).
+_SMALL_GRID = r".*Grid size \d+ will likely result in GPU under-utilization"
 
 
 @contextlib.contextmanager
