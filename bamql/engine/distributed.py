@@ -368,8 +368,11 @@ def local_gpu_cluster(n_gpus: int | None = None):
                                 memory_limit=0, dashboard_address=":0")
     # one nanny per GPU; memory_limit=0: pinned host copies of stores must not get a worker
     # restarted by the memory monitor; silence_logs: the worker processes' start and stop
-    # notes (a dozen INFO lines each) stay out of the user's terminal, warnings do not
-    workers = {f"gpu-{i}": {"cls": distributed.Nanny,
+    # notes (a dozen INFO lines each) stay out of the user's terminal, warnings do not;
+    # GpuNanny: time for a worker to free its pinned copies as it exits
+    from bamql.engine.dask_worker import GpuNanny
+
+    workers = {f"gpu-{i}": {"cls": GpuNanny,
                             "options": {"nthreads": 1, "memory_limit": 0,
                                         "silence_logs": logging.WARNING,
                                         "env": {"CUDA_VISIBLE_DEVICES": str(i)}}}

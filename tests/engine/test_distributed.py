@@ -150,6 +150,27 @@ def test_one_worker_per_gpu_cluster_and_affinity(parted, single, capfd):
     assert "INFO" not in err, err[:500]
 
 
+def test_local_gpu_cluster_lets_a_slow_worker_exit(capfd):
+    # a worker freeing a big pinned copy of its partitions takes seconds to exit; Dask's own
+    # nanny kills it after 4 s, with a WARNING on the user's terminal (seen at 4 B rows)
+    import time
+
+    from bamql.engine.distributed import local_gpu_cluster
+
+    class SlowExit(distributed.WorkerPlugin):
+        def teardown(self, worker):
+            time.sleep(5)
+
+    capfd.readouterr()
+    with local_gpu_cluster(1) as cluster, distributed.Client(cluster) as client:
+        client.wait_for_workers(1, timeout=60)
+        client.register_plugin(SlowExit(), name="slow-exit")
+        t0 = time.perf_counter()
+    assert time.perf_counter() - t0 >= 5  # it waited for the worker's own exit
+    _, err = capfd.readouterr()
+    assert "still alive" not in err and "killing" not in err, err[:500]
+
+
 @pytest.mark.gpu
 def test_gpu_workers_match_one_node(parted, single):
     from bamql.engine.session import gpu_unavailable_reason
