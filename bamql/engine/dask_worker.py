@@ -120,7 +120,8 @@ class PartitionPlugin(WorkerPlugin):
 #: nanny kills it. Dask's default, 4 s of a 5 s close, is too short for a worker that frees
 #: a large pinned copy of its partitions: at 4 B rows (28-56 GB a worker on the H200 x2) each
 #: close ended in "Worker process still alive after 4.0 seconds, killing" on the user's
-#: terminal.
+#: terminal. (dask-cuda's LocalCUDACluster, used instead where installed, lengthens its
+#: nannies' close the same way.)
 CLOSE_S = 60.0
 
 

@@ -38,20 +38,15 @@ def main(argv: list[str] | None = None) -> None:
     os.environ["CUDA_VISIBLE_DEVICES"] = str(a.gpu)  # before numba sees the devices
 
     import numpy as np
-    from host_read_bandwidth import kernels, mapped_buffer  # this script's folder
-    from numba import config, cuda
+    from host_read_bandwidth import launcher, mapped_buffer  # this script's folder
+    from numba import cuda
 
-    seq, rnd = kernels()
-    blocks, threads = (2, 32) if config.ENABLE_CUDASIM else (1024, 512)
-    sink = cuda.device_array(65536 * 8, dtype=np.uint64)
     keep = []  # every buffer stays pinned to the end, as a cluster's copies do
     if a.skip > 0:
         keep.append(mapped_buffer(int(a.skip * 2**30) // 8, np.uint64, a.alloc))
     print(f"GPU {a.gpu}: {a.regions} regions of {a.gib} GiB after {a.skip} GiB, "
           f"allocation {a.alloc}", flush=True)
     n = int(a.gib * 2**30) // 8
-    npages = n // 64
-    reads = min(npages, (2 << 30) // 512)  # 2 GiB of scattered pages a run
     for r in range(a.regions):
         t = time.perf_counter()
         dev, host = mapped_buffer(n, np.uint64, a.alloc)
@@ -59,14 +54,14 @@ def main(argv: list[str] | None = None) -> None:
         keep.append((dev, host))
         pinned_s = time.perf_counter() - t
         got = {}
-        for mode, kern, args, nbytes in (("seq", seq, (dev, sink), n * 8),
-                                         ("rnd", rnd, (dev, sink, reads, npages), reads * 512)):
-            kern[blocks, threads](*args)  # compiles (first region), warms the translations
+        for mode in ("seq", "rnd"):  # rnd: 2 GiB of scattered 512 B pages (BWRNDGIB)
+            launch, nbytes = launcher(mode, dev, n)
+            launch()  # compiles (first region), warms the translations
             cuda.synchronize()
             times = []
             for _ in range(a.reps):
                 t = time.perf_counter()
-                kern[blocks, threads](*args)
+                launch()
                 cuda.synchronize()
                 times.append(time.perf_counter() - t)
             got[mode] = nbytes / statistics.median(times) / 1e9

@@ -87,6 +87,24 @@ def mapped_buffer(n: int, dtype, alloc: str = "driver"):
     return dev, host
 
 
+def launcher(mode: str, h, n: int):
+    """``(launch, nbytes)``: a launch of ``mode`` (``seq`` or ``rnd``) over the mapped buffer
+    ``h`` of ``n`` 8-byte words (not waited for), and the bytes it reads."""
+    import numpy as np
+    from numba import config, cuda
+
+    sink = cuda.device_array(65536 * 8, dtype=np.uint64)
+    seq, rnd = kernels()
+    npages = n // 64
+    # rnd reads this much (BWRNDGIB, default 2 GiB) of its pages: mixed with seq, sized so
+    # both GPUs read for about as long
+    reads = min(npages, int(float(os.environ.get("BWRNDGIB", "2")) * 2**30) // 512)
+    blocks, threads = (2, 32) if config.ENABLE_CUDASIM else (1024, 512)  # the simulator: few
+    if mode == "seq":
+        return (lambda: seq[blocks, threads](h, sink)), n * 8
+    return (lambda: rnd[blocks, threads](h, sink, reads, npages)), reads * 512
+
+
 def reader(mode: str, gib: float, alloc: str = "driver"):
     """``(run, nbytes)``: a launch that reads a new pinned, mapped buffer of ``gib`` GiB on
     this process's GPU in ``mode`` (``seq`` or ``rnd``) and waits, and the bytes it reads."""
@@ -96,19 +114,7 @@ def reader(mode: str, gib: float, alloc: str = "driver"):
     n = int(gib * 2**30) // 8
     h, hv = mapped_buffer(n, np.uint64, alloc)
     hv[:] = 1
-    sink = cuda.device_array(65536 * 8, dtype=np.uint64)
-    seq, rnd = kernels()
-    npages = n // 64
-    # rnd reads this much (BWRNDGIB, default 2 GiB) of its pages: mixed with seq, sized so
-    # both GPUs read for about as long
-    reads = min(npages, int(float(os.environ.get("BWRNDGIB", "2")) * 2**30) // 512)
-    from numba import config
-
-    blocks, threads = (2, 32) if config.ENABLE_CUDASIM else (1024, 512)  # the simulator: few
-    if mode == "seq":
-        launch, nbytes = (lambda: seq[blocks, threads](h, sink)), n * 8
-    else:
-        launch, nbytes = (lambda: rnd[blocks, threads](h, sink, reads, npages)), reads * 512
+    launch, nbytes = launcher(mode, h, n)
 
     def run() -> None:
         launch()
