@@ -49,7 +49,8 @@ def prepare_partitions(workdir: Path, rows: int, share: float, page_size: int,
     the store, and Parquet generated here, hold only those (their directories say which):
     on the H200 x2 machine preparing wrote ~145-180 MB/s whatever the size, so the writes
     look like the limit, and the six queries' columns are about a third of the table.
-    ``say`` is told how long generating and ingesting took, each."""
+    ``say`` is told how long generating and ingesting took, each, and the whole."""
+    t_all = time.perf_counter()
     base = workdir / f"r{rows}-s{share:g}"
     tag = "" if columns is None else "-" + hashlib.sha1(",".join(columns).encode()).hexdigest()[:8]
     if (base / "orc").exists():
@@ -71,6 +72,8 @@ def prepare_partitions(workdir: Path, rows: int, share: float, page_size: int,
                          columns=columns, **bars)
         if say:
             say(f"ingested {parts} partitions in {rep.seconds:.1f} s")
+    if say:
+        say(f"{rows:,} rows in {parts} partitions ready in {time.perf_counter() - t_all:.1f} s ({d})")
     return parquet, d
 
 
@@ -99,10 +102,8 @@ def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: i
     """
     columns = None if all_columns else query_columns(queries)
     if prepare_only:
-        parts = partitions or max(gpus)
-        t0 = time.perf_counter()
-        _, d = prepare_partitions(workdir, rows, share, page_size, parts, columns, say)
-        say(f"{rows:,} rows in {parts} partitions ready in {time.perf_counter() - t0:.1f} s ({d})")
+        _, d = prepare_partitions(workdir, rows, share, page_size, partitions or max(gpus),
+                                  columns, say)
         return {"prepared": str(d)}
     import contextlib
 
@@ -118,9 +119,7 @@ def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: i
             if gpus[0] < 1:
                 raise BamqlError(f"the Dask cluster at {cluster!r} has no workers")
         parts = partitions or max(gpus)
-        t0 = time.perf_counter()
         parquet, d = prepare_partitions(workdir, rows, share, page_size, parts, columns, say)
-        say(f"{rows:,} rows in {parts} partitions ready in {time.perf_counter() - t0:.1f} s ({d})")
         duck = duckdb.connect()
         duck.execute("SET error_on_division_by_zero=false")
         t0 = time.perf_counter()
