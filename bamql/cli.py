@@ -154,12 +154,13 @@ def cmd_bench_scaleout(a: argparse.Namespace) -> int:
                        backend=a.backend, page_size=_size(a.page_size), workdir=Path(a.workdir),
                        out=Path(a.out), say=lambda m: print(f"bamql: {m}", file=sys.stderr),
                        device=a.device, cluster=a.cluster, all_columns=a.all_columns,
-                       interleave=a.interleave, prepare_only=a.prepare_only)
+                       interleave=a.interleave, prepare_only=a.prepare_only,
+                       plots=not a.no_plots)
     if a.prepare_only:
         print(f"prepared: {res['prepared']}")
         return 0
     print(summary(res))
-    print(f"results: {a.out}.json")
+    print(f"results: {a.out}.json" + "".join(f", {p}" for p in res.get("plots", [])))
     check(res)
     return 0
 
@@ -262,7 +263,7 @@ def build_parser() -> argparse.ArgumentParser:
                         description="Ingest the generated trips as partitions, then for each GPU "
                         "count start one Dask worker per GPU and time the queries warm (GPU caches "
                         "emptied before each run), checking every answer against DuckDB.")
-    _bench_data_args(so, "bench/results/scaleout", "output path stem (.json)")
+    _bench_data_args(so, "bench/results/scaleout", "output path stem (.json, -time.png)")
     so.add_argument("--gpus", default="1,2", help="GPU counts to compare (default 1,2)")
     so.add_argument("--partitions", type=int, default=None, help="partitions (default: the most GPUs)")
     so.add_argument("--backend", default="host", choices=["host", "file", "gpu"], help="GPU backend")
@@ -287,6 +288,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="generate and ingest the table into --workdir, then stop; a later run "
                     "with the same --rows, --partitions and --page-size reuses it (a table too "
                     "big to prepare and time in one sitting)")
+    so.add_argument("--no-plots", action="store_true",
+                    help="skip the PNG of times and speed-ups (<out>-time.png)")
     so.set_defaults(func=cmd_bench_scaleout)
 
     from bamql.engine.cli_sql import add_sql_commands

@@ -107,6 +107,52 @@ def plot_sweep(res: dict, path: Path, key: str) -> Path:
     return path
 
 
+def plot_scaleout(res: dict, path: Path) -> Path:
+    """Scale-out results: each query's median time by worker count (left) and the speed-up
+    of each larger count over the first, beside the ideal (right). A wrong answer is marked
+    ``!`` above its bar."""
+    cfg = res["config"]
+    counts = cfg["gpus"]
+    unit = "GPU(s)" if cfg["device"] == "gpu" else "worker(s)"
+    queries = list(dict.fromkeys(r["query"] for r in res["runs"]))
+    run = {(r["gpus"], r["query"]): r for r in res["runs"]}
+    fig, axes = plt.subplots(1, 2 if len(counts) > 1 else 1, figsize=(12 if len(counts) > 1 else 6, 4),
+                             squeeze=False)
+    a1 = axes[0][0]
+    width = 0.8 / len(counts)
+    for i, n in enumerate(counts):
+        here = [(k, run[n, q]) for k, q in enumerate(queries) if (n, q) in run]
+        xs = [k + i * width for k, _ in here]
+        ms = [r["median_s"] * 1e3 for _, r in here]
+        a1.bar(xs, ms, width, label=f"{n} {unit}", color=f"C{i}")
+        for x, t, (_, r) in zip(xs, ms, here, strict=True):
+            if not r["ok"]:
+                a1.annotate("!", (x, t), ha="center", va="bottom", color="red", weight="bold")
+    a1.set_xticks([k + width * (len(counts) - 1) / 2 for k in range(len(queries))], queries)
+    a1.set_ylabel("time (ms, median)")
+    engine = f"{cfg['backend']} backend" if cfg["device"] == "gpu" else "CPU engine"
+    a1.set_title(f"{cfg['rows']:,} rows, {cfg['partitions']} partitions, {engine}, {cfg['mode']}")
+    a1.legend(fontsize=7)
+    if len(counts) > 1:
+        a2 = axes[0][1]
+        for i, n in enumerate(counts[1:], 1):
+            pts = [(k, run[n, q]["speedup"]) for k, q in enumerate(queries) if (n, q) in run]
+            a2.plot([k for k, _ in pts], [v for _, v in pts], marker="o", color=f"C{i}",
+                    label=f"{n} {unit}")
+            a2.axhline(n / counts[0], linestyle="--", linewidth=0.8, color=f"C{i}",
+                       label=f"ideal, {n / counts[0]:g}x")
+        a2.set_xticks(range(len(queries)), queries)
+        top = max([counts[-1] / counts[0]] + [r["speedup"] for r in res["runs"]])
+        a2.set_ylim(0, top * 1.1)  # the ideal line clear of the frame
+        a2.set_ylabel(f"speed-up over {counts[0]} {unit}")
+        a2.set_title(f"speed-up (medians of {cfg['reps']})")
+        a2.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def plot_all(res: dict, out: Path) -> list[Path]:
     """Every plot that the results support, next to ``out`` (its stem names them)."""
     out = Path(out)

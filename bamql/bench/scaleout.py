@@ -82,8 +82,11 @@ def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: i
                  share: float = 0.0005, workdir: Path = Path("bamql-bench-data"),
                  out: Path | None = None, say: Callable[[str], None] = print,
                  device: str = "gpu", cluster: str | None = None, all_columns: bool = False,
-                 interleave: bool = False, prepare_only: bool = False) -> dict:
-    """Run the scale-out benchmark; returns (and with ``out`` writes) the JSON document.
+                 interleave: bool = False, prepare_only: bool = False,
+                 plots: bool = True) -> dict:
+    """Run the scale-out benchmark; returns (and with ``out`` writes) the JSON document,
+    and with ``plots`` a PNG of the times and speed-ups beside it (``<out>-time.png``,
+    listed under ``"plots"``).
 
     ``device="cpu"`` runs the same workers on the CPU engine (for machines without GPUs).
     With ``cluster`` (a scheduler address) it runs once on that cluster's workers as they
@@ -163,7 +166,16 @@ def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: i
         r["speedup"] = base[r["query"]] / r["median_s"]
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.with_suffix(".json").write_text(json.dumps(res, indent=1))
+        tmp = out.with_suffix(".json.tmp")  # no half-written JSON if this process dies
+        tmp.write_text(json.dumps(res, indent=1))
+        tmp.rename(out.with_suffix(".json"))
+        if plots:
+            try:
+                from bamql.bench.plots import plot_scaleout
+            except ImportError:
+                say("plots skipped: matplotlib is not installed (pip install 'bamql[bench]')")
+            else:
+                res["plots"] = [str(plot_scaleout(res, out.with_name(out.name + "-time.png")))]
     return res
 
 

@@ -110,6 +110,10 @@ def test_scaleout_bench_runs_on_cpu_workers(tmp_path):
         # CPU workers launch no kernels: no kernel time, on the device or around it
         assert r["partition_gpu_seconds"] == r["partition_kernel_seconds"] == [0.0, 0.0]
     assert "2 GPU(s)" in summary(res) and "where the time went" in summary(res)
+    # the times and speed-ups as a PNG beside the JSON, and no temporary file left
+    assert res["plots"] == [str(tmp_path / "so-time.png")]
+    assert (tmp_path / "so-time.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["so-time.png", "so.json", "w"]
 
 
 def test_scaleout_bench_prepares_only_then_reuses_the_table(tmp_path, capsys):
@@ -126,11 +130,12 @@ def test_scaleout_bench_prepares_only_then_reuses_the_table(tmp_path, capsys):
     assert not (tmp_path / "none.json").exists()  # nothing timed, nothing written
     stamp = (d / "trips" / "partitions.json").stat().st_mtime_ns
     # the timed run takes the prepared table as it is: nothing generated or ingested again
-    assert main([*args, "--out", str(tmp_path / "so")]) == 0
+    assert main([*args, "--out", str(tmp_path / "so"), "--no-plots"]) == 0
     out, err = capsys.readouterr()
     assert "generated" not in err and "ingested" not in err and "q01" in out
     assert (d / "trips" / "partitions.json").stat().st_mtime_ns == stamp
-    assert (tmp_path / "so.json").exists()
+    assert (tmp_path / "so.json").exists() and not (tmp_path / "so-time.png").exists()
+    assert f"results: {tmp_path / 'so'}.json\n" in out
 
 
 def test_scaleout_bench_on_an_existing_cluster(tmp_path):
@@ -177,6 +182,18 @@ def test_scaleout_bench_interleaves_the_gpu_counts(tmp_path, monkeypatch):
     assert turns[:4] == [1, 1, 2, 2]
     assert turns[4:] == [1, 2, 2, 1, 1, 2] * 2
     assert sum("warmed up" in m for m in said) == 2
+
+
+def test_scaleout_plot_of_one_count_and_a_wrong_answer(tmp_path):
+    from bamql.bench.plots import plot_scaleout
+
+    # one count (a cluster as it is: no speed-up panel) and a wrong answer (marked "!")
+    res = {"config": {"gpus": [3], "device": "cpu", "backend": "host", "rows": 1000,
+                      "partitions": 3, "mode": "warm", "reps": 1},
+           "runs": [{"gpus": 3, "query": "q01", "median_s": 0.01, "speedup": 1.0, "ok": True},
+                    {"gpus": 3, "query": "q06", "median_s": 0.02, "speedup": 1.0, "ok": False}]}
+    png = plot_scaleout(res, tmp_path / "one.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_busiest_worker_follows_the_order_statistics_come_back_in():
