@@ -112,7 +112,9 @@ def test_scaleout_bench_runs_on_cpu_workers(tmp_path):
     assert "2 GPU(s)" in summary(res) and "where the time went" in summary(res)
     # the times and speed-ups as a PNG beside the JSON, and no temporary file left
     assert res["plots"] == [str(tmp_path / "so-time.png")]
-    assert (tmp_path / "so-time.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    png = (tmp_path / "so-time.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert int.from_bytes(png[16:20], "big") == 12 * 110  # two panels: times and speed-ups
     assert sorted(p.name for p in tmp_path.iterdir()) == ["so-time.png", "so.json", "w"]
 
 
@@ -192,8 +194,9 @@ def test_scaleout_plot_of_one_count_and_a_wrong_answer(tmp_path):
                       "partitions": 3, "mode": "warm", "reps": 1},
            "runs": [{"gpus": 3, "query": "q01", "median_s": 0.01, "speedup": 1.0, "ok": True},
                     {"gpus": 3, "query": "q06", "median_s": 0.02, "speedup": 1.0, "ok": False}]}
-    png = plot_scaleout(res, tmp_path / "one.png")
-    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    png = plot_scaleout(res, tmp_path / "one.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert int.from_bytes(png[16:20], "big") == 6 * 110  # one panel: 6 in at 110 dpi, not 12
 
 
 def test_busiest_worker_follows_the_order_statistics_come_back_in():
