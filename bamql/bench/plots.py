@@ -16,6 +16,27 @@ def _base(res: dict) -> tuple[int, float]:
     return c["page_sizes"][0], c["shares"][0]
 
 
+def _bars(ax, queries: list[str], series: list[tuple[str, dict[str, float], str]]) -> list[dict]:
+    """Grouped bars, a group per query and a bar per series ``(label, value by query,
+    colour)``; a series without a query leaves its slot empty. Returns each series' bar
+    positions by query."""
+    width = 0.8 / max(len(series), 1)
+    at = []
+    for i, (label, values, color) in enumerate(series):
+        xs = {q: k + i * width for k, q in enumerate(queries) if q in values}
+        ax.bar(list(xs.values()), [values[q] for q in xs], width, label=label, color=color)
+        at.append(xs)
+    ax.set_xticks([k + width * (len(series) - 1) / 2 for k in range(len(queries))], queries)
+    return at
+
+
+def _save(fig, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def plot_times(res: dict, path: Path) -> Path:
     """Per-query time by engine, one panel per mode (like BaM's Figure 10)."""
     ps, share = _base(res)
@@ -27,20 +48,14 @@ def plot_times(res: dict, path: Path) -> Path:
     color = {e: f"C{i}" for i, e in enumerate(engines)}  # one color per engine in every panel
     for ax, mode in zip(axes[0], modes, strict=False):
         here = [e for e in engines if any(r["engine"] == e and r["mode"] == mode for r in runs)]
-        width = 0.8 / max(len(here), 1)
-        for i, e in enumerate(here):
-            t = {r["query"]: r["median_s"] * 1e3 for r in runs if r["engine"] == e and r["mode"] == mode}
-            xs = [k + i * width for k, q in enumerate(queries) if q in t]
-            ax.bar(xs, [t[q] for q in queries if q in t], width, label=e, color=color[e])
-        ax.set_xticks([k + width * (len(here) - 1) / 2 for k in range(len(queries))], queries)
+        _bars(ax, queries, [(e, {r["query"]: r["median_s"] * 1e3 for r in runs
+                                  if r["engine"] == e and r["mode"] == mode}, color[e])
+                            for e in here])
         ax.set_yscale("log")
         ax.set_ylabel("time (ms, log)")
         ax.set_title(f"{mode}: {res['config']['rows']:,} rows, {share:.3%} selectivity")
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def plot_bytes(res: dict, path: Path) -> Path:
@@ -56,11 +71,8 @@ def plot_bytes(res: dict, path: Path) -> Path:
         by_q[r["query"]].setdefault(r["engine"], r["bytes_read"])
     series = sorted({k for d in by_q.values() for k in d}, key=lambda k: (k != "whole-column reader", k))
     fig, ax = plt.subplots(figsize=(8, 4))
-    width = 0.8 / max(len(series), 1)
-    for i, s in enumerate(series):
-        xs = [k + i * width for k, q in enumerate(queries) if s in by_q.get(q, {})]
-        ax.bar(xs, [by_q[q][s] / 2**20 for q in queries if s in by_q.get(q, {})], width, label=s)
-    ax.set_xticks([k + width * (len(series) - 1) / 2 for k in range(len(queries))], queries)
+    _bars(ax, queries, [(s, {q: d[s] / 2**20 for q, d in by_q.items() if s in d}, f"C{i}")
+                        for i, s in enumerate(series)])
     ax.set_ylabel("MiB")
     ax.set_title(f"bytes moved vs needed ({ps} B pages, {share:.3%} selectivity)")
     if series:
@@ -68,10 +80,7 @@ def plot_bytes(res: dict, path: Path) -> Path:
     else:
         ax.text(0.5, 0.5, "no engine reported bytes (bamql engines do)", ha="center",
                 transform=ax.transAxes)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def plot_sweep(res: dict, path: Path, key: str) -> Path:
@@ -101,10 +110,7 @@ def plot_sweep(res: dict, path: Path, key: str) -> Path:
         ax.set_ylabel(yl)
         ax.legend(fontsize=7)
     a1.set_title(f"{q0}, {mode}")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def plot_scaleout(res: dict, path: Path) -> Path:
@@ -119,16 +125,13 @@ def plot_scaleout(res: dict, path: Path) -> Path:
     fig, axes = plt.subplots(1, 2 if len(counts) > 1 else 1, figsize=(12 if len(counts) > 1 else 6, 4),
                              squeeze=False)
     a1 = axes[0][0]
-    width = 0.8 / len(counts)
-    for i, n in enumerate(counts):
-        here = [(k, run[n, q]) for k, q in enumerate(queries) if (n, q) in run]
-        xs = [k + i * width for k, _ in here]
-        ms = [r["median_s"] * 1e3 for _, r in here]
-        a1.bar(xs, ms, width, label=f"{n} {unit}", color=f"C{i}")
-        for x, t, (_, r) in zip(xs, ms, here, strict=True):
-            if not r["ok"]:
-                a1.annotate("!", (x, t), ha="center", va="bottom", color="red", weight="bold")
-    a1.set_xticks([k + width * (len(counts) - 1) / 2 for k in range(len(queries))], queries)
+    ms = [{q: run[n, q]["median_s"] * 1e3 for q in queries if (n, q) in run} for n in counts]
+    at = _bars(a1, queries, [(f"{n} {unit}", t, f"C{i}")
+                             for i, (n, t) in enumerate(zip(counts, ms, strict=True))])
+    for n, t, xs in zip(counts, ms, at, strict=True):
+        for q, x in xs.items():
+            if not run[n, q]["ok"]:
+                a1.annotate("!", (x, t[q]), ha="center", va="bottom", color="red", weight="bold")
     a1.set_ylabel("time (ms, median)")
     engine = f"{cfg['backend']} backend" if cfg["device"] == "gpu" else "CPU engine"
     a1.set_title(f"{cfg['rows']:,} rows, {cfg['partitions']} partitions, {engine}, {cfg['mode']}")
@@ -147,10 +150,7 @@ def plot_scaleout(res: dict, path: Path) -> Path:
         a2.set_ylabel(f"speed-up over {counts[0]} {unit}")
         a2.set_title(f"speed-up (medians of {cfg['reps']})")
         a2.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def plot_all(res: dict, out: Path) -> list[Path]:
