@@ -110,7 +110,13 @@ def _serve(t, n_workers, qsize, turn, sq_page, sq_staging, sq_seq, done, staging
                 ctl[_BAD_PAGE], ctl[_BAD_KIND] = p + 1, 1
         elif verify:
             wpp = page_size // 8
-            for j in range(want // page_size):  # every page of the block is checked
+            # every member's page of the block is checked; the block's padding (it is
+            # rounded up to an OS page) belongs to no member and has no checksum
+            n = 1
+            if g >= 0:
+                end = g_first[g + 1] if g + 1 < g_first.shape[0] else checksum.shape[0]
+                n = (end - g_first[g]) // g_pages[g]
+            for j in range(n):
                 q = p if g < 0 else g_first[g] + j * g_pages[g] + i
                 if page_hash(words[s, j * wpp : (j + 1) * wpp], q) != checksum[q]:
                     if ctl[_BAD_PAGE] == 0:
