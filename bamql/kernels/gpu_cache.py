@@ -8,7 +8,10 @@ claims a slot with the clock hand, fills it, and publishes VALID with one refere
 A slot is examined only under its lock, and an occupant is evicted only by CAS-ing its
 state from exactly "VALID, no references" to 0, so a page can never be loaded into two
 slots and a referenced page is never evicted (BaM's PR 39 and the ABA trap of a naive
-clock). A thread holds at most one reference and never waits while holding it, so the
+clock). GPU loads do not block: a reader fences after its read of a slot and before its
+reference is dropped, or the load could still be in flight when an evictor refills the
+slot; a loader's lanes fence their stores before VALID is published. A thread holds at
+most one reference and never waits while holding it, so the
 protocol cannot deadlock, however small the cache (BaM's issue 11).
 
 The per-thread functions (``acquire``, ``claim``, ``publish``, ``release``) also run in
@@ -148,6 +151,8 @@ def _make_warp_read(fill):
             loader = cuda.shfl_sync(FULL_MASK, loader, 0)
             if loader:
                 fill(slot, pg, slot_words, io, wpp, lane)
+                # every lane's stores reach the GPU's memory before lane 0 publishes VALID
+                cuda.threadfence()
                 cuda.syncwarp(FULL_MASK)
                 if lane == 0:
                     publish(pg, state)
@@ -157,6 +162,9 @@ def _make_warp_read(fill):
                 stat[0] += 1
             if mine:
                 val = load_cg(slot_typed, slot * rpp + idx)
+                # the load is performed before the reference goes: a load in flight is not
+                # waited for by the release, and an evictor could refill the slot under it
+                cuda.threadfence()
             cuda.syncwarp(FULL_MASK)
             if lane == 0:
                 release(pg, state)
