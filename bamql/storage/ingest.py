@@ -13,7 +13,6 @@ import functools
 import hashlib
 import io
 import os
-import secrets
 import shutil
 import sys
 import time
@@ -38,6 +37,7 @@ from bamql.storage.format import (
     sentinel_for,
 )
 from bamql.storage.partitioned import write_partitions
+from bamql.storage.scratch import Scratch, clean_stale, die_with_parent, sigterm_as_interrupt
 from bamql.storage.sources import Source, open_source, select_columns
 from bamql.storage.writer import ColumnPlan, PageWriter
 
@@ -212,17 +212,6 @@ def _to_storage(a: pa.Array, pl: ColumnPlan) -> np.ndarray:
     return codes.fill_null(sent).to_numpy(zero_copy_only=False).astype(pl.dtype)
 
 
-def _clean_stale(out: Path) -> None:
-    for d in out.parent.glob(f".{out.name}.ingest-*"):
-        try:
-            pid = int(d.name.rsplit("-", 2)[-2])
-            os.kill(pid, 0)
-        except (ValueError, IndexError, ProcessLookupError):
-            shutil.rmtree(d, ignore_errors=True)
-        except PermissionError:
-            pass
-
-
 def ingest(
     sources: Sequence[str | os.PathLike],
     out: str | os.PathLike,
@@ -305,41 +294,53 @@ def ingest(
     name = table or out.name
     names = tuple(str(s.path.name) for s in srcs)
     out.parent.mkdir(parents=True, exist_ok=True)
-    _clean_stale(out)
-    tmp = out.parent / f".{out.name}.ingest-{os.getpid()}-{secrets.token_hex(4)}"
-    tmp.mkdir()
+    clean_stale(out)
+    scratch = Scratch(out)  # locked while this ingest runs
+    tmp = scratch.path
     # row ranges of the partitions; every partition shares the plans (widths, dictionaries)
     bounds = [round(k * rows / partitions) for k in range(partitions + 1)]
     dirs = [tmp] if partitions == 1 else [tmp / f"part-{k:03d}" for k in range(partitions)]
     writers: list[PageWriter] = []
     try:
-        if partitions == 1:
-            w = PageWriter(tmp, plans, rows, page_size, volumes)
-            writers.append(w)
-            keep = [pl.name for pl in plans]
-            for b in (b for s in srcs for b in s.batches(columns=keep)):
-                for i, pl in enumerate(plans):
-                    w.append(i, _to_storage(b.column(pl.name), pl))
-                if progress:
-                    progress(b.num_rows)
-            _finish_store(tmp, w, plans, rows, page_size, volumes, name, names, groups, compress)
-        else:
-            _ingest_partitions(srcs, plans, bounds, dirs, page_size, volumes, name, names, progress,
-                               groups, compress)
-        if partitions > 1:
-            write_partitions(tmp, name, [(d.name, bounds[k], bounds[k + 1] - bounds[k])
-                                         for k, d in enumerate(dirs)])
+        with sigterm_as_interrupt():  # SIGTERM cleans up as Ctrl-C does
+            _write(srcs, plans, bounds, dirs, rows, page_size, volumes, name, names, progress,
+                   groups, compress, writers)
         if out.exists():
             raise IngestError(f"output {out} appeared while ingesting; not replacing it")
+        scratch.finish()
         os.rename(tmp, out)
     except BaseException:
         for w in writers:
             w.abort()
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    finally:
+        scratch.release()
     store_bytes = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
     src_bytes = sum(s.path.stat().st_size for s in srcs)
     return IngestReport(out, rows, src_bytes, store_bytes, time.perf_counter() - t0)
+
+
+def _write(srcs, plans, bounds: list[int], dirs: list[Path], rows: int, page_size: int,
+           volumes: int, name: str, names: tuple[str, ...], progress, groups, compress: str,
+           writers: list[PageWriter]) -> None:
+    """Write the table's store (or its partitions' stores) into the scratch directory."""
+    tmp = dirs[0] if len(dirs) == 1 else dirs[0].parent
+    if len(dirs) == 1:
+        w = PageWriter(tmp, plans, rows, page_size, volumes)
+        writers.append(w)
+        keep = [pl.name for pl in plans]
+        for b in (b for s in srcs for b in s.batches(columns=keep)):
+            for i, pl in enumerate(plans):
+                w.append(i, _to_storage(b.column(pl.name), pl))
+            if progress:
+                progress(b.num_rows)
+        _finish_store(tmp, w, plans, rows, page_size, volumes, name, names, groups, compress)
+    else:
+        _ingest_partitions(srcs, plans, bounds, dirs, page_size, volumes, name, names, progress,
+                           groups, compress)
+        write_partitions(tmp, name, [(d.name, bounds[k], bounds[k + 1] - bounds[k])
+                                     for k, d in enumerate(dirs)])
 
 
 def _ingest_partition(sources: list[str], plans, bounds: list[int], k: int, d: str,
@@ -394,7 +395,9 @@ def _ingest_partitions(srcs, plans, bounds, dirs, page_size, volumes, table, nam
             if progress:
                 progress(n)
         return
-    with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as ex:
+    # workers die with this process (PR_SET_PDEATHSIG): a killed ingest leaves none behind
+    with ProcessPoolExecutor(workers, mp_context=get_context("spawn"), initializer=die_with_parent,
+                             initargs=(os.getpid(),)) as ex:
         futs = [ex.submit(_ingest_partition, *a) for a in args]
         try:
             for f in as_completed(futs):

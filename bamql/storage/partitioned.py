@@ -93,8 +93,16 @@ def is_table(path: Path) -> bool:
 
 
 def open_table(path: str | os.PathLike) -> PageStore | PartitionedTable:
-    """Open a table directory, partitioned or not."""
+    """Open a table directory, partitioned or not.
+
+    A table replaced or removed while it is being opened (its files vanish between the
+    manifest and the volumes) is a clear error, not an internal one.
+    """
     p = Path(path)
-    if (p / PARTITIONS).exists():
-        return PartitionedTable(p)
-    return PageStore(p)
+    try:
+        if (p / PARTITIONS).exists():
+            return PartitionedTable(p)
+        return PageStore(p)
+    except FileNotFoundError as e:
+        raise StoreError(f"table {p} changed or was removed while it was being opened "
+                         f"({Path(e.filename or '').name or e.strerror}); open it again") from None

@@ -1,0 +1,159 @@
+"""An ingest's scratch directory and processes: locks rather than PIDs, SIGTERM cleans up,
+workers die with their parent, a table replaced while opening is a clear error."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from bamql.errors import StoreError
+from bamql.storage.scratch import LOCK, Scratch, clean_stale
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_a_live_ingest_in_another_pid_namespace_keeps_its_scratch_directory(tmp_path):
+    # a PID this process cannot see (another container, another host on a shared file
+    # system) used to count as dead, and the live ingest's directory was deleted
+    out = tmp_path / "trips"
+    live = tmp_path / f".trips.ingest-{2**22 + 12345}-abcd"
+    live.mkdir()
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import fcntl, os, sys, time
+        fd = os.open({str(live / LOCK)!r}, os.O_CREAT | os.O_RDWR)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        print("locked", flush=True)
+        time.sleep(60)
+    """)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        clean_stale(out)
+        assert live.exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    clean_stale(out)  # its holder is gone: the lock is free, the directory stale
+    assert not live.exists()
+
+
+def test_own_scratch_is_locked_until_released(tmp_path):
+    out = tmp_path / "trips"
+    s = Scratch(out)
+    clean_stale(out)
+    assert s.path.exists()
+    fd = os.open(s.path / LOCK, os.O_RDWR)
+    with pytest.raises(OSError):
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    os.close(fd)
+    s.release()
+    clean_stale(out)
+    assert not s.path.exists()
+
+
+def test_an_unlocked_scratch_directory_is_left_alone_while_young(tmp_path):
+    out = tmp_path / "trips"
+    young = tmp_path / ".trips.ingest-1-abcd"
+    young.mkdir()
+    clean_stale(out)
+    assert young.exists()
+    old = time.time() - 3600
+    os.utime(young, (old, old))
+    clean_stale(out)
+    assert not young.exists()
+
+
+SLOW_INGEST = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    from bamql.datasets.generator import GenParams, generate_chunk
+    import pyarrow.parquet as pq
+    import importlib
+    ing = importlib.import_module("bamql.storage.ingest")
+
+    d = Path(sys.argv[1])
+    pq.write_table(generate_chunk(GenParams(rows=20_000, seed=1), 0), d / "t.parquet")
+    real = ing._to_storage
+
+    def slow(a, pl):  # an ingest that takes long enough to be signalled mid-way
+        import time
+        time.sleep(0.05)
+        return real(a, pl)
+
+    ing._to_storage = slow
+    print("start", flush=True)
+    ing.ingest([d / "t.parquet"], d / "out" / "trips")
+""")
+
+
+def test_sigterm_removes_the_scratch_directory_as_ctrl_c_does(tmp_path):
+    p = subprocess.Popen([sys.executable, "-c", SLOW_INGEST, str(tmp_path)], cwd=ROOT,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "start"
+    deadline = time.time() + 60
+    while not list((tmp_path / "out").glob(".trips.ingest-*")) and time.time() < deadline:
+        time.sleep(0.05)
+    assert list((tmp_path / "out").glob(".trips.ingest-*")), "the ingest never started writing"
+    p.send_signal(signal.SIGTERM)
+    p.wait(timeout=60)
+    assert p.returncode != 0
+    assert not list((tmp_path / "out").glob(".trips.ingest-*"))
+    assert not (tmp_path / "out" / "trips").exists()
+
+
+ORPHAN = textwrap.dedent("""
+    import os, time
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+    from bamql.storage.scratch import die_with_parent
+
+    if __name__ == "__main__":
+        ex = ProcessPoolExecutor(1, mp_context=get_context("spawn"), initializer=die_with_parent,
+                                 initargs=(os.getpid(),))
+        print(ex.submit(os.getpid).result(), flush=True)
+        ex.submit(time.sleep, 120)
+        time.sleep(120)
+""")
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="PR_SET_PDEATHSIG is Linux's")
+def test_ingest_workers_die_with_a_killed_parent(tmp_path):
+    script = tmp_path / "orphan.py"  # spawned workers re-import the main module from a file
+    script.write_text(ORPHAN)
+    p = subprocess.Popen([sys.executable, str(script)], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    worker = int(p.stdout.readline())
+    os.kill(worker, 0)  # alive
+    p.kill()
+    p.wait()
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        try:
+            os.kill(worker, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    os.kill(worker, signal.SIGKILL)
+    pytest.fail("the worker outlived its killed parent")
+
+
+def test_a_table_removed_while_opening_is_a_clear_error(taxi_store, monkeypatch):
+    from bamql.storage import store as store_mod
+    from bamql.storage.partitioned import open_table
+
+    real = store_mod.os.open
+
+    def vanished(path, *a, **k):
+        if str(path).endswith(".bin"):
+            raise FileNotFoundError(2, "No such file or directory", str(path))
+        return real(path, *a, **k)
+
+    monkeypatch.setattr(store_mod.os, "open", vanished)
+    with pytest.raises(StoreError, match="changed or was removed while it was being opened"):
+        open_table(taxi_store / "trips")
