@@ -6,6 +6,7 @@ query plan shape serves them all and their partial aggregates merge.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from dataclasses import replace
@@ -19,11 +20,19 @@ PARTITIONS = "partitions.json"
 FORMAT = "bamql-partitioned"
 
 
+def _digest(doc: dict) -> str:
+    """The hash that seals a partition list: every field but itself, canonically."""
+    body = {k: v for k, v in doc.items() if k != "sha256"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
 def write_partitions(root: Path, table: str, parts: list[tuple[str, int, int]]) -> None:
-    """Write ``partitions.json``: (directory, first row, rows) per partition."""
-    doc = {"format": FORMAT, "format_version": 1, "table": table,
+    """Write ``partitions.json``: (directory, first row, rows) per partition, sealed by a
+    hash of its contents."""
+    doc = {"format": FORMAT, "format_version": 2, "table": table,
            "rows": sum(n for _, _, n in parts),
            "partitions": [{"path": p, "first_row": a, "rows": n} for p, a, n in parts]}
+    doc["sha256"] = _digest(doc)
     path = root / PARTITIONS
     path.write_text(json.dumps(doc, indent=1))
     with open(path, "rb") as fh:
@@ -39,15 +48,24 @@ class PartitionedTable:
             doc = json.loads((self.path / PARTITIONS).read_text())
         except (OSError, json.JSONDecodeError) as e:
             raise StoreError(f"table {self.path}: {PARTITIONS} is unreadable ({e})") from None
-        if doc.get("format") != FORMAT:
-            raise StoreError(f"table {self.path}: {PARTITIONS} is not a bamql partition list")
-        self.name = doc["table"]
-        self.paths = [self.path / p["path"] for p in doc["partitions"]]
-        self.parts = [PageStore(p) for p in self.paths]
+        self.name = doc.get("table") if isinstance(doc, dict) else None
+        self.paths = _checked_paths(self.path, doc)
+        self.parts = []
+        try:
+            for p in self.paths:
+                self.parts.append(PageStore(p))
+        except BaseException:
+            self.close()
+            raise
         self.rows = sum(p.rows for p in self.parts)
-        if self.rows != doc["rows"]:
+        first_rows = [p["first_row"] for p in doc["partitions"]]
+        if (self.rows != doc["rows"] or first_rows != [sum(p.rows for p in self.parts[:k])
+                                                       for k in range(len(self.parts))]
+                or any(p.rows != d["rows"] for p, d in zip(self.parts, doc["partitions"],
+                                                           strict=True))):
+            self.close()
             raise StoreError(f"table {self.path}: partitions hold {self.rows:,} rows, "
-                             f"{PARTITIONS} says {doc['rows']:,}")
+                             f"{PARTITIONS} says otherwise (rows or row ranges differ)")
         first = self.parts[0]
         self.page_size = first.page_size
         self.columns: dict[str, ColumnMeta] = {}
@@ -85,6 +103,39 @@ class PartitionedTable:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _checked_paths(root: Path, doc) -> list[Path]:
+    """The partitions' directories: each a plain name directly inside the table's directory,
+    each once, the document sealed by its hash (version 2 on). Anything else is refused: a
+    partition list naming ``../other`` or the same store twice would read or double-count
+    rows that are not this table's."""
+    bad = f"table {root}: {PARTITIONS} "
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise StoreError(bad + "is not a bamql partition list")
+    if doc.get("format_version") not in (1, 2):
+        raise StoreError(bad + f"has format version {doc.get('format_version')}, which this "
+                         "bamql does not read")
+    if doc.get("format_version") == 2 and doc.get("sha256") != _digest(doc):
+        raise StoreError(bad + "is corrupt or was edited (its hash does not match)")
+    parts = doc.get("partitions")
+    if (not isinstance(parts, list) or not parts or not isinstance(doc.get("rows"), int)
+            or not all(isinstance(p, dict) and isinstance(p.get("path"), str)
+                       and isinstance(p.get("first_row"), int) and isinstance(p.get("rows"), int)
+                       for p in parts)):
+        raise StoreError(bad + "is malformed")
+    names = [p["path"] for p in parts]
+    if len(set(names)) != len(names):
+        raise StoreError(bad + "lists a partition twice")
+    base = root.resolve()
+    out = []
+    for n in names:
+        q = root / n
+        if (n in ("", ".", "..") or "/" in n or "\\" in n or os.path.isabs(n)
+                or q.resolve().parent != base or q.is_symlink() or not q.is_dir()):
+            raise StoreError(bad + f"names {n!r}, which is not a partition directory inside it")
+        out.append(q)
+    return out
 
 
 def is_table(path: Path) -> bool:
