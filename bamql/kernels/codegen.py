@@ -82,14 +82,16 @@ class ExprCompiler:
             self.emit(f"{ok} = {oa}")
             for arg in rest:
                 b, ob = self.compile(arg)
+                # bitwise on booleans, not ``and``/``or``: short-circuits are branches, and
+                # numba's compile time grows far faster than linearly with their number
                 if isinstance(e, ir.And):  # a known FALSE decides an AND
-                    self.emit(f"d{v} = ({ok} and not {v}) or ({ob} and not {b})")
-                    self.emit(f"{ok} = ({ok} and {ob}) or d{v}")
-                    self.emit(f"{v} = {v} and {b} and not d{v}")
+                    self.emit(f"d{v} = ({ok} & (not {v})) | ({ob} & (not {b}))")
+                    self.emit(f"{ok} = ({ok} & {ob}) | d{v}")
+                    self.emit(f"{v} = {v} & {b} & (not d{v})")
                 else:  # a known TRUE decides an OR
-                    self.emit(f"d{v} = ({ok} and {v}) or ({ob} and {b})")
-                    self.emit(f"{ok} = ({ok} and {ob}) or d{v}")
-                    self.emit(f"{v} = d{v} or ({v} and {b})")
+                    self.emit(f"d{v} = ({ok} & {v}) | ({ob} & {b})")
+                    self.emit(f"{ok} = ({ok} & {ob}) | d{v}")
+                    self.emit(f"{v} = d{v} | ({v} & {b})")
         elif isinstance(e, ir.Not):
             a, oa = self.compile(e.arg)
             self.emit(f"{v} = not {a}")
@@ -101,7 +103,7 @@ class ExprCompiler:
         elif isinstance(e, ir.InList):
             a, oa = self.compile(e.arg)
             vals = [lit.value for lit in e.values if lit.value is not None]
-            hit = " or ".join(f"{a} == {literal(x)}" for x in vals) or "False"
+            hit = " | ".join(f"({a} == {literal(x)})" for x in vals) or "False"
             self.emit(f"{v} = {hit}")
             if any(lit.value is None for lit in e.values):
                 self.emit(f"{ok} = {oa} and {v}")
