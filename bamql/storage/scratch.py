@@ -35,8 +35,14 @@ class Scratch:
     def __init__(self, out: Path) -> None:
         self.path = out.parent / f".{out.name}.ingest-{os.getpid()}-{secrets.token_hex(4)}"
         self.path.mkdir()
-        self._fd = os.open(self.path / LOCK, os.O_CREAT | os.O_RDWR, 0o600)
-        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        self._fd = -1
+        try:
+            self._fd = os.open(self.path / LOCK, os.O_CREAT | os.O_RDWR, 0o600)
+            fcntl.flock(self._fd, fcntl.LOCK_EX)
+        except BaseException:  # a full or read-only file system: leave nothing behind
+            self.release()
+            shutil.rmtree(self.path, ignore_errors=True)
+            raise
 
     def finish(self) -> None:
         """Drop the lock file before the directory becomes the table."""

@@ -58,6 +58,22 @@ def test_own_scratch_is_locked_until_released(tmp_path):
     assert not s.path.exists()
 
 
+def test_a_lock_that_cannot_be_made_leaves_no_directory(tmp_path, monkeypatch):
+    import bamql.storage.scratch as scratch_mod
+
+    real = os.open
+
+    def full(path, *a, **k):
+        if str(path).endswith(LOCK):
+            raise OSError(28, "No space left on device", str(path))
+        return real(path, *a, **k)
+
+    monkeypatch.setattr(scratch_mod.os, "open", full)
+    with pytest.raises(OSError):
+        Scratch(tmp_path / "trips")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_an_unlocked_scratch_directory_is_left_alone_while_young(tmp_path):
     out = tmp_path / "trips"
     young = tmp_path / ".trips.ingest-1-abcd"
