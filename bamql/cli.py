@@ -299,8 +299,27 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _one_line_notes() -> None:
+    """bamql's own warnings (``KernelCacheWarning``) print as one line, ``bamql: note: ...``;
+    other warnings as Python prints them."""
+    import warnings
+
+    from bamql.errors import KernelCacheWarning
+
+    default = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, KernelCacheWarning):
+            print(f"bamql: note: {message}", file=sys.stderr)
+        else:
+            default(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``bamql`` command; returns the exit code."""
+    _one_line_notes()
     parser = build_parser()
     a = parser.parse_args(argv)
     debug = a.debug or os.environ.get("BAMQL_DEBUG") not in (None, "", "0")

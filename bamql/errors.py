@@ -21,3 +21,18 @@ class PlanError(BamqlError):
 
 class DeviceError(BamqlError):
     """The requested device or backend is unavailable or out of memory."""
+
+
+class KernelCacheWarning(UserWarning):
+    """The on-disk kernel cache is not used (unsafe or unwritable directory): kernels are
+    compiled in memory in every process."""
+
+
+class UsageError(BamqlError):
+    """The Python API was called wrongly: an argument of the wrong type (``connect(None)``,
+    ``sql(b"...")``), or a session used after ``close()``."""
+
+
+class OutOfRangeError(BamqlError):
+    """A value does not fit its SQL type: an integer overflow while running a query (as
+    DuckDB's "Out of Range Error"), or a constant beyond what its type holds."""

@@ -21,6 +21,15 @@ def duck(sql: str, table: pa.Table) -> list[tuple]:
     return con.sql(sql).fetchall()
 
 
+def duck_tables(sql: str, tables: dict[str, pa.Table]) -> list[tuple]:
+    """DuckDB's answer over several Arrow tables, each registered under its name."""
+    con = duckdb.connect()
+    con.execute("SET error_on_division_by_zero=false")  # x/0 is inf, as in bamql
+    for name, t in tables.items():
+        con.register(name, normalize(t))
+    return con.sql(sql).fetchall()
+
+
 def _key(row):
     return tuple((x is None, str(type(x)), x if x is not None else 0) for x in row)
 

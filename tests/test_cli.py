@@ -139,3 +139,61 @@ def test_ingest_with_row_groups(tmp_path, taxi_orc):
     assert r.returncode == 0, r.stderr
     r = bamql("verify", tmp_path / "data" / "trips")
     assert r.returncode == 0 and "1 row group(s) included" in r.stdout
+
+
+def test_duplicate_headers_and_empty_sources_are_one_line_errors(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    dup = tmp_path / "dup.csv"
+    dup.write_text("a,b,a\n1,2,3\n")
+    _one_line_error(bamql("ingest", dup, "--out", tmp_path / "o1"), "'a' appears 2 times")
+    empty = tmp_path / "empty.parquet"
+    pq.write_table(pa.table({"a": pa.array([], pa.int64())}), empty)
+    _one_line_error(bamql("ingest", empty, "--out", tmp_path / "o2"), "no rows")
+    header_only = tmp_path / "header.csv"
+    header_only.write_text("a,b\n")
+    _one_line_error(bamql("ingest", header_only, "--out", tmp_path / "o3"), "no rows")
+    assert not list(tmp_path.glob(".*")) and not list(tmp_path.glob("o*"))
+
+
+@pytest.mark.parametrize("path", [None, b"data", 5])
+def test_connect_with_a_path_of_the_wrong_type_is_a_clean_error(path):
+    import bamql
+    from bamql.errors import UsageError
+
+    with pytest.raises(UsageError, match=f"not {type(path).__name__}"):
+        bamql.connect(path, device="cpu")
+
+
+def test_sql_of_the_wrong_type_or_after_close_is_a_clean_error(taxi_store):
+    import bamql
+    from bamql.errors import UsageError
+
+    con = bamql.connect(taxi_store, device="cpu")
+    for bad in (None, b"SELECT COUNT(*) FROM trips", 5):
+        with pytest.raises(UsageError, match=f"not {type(bad).__name__}"):
+            con.sql(bad)
+    assert con.sql("SELECT COUNT(*) AS n FROM trips").rows() == [(60_000,)]
+    con.close()
+    for call in (lambda: con.sql("SELECT COUNT(*) FROM trips"), lambda: con.table("trips"),
+                 lambda: con.explain("SELECT COUNT(*) FROM trips")):
+        with pytest.raises(UsageError, match="is closed"):
+            call()
+    con.close()  # closing twice is fine
+
+
+def test_an_open_kernel_directory_is_one_note_and_the_query_runs(taxi_store, tmp_path):
+    import os
+
+    (tmp_path / "kernels").mkdir(mode=0o777)
+    (tmp_path / "kernels").chmod(0o777)  # writable by anyone: refused
+    env = dict(os.environ, BAMQL_CACHE_DIR=str(tmp_path))
+    r = subprocess.run([sys.executable, "-m", "bamql.cli", "sql", str(taxi_store),
+                        "SELECT COUNT(*) AS n FROM trips", "--device", "cpu", "--format", "csv"],
+                       capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0 and "60000" in r.stdout, r.stderr
+    assert r.stderr.strip().splitlines() == [
+        f"bamql: note: kernel cache off, compiling in memory: kernel directory "
+        f"{tmp_path / 'kernels'} is open to other users (mode 0777; chmod 700 it)"]
+    assert not list((tmp_path / "kernels").iterdir())  # nothing written there

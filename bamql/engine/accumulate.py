@@ -2,6 +2,8 @@
 
 The layout is shared by the CPU and GPU templates: ``R[g]`` rows per group and per aggregate
 ``j``: ``C`` non-null count, ``SF``/``SI`` sums, ``MNF``/``MXF``/``MNI``/``MXI`` min/max.
+An integer sum takes two slots of ``SI``, so that it is exact as DuckDB's 128-bit one is
+(``int_sums``); ``E`` counts the errors the kernels flag (``codegen.check_errors``).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bamql.kernels.codegen import N_ERRORS, check_errors
 from bamql.planner import ir
 
 _F_MAX, _I_MAX, _I_MIN = np.inf, np.iinfo(np.int64).max, np.iinfo(np.int64).min
@@ -30,19 +33,46 @@ def alloc(nch: int, groups: int, aggs) -> dict[str, np.ndarray]:
             used.add("S" + f)
         elif g.func in ("min", "max"):
             used.add(("MN" if g.func == "min" else "MX") + f)
-    init = {"C": 0, "SF": 0.0, "SI": 0, "MNF": _F_MAX, "MXF": -_F_MAX, "MNI": _I_MAX, "MXI": _I_MIN}
+    # NaN is the largest float (as in DuckDB): MNF starts at NaN, so that a MIN of NaNs only
+    # is NaN, and merges with np.fmin (another chunk's value wins over NaN)
+    init = {"C": 0, "SF": 0.0, "SI": 0, "MNF": np.nan, "MXF": -_F_MAX, "MNI": _I_MAX, "MXI": _I_MIN}
     out = {"R": np.zeros((nch, groups), np.int64)}
     for k, v in init.items():
-        shape = (nch, groups, a) if k in used else (1, 1, 1)
+        shape = (nch, groups, 2 * a if k == "SI" else a) if k in used else (1, 1, 1)
         out[k] = np.full(shape, v, dtype=np.float64 if k.endswith("F") else np.int64)
+    out["E"] = np.zeros((nch, N_ERRORS), np.int64)
     return out
+
+
+def int_sums(SI: np.ndarray, rows: np.ndarray, j: int, cnt: np.ndarray) -> np.ndarray:
+    """The exact integer sums of aggregate ``j`` in groups ``rows`` (Python ints, an object
+    array), which int64 would wrap. Each of the ``cnt`` values ``x`` added ``x >> 32`` to
+    ``SI[.., j]`` and ``(x & 0xFFFFFFFF) - 2**31`` to ``SI[.., len(aggs) + j]``: both halves
+    lie within +-2**31, so neither sum wraps below 2**32 values per group."""
+    a = SI.shape[-1] // 2
+    hi, lo = SI[rows, j], SI[rows, a + j]
+    if len(hi) and max(np.abs(hi).max(), cnt.max()) < 1 << 29 and np.abs(lo).max() < 1 << 61:
+        return (hi * (1 << 32) + lo + cnt * (1 << 31)).astype(object)  # no int64 overflow
+    return hi.astype(object) * (1 << 32) + lo.astype(object) + cnt.astype(object) * (1 << 31)
+
+
+def _int_avgs(sums: np.ndarray, cnt: np.ndarray) -> np.ndarray:
+    """Exact integer sums over counts as float64, correctly rounded (0 where no count)."""
+    f = sums.astype(np.float64)
+    with np.errstate(all="ignore"):
+        if np.all(np.abs(f) < 2.0**53):  # float(x) is exact: the division rounds once
+            return np.where(cnt > 0, f / np.maximum(cnt, 1), 0.0)
+    return np.array([x / int(c) if c else 0.0 for x, c in zip(sums, cnt, strict=True)],
+                    dtype=np.float64)
 
 
 def merge(acc: dict[str, np.ndarray], into: dict[str, np.ndarray] | None) -> dict[str, np.ndarray]:
     """Reduce the chunk axis of ``acc`` and add it to ``into`` (already reduced)."""
     red = {}
     for k, v in acc.items():
-        if k.startswith("MN"):
+        if k == "MNF":
+            red[k] = np.fmin.reduce(v, axis=0)
+        elif k.startswith("MN"):
             red[k] = v.min(axis=0)
         elif k.startswith("MX"):
             red[k] = np.where(np.isnan(v).any(axis=0), np.nan, v.max(axis=0)) if k == "MXF" else v.max(0)
@@ -55,7 +85,9 @@ def combine(red: dict[str, np.ndarray], into: dict[str, np.ndarray]) -> dict[str
     """Two reduced accumulator sets as one (partial aggregates of disjoint rows)."""
     red = dict(red)
     for k in red:
-        if k.startswith("MN"):
+        if k == "MNF":
+            red[k] = np.fmin(red[k], into[k])
+        elif k.startswith("MN"):
             red[k] = np.minimum(red[k], into[k])
         elif k == "MXF":
             red[k] = np.where(np.isnan(red[k]) | np.isnan(into[k]), np.nan, np.maximum(red[k], into[k]))
@@ -84,7 +116,10 @@ class Grouped:
 
 
 def finish(acc: dict[str, np.ndarray], q: ir.Query, domains) -> Grouped:
-    """Merged accumulators -> one row per non-empty group (one row if no GROUP BY)."""
+    """Merged accumulators -> one row per non-empty group (one row if no GROUP BY); raises
+    what the kernels flagged (an overflow, a group key outside its domain)."""
+    if "E" in acc:
+        check_errors(acc["E"].reshape(-1, N_ERRORS).sum(axis=0))
     R = acc["R"]
     present = np.nonzero(R > 0)[0] if q.keys else np.array([0])
     keys = []
@@ -104,6 +139,9 @@ def finish(acc: dict[str, np.ndarray], q: ir.Query, domains) -> Grouped:
         f = "F" if a.arg is not None and a.arg.kind == "float" else "I"
         if a.func == "count":
             aggs.append((cnt, np.ones(len(present), bool)))
+        elif a.func in ("sum", "avg") and f == "I":
+            sums = int_sums(acc["SI"], present, j, cnt)
+            aggs.append((sums if a.func == "sum" else _int_avgs(sums, cnt), has))
         elif a.func == "sum":
             aggs.append((acc["S" + f][present, j], has))
         elif a.func == "avg":
@@ -114,3 +152,18 @@ def finish(acc: dict[str, np.ndarray], q: ir.Query, domains) -> Grouped:
             arr = acc[("MN" if a.func == "min" else "MX") + f][present, j]
             aggs.append((arr, has))
     return Grouped(keys, aggs, len(present))
+
+
+#: Low 63 bits: flipped in a negative float's bits to order them as integers.
+_LOW63 = np.int64(0x7FFF_FFFF_FFFF_FFFF)
+
+
+def order_keys(a: np.ndarray) -> np.ndarray:
+    """float64 values <-> int64 keys in DuckDB's float order (``-inf`` < ... < ``+inf`` < NaN):
+    the bits, with a negative value's low 63 bits flipped. The map is its own inverse, on
+    the array's buffer (a float64 array gives an int64 view and back). The GPU template keeps
+    MIN and MAX of floats as keys, merged with integer atomics (``kernels.gpu``); NaNs must be
+    the canonical (positive) one before, as the kernel makes them."""
+    k = a.view(np.int64)
+    k ^= (k >> 63) & _LOW63
+    return k if a.dtype == np.float64 else k.view(np.float64)

@@ -33,7 +33,8 @@ def cmd_shell(a: argparse.Namespace) -> int:
     from bamql.engine.shell import Shell
 
     with _connect(a) as s:
-        return Shell(s).loop()
+        # --debug adds a traceback to the shell's one-line internal errors
+        return Shell(s, debug=getattr(a, "debug", False) or None).loop()
 
 
 def _common(p: argparse.ArgumentParser) -> None:

@@ -12,6 +12,7 @@ from bamql.engine import accumulate
 from bamql.engine.fetch import fetch
 from bamql.engine.stats import QueryStats
 from bamql.kernels import cpu as kcpu
+from bamql.kernels.codegen import N_ERRORS, check_errors
 from bamql.planner import ir
 from bamql.planner.physical import PhysicalPlan
 from bamql.planner.ranges import RowRanges
@@ -67,7 +68,8 @@ def run_cpu(plan: PhysicalPlan, store: PageStore, stats: QueryStats) -> dict[str
     # numba compiles lazily on first call; warm both kernels on empty input to time it apart
     with kcpu.KERNEL_LOCK:
         for (_, cols), k in zip(filters, fkerns, strict=True):
-            k(0, *[np.empty(0, store.column(c).np_dtype) for c in cols], np.empty(0, bool))
+            k(0, *[np.empty(0, store.column(c).np_dtype) for c in cols], np.empty(0, bool),
+              np.zeros(N_ERRORS, np.int64))
         empty = accumulate.alloc(1, groups, q.aggs)
         akern(0, 1, *[np.empty(0, store.column(c).np_dtype) for c in agg_cols], *empty.values())
     warm_readers(store.page_size)  # the compiled page readers, too, compile on first use
@@ -86,8 +88,10 @@ def run_cpu(plan: PhysicalPlan, store: PageStore, stats: QueryStats) -> dict[str
             for c in s.columns:
                 vals[c] = fetch(store, src[c], rows, window, paths[c], stats, len(rows), zst[c])
             mask = np.empty(len(rows), bool)
+            err = np.zeros(N_ERRORS, np.int64)
             with kcpu.KERNEL_LOCK:
-                k(len(rows), *[vals[c] for c in cols], mask)
+                k(len(rows), *[vals[c] for c in cols], mask, err)
+            check_errors(err)  # an int64 overflow: one line, as in DuckDB
             rows = rows[mask]
             vals = {c: v[mask] for c, v in vals.items()}
             if not len(rows):

@@ -137,7 +137,10 @@ def _raw_lit(v) -> ir.Lit:
     elif v is None:
         lit = ir.Lit(None, "null")
     elif isinstance(v, np.datetime64 | datetime.datetime):
-        lit = ir.Lit(int(np.datetime64(v, "us").astype(np.int64)), "timestamp")
+        from bamql.planner.translate import _timestamp_us
+
+        # through the text: a cast to microseconds wraps beyond int64, this raises
+        lit = ir.Lit(_timestamp_us(str(np.datetime64(v))), "timestamp")
     else:
         raise PlanError(f"unsupported constant {v!r}")
     return lit
@@ -185,7 +188,7 @@ def resolve(e, cols) -> ir.Expr:
         return ir.Not(resolve(a[0], cols))
     if op == "in":
         x = resolve(a[0], cols)
-        return ir.InList(x, tuple(_lit(v, x, cols) for v in a[1]))
+        return t.in_list(x, [_lit(v, x, cols) for v in a[1]], None)
     if op in ("isnull", "notnull"):
         return ir.IsNull(resolve(a[0], cols), negated=op == "notnull")
     if op == "extract":

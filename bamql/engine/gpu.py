@@ -258,6 +258,9 @@ class GpuEngine:
         self._warmed: set[int] = set()  # kernels already launched once (compiled)
         self._io_pool = None  # file backend: threads for the host's sequential reads
         self._run_lock = threading.Lock()
+        # a cache clear and a kernel never overlap: a clear under a running kernel leaves
+        # pages VALID with no slot (wrong reads) or slots no claim can take (a hang)
+        self._cache_lock = threading.RLock()
         # file backend: one staging page per warp in flight, at most 256 MiB of them
         self.max_warps = self.sms * 8 * kgpu.BLOCK // 32
 
@@ -283,6 +286,10 @@ class GpuEngine:
         n_slots = max(1, cache // m.page_size)
         # page states over every id, row-group copies' included (the file backend reads them)
         n_ids = m.all_pages if self.backend == "file" else m.total_pages
+        if n_ids >= 2**31 - 1:  # the cache keeps page ids in int32 words
+            raise DeviceError(f"table {store.name!r} has {n_ids:,} pages; the GPU page cache "
+                              "holds at most 2,147,483,646: ingest it with a larger page size "
+                              "or in partitions")
         need = n_slots * m.page_size + n_ids * 8 + (nbytes if self.backend == "gpu" else 0)
         if need > free * 0.95:
             raise DeviceError(
@@ -339,7 +346,9 @@ class GpuEngine:
 
         cuda = self.cuda
         per_warp = 32 // THREADS_PER_STAGING  # 1 on a GPU; 32 in the simulator (per thread)
-        n_staging = max(32, min(self.max_warps * per_warp, (256 << 20) // staging_bytes(store)))
+        # at least one block's worth: the simulator's threads each index a staging page
+        n_staging = max(32 if per_warp == 1 else kgpu.BLOCK,
+                        min(self.max_warps * per_warp, (256 << 20) // staging_bytes(store)))
         # 64 reads in flight keep the disk busy (bam.md: 16 to 256 threads reach its limit);
         # fewer on small machines, where more workers than cores only take turns
         workers = min(64, 4 * (os.cpu_count() or 1))
@@ -370,6 +379,10 @@ class GpuEngine:
 
     def clear_cache(self, table: str | None = None) -> None:
         """Empty the page cache (and resident columns) of one or all tables."""
+        with self._cache_lock:
+            self._clear_cache(table)
+
+    def _clear_cache(self, table: str | None) -> None:
         self.cuda.current_context()  # the memsets call the driver directly, from any thread
         for ts in self.tables.values():
             if table in (None, ts.name):
@@ -518,10 +531,11 @@ class GpuEngine:
                     ts.queue.begin()
                 ev0, ev1 = ln.events
                 try:
-                    ev0.record()
-                    ln.launch(kern)
-                    ev1.record()
-                    ln.fetch()  # synchronizes
+                    with self._cache_lock:  # no cache clear while the kernel runs
+                        ev0.record()
+                        ln.launch(kern)
+                        ev1.record()
+                        ln.fetch()  # synchronizes
                 finally:
                     if queue:
                         ts.queue.end()
@@ -546,6 +560,8 @@ class GpuEngine:
             ts.resident[n] = d
             ts.resident_bytes += d.nbytes
         host_acc = dict(zip(ln.acc_names, host[1:], strict=True))
+        for k in ("MNF", "MXF"):  # order keys back to floats
+            host_acc[k] = accumulate.order_keys(host_acc[k])
         stats.seconds = time.perf_counter() - t_start - stats.compile_seconds
         stats.rows_matched = int(cnt[0])
         for n in scan:
@@ -576,6 +592,8 @@ class GpuEngine:
         ``firsts``: the first page of each column read through the cache."""
         q = plan.query
         acc = accumulate.alloc(1, accumulate.n_groups(plan.key_domains), q.aggs)
+        for k in ("MNF", "MXF"):  # the kernel keeps float MIN/MAX as int64 order keys
+            acc[k] = accumulate.order_keys(acc[k])
         small = [np.zeros(1 + 2 * len(firsts), np.int64), *acc.values()]
         buf, offs = _pack(small)
         dbuf = self.cuda.to_device(buf)

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal
 
 import numpy as np
 import pyarrow as pa
 
 from bamql.engine.accumulate import Grouped
 from bamql.engine.stats import QueryStats
+from bamql.errors import OutOfRangeError
+from bamql.intmath import fits_int64
 from bamql.planner import ir
 from bamql.planner.evaluate import evaluate
 from bamql.storage.format import ColumnMeta
@@ -23,6 +26,8 @@ def _arrow(v: np.ndarray, ok: np.ndarray, e: ir.Expr, q: ir.Query, cols) -> pa.A
     mask = ~ok
     if e.kind == "float":
         return pa.array(v.astype(np.float64), mask=mask, type=pa.float64())
+    if e.kind == "int" and v.dtype == object:  # exact integers: a SUM, arithmetic over one
+        return _exact_ints(v, ok)
     if e.kind == "int":
         return pa.array(v.astype(np.int64), mask=mask, type=pa.int64())
     if e.kind == "bool":
@@ -36,6 +41,18 @@ def _arrow(v: np.ndarray, ok: np.ndarray, e: ir.Expr, q: ir.Query, cols) -> pa.A
     if e.kind == "string":  # a constant string in the select list
         return pa.array([str(x) if o else None for x, o in zip(v, ok, strict=True)], pa.string())
     return pa.array(v, mask=mask)
+
+
+def _exact_ints(v: np.ndarray, ok: np.ndarray) -> pa.Array:
+    """Python integers as int64 when they all fit, else as decimal128(38, 0), which is what
+    DuckDB's 128-bit HUGEINT (its SUM of BIGINTs) is in Arrow; beyond 38 digits, an error."""
+    vals = [int(x) if o else None for x, o in zip(v, ok, strict=True)]
+    if all(x is None or fits_int64(x) for x in vals):
+        return pa.array(vals, type=pa.int64())
+    if any(x is not None and abs(x) >= 10**38 for x in vals):
+        raise OutOfRangeError("Out of Range Error: an integer result does not fit HUGEINT "
+                              "(38 digits)")
+    return pa.array([None if x is None else Decimal(x) for x in vals], type=pa.decimal128(38, 0))
 
 
 def assemble(g: Grouped, q: ir.Query, cols: dict[str, ColumnMeta]) -> pa.Table:

@@ -13,7 +13,7 @@ import pyarrow as pa
 from bamql.engine.accumulate import finish
 from bamql.engine.result import Result, assemble
 from bamql.engine.stats import ColumnIO, QueryStats
-from bamql.errors import BamqlError, DeviceError, PlanError, StoreError
+from bamql.errors import BamqlError, DeviceError, PlanError, StoreError, UsageError
 from bamql.planner import ir
 from bamql.planner.cost import MEDIA
 from bamql.planner.physical import PhysicalPlan, explain_text, plan_query
@@ -40,6 +40,10 @@ class Session:
     def __init__(self, path: str | os.PathLike, device: str = "auto", backend: str | None = None,
                  cache: int | str | None = None, medium: str | None = None, cluster=None,
                  page_size: int | str | None = None) -> None:
+        self._closed = False
+        if not isinstance(path, (str, os.PathLike)) or isinstance(os.fspath(path), bytes):
+            raise UsageError(f"connect() takes a directory path (str or pathlib.Path), not "
+                             f"{type(path).__name__}")
         self.path = Path(path)
         if medium is not None and medium not in MEDIA:
             raise DeviceError(f"medium must be one of {', '.join(MEDIA)}, not {medium!r}")
@@ -162,9 +166,21 @@ class Session:
     def _domains(q: ir.Query, store) -> tuple[tuple[int, int], ...]:
         return tuple(key_domain(k, store.columns) for k in q.keys)
 
+    def _check_open(self) -> None:
+        """A clean error for a session used after :meth:`close`."""
+        if self._closed:
+            raise UsageError(f"the session on {self.path} is closed; connect() again to query it")
+
+    @staticmethod
+    def _check_text(text) -> None:
+        if not isinstance(text, str):
+            raise UsageError(f"a query is SQL text (str), not {type(text).__name__}")
+
     def sql(self, text: str) -> Result:
         """Run a query (or EXPLAIN / EXPLAIN ANALYZE of one); returns a Result."""
-        m = _EXPLAIN.match(text or "")
+        self._check_text(text)
+        self._check_open()
+        m = _EXPLAIN.match(text)
         body = text[m.end():] if m else text
         q = self._translate(body.strip().rstrip(";"))
         if m and not m.group(1):
@@ -179,6 +195,8 @@ class Session:
 
     def explain(self, text: str) -> str:
         """The EXPLAIN text of a query."""
+        self._check_text(text)
+        self._check_open()
         return self.explain_query(self._translate(text.strip().rstrip(";")))
 
     def _translate(self, text: str) -> ir.Query:
@@ -206,6 +224,7 @@ class Session:
 
     def execute(self, q: ir.Query) -> Result:
         """Plan and run a logical query."""
+        self._check_open()
         store = self.store(q.table)
         if isinstance(store, PartitionedTable):
             return self._execute_partitioned(q, store)
@@ -251,11 +270,13 @@ class Session:
         """A dataframe-like handle on a table (see bamql.engine.frame)."""
         from bamql.engine.frame import Frame
 
+        self._check_open()
         self.store(name)
         return Frame(self, name)
 
     def close(self) -> None:
-        """Close the tables and free device memory."""
+        """Close the tables and free device memory; later queries are a clean error."""
+        self._closed = True
         if self.gpu is not None:
             self.gpu.close()
             self.gpu = None

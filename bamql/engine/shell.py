@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import sys
 import time
+import traceback
+from collections.abc import Callable
 from pathlib import Path
 
 from bamql.engine.output import FORMATS, render
@@ -21,14 +23,65 @@ Enter SQL ending with ';' (it may span lines). EXPLAIN [ANALYZE] <query>; shows 
   .quit              leave (also Ctrl-D)"""
 
 
-class Shell:
-    """A read-eval-print loop over one session."""
+def split_statements(text: str) -> list[str] | None:
+    """The SQL statements of ``text`` when it ends one (its last token is ``;``), else None:
+    more lines are to come.
 
-    def __init__(self, session: Session, out=None) -> None:
+    Statements are split on the ``;`` tokens of sqlglot's tokenizer (the duckdb dialect the
+    planner reads), so a ``;`` inside a string literal, a quoted name or a comment stays
+    where it is; an unterminated string or comment asks for more lines. Text of comments
+    and whitespace only holds no statement (``[]``).
+
+    Parameters
+    ----------
+    text
+        The lines typed so far, joined.
+
+    Returns
+    -------
+    list[str] | None
+        Each statement's text without its ``;``, in order; None while incomplete.
+    """
+    import sqlglot
+    from sqlglot.errors import TokenError
+    from sqlglot.tokens import TokenType
+
+    try:
+        tokens = sqlglot.tokenize(text, read="duckdb")
+    except TokenError:  # an unterminated string, quoted name or comment
+        return None
+    if not tokens:
+        return []
+    if tokens[-1].token_type != TokenType.SEMICOLON:
+        return None
+    out: list[str] = []
+    first = None  # where the current statement's first token starts
+    for t in tokens:
+        if t.token_type == TokenType.SEMICOLON:
+            if first is not None:
+                out.append(text[first:t.start].strip())
+            first = None
+        elif first is None:
+            first = t.start
+    return out
+
+
+class Shell:
+    """A read-eval-print loop over one session.
+
+    A statement or dot-command that fails, from a user's mistake or a bug, is reported in
+    one line and the prompt comes back; Ctrl-C cancels the running statement (or the lines
+    typed so far) and the prompt comes back. Ctrl-D or ``.quit`` leaves.
+    """
+
+    def __init__(self, session: Session, out=None, debug: bool | None = None) -> None:
         self.s = session
         self.out = out or sys.stdout
         self.timer = False
         self.mode = "table"
+        if debug is None:
+            debug = os.environ.get("BAMQL_DEBUG") not in (None, "", "0")
+        self.debug = debug
 
     def say(self, text: str) -> None:
         print(text, file=self.out, flush=True)
@@ -74,13 +127,28 @@ class Shell:
             self.say(f"error: unknown command {cmd} (try .help)")
         return True
 
-    def run_sql(self, sql: str) -> None:
-        t0 = time.perf_counter()
+    def guarded(self, fn: Callable[..., object], *args) -> object:
+        """``fn(*args)``, with a failure reported in one line (a traceback too when
+        debugging); None then. Ctrl-C (KeyboardInterrupt) passes through to the loop."""
         try:
-            res = self.s.sql(sql)
+            return fn(*args)
         except BamqlError as e:
             self.say(f"error: {e}")
-            return
+        except Exception as e:  # a bug: one line, and the shell stays open
+            if self.debug:
+                traceback.print_exc(file=self.out)
+            first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+            self.say(f"internal error: {type(e).__name__}: {first} "
+                     f"(BAMQL_DEBUG=1 shows a traceback)")
+        return None
+
+    def run_sql(self, sql: str) -> None:
+        """Run one statement and print its result (or the error, in one line)."""
+        self.guarded(self._run_sql, sql)
+
+    def _run_sql(self, sql: str) -> None:
+        t0 = time.perf_counter()
+        res = self.s.sql(sql)
         if res.is_explain:
             self.say("\n".join(res.table["explain"].to_pylist()))
         else:
@@ -116,19 +184,22 @@ class Shell:
                     self.say("^C")
                     buf = []
                     continue
-                if not buf and line.strip().startswith("."):
-                    if not self.command(line.strip()):
-                        break
-                    continue
-                if not line.strip() and not buf:
-                    continue
-                buf.append(line)
-                text = "\n".join(buf).strip()
-                if text.endswith(";"):
-                    buf = []
-                    for stmt in (s.strip() for s in text.split(";")):
-                        if stmt:
+                try:
+                    if not buf and line.strip().startswith("."):
+                        if self.guarded(self.command, line.strip()) is False:
+                            break
+                        continue
+                    if not line.strip() and not buf:
+                        continue
+                    buf.append(line)
+                    stmts = split_statements("\n".join(buf))
+                    if stmts is not None:  # complete: every statement runs, in order
+                        buf = []
+                        for stmt in stmts:
                             self.run_sql(stmt)
+                except KeyboardInterrupt:  # cancels the running statement and those after it
+                    self.say("^C cancelled")
+                    buf = []
         finally:
             if readline is not None and hist is not None:
                 try:

@@ -2,9 +2,13 @@
 
 Every expression compiles to a pair of local variables: its value and whether it is valid
 (not NULL). ``load(column)`` gives the source text that reads the current row's stored
-value; NULL is the column's sentinel (NaN for floats, the storage type's minimum
-otherwise), so a load is one read, whatever the template that supplies it. A float column
-stored as scaled integers (``storage.decimals``) is decoded right after its load.
+value; NULL is the column's sentinel (for floats one NaN bit pattern, tested bit for bit,
+since any other NaN is a value; the storage type's minimum otherwise), so a load is one
+read, whatever the template that supplies it. A float column stored as scaled integers
+(``storage.decimals``) is decoded right after its load.
+
+Float comparisons follow DuckDB: NaN equals NaN and is larger than any other value
+(``+inf`` included), so ``NaN > 5`` is TRUE and ``NaN < 5`` FALSE.
 """
 
 from __future__ import annotations
@@ -12,19 +16,36 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+import numpy as np
+
 from bamql.planner import ir
 
 _CMP = {"=": "==", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 
+#: What a kernel flags in its error counters (``flag``): a group key outside its domain,
+#: an int64 overflow of +, -, * or negation. ``check_errors`` turns them into one error.
+ERR_KEY, ERR_ADD, ERR_SUB, ERR_MUL, ERR_NEG = range(5)
+N_ERRORS = 5
+_ERR_OF = {"+": ERR_ADD, "-": ERR_SUB, "*": ERR_MUL}
+_I64_MIN = -(1 << 63)
+
 
 class ExprCompiler:
     """Emits source lines for expressions; ``sentinels[column]`` is its null sentinel and
-    ``scales[column]``, when given and not 0, the decimals of a scaled-integer float."""
+    ``scales[column]``, when given and not 0, the decimals of a scaled-integer float.
+
+    ``flag(code)``, when given, is the statement that records error ``code`` (``ERR_*``): an
+    int64 ``+``, ``-``, ``*`` or negation of valid values that overflows is flagged, never
+    silently wrapped; ``guard`` names a variable that must be true for the row to count
+    (the GPU template's ``live``: a row already filtered out raises nothing).
+    """
 
     def __init__(self, load: Callable[[str], str], sentinels: dict[str, object],
-                 indent: str = "", scales: dict[str, int] | None = None) -> None:
+                 indent: str = "", scales: dict[str, int] | None = None,
+                 flag: Callable[[int], str] | None = None, guard: str | None = None) -> None:
         self.load, self.sentinels, self.indent = load, sentinels, indent
         self.scales = scales or {}
+        self.flag, self.guard = flag, guard
         self.lines: list[str] = []
         self._n = 0
         self._cols: dict[str, tuple[str, str]] = {}
@@ -43,7 +64,11 @@ class ExprCompiler:
                 v, ok = self._var()
                 self.emit(f"{v} = {self.load(e.name)}")
                 s = self.sentinels[e.name]
-                self.emit(f"{ok} = {v} == {v}" if s != s else f"{ok} = {v} != {s}")
+                if s != s:  # a float: NULL is one NaN's bits (numba bitcasts a scalar .view)
+                    bits, w = nan_bits(s)
+                    self.emit(f"{ok} = np.float{w}({v}).view(np.int{w}) != {bits}")
+                else:
+                    self.emit(f"{ok} = {v} != {s}")
                 if self.scales.get(e.name):  # exact: one correctly rounded division
                     self.emit(f"{v} = float({v}) / {float(10 ** self.scales[e.name])!r}")
                 self._cols[e.name] = (v, ok)
@@ -58,7 +83,10 @@ class ExprCompiler:
                 self.emit(f"{ok} = True")
         elif isinstance(e, ir.Neg):
             a, oa = self.compile(e.arg)
-            self.emit(f"{v} = -{a}")
+            if e.kind == "int":  # -MIN does not fit int64
+                self._int_op(v, ERR_NEG, f"int({a}) == {_I64_MIN}", f"-int({a})", oa)
+            else:
+                self.emit(f"{v} = -{a}")
             self.emit(f"{ok} = {oa}")
         elif isinstance(e, ir.Arith):
             a, oa = self.compile(e.left)
@@ -68,13 +96,15 @@ class ExprCompiler:
             elif e.kind == "float":
                 self.emit(f"{v} = float({a}) {e.op} float({b})")
             else:
-                self.emit(f"{v} = int({a}) {e.op} int({b})")
-            self.emit(f"{ok} = {oa} and {ob}")
+                x, y = f"int({a})", f"int({b})"
+                self._int_op(v, _ERR_OF[e.op], _overflows(e.op, x, y), f"{x} {e.op} {y}",
+                             f"{oa} and {ob}")
+            self.emit(f"{ok} = {oa} & {ob}")
         elif isinstance(e, ir.Cmp):
             a, oa = self.compile(e.left)
             b, ob = self.compile(e.right)
-            self.emit(f"{v} = {a} {_CMP[e.op]} {b}")
-            self.emit(f"{ok} = {oa} and {ob}")
+            self.emit(f"{v} = {self._cmp(e, a, b)}")
+            self.emit(f"{ok} = {oa} & {ob}")
         elif isinstance(e, ir.And | ir.Or):
             first, *rest = e.args
             a, oa = self.compile(first)
@@ -103,10 +133,11 @@ class ExprCompiler:
         elif isinstance(e, ir.InList):
             a, oa = self.compile(e.arg)
             vals = [lit.value for lit in e.values if lit.value is not None]
-            hit = " | ".join(f"({a} == {literal(x)})" for x in vals) or "False"
+            hit = " | ".join(f"({a} != {a})" if x != x else f"({a} == {literal(x)})"
+                             for x in vals) or "False"  # NaN = NaN, as in DuckDB
             self.emit(f"{v} = {hit}")
             if any(lit.value is None for lit in e.values):
-                self.emit(f"{ok} = {oa} and {v}")
+                self.emit(f"{ok} = {oa} & {v}")
             else:
                 self.emit(f"{ok} = {oa}")
             if e.negated:
@@ -124,12 +155,114 @@ class ExprCompiler:
             raise TypeError(f"cannot compile {type(e).__name__}")
         return v, ok
 
+    def _int_op(self, v: str, code: int, test: str, op: str, valid: str) -> None:
+        """Emit ``v = op``, an int64 operation, unless ``test`` says it would overflow: then
+        ``v = 0`` and, where the row counts and its inputs are valid (a NULL's sentinel is no
+        value), flag ``code``. The test runs first because numba's integer operations
+        assume no signed overflow (LLVM ``nsw``): a wrapped result cannot be inspected."""
+        o = "o" + v
+        self.emit(f"{o} = {test}")
+        self.emit(f"{v} = 0 if {o} else {op}")
+        if self.flag is not None:
+            guard = f"{self.guard} and " if self.guard else ""
+            self.emit(f"if {guard}{o} and {valid}:")
+            self.emit(f"    {self.flag(code)}")
+
+    def group_slot(self, keys, domains) -> None:
+        """Emit ``g``, the accumulator slot of the row's group: key value ``v`` of domain
+        ``(base, size)`` takes ``v - base``, NULL takes ``size``, the keys mixed in radix
+        ``size + 1``. A value outside its domain (metadata that does not match the data) is
+        flagged (``ERR_KEY``) and sent to slot 0: nothing is written out of bounds."""
+        self.emit("g = 0")
+        self.emit("gbad = False")
+        for k, (base, size) in zip(keys, domains, strict=True):
+            v, ok = self.compile(k)
+            self.emit(f"gk = int({v}) - {base} if {ok} else {size}")
+            self.emit(f"gbad = gbad | ({ok} & ((gk < 0) | (gk >= {size})))")
+            self.emit(f"g = g * {size + 1} + gk")
+        self.emit("if gbad:")
+        if self.flag is not None:
+            self.emit(f"    {self.flag(ERR_KEY)}")
+        self.emit("    g = 0")
+
+    def _may_be_nan(self, e: ir.Expr) -> bool:
+        """Whether ``e`` can be NaN: a float that is no finite constant and no scaled-integer
+        column (those hold no NaN)."""
+        if e.kind != "float":
+            return False
+        if isinstance(e, ir.Lit):
+            return e.value is not None and e.value != e.value
+        return not (isinstance(e, ir.Col) and self.scales.get(e.name))
+
+    def _cmp(self, e: ir.Cmp, a: str, b: str) -> str:
+        """Source of ``a <op> b`` with DuckDB's NaN order: NaN = NaN, NaN above all else."""
+        plain = f"{a} {_CMP[e.op]} {b}"
+        an, bn = self._may_be_nan(e.left), self._may_be_nan(e.right)
+        if not (an or bn):
+            return plain
+        # bitwise, not and/or: branches make numba's compile time grow with their number
+        a_nan, b_nan = f"({a} != {a})", f"({b} != {b})"
+        a_num = f" & ({a} == {a})" if an else ""
+        b_num = f" & ({b} == {b})" if bn else ""
+        if e.op == "=":
+            return f"({plain}) | ({a_nan} & {b_nan})" if an and bn else plain
+        if e.op == "<>":
+            return f"({plain}) & (({a} == {a}) | ({b} == {b}))" if an and bn else plain
+        if e.op == "<":
+            return f"({plain}) | ({b_nan}{a_num})" if bn else plain
+        if e.op == "<=":
+            return f"({plain}) | {b_nan}" if bn else plain
+        if e.op == ">":
+            return f"({plain}) | ({a_nan}{b_num})" if an else plain
+        return f"({plain}) | {a_nan}" if an else plain  # >=
+
+
+def _overflows(op: str, x: str, y: str) -> str:
+    """Source of: the int64 ``x op y`` would overflow, tested on the operands without
+    computing anything that overflows (no float rounding; no division by 0 or of MIN by -1).
+    With floor division: for ``x > 0``, ``x * y > MAX`` iff ``x > MAX // y`` (``y > 0``) and
+    ``x * y < MIN`` iff ``x > MIN // y`` (``y < -1``); both negative, ``x * y > MAX`` iff
+    ``y < -((MIN + 1) // x)``."""
+    mx, mn = -_I64_MIN - 1, _I64_MIN
+    if op == "+":
+        return f"({y} > 0 and {x} > {mx} - {y}) or ({y} < 0 and {x} < {mn} - {y})"
+    if op == "-":
+        return f"({y} < 0 and {x} > {mx} + {y}) or ({y} > 0 and {x} < {mn} + {y})"
+    return (f"({x} > 0 and (({y} > 0 and {x} > {mx} // {y}) or ({y} < -1 and {x} > {mn} // {y})))"
+            f" or ({x} < 0 and (({y} > 0 and {x} != -1 and {y} > {mn} // {x}) or "
+            f"({y} < 0 and {y} < -({mn + 1} // {x}))))")
+
+
+def check_errors(counts) -> None:
+    """Raise the error that a kernel's flags ``counts`` (indexed by ``ERR_*``) report, if any:
+    an overflow as DuckDB words it, a key outside its domain as a store that does not match
+    its metadata."""
+    from bamql.errors import OutOfRangeError, StoreError
+
+    counts = [int(x) for x in counts]
+    for code, what in ((ERR_ADD, "addition"), (ERR_SUB, "subtraction"),
+                       (ERR_MUL, "multiplication"), (ERR_NEG, "negation")):
+        if counts[code]:
+            raise OutOfRangeError(f"Out of Range Error: Overflow in {what} of INT64")
+    if counts[ERR_KEY]:
+        raise StoreError(f"{counts[ERR_KEY]:,} row(s) hold a GROUP BY key outside the range "
+                         "that the table's metadata records: the store does not match its "
+                         "manifest (re-ingest it)")
+
 
 def literal(value) -> str:
     """Source text of a constant (non-finite floats through ``math``)."""
     if isinstance(value, float) and not math.isfinite(value):
         return "math.nan" if value != value else ("math.inf" if value > 0 else "-math.inf")
     return repr(value)
+
+
+def nan_bits(sentinel) -> tuple[int, int]:
+    """The bits of a NaN sentinel as an integer, and its width (32 for a ``np.float32``,
+    else 64)."""
+    if isinstance(sentinel, np.float32):
+        return int(np.array([sentinel], np.float32).view(np.int32)[0]), 32
+    return int(np.array([sentinel], np.float64).view(np.int64)[0]), 64
 
 
 def safe_name(column: str) -> str:

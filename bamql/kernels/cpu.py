@@ -9,8 +9,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
-import numba
-
 from bamql.kernels import diskcache
 from bamql.kernels.codegen import ExprCompiler, safe_name
 from bamql.parallel import PARALLEL_LOCK
@@ -26,10 +24,11 @@ def _compile(src: str, name: str):
     with _cache_lock:
         fn = _cache.get(src)
         if fn is None:
-            # from a module file where possible: numba then keeps the machine code on disk
-            # and the next process loads it instead of compiling (``kernels.diskcache``)
+            # under a module file's name where possible: numba then keeps the machine code
+            # on disk, signed, and the next process loads it instead of compiling
+            # (``kernels.diskcache``, which checks every file before it is loaded)
             py, on_disk = diskcache.load(src, name)
-            fn = numba.njit(parallel=True, nogil=True, error_model="numpy", cache=on_disk)(py)
+            fn = diskcache.jit(py, on_disk, parallel=True, nogil=True, error_model="numpy")
             _cache[src] = fn
         return fn
 
@@ -47,11 +46,12 @@ def kernel_cache_size() -> int:
 
 def filter_source(pred: ir.Expr, columns: Sequence[str], sentinels: dict,
                   scales: dict | None = None) -> str:
-    """Source of ``kern(n, <columns>, out)``: out[i] = predicate TRUE for row i."""
+    """Source of ``kern(n, <columns>, out, err)``: out[i] = predicate TRUE for row i;
+    ``err[code]`` is set where an error ``code`` happens (``codegen.check_errors``)."""
     ec = ExprCompiler(lambda c: f"{safe_name(c)}[i]", sentinels, indent="        ",
-                      scales=scales)
+                      scales=scales, flag=lambda code: f"err[{code}] = 1")
     v, ok = ec.compile(pred)
-    params = ", ".join(["n", *(safe_name(c) for c in columns), "out"])  # a constant: no columns
+    params = ", ".join(["n", *(safe_name(c) for c in columns), "out", "err"])  # a constant: no columns
     return "\n".join([
         f"def kern({params}):",
         "    for i in numba.prange(n):",
@@ -72,18 +72,18 @@ ACC_ARRAYS = ("C", "SF", "SI", "MNF", "MXF", "MNI", "MXI")
 
 def agg_source(keys: Sequence[ir.Expr], domains: Sequence[tuple[int, int]], aggs: Sequence[ir.Agg],
                columns: Sequence[str], sentinels: dict, scales: dict | None = None) -> str:
-    """Source of ``kern(n, nch, <columns>, R, C, SF, SI, MNF, MXF, MNI, MXI)``.
+    """Source of ``kern(n, nch, <columns>, R, C, SF, SI, MNF, MXF, MNI, MXI, E)``.
 
     Rows are split into ``nch`` chunks, each with its own accumulator row: no atomics, and
     the caller merges chunks. ``R[ch, g]`` counts rows of group ``g``; per aggregate ``j``,
     ``C`` counts non-null inputs, ``SF``/``SI`` sum floats/ints, ``MN*``/``MX*`` min/max.
+    An integer sum is exact: ``SI[.., j]`` sums each value's high 32 bits and
+    ``SI[.., len(aggs) + j]`` its low 32 bits less 2**31 (``accumulate.int_sums``).
+    ``E[ch, code]`` counts errors (``codegen.check_errors``).
     """
     ec = ExprCompiler(lambda c: f"{safe_name(c)}[i]", sentinels, indent="            ",
-                      scales=scales)
-    ec.emit("g = 0")
-    for k, (base, size) in zip(keys, domains, strict=True):
-        v, ok = ec.compile(k)
-        ec.emit(f"g = g * {size + 1} + (int({v}) - {base} if {ok} else {size})")
+                      scales=scales, flag=lambda code: f"E[ch, {code}] += 1")
+    ec.group_slot(keys, domains)
     ec.emit("R[ch, g] += 1")
     for j, a in enumerate(aggs):
         if a.arg is None:
@@ -93,10 +93,15 @@ def agg_source(keys: Sequence[ir.Expr], domains: Sequence[tuple[int, int]], aggs
         ec.emit(f"if {ok}:")
         ec.emit(f"    C[ch, g, {j}] += 1")
         f = "F" if a.arg.kind == "float" else "I"
-        if a.func in ("sum", "avg"):
+        if a.func in ("sum", "avg") and f == "I":  # two halves that cannot overflow
+            ec.emit(f"    SI[ch, g, {j}] += int({v}) >> 32")
+            ec.emit(f"    SI[ch, g, {len(aggs) + j}] += (int({v}) & 4294967295) - 2147483648")
+        elif a.func in ("sum", "avg"):
             ec.emit(f"    S{f}[ch, g, {j}] += {v}")
         elif a.func == "min":
-            ec.emit(f"    if {v} < MN{f}[ch, g, {j}]:")
+            # NaN is the largest: it starts MNF (accumulate.alloc) and any other value wins
+            nan = f" or MNF[ch, g, {j}] != MNF[ch, g, {j}]" if f == "F" else ""
+            ec.emit(f"    if {v} < MN{f}[ch, g, {j}]{nan}:")
             ec.emit(f"        MN{f}[ch, g, {j}] = {v}")
         elif a.func == "max":
             nan = f" or {v} != {v}" if f == "F" else ""  # NaN is the largest, as in DuckDB
@@ -104,7 +109,7 @@ def agg_source(keys: Sequence[ir.Expr], domains: Sequence[tuple[int, int]], aggs
             ec.emit(f"        MX{f}[ch, g, {j}] = {v}")
     args = ", ".join(safe_name(c) for c in columns)
     return "\n".join([
-        f"def kern(n, nch, {args}{', ' if args else ''}R, C, SF, SI, MNF, MXF, MNI, MXI):",
+        f"def kern(n, nch, {args}{', ' if args else ''}R, C, SF, SI, MNF, MXF, MNI, MXI, E):",
         "    for ch in numba.prange(nch):",
         "        lo = ch * n // nch",
         "        hi = (ch + 1) * n // nch",

@@ -53,6 +53,22 @@ def _zero(dtype: np.dtype) -> str:
     return f"np.{np.dtype(dtype).name}(0)"
 
 
+#: ``accumulate.order_keys`` of NaN and of -inf: the local starts of a float MIN and MAX.
+_NAN_KEY = 0x7FF8_0000_0000_0000
+_NEG_INF_KEY = -0x7FF0_0000_0000_0001
+
+
+def _float_key(ec: ExprCompiler, v: str) -> str:
+    """Emit the int64 key of float ``v`` in DuckDB's order (``accumulate.order_keys``; NaN
+    made the canonical NaN, the largest); return its variable. Float MIN and MAX are kept
+    as keys (``MNF``/``MXF`` are int64 here), so that integer atomics and shuffles order
+    NaN above everything, which the float atomics and ``min``/``max`` do not."""
+    k = f"k{v}"
+    ec.emit(f"{k} = {_NAN_KEY} if {v} != {v} else np.float64({v}).view(np.int64)")
+    ec.emit(f"{k} ^= ({k} >> 63) & 0x7FFFFFFFFFFFFFFF")
+    return k
+
+
 def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, scan: set,
                   cached_index: dict, queue: bool = False, scales: dict | None = None) -> str:
     """Source of the query kernel.
@@ -64,9 +80,13 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
     argument ``fp_<col>`` (after the scanned columns' arguments, in ``cached_index`` order). Cache misses are
     copied from ``src_words`` (the store in GPU or mapped host memory), or with ``queue``
     read by the host I/O workers through the submission queue (the ``file`` backend).
-    ``scales`` gives the decimals of floats stored as scaled integers.
+    ``scales`` gives the decimals of floats stored as scaled integers. ``MNF`` and ``MXF``
+    are int64 arrays of ``accumulate.order_keys`` (the caller converts them both ways).
     """
-    ec = ExprCompiler(lambda c: f"x_{safe_name(c)}", sentinels, indent=" " * 8, scales=scales)
+    # errors (an int64 overflow, a group key outside its domain) count in ``E[0, code]``,
+    # only for rows still live (``codegen.check_errors``)
+    ec = ExprCompiler(lambda c: f"x_{safe_name(c)}", sentinels, indent=" " * 8, scales=scales,
+                      flag=lambda code: f"cuda.atomic.add(E, (0, {code}), 1)", guard="live")
     body = ec.lines
     loaded: set[str] = set()
     reader = "warp_read_file" if queue else "warp_read"
@@ -108,10 +128,7 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
     ec.emit("matched += 1")
     decls, flush = [], []
     if grouped:
-        ec.emit("g = 0")
-        for k, (base, size) in zip(q.keys, domains, strict=True):
-            v, ok = ec.compile(k)
-            ec.emit(f"g = g * {size + 1} + (int({v}) - {base} if {ok} else {size})")
+        ec.group_slot(q.keys, domains)
         ec.emit("cuda.atomic.add(R, (0, g), 1)")
     else:
         decls.append("nrows = 0")
@@ -125,23 +142,30 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
             ec.indent = " " * 16
         # (array, atomic op, local initial value, local update)
         updates = [("C", "add", "0", "{l} += 1", "1")]
-        if a.func in ("sum", "avg"):
+        if a.func in ("sum", "avg") and f == "I":  # exact: two halves (kernels.cpu.agg_source)
+            updates.append(("SI", "add", "0", "{l} += int({v}) >> 32", "int({v}) >> 32"))
+            lo = "(int({v}) & 4294967295) - 2147483648"
+            updates.append(("SI", "add", "0", "{l} += " + lo, lo, len(q.aggs) + j))
+        elif a.func in ("sum", "avg"):
             updates.append((f"S{f}", "add", "0.0" if f == "F" else "0", "{l} += {v}", "{v}"))
         elif a.func == "min":
-            init = "math.inf" if f == "F" else str(np.iinfo(np.int64).max)
-            updates.append((f"MN{f}", "min", init, "{l} = min({l}, {v})", "{v}"))
+            init = str(_NAN_KEY) if f == "F" else str(np.iinfo(np.int64).max)
+            x = _float_key(ec, v) if f == "F" else "{v}"
+            updates.append((f"MN{f}", "min", init, "{l} = min({l}, " + x + ")", x))
         elif a.func == "max":
-            init = "-math.inf" if f == "F" else str(np.iinfo(np.int64).min)
-            updates.append((f"MX{f}", "max", init, "{l} = max({l}, {v})", "{v}"))
-        for arr, op, init, upd, val in updates:
+            init = str(_NEG_INF_KEY) if f == "F" else str(np.iinfo(np.int64).min)
+            x = _float_key(ec, v) if f == "F" else "{v}"
+            updates.append((f"MX{f}", "max", init, "{l} = max({l}, " + x + ")", x))
+        for arr, op, init, upd, val, *at in updates:
             vv = v if a.arg is not None else "0"
+            jj = at[0] if at else j  # the aggregate's slot, or the one an update names
             if grouped:
-                ec.emit(f"cuda.atomic.{op}({arr}, (0, g, {j}), {val.format(v=vv)})")
+                ec.emit(f"cuda.atomic.{op}({arr}, (0, g, {jj}), {val.format(v=vv)})")
             else:
-                local = f"a_{arr}_{j}"
+                local = f"a_{arr}_{jj}"
                 decls.append(f"{local} = {init}")
                 ec.emit(upd.format(l=local, v=vv))
-                flush.append((arr, f"(0, 0, {j})", local, op))
+                flush.append((arr, f"(0, 0, {jj})", local, op))
         ec.indent = " " * 12
     cached = sorted(cached_index, key=cached_index.get)
     head = [
@@ -149,7 +173,7 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
         + "".join(f"d_{safe_name(c)}, r_{safe_name(c)}, f_{safe_name(c)}, " for c in sorted(scan))
         + "".join(f"fp_{safe_name(c)}, " for c in cached)
         + "s_int8, s_int16, s_int32, s_int64, s_float32, s_float64, state, page_slot, slot_page, "
-        f"slot_lock, clock, n_slots, slot_words, {io_args}, counters, R, C, SF, SI, MNF, MXF, MNI, MXI):",
+        f"slot_lock, clock, n_slots, slot_words, {io_args}, counters, R, C, SF, SI, MNF, MXF, MNI, MXI, E):",
         "    lane = cuda.laneid",
         f"    io = ({io_args},)",
         "    nw = (cuda.gridDim.x * cuda.blockDim.x) // 32",

@@ -56,15 +56,57 @@ else:
     def sleep_ns(ns):
         cuda.nanosleep(np.uint32(ns))
 
+    from llvmlite import ir as llir
+    from numba import types
+    from numba.cuda import cgutils
+    from numba.cuda.extending import intrinsic
+
+    #: PTX type, register constraint and register width of each element type
+    _CG = {types.int8: ("s8", "h", 16), types.int16: ("s16", "h", 16), types.int32: ("s32", "r", 32),
+           types.int64: ("s64", "l", 64), types.uint64: ("u64", "l", 64),
+           types.float32: ("f32", "f", 0), types.float64: ("f64", "d", 0)}
+
+    @intrinsic
+    def _ld_cg(typingctx, arr, i):
+        """``ld.global.cg`` of ``arr[i]`` (1-D) as asm with side effects and a memory clobber.
+
+        numba's ``cuda.ldcg`` is asm without side effects: LLVM may move it past a fence or
+        a warp barrier, and the fence that orders a slot's read before its release would
+        then order nothing. This load stays where the source puts it.
+        """
+        if not (isinstance(arr, types.Array) and arr.ndim == 1 and arr.dtype in _CG
+                and isinstance(i, types.Integer)):
+            return None
+
+        def codegen(context, builder, sig, args):
+            aryty, idxty = sig.args
+            ary = context.make_array(aryty)(context, builder, value=args[0])
+            idx = context.cast(builder, args[1], idxty, types.intp)
+            ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [idx], wraparound=False)
+            ptx, con, bits = _CG[aryty.dtype]
+            want = context.get_value_type(aryty.dtype)
+            reg = llir.IntType(bits) if bits else want
+            fnty = llir.FunctionType(reg, [ptr.type])
+            asm = llir.InlineAsm(fnty, f"ld.global.cg.{ptx} $0, [$1];", f"={con},l,~{{memory}}",
+                                 side_effect=True)
+            v = builder.call(asm, [ptr])
+            return builder.trunc(v, want) if bits and reg.width > want.width else v
+
+        return arr.dtype(arr, i), codegen
+
     @cuda.jit(device=True, inline=True)
     def load_cg(arr, i):
-        return cuda.ldcg(arr, i)  # L2, not a stale L1 line: other SMs fill slots
+        return _ld_cg(arr, i)  # L2, not a stale L1 line: other SMs fill slots
 
 
 @cuda.jit(device=True)
 def claim(p, state, page_slot, slot_page, slot_lock, clock, n_slots):
     """Find a slot for page ``p`` (whose state we set BUSY) with the clock hand."""
+    tries = 0
     while True:
+        tries += 1
+        if tries % n_slots == 0:  # a whole turn of the clock found nothing: let others go on
+            backoff()
         s = cuda.atomic.add(clock, 0, 1) % n_slots
         if cuda.atomic.cas(slot_lock, s, 0, 1) != 0:
             continue
@@ -147,6 +189,8 @@ def _make_warp_read(fill):
                 s, ld = acquire(pg, state, page_slot, slot_page, slot_lock, clock, n_slots)
                 slot = s
                 loader = 1 if ld else 0
+                if not ld:  # a hit: the loader's fill happens-before the lanes' reads
+                    cuda.threadfence()
             slot = cuda.shfl_sync(FULL_MASK, slot, 0)
             loader = cuda.shfl_sync(FULL_MASK, loader, 0)
             if loader:

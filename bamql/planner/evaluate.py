@@ -10,6 +10,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from bamql.errors import OutOfRangeError
+from bamql.intmath import I64_MAX, I64_MIN
 from bamql.planner import ir
 
 Vec = tuple[np.ndarray, np.ndarray]  # (values, valid)
@@ -31,10 +33,12 @@ def evaluate(e: ir.Expr, env: Mapping, n: int) -> Vec:
         return np.full(n, e.value), ones
     if isinstance(e, ir.Neg):
         v, ok = evaluate(e.arg, env, n)
-        return -v, ok
+        return (int_arith("-", None, v, ok) if e.kind == "int" else -v), ok
     if isinstance(e, ir.Arith):
         a, oa = evaluate(e.left, env, n)
         b, ob = evaluate(e.right, env, n)
+        if e.kind == "int" and e.op != "/":
+            return int_arith(e.op, a, b, oa & ob), oa & ob
         with np.errstate(all="ignore"):
             if e.op == "+":
                 v = a + b
@@ -48,9 +52,7 @@ def evaluate(e: ir.Expr, env: Mapping, n: int) -> Vec:
     if isinstance(e, ir.Cmp):
         a, oa = evaluate(e.left, env, n)
         b, ob = evaluate(e.right, env, n)
-        ops = {"=": np.equal, "<>": np.not_equal, "<": np.less, "<=": np.less_equal,
-               ">": np.greater, ">=": np.greater_equal}
-        return ops[e.op](a, b), oa & ob
+        return compare(e.op, a, b), oa & ob
     if isinstance(e, ir.And | ir.Or):
         v, ok = evaluate(e.args[0], env, n)
         v = v.astype(bool)
@@ -74,6 +76,8 @@ def evaluate(e: ir.Expr, env: Mapping, n: int) -> Vec:
         a, oa = evaluate(e.arg, env, n)
         vals = [x.value for x in e.values if x.value is not None]
         hit = np.isin(a, vals) if vals else np.zeros(n, dtype=bool)
+        if any(x != x for x in vals):  # NaN = NaN, as in DuckDB
+            hit |= _isnan(a)
         has_null = any(x.value is None for x in e.values)
         ok = oa & (hit | (not has_null))  # x IN (.., NULL) is NULL unless it hits
         return (~hit if e.negated else hit), ok
@@ -81,6 +85,66 @@ def evaluate(e: ir.Expr, env: Mapping, n: int) -> Vec:
         v, ok = evaluate(e.arg, env, n)
         return extract_np(e.part, v.astype(np.int64)), ok
     raise TypeError(f"cannot evaluate {type(e).__name__}")
+
+
+def int_arith(op: str, a: np.ndarray | None, b: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """Integer ``a op b`` (``a`` None: ``-b``) that never wraps. Over exact integers (object
+    arrays: an integer SUM, DuckDB's 128-bit HUGEINT) it is exact; over int64 a valid row that
+    overflows raises ``OutOfRangeError``, as DuckDB's BIGINT arithmetic does (the kernels
+    flag the same, ``kernels.codegen``)."""
+    if b.dtype == object or (a is not None and a.dtype == object):
+        b = b.astype(object)
+        if a is None:
+            return -b
+        a = a.astype(object)
+        return a + b if op == "+" else (a - b if op == "-" else a * b)
+    b = b.astype(np.int64)  # a narrow column's sample widens first, as in the kernels
+    mx, mn = np.int64(I64_MAX), np.int64(I64_MIN)
+    with np.errstate(all="ignore"):  # the tests as in kernels.codegen._overflows
+        if a is None:
+            r, bad, what = -b, b == mn, "negation"
+        else:
+            a = a.astype(np.int64)
+            if op == "+":
+                r, what = a + b, "addition"
+                bad = ((b > 0) & (a > mx - b)) | ((b < 0) & (a < mn - b))
+            elif op == "-":
+                r, what = a - b, "subtraction"
+                bad = ((b < 0) & (a > mx + b)) | ((b > 0) & (a < mn + b))
+            else:  # floor divisions by safe stand-ins where the test does not look
+                r, what = a * b, "multiplication"
+                db = np.where((b == 0) | (b == -1), 1, b)
+                da = np.where((a == 0) | (a == -1), -2, a)
+                dn = np.where(a == 0, -1, a)
+                bad = ((a > 0) & (((b > 0) & (a > mx // db)) | ((b < -1) & (a > mn // db)))) | (
+                    (a < 0) & (((b > 0) & (a != -1) & (b > mn // da))
+                               | ((b < 0) & (b < -((mn + 1) // dn)))))
+    if np.any(bad & valid):
+        raise OutOfRangeError(f"Out of Range Error: Overflow in {what} of INT64")
+    return r
+
+
+def _isnan(a: np.ndarray) -> np.ndarray:
+    a = np.asarray(a)
+    return np.isnan(a) if a.dtype.kind == "f" else np.zeros(a.shape, dtype=bool)
+
+
+def compare(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a <op> b`` elementwise in DuckDB's float order: NaN = NaN, and NaN is larger than
+    every other value (``+inf`` included)."""
+    an, bn = _isnan(a), _isnan(b)
+    eq = np.equal(a, b) | (an & bn)
+    if op == "=":
+        return eq
+    if op == "<>":
+        return ~eq
+    lt = np.less(a, b) | (~an & bn)
+    if op == "<":
+        return lt
+    if op == "<=":
+        return lt | eq
+    gt = np.greater(a, b) | (an & ~bn)
+    return gt if op == ">" else gt | eq
 
 
 def extract_np(part: str, us: np.ndarray) -> np.ndarray:

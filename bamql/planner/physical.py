@@ -7,6 +7,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from bamql.errors import OutOfRangeError
+from bamql.intmath import I64_MAX, I64_MIN, int_interval
 from bamql.planner import ir
 from bamql.planner.cost import (
     CACHED,
@@ -20,6 +22,7 @@ from bamql.planner.cost import (
 from bamql.planner.evaluate import predicate_mask
 from bamql.planner.ranges import RowRanges
 from bamql.planner.translate import key_domain
+from bamql.storage.format import null_mask
 from bamql.storage.store import PageStore
 
 
@@ -84,6 +87,8 @@ def _page_mask(e: ir.Expr, store: PageStore) -> tuple[str, np.ndarray] | None:
         col, v = e.left.name, e.right.value
         if v is None:
             return col, np.zeros(store.column(col).n_pages, bool)
+        if isinstance(v, float) and not np.isfinite(v):
+            return None  # a page's max is +inf for a NaN too, which is above +inf: no pruning
     elif isinstance(e, ir.InList) and isinstance(e.arg, ir.Col) and not e.negated:
         col, v = e.arg.name, None
     elif isinstance(e, ir.IsNull) and isinstance(e.arg, ir.Col):
@@ -93,6 +98,17 @@ def _page_mask(e: ir.Expr, store: PageStore) -> tuple[str, np.ndarray] | None:
     c = store.column(col)
     ids = slice(c.first_page, c.first_page + c.n_pages)
     lo, hi, nulls = store.pages.zmin[ids], store.pages.zmax[ids], store.pages.nulls[ids]
+    if c.np_dtype.kind == "i" and c.kind != "float" and not isinstance(e, ir.IsNull):
+        # integers (ints, timestamps, dictionary codes): exact int64 zone maps, never floats,
+        # which round from 2**53 on
+        zones = _int_zones(store, c, ids)
+        if zones is None:
+            return None
+        m = _int_mask(e, *zones)
+        if isinstance(e, ir.InList) or e.op == "=":
+            m = _with_value_sets(m, store, col, [x.value for x in e.values]
+                                 if isinstance(e, ir.InList) else [v])
+        return col, m
     if isinstance(e, ir.IsNull):
         in_page = np.full(c.n_pages, c.rows_per_page)
         in_page[-1] = store.rows - (c.n_pages - 1) * c.rows_per_page
@@ -110,6 +126,40 @@ def _page_mask(e: ir.Expr, store: PageStore) -> tuple[str, np.ndarray] | None:
         "<": lo < v, "<=": lo <= v, ">": hi > v, ">=": hi >= v,
         "<>": ~((lo == v) & (hi == v)),
     }[op]
+
+
+def _int_zones(store: PageStore, c, ids: slice) -> tuple[np.ndarray, np.ndarray] | None:
+    """Each page's min and max of integer column ``c`` as int64 (min > max: no value), or
+    None where they are not known exactly: a store from before int64 zone maps whose float64
+    ones pass 2**53, where they may have rounded."""
+    if store.pages.izmin is not None:
+        return store.pages.izmin[ids], store.pages.izmax[ids]
+    lo, hi = store.pages.zmin[ids], store.pages.zmax[ids]
+    some = lo <= hi  # a page of NULLs only has min +inf, max -inf
+    if np.any(np.abs(lo[some]) > 2.0**53) or np.any(np.abs(hi[some]) > 2.0**53):
+        return None
+    ilo, ihi = np.full(len(lo), I64_MAX, np.int64), np.full(len(lo), I64_MIN, np.int64)
+    ilo[some], ihi[some] = lo[some], hi[some]
+    return ilo, ihi
+
+
+def _int_mask(e: ir.Cmp | ir.InList, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Pages with int64 zone maps ``lo``/``hi`` that may hold a row where ``e`` (a column
+    against constants) is TRUE. Each constant becomes the integers it admits (``intmath``,
+    exact for ints and decimals, as the kernels compare for doubles), compared in int64."""
+    if isinstance(e, ir.InList):
+        spans = [int_interval("=", x.value) for x in e.values if x.value is not None]
+    elif e.op == "<>":  # all but the integers equal to the constant
+        start, stop = int_interval("=", e.right.value)
+        spans = [(I64_MIN, start), (stop, I64_MAX + 1)]
+    else:
+        spans = [int_interval(e.op, e.right.value)]
+    m = np.zeros(len(lo), bool)
+    for start, stop in spans:
+        start, last = max(start, I64_MIN), min(stop - 1, I64_MAX)  # [start, last] in int64
+        if start <= last:
+            m |= (hi >= start) & (lo <= last) & (lo <= hi)
+    return m
 
 
 def _with_value_sets(m: np.ndarray, store: PageStore, col: str, values) -> np.ndarray:
@@ -154,7 +204,8 @@ def sample_env(store: PageStore, columns) -> tuple[dict, int]:
     for name in columns:
         c = store.column(name)
         v = store.sample[name]
-        ok = ~np.isnan(v) if v.dtype.kind == "f" else v != c.sentinel
+        # a scaled float's sample is decoded (NULL as NaN); an unscaled one's is as stored
+        ok = ~np.isnan(v) if v.dtype.kind == "f" and c.scale else ~null_mask(v)
         env[name] = (v, ok)
         n = len(v)
     return env, n
@@ -163,6 +214,13 @@ def sample_env(store: PageStore, columns) -> tuple[dict, int]:
 def estimate(e: ir.Expr, store: PageStore) -> float:
     """Estimated share of rows where ``e`` is TRUE: exact histograms for one small-domain
     column, the row-aligned sample otherwise (never quite 0: the sample is finite)."""
+    try:
+        return _estimate(e, store)
+    except OutOfRangeError:  # a sample row overflows: the query decides whether that is an error
+        return 1.0
+
+
+def _estimate(e: ir.Expr, store: PageStore) -> float:
     cols = ir.columns_of(e)
     if len(cols) == 1:
         c = store.column(cols[0])

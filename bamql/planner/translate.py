@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import bisect
 import difflib
+import re
+import sys
 from collections.abc import Mapping
+from fractions import Fraction
 
 import numpy as np
 import sqlglot
@@ -13,6 +16,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from bamql.errors import PlanError
+from bamql.intmath import I64_MAX, I64_MIN, first_above, first_at_least, fits_int64
 from bamql.planner import ir
 from bamql.storage.format import ColumnMeta
 
@@ -43,10 +47,31 @@ def _where(node: exp.Expression, sql: str) -> str:
 
 
 def _timestamp_us(text: str) -> int:
+    """A timestamp constant as int64 microseconds since 1970, exactly: NumPy wraps silently
+    beyond the int64 range (``'300000-01-01'``), so the seconds are parsed apart from the
+    fraction and the microseconds computed with Python integers, then checked."""
+    s = text.strip().replace(" ", "T")
+    base, dot, frac = s.partition(".")
+    out_of_range = PlanError(f"timestamp {text!r} is out of range: timestamps are int64 "
+                             "microseconds, from -290308-12-21 to 294247-01-10")
+    year = re.match(r"-?(\d+)", base)
+    if year is not None and len(year.group(1)) > 6:  # too far for NumPy's days to be exact
+        raise out_of_range
     try:
-        return int(np.datetime64(text.strip().replace(" ", "T"), "us").astype(np.int64))
+        if year is None or (dot and not frac.isdigit()):
+            raise ValueError
+        t = np.datetime64(base)
+        unit = np.datetime_data(t.dtype)[0]
+        if unit not in ("Y", "M", "W", "D", "h", "m", "s") or (dot and unit != "s"):
+            raise ValueError
+        day = t.astype("datetime64[D]")
+        secs = int(day.astype(np.int64)) * 86400 + int((t - day) // np.timedelta64(1, "s"))
     except ValueError:
         raise PlanError(f"not a timestamp: {text!r} (use 'YYYY-MM-DD[ HH:MM:SS]')") from None
+    us = secs * 1_000_000 + (int(frac[:6].ljust(6, "0")) if dot else 0)  # below 1 us: cut
+    if not I64_MIN < us <= I64_MAX:  # the minimum is the null sentinel
+        raise out_of_range
+    return us
 
 
 class _Translator:
@@ -55,6 +80,9 @@ class _Translator:
         self.catalog = catalog
         self.cols: Mapping[str, ColumnMeta] = {}
         self.table = ""
+        #: exact values of the decimal constants (SQL's ``2.5``, a DECIMAL, not a DOUBLE):
+        #: id(Lit) -> (the Lit, kept alive, and its value as a Fraction)
+        self.decimals: dict[int, tuple[ir.Lit, Fraction]] = {}
 
     def fail(self, what: str, node: exp.Expression | None = None) -> PlanError:
         return PlanError(what + (_where(node, self.sql) if node is not None else ""))
@@ -202,7 +230,12 @@ class _Translator:
             if node.is_string:
                 return ir.Lit(node.this, "strlit")
             v = node.this
-            return ir.Lit(int(v), "int") if v.lstrip("-").isdigit() else ir.Lit(float(v), "float")
+            if v.lstrip("-").isdigit():
+                return ir.Lit(int(v), "int")
+            lit = ir.Lit(float(v), "float")
+            if "e" not in v.lower():  # 2.5 is a DECIMAL, exact; 2.5e0 a DOUBLE
+                self.decimals[id(lit)] = (lit, Fraction(v))
+            return lit
         if isinstance(node, exp.Null):
             return ir.Lit(None, "null")
         if isinstance(node, exp.Boolean):
@@ -216,7 +249,10 @@ class _Translator:
         if isinstance(node, exp.Neg):
             a = self.expr(node.this)
             if isinstance(a, ir.Lit) and a.kind in ("int", "float"):
-                return ir.Lit(-a.value, a.kind)
+                neg = ir.Lit(-a.value, a.kind)
+                if id(a) in self.decimals:
+                    self.decimals[id(neg)] = (neg, -self.decimals[id(a)][1])
+                return neg
             self.need_numeric(a, node)
             return ir.Neg(a, a.kind)
         for cls, op in _ARITH.items():
@@ -229,17 +265,18 @@ class _Translator:
         for cls, op in _CMP.items():
             if isinstance(node, cls):
                 return self.compare(op, self.expr(node.this), self.expr(node.expression), node)
-        if isinstance(node, exp.And):
-            return ir.And((self.bool_expr(node.this), self.bool_expr(node.expression)))
-        if isinstance(node, exp.Or):
-            return ir.Or((self.bool_expr(node.this), self.bool_expr(node.expression)))
+        if isinstance(node, exp.And | exp.Or):  # a chain, flattened without recursion
+            parts = [self.bool_expr(x) for x in _chain(node, type(node))]
+            return ir.And(tuple(parts)) if isinstance(node, exp.And) else ir.Or(tuple(parts))
         if isinstance(node, exp.Not):
             inner = node.this
             if isinstance(inner, exp.Is):
                 return self.is_null(inner, negated=True)
             if isinstance(inner, exp.In):
                 e = self.expr(inner)
-                return ir.InList(e.arg, e.values, negated=True)
+                if isinstance(e, ir.InList):
+                    return ir.InList(e.arg, e.values, negated=True)
+                return ir.Not(e)  # an IN rewritten as ORs of comparisons (``compare``)
             return ir.Not(self.bool_expr(inner))
         if isinstance(node, exp.Is):
             return self.is_null(node, negated=False)
@@ -257,7 +294,7 @@ class _Translator:
                 if not isinstance(lit, ir.Lit):
                     raise self.fail("IN (...) takes constants only", v)
                 vals.append(self.coerce_literal(lit, a, v))
-            return ir.InList(a, tuple(vals))
+            return self.in_list(a, vals, node)
         if isinstance(node, exp.Extract):
             part = node.this.name.lower() if isinstance(node.this, exp.Var | exp.Identifier) else ""
             return self.extract(part, node.expression, node)
@@ -293,6 +330,9 @@ class _Translator:
         if e.kind not in ("int", "float", "null"):
             raise self.fail(f"arithmetic needs numbers, got a {e.kind.replace('strlit', 'string')} "
                             "value", node)
+        if isinstance(e, ir.Lit) and e.kind == "int" and not fits_int64(e.value):
+            raise self.fail(f"integer constant {e.value} is out of the range of BIGINT (int64) "
+                            "in arithmetic", node)
 
     def coerce_literal(self, lit: ir.Lit, other: ir.Expr, node) -> ir.Lit:
         """Make a literal comparable with ``other`` (timestamps, dictionary strings)."""
@@ -314,6 +354,8 @@ class _Translator:
             code = i if i < len(d) and d[i] == lit.value else i - 0.5
             return ir.Lit(code, "string")
         elif other.kind in ("int", "float"):
+            if lit.kind == "int" and other.kind == "float" and not fits_int64(lit.value):
+                return ir.Lit(float(lit.value), "float")  # DOUBLE vs HUGEINT: as doubles
             if lit.kind in ("int", "float"):
                 return lit
         elif other.kind in ("strlit", "null") and lit.kind in ("int", "float", "strlit", "timestamp"):
@@ -337,7 +379,36 @@ class _Translator:
             ok = False
         if not ok:
             raise self.fail(f"cannot compare {ka} with {kb}", node)
+        if ka == "int" and kb in numeric and isinstance(b, ir.Lit):
+            c = self.int_constant(b)
+            if c is None:
+                return int_compare(op, a, self.decimals[id(b)][1] if id(b) in self.decimals
+                                   else b.value)
+            b = c
         return ir.Cmp(op, a, b)
+
+    def in_list(self, a: ir.Expr, vals: list[ir.Lit], node) -> ir.Expr:
+        """``a IN (vals)``, the constants made comparable with ``a`` already."""
+        if a.kind == "int" and any(x.kind != "null" and self.int_constant(x) is None for x in vals):
+            # a constant that no int64 equals as such: x IN (a, b) is x = a OR x = b
+            eqs = tuple(self.compare("=", a, x, node) for x in vals)
+            return eqs[0] if len(eqs) == 1 else ir.Or(eqs)
+        return ir.InList(a, tuple(self.int_constant(x) if a.kind == "int" and x.kind != "null"
+                                  else x for x in vals))
+
+    def int_constant(self, lit: ir.Lit) -> ir.Lit | None:
+        """``lit`` as an int64 constant when an integer compares with it as with that int64
+        (``4``, ``4.0``); None when it does not (``2.5``, ``1e19``, ``2**64``, or a double
+        from 2**53 on, which every integer rounding to it equals)."""
+        v = lit.value
+        if id(lit) in self.decimals:
+            v = self.decimals[id(lit)][1]
+            v = int(v) if v.denominator == 1 else None
+        elif isinstance(v, float):
+            v = int(v) if v.is_integer() and abs(v) < 2.0**53 else None
+        if isinstance(v, int) and fits_int64(v):
+            return lit if lit.kind == "int" and type(lit.value) is int else ir.Lit(v, "int")
+        return None
 
     # -- after aggregation -------------------------------------------------------------
     def outer(self, node, keys, aggs, names=None, exprs=None) -> ir.Expr:
@@ -410,6 +481,29 @@ class _Translator:
         return ir.Agg(func, e, e.kind)
 
 
+def _below(a: ir.Expr, t: int, negate: bool = False) -> ir.Cmp:
+    """``a < t`` (``a >= t`` with ``negate``) for an int64 expression ``a``: a threshold
+    beyond int64 becomes a comparison that is always TRUE or always FALSE (NULL for NULL)."""
+    if t > I64_MAX:  # a < t always: a <= MAX
+        return ir.Cmp(">" if negate else "<=", a, ir.Lit(I64_MAX, "int"))
+    if t <= I64_MIN:  # a < t never: a < MIN
+        return ir.Cmp(">=" if negate else "<", a, ir.Lit(I64_MIN, "int"))
+    return ir.Cmp(">=" if negate else "<", a, ir.Lit(t, "int"))
+
+
+def int_compare(op: str, a: ir.Expr, c: int | float | Fraction) -> ir.Expr:
+    """``a op c`` for an integer expression ``a`` and a constant that is no int64 (a decimal
+    compared exactly, a double as SQL compares a BIGINT with a DOUBLE, an integer beyond
+    int64) as comparisons with int64 constants, which kernels and zone maps compare exactly
+    where a float comparison would round (``intmath``)."""
+    ge, gt = first_at_least(c), first_above(c)  # x >= c from ge on, x > c from gt on
+    if op == "=":
+        return ir.And((_below(a, ge, negate=True), _below(a, gt)))
+    if op == "<>":
+        return ir.Or((_below(a, ge), _below(a, gt, negate=True)))
+    return _below(a, ge if op in ("<", ">=") else gt, negate=op in (">", ">="))
+
+
 def key_domain(k: ir.Expr, cols: Mapping[str, ColumnMeta]) -> tuple[int, int]:
     """``(base, size)`` of a group key: key value ``v`` maps to slot ``v - base``; one more
     slot (``size``) holds NULL."""
@@ -424,8 +518,38 @@ def key_domain(k: ir.Expr, cols: Mapping[str, ColumnMeta]) -> tuple[int, int]:
     return int(c.min), int(c.max) - int(c.min) + 1
 
 
+#: Python frames translation may use (see ``translate``)
+_RECURSION_LIMIT = 6000
+
+
+def _chain(node: exp.Expression, cls: type) -> list[exp.Expression]:
+    """The operands of a chain of ``cls`` (AND or OR) in order, parentheses around links
+    dropped: ``a AND (b AND c) AND d`` -> ``[a, b, c, d]``. Iterative, so a chain of
+    thousands of terms does not exhaust Python's recursion limit."""
+    out: list[exp.Expression] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        while isinstance(n, exp.Paren) and isinstance(n.this, cls):
+            n = n.this
+        if isinstance(n, cls):
+            stack.append(n.expression)
+            stack.append(n.this)
+        else:
+            out.append(n)
+    return out
+
+
 def translate(sql: str, catalog: Mapping[str, Mapping[str, ColumnMeta]]) -> ir.Query:
     """Translate SQL text into a logical query over ``catalog`` (table -> columns)."""
     if not sql or not sql.strip():
         raise PlanError("empty query")
-    return _Translator(sql, catalog).query()
+    # sqlglot's parser recurses about 16 frames per level of parentheses: Python's default
+    # limit of 1,000 stops at ~60 levels, which a generated query reaches
+    if sys.getrecursionlimit() < _RECURSION_LIMIT:
+        sys.setrecursionlimit(_RECURSION_LIMIT)
+    try:
+        return _Translator(sql, catalog).query()
+    except RecursionError:
+        raise PlanError("the query nests too deeply (parentheses, NOT or arithmetic some "
+                        "hundreds of levels deep); write it flatter") from None

@@ -77,8 +77,11 @@ class DecimalScan:
     hi: float = -np.inf
     rows: int = 0
 
-    def update(self, values: np.ndarray) -> None:
-        """Take in the next values (float64, NaN for null)."""
+    def update(self, values: np.ndarray, real_nans: bool = False) -> None:
+        """Take in the next values (float64, NaN for null); ``real_nans``: some NaNs among
+        them are values, not nulls, which scaled integers cannot hold."""
+        if real_nans:
+            self.decimals = -1
         if self.decimals < 0 or not len(values):
             return
         d, lo, hi = _scan(np.ascontiguousarray(values, dtype=np.float64), _POW10, self.decimals)
@@ -93,17 +96,27 @@ class DecimalScan:
                            self.rows + other.rows)
 
     def encoding(self) -> tuple[int, np.dtype] | None:
-        """``(scale, integer dtype)`` to store the column with, or None to keep float64."""
+        """``(scale, integer dtype)`` to store the column with, or None to keep float64.
+
+        The scale is at least 1, also for whole numbers: ``scale`` 0 means a column stored as
+        is, and a float column stored as integers must be decoded (its NULL is the integer
+        sentinel, not NaN)."""
         if self.decimals < 0:
             return None
-        p = 10.0**self.decimals
+        scale = max(self.decimals, 1)
+        p = 10.0**scale
         lo = round(self.lo * p) if np.isfinite(self.lo) else 0
         hi = round(self.hi * p) if np.isfinite(self.hi) else 0
         for dt in _WIDTHS:
             info = np.iinfo(dt)
             if info.min < lo and hi <= info.max:  # the minimum is the null sentinel
-                return self.decimals, dt
+                return scale, dt
         return None
+
+
+def real_nans(a: pa.Array, values: np.ndarray) -> bool:
+    """Whether ``values`` (``to_float64(a)``) hold NaNs that are values of ``a``, not nulls."""
+    return int(np.count_nonzero(np.isnan(values))) > a.null_count
 
 
 def to_float64(a: pa.Array) -> np.ndarray:

@@ -14,9 +14,14 @@ scaled integers (``ColumnMeta.scale``): ``value = stored / 10**scale``, exact be
 writer checks that every value round-trips. A 2-decimal fare is then 2 bytes instead of 8,
 which is what a sequential stream pays for.
 
-Nulls are stored in-band as a sentinel (NaN for floats, the storage type's minimum for
-integers, timestamps and dictionary codes), not as a validity bitmap: a gather then costs
-one page per value instead of two, which is what late materialization is for.
+Nulls are stored in-band as a sentinel (the storage type's minimum for integers,
+timestamps, dictionary codes and scaled floats), not as a validity bitmap: a gather then
+costs one page per value instead of two, which is what late materialization is for. A
+float64 or float32 column's NULL is one NaN bit pattern (``NULL_F64_BITS``,
+``NULL_F32_BITS``: a quiet NaN with a payload) and a real NaN is stored as the canonical
+NaN, so the two stay apart (from version 3 on; before, both were NaN). A column holding real
+NaNs is never stored as scaled integers, and a scaled column has at least one decimal
+(``scale >= 1``): ``scale`` 0 always means "stored as is".
 """
 
 from __future__ import annotations
@@ -30,9 +35,15 @@ import numpy as np
 from bamql.errors import StoreError
 
 FORMAT_NAME = "bamql-pagestore"
-FORMAT_VERSION = 2
-#: Versions this bamql reads (1 has no scaled floats; every ``scale`` is then 0).
-READABLE_VERSIONS = (1, 2)
+FORMAT_VERSION = 3
+#: Versions this bamql reads (1 has no scaled floats; every ``scale`` is then 0). Versions 1
+#: and 2 store a float's NULL and NaN alike, and version 2 wrote whole-number floats as
+#: integers with ``scale`` 0 and their NULLs as 0: ``Manifest.load`` refuses such columns.
+READABLE_VERSIONS = (1, 2, 3)
+#: The NULL of a float64 / float32 column: a quiet NaN with a payload ("NULL" in ASCII) that
+#: ingest never stores for a value (real NaNs are stored as the canonical NaN).
+NULL_F64_BITS = 0x7FF8_0000_4E55_4C4C
+NULL_F32_BITS = 0x7FC0_4E55
 MANIFEST = "manifest.json"
 PAGES_META = "pages.npz"
 DEFAULT_PAGE_SIZE = 4096
@@ -63,9 +74,42 @@ def volume_name(i: int) -> str:
 
 
 def sentinel_for(dtype: np.dtype):
-    """The null sentinel of a storage dtype (NaN for floats, the minimum for integers)."""
+    """The null sentinel of a storage dtype: for floats the NaN of bits ``NULL_F64_BITS`` /
+    ``NULL_F32_BITS`` (a NumPy scalar of the dtype, which keeps the bits), for integers the
+    minimum."""
     dtype = np.dtype(dtype)
-    return float("nan") if dtype.kind == "f" else int(np.iinfo(dtype).min)
+    if dtype.kind == "f":
+        bits = np.array([_null_bits(dtype)], dtype=_bits_dtype(dtype))
+        return bits.view(dtype)[0]
+    return int(np.iinfo(dtype).min)
+
+
+def _bits_dtype(dtype: np.dtype) -> np.dtype:
+    return np.dtype(np.int64) if np.dtype(dtype).itemsize == 8 else np.dtype(np.int32)
+
+
+def _null_bits(dtype: np.dtype) -> int:
+    if np.dtype(dtype) not in (np.dtype(np.float64), np.dtype(np.float32)):
+        raise StoreError(f"float storage type {np.dtype(dtype)} is not supported (float32/64)")
+    return NULL_F64_BITS if np.dtype(dtype).itemsize == 8 else NULL_F32_BITS
+
+
+def null_mask(values: np.ndarray) -> np.ndarray:
+    """Where stored ``values`` are NULL: the NULL bit pattern for floats (a real NaN is not
+    NULL), the sentinel otherwise."""
+    if values.dtype.kind == "f":
+        return values.view(_bits_dtype(values.dtype)) == _null_bits(values.dtype)
+    return values == sentinel_for(values.dtype)
+
+
+def float_storage(values: np.ndarray, nulls: np.ndarray | None, dtype: np.dtype) -> np.ndarray:
+    """Float ``values`` as stored (a new array of ``dtype``): every NaN made the canonical NaN
+    and the rows where ``nulls`` is true (a boolean mask, or None) the NULL bit pattern."""
+    out = np.array(values, dtype=dtype, copy=True)
+    out[np.isnan(out)] = np.nan  # any sign or payload: the canonical quiet NaN
+    if nulls is not None and nulls.any():
+        out.view(_bits_dtype(dtype))[nulls] = _null_bits(dtype)
+    return out
 
 
 def narrow_int_dtype(lo: int, hi: int) -> np.dtype:
@@ -94,12 +138,13 @@ class ColumnMeta:
     n_pages: int
     rows_per_page: int
     nulls: int = 0
-    min: float | None = None
-    max: float | None = None
+    #: smallest and largest value; exact integers for integer-stored columns
+    min: int | float | None = None
+    max: int | float | None = None
     dictionary: tuple[str, ...] | None = None
     #: exact value -> row count, for small domains
     histogram: dict[str, int] | None = None
-    #: decimal digits of a float column stored as scaled integers (0: stored as is)
+    #: decimal digits (1 or more) of a float column stored as scaled integers (0: as is)
     scale: int = 0
 
     @property
@@ -120,7 +165,8 @@ class ColumnMeta:
         return float(10**self.scale)
 
     def decode(self, stored: np.ndarray) -> np.ndarray:
-        """Stored values -> the column's values (scaled floats divided, their nulls NaN)."""
+        """Stored values -> the column's values (scaled floats divided, their nulls NaN;
+        see ``null_mask`` for telling the nulls of unscaled floats from their NaNs)."""
         if not self.scale:
             return stored
         out = stored.astype(np.float64) / self.divisor
@@ -231,6 +277,7 @@ class Manifest:
                 if c.get("dictionary") is not None:
                     c["dictionary"] = tuple(c["dictionary"])
                 cols.append(ColumnMeta(**c))
+                _check_float(path, cols[-1], old=d["format_version"] < 3)
             d["sources"] = tuple(d.get("sources", ()))
             d["groups"] = tuple(GroupMeta(**{**g, "members": tuple(g["members"])})
                                 for g in d.get("groups", ()))
@@ -239,3 +286,17 @@ class Manifest:
             return cls(columns=tuple(cols), **d)
         except (TypeError, KeyError) as e:
             raise StoreError(f"store {path}: {MANIFEST} is malformed ({e})") from None
+
+
+def _check_float(path: Path, c: ColumnMeta, old: bool) -> None:
+    """Refuse a float column whose values are ambiguous: one stored as integers with scale 0
+    (version 2 wrote whole numbers so, their NULLs as 0), or, in a version 1 or 2 store
+    (``old``), one with NULLs (a NULL and a NaN were both stored as NULL)."""
+    if c.kind != "float":
+        return
+    if np.dtype(c.dtype).kind == "i" and not c.scale:
+        raise StoreError(f"store {path}: column {c.name!r} was ingested by an older bamql that "
+                         "stored its NULLs as 0; re-ingest the table")
+    if old and c.nulls:
+        raise StoreError(f"store {path}: column {c.name!r} was ingested by an older bamql that "
+                         "stored NaN as NULL; re-ingest the table")

@@ -9,6 +9,7 @@ ingest of the same name removes.
 
 from __future__ import annotations
 
+import errno
 import functools
 import hashlib
 import io
@@ -25,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from bamql.errors import IngestError
-from bamql.storage.decimals import DecimalScan, encode, to_float64
+from bamql.storage.decimals import DecimalScan, encode, real_nans, to_float64
 from bamql.storage.format import (
     DEFAULT_PAGE_SIZE,
     MANIFEST,
@@ -33,6 +34,7 @@ from bamql.storage.format import (
     ColumnMeta,
     Manifest,
     check_page_size,
+    float_storage,
     narrow_int_dtype,
     sentinel_for,
 )
@@ -111,7 +113,9 @@ def _scan_floats(sources: Sequence[Source], names: list[str],
         for b in s.batches(columns=names):
             for n in names:
                 if scans[n].decimals >= 0:
-                    scans[n].update(to_float64(b.column(n)))
+                    a = b.column(n)
+                    v = to_float64(a)
+                    scans[n].update(v, real_nans(a, v))
             if progress:
                 progress(b.num_rows)
         return scans
@@ -194,14 +198,19 @@ def _to_storage(a: pa.Array, pl: ColumnPlan) -> np.ndarray:
         return a.fill_null(sent).to_numpy(zero_copy_only=False).astype(pl.dtype)
     if pl.kind == "float" and pl.scale:
         v = to_float64(a)
+        if real_nans(a, v):  # scaled integers have no NaN: it would be stored as NULL
+            raise IngestError(f"column {pl.name!r}: a NaN the scan that chose scaled integers "
+                              "did not see; re-run with --floats plain")
         try:
             return encode(v, pl.scale, pl.dtype)
         except ValueError as e:
             raise IngestError(f"column {pl.name!r}: {e}") from None
-    if pl.kind == "float" and pa.types.is_decimal(a.type):
-        return to_float64(a)  # a decimal kept as float64 (too many digits, or --floats plain)
     if pl.kind == "float":
-        return a.cast(pa.from_numpy_dtype(pl.dtype)).to_numpy(zero_copy_only=False).astype(pl.dtype)
+        # a decimal kept as float64 (too many digits, or --floats plain), or a float as it
+        # comes: NaNs canonical, NULLs the NULL bit pattern (format.float_storage)
+        v = (to_float64(a) if pa.types.is_decimal(a.type)
+             else a.cast(pa.from_numpy_dtype(pl.dtype)).to_numpy(zero_copy_only=False))
+        return float_storage(v, np.asarray(a.is_null()) if a.null_count else None, pl.dtype)
     if pl.kind == "timestamp":
         try:
             us = a.cast(pa.timestamp("us", tz=a.type.tz)).cast(pa.int64())
@@ -210,6 +219,17 @@ def _to_storage(a: pa.Array, pl: ColumnPlan) -> np.ndarray:
         return us.fill_null(sent).to_numpy(zero_copy_only=False)
     codes = pc.index_in(a, value_set=pa.array(pl.dictionary or (), type=a.type))
     return codes.fill_null(sent).to_numpy(zero_copy_only=False).astype(pl.dtype)
+
+
+#: Errors writing the output that are the user's to fix, as one line each (``ingest``).
+_OUTPUT_ERRORS = {
+    errno.ENOSPC: "the file system is full",
+    errno.EDQUOT: "the disk quota is used up",
+    errno.EFBIG: "a file would pass the size limit (ulimit -f, or the file system's largest file)",
+    errno.EROFS: "the file system is read-only",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "permission denied",
+}
 
 
 def ingest(
@@ -280,6 +300,10 @@ def ingest(
     if compress not in ("zstd", "none"):
         raise IngestError(f"--compress must be zstd or none, got {compress!r}")
     srcs = [open_source(s) for s in sources]
+    if not any(s.num_rows for s in srcs):  # a table needs rows to lay out pages
+        one = len(srcs) == 1
+        raise IngestError(f"{', '.join(s.path.name for s in srcs)} hold{'s' if one else ''} no "
+                          f"rows: there is nothing to ingest")
     cols = _select(_unify(srcs), columns, srcs[0].path.name)
     plans = _plans(srcs, cols, floats, scan_progress)
     rows = sum(s.num_rows for s in srcs)
@@ -293,9 +317,14 @@ def ingest(
                      page_size)
     name = table or out.name
     names = tuple(str(s.path.name) for s in srcs)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    clean_stale(out)
-    scratch = Scratch(out)  # locked while this ingest runs
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        clean_stale(out)
+        scratch = Scratch(out)  # locked while this ingest runs
+    except OSError as e:
+        if e.errno in _OUTPUT_ERRORS:
+            raise IngestError(f"cannot write {out}: {_OUTPUT_ERRORS[e.errno]}") from None
+        raise
     tmp = scratch.path
     # row ranges of the partitions; every partition shares the plans (widths, dictionaries)
     bounds = [round(k * rows / partitions) for k in range(partitions + 1)]
@@ -309,10 +338,13 @@ def ingest(
             raise IngestError(f"output {out} appeared while ingesting; not replacing it")
         scratch.finish()
         os.rename(tmp, out)
-    except BaseException:
+    except BaseException as e:
         for w in writers:
             w.abort()
         shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(e, OSError) and e.errno in _OUTPUT_ERRORS:  # nothing was kept
+            raise IngestError(f"cannot write {out}: {_OUTPUT_ERRORS[e.errno]}; nothing was "
+                              f"kept") from None
         raise
     finally:
         scratch.release()
@@ -434,6 +466,9 @@ def _finish_store(d: Path, writer: PageWriter, plans, rows: int, page_size: int,
         ids = slice(writer.first_page[i], writer.first_page[i] + -(-rows // writer.rows_per_page[i]))
         lo = float(writer.zmin[ids].min()) if rows else None
         hi = float(writer.zmax[ids].max()) if rows else None
+        if pl.dtype.kind == "i" and not pl.scale and rows:  # exact: float64 rounds past 2**53
+            ilo, ihi = int(writer.izmin[ids].min()), int(writer.izmax[ids].max())
+            lo, hi = (ilo, ihi) if ilo <= ihi else (None, None)
         columns.append(ColumnMeta(
             name=pl.name, kind=pl.kind, dtype=pl.dtype.name,
             first_page=writer.first_page[i], n_pages=ids.stop - ids.start,
@@ -451,6 +486,7 @@ def _finish_store(d: Path, writer: PageWriter, plans, rows: int, page_size: int,
 
         streams, arrays["zst:off"], arrays["zst:len"] = write_streams(
             d, columns, page_size, volumes, writer.total_pages)
+    arrays["izmin"], arrays["izmax"] = writer.izmin, writer.izmax  # exact int64 zone maps
     for pl, r in zip(plans, res["columns"], strict=True):
         arrays[f"sample:{pl.name}"] = r["sample"]
         if r["value_sets"] is not None:

@@ -6,6 +6,7 @@ import numba
 import numpy as np
 
 from bamql.parallel import PARALLEL_LOCK
+from bamql.storage.format import null_mask
 
 
 @numba.njit(nogil=True, cache=True, inline="always")
@@ -55,13 +56,17 @@ def page_checksums(pages: np.ndarray, page_ids: np.ndarray) -> np.ndarray:
 def zone_maps(values: np.ndarray, rows_per_page: int, sentinel) -> tuple[np.ndarray, ...]:
     """Min, max (float64) and null count of each page of ``values`` (whole pages only).
 
-    A page with no non-null value has min ``+inf`` and max ``-inf``.
+    A page with no non-null value has min ``+inf`` and max ``-inf``. A float NULL is the
+    NULL bit pattern (``format.null_mask``); a NaN is a value larger than any other, as in
+    DuckDB: it leaves the min alone and makes the max ``+inf`` (so that a page holding one is
+    never pruned for ``x > c``).
     """
     v = values.reshape(-1, rows_per_page)
     if v.dtype.kind == "f":
-        null = np.isnan(v)
-        lo = np.where(null, np.inf, v).min(axis=1)
-        hi = np.where(null, -np.inf, v).max(axis=1)
+        null = null_mask(v)
+        nan = np.isnan(v) & ~null
+        lo = np.where(null | nan, np.inf, v).min(axis=1)
+        hi = np.where(null, -np.inf, np.where(nan, np.inf, v)).max(axis=1)
     else:
         null = v == sentinel
         big = np.iinfo(v.dtype).max
@@ -73,4 +78,18 @@ def zone_maps(values: np.ndarray, rows_per_page: int, sentinel) -> tuple[np.ndar
     return lo.astype(np.float64), hi.astype(np.float64), null.sum(axis=1).astype(np.int32)
 
 
-__all__ = ["page_checksums", "page_hash", "zone_maps"]
+def int_zone_maps(values: np.ndarray, rows_per_page: int, sentinel: int) -> tuple[np.ndarray, ...]:
+    """Exact min and max (int64) of each page of integer ``values`` (whole pages only): float64
+    zone maps round from 2**53 on, so pruning an int64 column compares these instead.
+
+    A page with no non-null value has min ``INT64_MAX`` and max ``INT64_MIN`` (min > max).
+    """
+    v = values.reshape(-1, rows_per_page)
+    null = v == sentinel
+    info = np.iinfo(np.int64)
+    lo = np.where(null, info.max, v.astype(np.int64)).min(axis=1)
+    hi = np.where(null, info.min, v.astype(np.int64)).max(axis=1)
+    return lo, hi
+
+
+__all__ = ["int_zone_maps", "page_checksums", "page_hash", "zone_maps"]

@@ -31,6 +31,17 @@ class Source:
     def describe(self) -> str:
         return f"{self.path.name} ({type(self).__name__[:-6].upper()}, {self.num_rows:,} rows)"
 
+    def _check_names(self) -> None:
+        """A column name given twice (a CSV header ``a,b,a``) is a one-line error: which of
+        the two a query means cannot be told."""
+        seen: set[str] = set()
+        for name in self.schema.names:
+            if name in seen:
+                n = self.schema.names.count(name)
+                raise IngestError(f"{self.path}: column {name!r} appears {n} times; "
+                                  f"column names must be unique (rename one)")
+            seen.add(name)
+
 
 class OrcSource(Source):
     """An ORC file, read stripe by stripe; integer ranges come from its footer statistics."""
@@ -43,6 +54,7 @@ class OrcSource(Source):
             self.num_rows = self._f.nrows
         except (pa.ArrowException, OSError) as e:
             raise IngestError(f"{path} is not a readable ORC file ({_first_line(e)})") from None
+        self._check_names()
 
     def batches(self, columns=None):
         for i in range(self._f.nstripes):
@@ -78,6 +90,7 @@ class ParquetSource(Source):
             self.num_rows = self._f.metadata.num_rows
         except (pa.ArrowException, OSError) as e:
             raise IngestError(f"{path} is not a readable Parquet file ({_first_line(e)})") from None
+        self._check_names()
 
     def batches(self, columns=None):
         yield from self._f.iter_batches(batch_size=1 << 20, columns=columns)
@@ -108,12 +121,16 @@ class CsvSource(Source):
         try:
             r = self._open()
             self.schema = r.schema
+            self._check_names()  # before the counting pass, which a repeated name breaks
             self.num_rows = sum(b.num_rows for b in r)
         except (pa.ArrowException, OSError) as e:
             raise IngestError(f"{path} is not a readable CSV file ({_first_line(e)})") from None
 
     def _open(self, columns=None):
-        conv = pacsv.ConvertOptions(include_columns=columns) if columns else None
+        # NULL is an empty field only, as in DuckDB: "nan" is a NaN and "NA" a string (Arrow's
+        # default would read both, and a dozen other words, as NULL)
+        conv = pacsv.ConvertOptions(include_columns=columns or [], null_values=[""],
+                                    strings_can_be_null=True)
         return pacsv.open_csv(str(self.path), convert_options=conv,
                               read_options=pacsv.ReadOptions(block_size=16 << 20))
 

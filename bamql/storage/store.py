@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 
 from bamql.errors import StoreError
-from bamql.storage.format import PAGES_META, ColumnMeta, Manifest, volume_name
+from bamql.storage.format import PAGES_META, ColumnMeta, Manifest, null_mask, volume_name
 from bamql.storage.nativeio import DiskLayout
 from bamql.storage.pagemath import page_checksums
 from bamql.storage.valuesets import ValueSets
@@ -29,6 +29,10 @@ class PageMeta:
     zmin: np.ndarray
     zmax: np.ndarray
     nulls: np.ndarray
+    #: exact int64 zone maps of integer-stored columns (min > max: a page of NULLs only);
+    #: None in stores written before them, whose float64 ones round beyond 2**53
+    izmin: np.ndarray | None = None
+    izmax: np.ndarray | None = None
 
 
 class PageStore:
@@ -49,7 +53,9 @@ class PageStore:
         if hashlib.sha256(raw).hexdigest() != m.pages_meta_sha256:
             raise StoreError(f"store {self.path}: {PAGES_META} is corrupt (checksum mismatch)")
         with np.load(meta_path) as z:
-            self.pages = PageMeta(z["checksum"], z["zmin"], z["zmax"], z["nulls"])
+            exact = "izmin" in z.files and "izmax" in z.files
+            self.pages = PageMeta(z["checksum"], z["zmin"], z["zmax"], z["nulls"],
+                                  z["izmin"] if exact else None, z["izmax"] if exact else None)
             self.sample = {c: z[f"sample:{c}"] for c in self.columns}
             #: page value sets of small-domain columns (storage.valuesets); none in older stores
             self.value_sets: dict[str, ValueSets] = {
@@ -319,9 +325,10 @@ class PageStore:
 def decode(c: ColumnMeta, vals: np.ndarray) -> pa.Array:
     """Storage values of column ``c`` -> Arrow array of its logical type, with nulls."""
     if c.kind == "float":
+        null = null_mask(vals)  # a NaN that is no NULL stays a NaN value
         if c.scale:
             vals = c.decode(vals)
-        return pa.array(vals, mask=np.isnan(vals), type=pa.from_numpy_dtype(vals.dtype))
+        return pa.array(vals, mask=null, type=pa.from_numpy_dtype(vals.dtype))
     mask = vals == c.sentinel
     if c.kind == "int":
         return pa.array(vals.astype(np.int64), mask=mask, type=pa.int64())

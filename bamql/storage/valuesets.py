@@ -14,11 +14,12 @@ eighth of the column's own bytes. Stores without them read the same and prune by
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numba
 import numpy as np
+
+from bamql.intmath import int_interval
 
 #: Largest domain that gets value sets, whatever the page size.
 MAX_DOMAIN = 1024
@@ -75,12 +76,14 @@ class ValueSets:
         outside the domain match no page; None, SQL NULL, matches none)."""
         acc = np.zeros(self.bits.shape[1], np.uint8)
         for v in values:
-            f = float(v) if isinstance(v, int | float | np.number) else math.nan
-            if not math.isfinite(f) or f != int(f):
+            if not isinstance(v, int | float | np.number):
                 continue
-            k = int(v) - self.lo
-            if 0 <= k < self.bits.shape[0]:
-                acc |= self.bits[k]
+            v = v.item() if isinstance(v, np.number) else v
+            # the integers equal to v, exactly: no float rounding of a big int; a float from
+            # 2**53 on equals every integer that rounds to it, as the kernels compare
+            start, stop = int_interval("=", v)
+            for k in range(max(start, self.lo), min(stop, self.lo + self.bits.shape[0])):
+                acc |= self.bits[k - self.lo]
         return np.unpackbits(acc, count=self.n_pages, bitorder="little").astype(bool)
 
 

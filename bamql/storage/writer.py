@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 
 from bamql.storage import valuesets
-from bamql.storage.format import HISTOGRAM_MAX_DOMAIN, sentinel_for, volume_name
-from bamql.storage.pagemath import page_checksums, zone_maps
+from bamql.storage.format import HISTOGRAM_MAX_DOMAIN, null_mask, sentinel_for, volume_name
+from bamql.storage.pagemath import int_zone_maps, page_checksums, zone_maps
 
 
 @dataclass
@@ -46,6 +46,9 @@ class PageWriter:
         self.checksum = np.zeros(p, dtype=np.uint64)
         self.zmin = np.full(p, np.inf)
         self.zmax = np.full(p, -np.inf)
+        # exact zone maps of integer-stored columns (not scaled floats), which float64 rounds
+        self.izmin = np.full(p, np.iinfo(np.int64).max, dtype=np.int64)
+        self.izmax = np.full(p, np.iinfo(np.int64).min, dtype=np.int64)
         self.nulls = np.zeros(p, dtype=np.int32)
         self.fds = []
         for v in range(n_volumes):
@@ -80,7 +83,7 @@ class PageWriter:
         if pl.scale:  # samples and zone maps are in the column's units, not the stored ones
             sample = np.where(sample == sent, np.nan, sample / float(10**pl.scale))
         self._sample[i].append(sample.copy())
-        null = np.isnan(values) if pl.dtype.kind == "f" else values == sent
+        null = null_mask(values)  # a float's NaN is a value, its NULL a bit pattern
         self._null_count[i] += int(null.sum())
         if self._hist[i] is not None:
             v = values[~null].astype(np.int64) - pl.lo
@@ -105,6 +108,8 @@ class PageWriter:
         pages[:, : rpp * values.dtype.itemsize] = values.reshape(n, rpp).view(np.uint8)
         self.checksum[ids] = page_checksums(pages, ids)
         self.zmin[ids], self.zmax[ids], self.nulls[ids] = lo, hi, nn
+        if values.dtype.kind == "i" and not self.plans[i].scale:
+            self.izmin[ids], self.izmax[ids] = int_zone_maps(values, rpp, sentinel_for(values.dtype))
         if self._vsets[i] is not None:
             valuesets.mark(self._vsets[i], values, rpp, p0 - self.first_page[i], self.plans[i].lo,
                            sentinel_for(values.dtype))

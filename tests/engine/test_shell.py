@@ -1,9 +1,13 @@
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
+import time
+import types
 
 import pexpect
+import pytest
 
 
 def _spawn(args, tmp_path):
@@ -81,3 +85,111 @@ def test_sql_errors_are_one_line(taxi_store):
         assert r.stderr.strip().count("\n") == 0 and text in r.stderr, r.stderr
     r = _run("sql", taxi_store, "SELECT COUNT(*) FROM trips", "--device", "gpu")
     assert r.returncode == 1 and "GPU" in r.stderr and "Traceback" not in r.stderr
+
+
+# -- the shell survives Ctrl-C and bugs, and splits statements on tokens ---------------------
+class FakeSession:
+    """Records each statement; ``slow`` raises KeyboardInterrupt (Ctrl-C while it runs),
+    ``bug`` an unexpected exception."""
+
+    path, device, note = "fake", "cpu", ""
+
+    def __init__(self):
+        self.seen: list[str] = []
+
+    def tables(self):
+        raise RuntimeError("catalog exploded")
+
+    def sql(self, text):
+        import pyarrow as pa
+
+        self.seen.append(text)
+        if "slow" in text:
+            raise KeyboardInterrupt
+        if "bug" in text:
+            raise RuntimeError("something internal\nsecond line")
+        return types.SimpleNamespace(is_explain=False, table=pa.table({"n": [len(self.seen)]}),
+                                     stats=None)
+
+
+def _shell(monkeypatch, tmp_path, lines, debug=False):
+    from bamql.engine.shell import Shell
+
+    monkeypatch.setenv("BAMQL_HISTORY", str(tmp_path / "hist"))
+    feed = iter(lines)
+
+    def fake_input(prompt=""):
+        try:
+            line = next(feed)
+        except StopIteration:
+            raise EOFError from None
+        if line is KeyboardInterrupt:
+            raise KeyboardInterrupt
+        return line
+
+    monkeypatch.setattr("builtins.input", fake_input)
+    s, out = FakeSession(), io.StringIO()
+    shell = Shell(s, out=out, debug=True) if debug else Shell(s, out=out)
+    try:
+        assert shell.loop() == 0  # Ctrl-D leaves, with status 0
+    except KeyboardInterrupt:
+        pytest.fail("Ctrl-C left the shell")
+    return s, out.getvalue()
+
+
+def test_ctrl_c_cancels_the_running_statement_and_the_shell_stays_open(monkeypatch, tmp_path):
+    s, out = _shell(monkeypatch, tmp_path, ["SELECT slow; SELECT skipped;", "SELECT 1;"])
+    assert "^C cancelled" in out
+    assert s.seen == ["SELECT slow", "SELECT 1"]  # the rest of the cancelled line is dropped
+
+
+def test_an_internal_error_is_one_line_and_the_shell_stays_open(monkeypatch, tmp_path):
+    s, out = _shell(monkeypatch, tmp_path, ["SELECT bug;", ".tables", "SELECT 1;"])
+    lines = out.splitlines()
+    assert "internal error: RuntimeError: something internal (BAMQL_DEBUG=1 shows a traceback)" \
+        in lines
+    assert any(line.startswith("internal error: RuntimeError: catalog exploded") for line in lines)
+    assert "second line" not in out and "Traceback" not in out
+    assert s.seen == ["SELECT bug", "SELECT 1"]
+    _, out = _shell(monkeypatch, tmp_path, ["SELECT bug;"], debug=True)
+    assert "Traceback" in out and "internal error: RuntimeError" in out
+
+
+def test_a_semicolon_inside_a_string_does_not_split_the_statement(monkeypatch, tmp_path):
+    s, _ = _shell(monkeypatch, tmp_path, [
+        "SELECT 'a;b' AS s; SELECT \"x;y\" FROM t;",
+        "SELECT 'ends;",  # a ';' at the end of a line, inside a string: not the end
+        "here' AS s; -- a comment; with a semicolon",
+        "/* only ; a comment */",
+        "SELECT 2 AS two",
+        ";",
+    ])
+    assert s.seen == ["SELECT 'a;b' AS s", 'SELECT "x;y" FROM t', "SELECT 'ends;\nhere' AS s",
+                      "SELECT 2 AS two"]
+
+
+def test_ctrl_c_in_a_real_terminal_cancels_the_query(taxi_store, tmp_path):
+    # a statement that sleeps stands in for a long query; SIGINT comes through the pty
+    code = ("import sys, time\n"
+            "from bamql.engine.session import Session\n"
+            "real = Session.sql\n"
+            "Session.sql = lambda self, t: time.sleep(120) if 'sleep' in t else real(self, t)\n"
+            "from bamql.cli import main\n"
+            "sys.exit(main(sys.argv[1:]))\n")
+    env = {"BAMQL_HISTORY": str(tmp_path / "hist"), "PATH": "/usr/bin:/bin", "TERM": "dumb",
+           "PYTHONPATH": ":".join(sys.path)}
+    sh = pexpect.spawn(sys.executable, ["-c", code, "shell", str(taxi_store), "--device", "cpu"],
+                       env=env, encoding="utf-8", timeout=120)
+    sh.expect("bamql> ")
+    sh.sendline("SELECT sleep FROM trips;")
+    time.sleep(1.0)
+    sh.sendintr()
+    sh.expect("cancelled")
+    sh.expect("bamql> ")
+    sh.sendline("SELECT COUNT(*) AS n FROM trips;")
+    sh.expect("60000")
+    sh.expect("bamql> ")
+    sh.sendeof()
+    sh.expect(pexpect.EOF)
+    sh.close()
+    assert sh.exitstatus == 0

@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
+import shutil
+import stat
 import subprocess
 import sys
 
+import pytest
+
+from bamql.kernels import diskcache
 from tests.reference import assert_same_rows
 
 SCRIPT = """
@@ -62,3 +68,131 @@ def test_the_kernel_directory_stays_bounded(tmp_path, monkeypatch):
     mods = list(tmp_path.glob("k_*.py"))
     assert len(mods) <= 10  # pruned down to 9 when the 11th came, then one more
     assert {p.stem.split(".")[0] for p in (tmp_path / "__pycache__").iterdir()} <= {m.stem for m in mods}
+
+
+# -- the cache runs only its own code (hardening) ------------------------------------------
+# One small generated kernel, compiled in a subprocess against a copy of a warm cache; every
+# attack below must leave the answer right and run none of the planted code.
+KERNEL_SCRIPT = """
+import json, sys
+import numpy as np
+from bamql.kernels import cpu, diskcache
+src = ("def kern(x):\\n    s = 0\\n    for i in numba.prange(x.shape[0]):\\n"
+       "        s += x[i]\\n    return s\\n")
+fn = cpu._compile(src, "kern")
+print(json.dumps({"v": int(fn(np.arange(8, dtype=np.int64))), "hits": cpu.disk_cache_hits(),
+                  "dir": str(diskcache.kernel_dir())}))
+"""
+
+
+def _kernel(cache_dir) -> tuple[dict, str]:
+    env = dict(os.environ, BAMQL_CACHE_DIR=str(cache_dir))
+    r = subprocess.run([sys.executable, "-c", KERNEL_SCRIPT], env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["v"] == 28  # 0 + 1 + ... + 7
+    return out, r.stderr
+
+
+@pytest.fixture(scope="module")
+def warm_cache(tmp_path_factory):
+    d = tmp_path_factory.mktemp("warm")
+    first, _ = _kernel(d)
+    assert first["hits"] == 0
+    return d
+
+
+@pytest.fixture
+def cache(warm_cache, tmp_path):
+    d = tmp_path / "cache"
+    shutil.copytree(warm_cache, d)  # copy2: numba's stamps of the module file still match
+    return d
+
+
+def _files(cache, pattern):
+    found = sorted((cache / "kernels").glob(pattern))
+    assert found, pattern
+    return found
+
+
+class Evil:
+    """Unpickling this creates the marker file: code from the cache directory ran."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (exec, (f"open({self.marker!r}, 'w').write('ran')",))
+
+
+def test_a_warm_cache_is_loaded_and_private(cache):
+    out, _ = _kernel(cache)
+    assert out["hits"] > 0
+    for d in (cache / "kernels", cache / "kernels" / "__pycache__"):
+        assert stat.S_IMODE(d.stat().st_mode) == 0o700
+
+
+def test_a_line_appended_to_a_cached_module_does_not_run(cache, tmp_path):
+    marker = tmp_path / "ran"
+    for m in _files(cache, "k_*.py"):
+        with open(m, "a") as f:
+            f.write(f"\nopen({str(marker)!r}, 'w').write('ran')\n")
+    _kernel(cache)
+    assert not marker.exists()
+    _kernel(cache)  # the module file was put back: nothing runs later either
+    assert not marker.exists()
+
+
+def test_an_edited_kernel_body_does_not_change_the_answer(cache):
+    for m in _files(cache, "k_*.py"):
+        m.write_text(m.read_text().replace("s += x[i]", "s += 19200"))
+    _kernel(cache)  # asserts the right answer
+
+
+def test_a_pickle_planted_in_numbas_index_or_data_does_not_run(cache, tmp_path):
+    marker = tmp_path / "ran"
+    for f in _files(cache, "__pycache__/k_*.nb[ic]"):
+        f.write_bytes(pickle.dumps(Evil(marker)))
+    out, _ = _kernel(cache)
+    assert not marker.exists() and out["hits"] == 0  # discarded and compiled again
+    out, _ = _kernel(cache)
+    assert not marker.exists() and out["hits"] > 0  # ... and saved again
+
+
+def test_a_cache_file_swapped_between_kernels_is_not_loaded(cache):
+    nbc = _files(cache, "__pycache__/k_*.nbc")[0]
+    idx = _files(cache, "__pycache__/k_*.nbi")[0]
+    idx.write_bytes(nbc.read_bytes())  # validly signed, under the wrong name
+    out, _ = _kernel(cache)
+    assert out["hits"] == 0
+
+
+@pytest.mark.parametrize("victim", ["k_*.py", "__pycache__/k_*.nbi", "__pycache__/k_*.nbc"])
+def test_a_truncated_cache_file_is_rebuilt(cache, victim):
+    for f in _files(cache, victim):
+        f.write_bytes(f.read_bytes()[: f.stat().st_size // 2])
+    _kernel(cache)
+    out, _ = _kernel(cache)
+    assert out["hits"] > 0  # rebuilt, then loaded
+
+
+def test_a_kernel_directory_others_can_write_is_refused_with_one_note(cache):
+    (cache / "kernels").chmod(0o777)
+    out, err = _kernel(cache)
+    assert out["dir"] == "None" and out["hits"] == 0
+    notes = [line for line in err.splitlines() if "KernelCacheWarning" in line]
+    assert len(notes) == 1 and "open to other users" in notes[0], err
+
+
+def test_a_damaged_or_readable_key_is_replaced(tmp_path):
+    d = tmp_path / "kernels"
+    d.mkdir(mode=0o700)
+    key = d / ".hmac-key"
+    first = diskcache._load_key(d)
+    assert diskcache._load_key(d) == first and stat.S_IMODE(key.stat().st_mode) == 0o600
+    key.write_bytes(first[:5])  # truncated
+    second = diskcache._load_key(d)
+    assert len(second) == 32 and second != first
+    key.chmod(0o644)  # others could read it, and so sign files
+    assert diskcache._load_key(d) != second and stat.S_IMODE(key.stat().st_mode) == 0o600

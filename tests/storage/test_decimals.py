@@ -37,7 +37,9 @@ def test_cents_become_int16_and_round_trip_exactly():
 
 def test_the_fewest_decimals_and_the_narrowest_width_are_chosen():
     assert _roundtrip(np.array([1.0, 2.5, -0.5])) == (1, np.dtype(np.int16))
-    assert _roundtrip(np.array([0.0, 7.0, 12.0])) == (0, np.dtype(np.int16))
+    # whole numbers take one decimal: scale 0 means "stored as is" (format.ColumnMeta)
+    assert _roundtrip(np.array([0.0, 7.0, 12.0])) == (1, np.dtype(np.int16))
+    assert _roundtrip(np.array([0.0, 7.0, 4000.0])) == (1, np.dtype(np.int32))
     assert _roundtrip(np.array([0.125, 3.5])) == (3, np.dtype(np.int16))
     assert _roundtrip(np.array([3004.8, -52.8])) == (1, np.dtype(np.int16))
     assert _roundtrip(np.array([3004.81, -52.8])) == (2, np.dtype(np.int32))  # 300481 > int16
@@ -54,8 +56,8 @@ def test_what_does_not_fit_stays_float(values):
 
 
 def test_all_null_and_empty_columns_are_encodable():
-    assert DecimalScan().encoding() == (0, np.dtype(np.int16))
-    assert _roundtrip(np.full(10, np.nan)) == (0, np.dtype(np.int16))
+    assert DecimalScan().encoding() == (1, np.dtype(np.int16))
+    assert _roundtrip(np.full(10, np.nan)) == (1, np.dtype(np.int16))
 
 
 def test_merging_scans_keeps_the_most_decimals_and_any_failure():
@@ -119,7 +121,7 @@ def test_version_1_stores_still_open_and_unknown_versions_are_refused(tmp_path, 
 
     from bamql.errors import StoreError
 
-    ingest(taxi_orc, tmp_path / "t", floats="plain")
+    ingest(taxi_orc, tmp_path / "t", floats="plain", columns=["trip_distance", "fare_amount"])
     man = tmp_path / "t" / "manifest.json"
     d = json.loads(man.read_text())
     for c in d["columns"]:  # what a version-1 writer wrote: no scale field
@@ -128,7 +130,7 @@ def test_version_1_stores_still_open_and_unknown_versions_are_refused(tmp_path, 
     with PageStore(tmp_path / "t") as s:
         assert s.column("trip_distance").scale == 0 and s.to_arrow("trip_distance").null_count == 0
     man.write_text(json.dumps({**d, "format_version": 9}))
-    with pytest.raises(StoreError, match="format version 9 is not supported .*versions 1, 2"):
+    with pytest.raises(StoreError, match="format version 9 is not supported .*versions 1, 2, 3"):
         PageStore(tmp_path / "t")
 
 
