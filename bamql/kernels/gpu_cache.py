@@ -34,9 +34,13 @@ _SIM = SIMULATOR
 
 if _SIM:  # the simulator has neither nanosleep nor ldcg
 
+    import time as _time
+
     @cuda.jit(device=True)
     def backoff():
-        pass
+        # the simulator's threads are Python threads: a spinning one must give up the GIL,
+        # or the loader it waits for barely runs (a 4-slot cache took minutes, not seconds)
+        _time.sleep(0)
 
     @cuda.jit(device=True)
     def sleep_ns(ns):

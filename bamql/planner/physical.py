@@ -111,7 +111,8 @@ def _page_mask(e: ir.Expr, store: PageStore) -> tuple[str, np.ndarray] | None:
         return col, m
     if isinstance(e, ir.IsNull):
         in_page = np.full(c.n_pages, c.rows_per_page)
-        in_page[-1] = store.rows - (c.n_pages - 1) * c.rows_per_page
+        if c.n_pages:  # the last page holds the rest (an empty table has no page)
+            in_page[-1] = store.rows - (c.n_pages - 1) * c.rows_per_page
         return col, (nulls < in_page) if e.negated else (nulls > 0)
     if isinstance(e, ir.InList):
         m = np.zeros(c.n_pages, bool)

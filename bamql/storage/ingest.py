@@ -65,8 +65,8 @@ def _kind(t: pa.DataType) -> str | None:
         return "float"  # decimals are read as doubles (and stored as scaled integers)
     if pa.types.is_timestamp(t):
         return "timestamp"
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
-        return "string"
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_null(t):
+        return "string"  # a column with no value at all (a CSV's empty one): VARCHAR, as DuckDB
     return None
 
 
@@ -300,10 +300,6 @@ def ingest(
     if compress not in ("zstd", "none"):
         raise IngestError(f"--compress must be zstd or none, got {compress!r}")
     srcs = [open_source(s) for s in sources]
-    if not any(s.num_rows for s in srcs):  # a table needs rows to lay out pages
-        one = len(srcs) == 1
-        raise IngestError(f"{', '.join(s.path.name for s in srcs)} hold{'s' if one else ''} no "
-                          f"rows: there is nothing to ingest")
     cols = _select(_unify(srcs), columns, srcs[0].path.name)
     plans = _plans(srcs, cols, floats, scan_progress)
     rows = sum(s.num_rows for s in srcs)

@@ -138,7 +138,8 @@ class PageWriter:
                 nz = np.nonzero(self._hist[i])[0]
                 hist = {str(int(k) + pl.lo): int(self._hist[i][k]) for k in nz}
             out.append({"nulls": self._null_count[i], "histogram": hist,
-                        "sample": np.concatenate(self._sample[i]), "value_sets": self._vsets[i]})
+                        "sample": (np.concatenate(self._sample[i]) if self._sample[i]
+                                   else np.empty(0, pl.dtype)), "value_sets": self._vsets[i]})
         for fd in self.fds:
             os.fsync(fd)
             os.close(fd)

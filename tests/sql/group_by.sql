@@ -1,0 +1,44 @@
+-- schema: trips
+-- GROUP BY small-domain integer and string columns and EXTRACT parts; positions, aliases
+SELECT vendor_id, COUNT(*) FROM trips GROUP BY vendor_id;
+SELECT vendor_id, COUNT(*), AVG(trip_distance) FROM trips GROUP BY 1;
+SELECT passenger_count, COUNT(*), SUM(total_amount) FROM trips GROUP BY passenger_count;
+SELECT payment_type, COUNT(*), AVG(tip_amount), MAX(tip_amount) FROM trips GROUP BY payment_type;
+SELECT rate_code_id, COUNT(*), MIN(fare_amount), MAX(fare_amount) FROM trips GROUP BY rate_code_id;
+SELECT store_and_fwd_flag, COUNT(*) FROM trips GROUP BY store_and_fwd_flag;
+SELECT store_and_fwd_flag AS flag, AVG(trip_distance) FROM trips GROUP BY flag;
+SELECT pickup_location_id, COUNT(*), AVG(fare_amount) FROM trips GROUP BY pickup_location_id;
+SELECT dropoff_location_id, COUNT(*) FROM trips WHERE pickup_location_id IN (255, 256) GROUP BY dropoff_location_id;
+SELECT pickup_location_id, SUM(trip_distance) FROM trips WHERE pickup_location_id > 200 GROUP BY 1;
+SELECT vendor_id, payment_type, COUNT(*) FROM trips GROUP BY vendor_id, payment_type;
+SELECT payment_type, vendor_id, COUNT(*), SUM(fare_amount) FROM trips GROUP BY 2, 1;
+SELECT store_and_fwd_flag, payment_type, passenger_count, COUNT(*) FROM trips GROUP BY 1, 2, 3;
+SELECT vendor_id, rate_code_id, AVG(total_amount) FROM trips WHERE trip_distance > 1 GROUP BY vendor_id, rate_code_id;
+SELECT COUNT(*) FROM trips GROUP BY payment_type;
+SELECT COUNT(*), SUM(fare_amount) FROM trips GROUP BY vendor_id, passenger_count;
+SELECT AVG(fare_amount), payment_type FROM trips GROUP BY payment_type;
+SELECT payment_type, COUNT(*) FROM trips WHERE FALSE GROUP BY payment_type;
+SELECT payment_type, COUNT(*) FROM trips WHERE pickup_location_id = -1 GROUP BY payment_type;
+SELECT vendor_id, COUNT(congestion_surcharge), AVG(congestion_surcharge), SUM(congestion_surcharge) FROM trips GROUP BY vendor_id;
+SELECT vendor_id, MIN(pickup_datetime), MAX(dropoff_datetime) FROM trips GROUP BY vendor_id;
+SELECT payment_type, MIN(store_and_fwd_flag), MAX(store_and_fwd_flag) FROM trips GROUP BY payment_type;
+SELECT vendor_id, SUM(passenger_count), MIN(passenger_count), MAX(pickup_location_id) FROM trips GROUP BY vendor_id;
+SELECT EXTRACT(HOUR FROM pickup_datetime), COUNT(*) FROM trips GROUP BY 1;
+SELECT EXTRACT(HOUR FROM pickup_datetime) AS h, AVG(trip_distance) FROM trips GROUP BY h;
+SELECT EXTRACT(HOUR FROM dropoff_datetime), COUNT(*), SUM(fare_amount) FROM trips GROUP BY EXTRACT(HOUR FROM dropoff_datetime);
+SELECT EXTRACT(MINUTE FROM pickup_datetime), COUNT(*) FROM trips GROUP BY 1;
+SELECT EXTRACT(DOW FROM pickup_datetime), COUNT(*), AVG(total_amount) FROM trips GROUP BY 1;
+SELECT EXTRACT(DOW FROM dropoff_datetime) AS d, EXTRACT(HOUR FROM dropoff_datetime) AS h, COUNT(*) FROM trips GROUP BY d, h;
+SELECT hour(pickup_datetime), COUNT(*) FROM trips GROUP BY 1;
+SELECT minute(pickup_datetime), MAX(trip_distance) FROM trips WHERE vendor_id = 1 GROUP BY 1;
+SELECT dayofweek(pickup_datetime), COUNT(*) FROM trips GROUP BY 1;
+SELECT vendor_id, EXTRACT(HOUR FROM pickup_datetime), COUNT(*), AVG(tip_amount) FROM trips GROUP BY 1, 2;
+SELECT store_and_fwd_flag, EXTRACT(DOW FROM pickup_datetime), COUNT(*) FROM trips GROUP BY 1, 2;
+SELECT EXTRACT(HOUR FROM pickup_datetime), AVG(tip_amount / fare_amount), COUNT(*) FROM trips WHERE payment_type = 1 AND fare_amount > 0 GROUP BY 1;
+SELECT passenger_count, AVG(fare_amount + tip_amount), MAX(fare_amount - tip_amount) FROM trips GROUP BY passenger_count;
+SELECT payment_type, SUM(tip_amount) / SUM(fare_amount) FROM trips GROUP BY payment_type;
+SELECT payment_type, MAX(total_amount) - MIN(total_amount), COUNT(*) * 2 FROM trips GROUP BY payment_type;
+SELECT vendor_id, COUNT(*) FROM trips WHERE store_and_fwd_flag = 'Y' GROUP BY vendor_id;
+SELECT pickup_location_id, dropoff_location_id, COUNT(*) FROM trips WHERE pickup_location_id IN (132, 138) AND dropoff_location_id IN (230, 161, 236) GROUP BY 1, 2;
+SELECT rate_code_id, payment_type, vendor_id, passenger_count, COUNT(*) FROM trips GROUP BY 1, 2, 3, 4;
+SELECT vendor_id, 1, COUNT(*) FROM trips GROUP BY vendor_id

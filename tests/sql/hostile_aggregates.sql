@@ -1,0 +1,43 @@
+-- schema: hostile
+-- aggregates over hostile columns
+SELECT COUNT(*), COUNT(k), SUM(k), AVG(k), MIN(k), MAX(k) FROM hostile;
+SELECT COUNT(neg), SUM(neg), AVG(neg), MIN(neg), MAX(neg) FROM hostile;
+SELECT COUNT(small), SUM(small), AVG(small), MIN(small), MAX(small) FROM hostile;
+SELECT COUNT(big), MIN(big), MAX(big) FROM hostile;
+SELECT SUM(big) FROM hostile;
+SELECT AVG(big) FROM hostile WHERE big BETWEEN -1 AND 1;
+SELECT SUM(big) FROM hostile WHERE big = 9007199254740993;
+SELECT MIN(big), MAX(big) FROM hostile WHERE big > 0 AND big < 4611686018427387904;
+SELECT COUNT(mid), SUM(mid), AVG(mid), MIN(mid), MAX(mid) FROM hostile;
+SELECT COUNT(f), SUM(f), MIN(f), MAX(f) FROM hostile;
+SELECT AVG(f) FROM hostile WHERE f < 1e299;
+SELECT COUNT(fx), MIN(fx), MAX(fx) FROM hostile;
+SELECT SUM(fx), AVG(fx) FROM hostile;
+SELECT SUM(fx) FROM hostile WHERE fx < 1e308;
+SELECT MAX(fx) FROM hostile WHERE fx < 1e308;
+SELECT MIN(fx) FROM hostile WHERE fx > -1e308;
+SELECT COUNT(m), SUM(m), AVG(m), MIN(m), MAX(m) FROM hostile;
+SELECT COUNT(w), SUM(w), AVG(w), MIN(w), MAX(w) FROM hostile;
+SELECT COUNT(f32), SUM(f32), AVG(f32), MIN(f32), MAX(f32) FROM hostile;
+SELECT COUNT(dec), SUM(dec), AVG(dec), MIN(dec), MAX(dec) FROM hostile;
+SELECT COUNT(ts), MIN(ts), MAX(ts) FROM hostile;
+SELECT MIN(ts), MAX(ts) FROM hostile WHERE ts < TIMESTAMP '1970-01-01';
+SELECT COUNT(s), MIN(s), MAX(s) FROM hostile;
+SELECT COUNT(b), SUM(b), MIN(b), MAX(b) FROM hostile;
+SELECT COUNT(nul_i), SUM(nul_i), AVG(nul_i), MIN(nul_i), MAX(nul_i) FROM hostile;
+SELECT COUNT(nul_f), SUM(nul_f), AVG(nul_f), MIN(nul_f), MAX(nul_f) FROM hostile;
+SELECT COUNT(nul_s), MIN(nul_s), MAX(nul_s) FROM hostile;
+SELECT COUNT(nul_ts), MIN(nul_ts), MAX(nul_ts) FROM hostile;
+SELECT COUNT(*), SUM(k) FROM hostile WHERE FALSE;
+SELECT SUM(k + neg), AVG(k * neg), MIN(k - neg), MAX(-neg) FROM hostile;
+SELECT SUM(m + f), AVG(m * 2), SUM(m / 3) FROM hostile;
+SELECT SUM(w + m), COUNT(w + m) FROM hostile;
+SELECT SUM(k + nul_i), COUNT(m + nul_f) FROM hostile;
+SELECT AVG(m / k), MAX(m / k), MIN(m / k) FROM hostile;
+SELECT SUM(f32 + m) FROM hostile;
+SELECT SUM(dec - m), MAX(dec + 0.5) FROM hostile;
+SELECT SUM(id), AVG(id), MIN(id), MAX(id) FROM hostile;
+SELECT SUM(mid) / COUNT(mid), MAX(neg) - MIN(neg) FROM hostile;
+SELECT AVG(EXTRACT(HOUR FROM ts)), MIN(EXTRACT(MINUTE FROM ts)), MAX(EXTRACT(DOW FROM ts)) FROM hostile;
+SELECT SUM(EXTRACT(HOUR FROM ts)) FROM hostile WHERE ts < TIMESTAMP '1970-01-01';
+SELECT COUNT(*), AVG(m), MAX(ts) FROM hostile WHERE k = 2 AND s IS NOT NULL

@@ -1,0 +1,45 @@
+-- schema: trips
+-- HAVING, ORDER BY (keys, aggregates, aliases, positions, DESC), LIMIT
+SELECT payment_type, COUNT(*) AS trips FROM trips GROUP BY payment_type ORDER BY payment_type;
+SELECT payment_type, COUNT(*) AS trips FROM trips GROUP BY payment_type ORDER BY payment_type DESC;
+SELECT payment_type, COUNT(*) AS n FROM trips GROUP BY payment_type ORDER BY n DESC, payment_type;
+SELECT payment_type, COUNT(*) FROM trips GROUP BY payment_type ORDER BY 2, 1;
+SELECT payment_type, COUNT(*) FROM trips GROUP BY payment_type ORDER BY COUNT(*) DESC, 1;
+SELECT vendor_id, passenger_count, COUNT(*) FROM trips GROUP BY 1, 2 ORDER BY 1, 2;
+SELECT vendor_id, passenger_count, COUNT(*) FROM trips GROUP BY 1, 2 ORDER BY 1 DESC, 2 DESC;
+SELECT vendor_id, passenger_count, COUNT(*) FROM trips GROUP BY 1, 2 ORDER BY 2, 1 DESC;
+SELECT store_and_fwd_flag, COUNT(*) FROM trips GROUP BY 1 ORDER BY 1;
+SELECT store_and_fwd_flag, COUNT(*) FROM trips GROUP BY 1 ORDER BY 1 DESC;
+SELECT pickup_location_id, COUNT(*) AS trips, AVG(trip_distance) AS avg_distance FROM trips WHERE trip_distance > 0 GROUP BY pickup_location_id HAVING COUNT(*) >= 10 ORDER BY trips DESC, pickup_location_id LIMIT 10;
+SELECT pickup_location_id, COUNT(*) AS n FROM trips GROUP BY 1 ORDER BY n DESC, 1 LIMIT 5;
+SELECT pickup_location_id, COUNT(*) AS n FROM trips GROUP BY 1 ORDER BY 1 LIMIT 1;
+SELECT pickup_location_id, COUNT(*) AS n FROM trips GROUP BY 1 ORDER BY 1 DESC LIMIT 3;
+SELECT pickup_location_id, COUNT(*) AS n FROM trips GROUP BY 1 ORDER BY 1 LIMIT 0;
+SELECT pickup_location_id, COUNT(*) AS n FROM trips GROUP BY 1 ORDER BY 1 LIMIT 100000;
+SELECT dropoff_location_id, SUM(total_amount) AS rev FROM trips GROUP BY 1 ORDER BY rev DESC, 1 LIMIT 7;
+SELECT dropoff_location_id, MAX(trip_distance) FROM trips GROUP BY 1 ORDER BY MAX(trip_distance) DESC, 1 LIMIT 4;
+SELECT payment_type, AVG(fare_amount) AS f FROM trips GROUP BY 1 HAVING AVG(fare_amount) > 10 ORDER BY 1;
+SELECT payment_type, COUNT(*) FROM trips GROUP BY 1 HAVING COUNT(*) > 100 ORDER BY 1;
+SELECT payment_type, COUNT(*) FROM trips GROUP BY 1 HAVING COUNT(*) < 0;
+SELECT vendor_id, SUM(tip_amount) FROM trips GROUP BY 1 HAVING SUM(tip_amount) > 0 AND COUNT(*) > 1;
+SELECT vendor_id, SUM(tip_amount) FROM trips GROUP BY 1 HAVING SUM(tip_amount) > 1e12 OR MIN(fare_amount) < 100;
+SELECT passenger_count, COUNT(*) FROM trips GROUP BY 1 HAVING NOT (COUNT(*) > 1000) ORDER BY 1;
+SELECT passenger_count, AVG(trip_distance) FROM trips GROUP BY 1 HAVING MAX(trip_distance) - MIN(trip_distance) > 5 ORDER BY 1;
+SELECT passenger_count, COUNT(*) FROM trips GROUP BY 1 HAVING SUM(fare_amount) / COUNT(*) > 12 ORDER BY 1;
+SELECT EXTRACT(HOUR FROM pickup_datetime) AS hour, AVG(tip_amount / fare_amount) AS tip_share, COUNT(*) AS trips FROM trips WHERE payment_type = 1 AND fare_amount > 0 GROUP BY 1 ORDER BY hour;
+SELECT EXTRACT(HOUR FROM pickup_datetime) AS hour, COUNT(*) AS n FROM trips GROUP BY 1 ORDER BY n DESC, hour LIMIT 3;
+SELECT EXTRACT(DOW FROM pickup_datetime) AS dow, COUNT(*) AS trips, AVG(total_amount) AS avg_total FROM trips WHERE pickup_location_id IN (255, 256) AND total_amount > 10 GROUP BY 1 ORDER BY dow;
+SELECT EXTRACT(MINUTE FROM pickup_datetime) AS m, COUNT(*) FROM trips GROUP BY 1 HAVING COUNT(*) > 0 ORDER BY m DESC LIMIT 10;
+SELECT rate_code_id, COUNT(*) AS trips, AVG(fare_amount) AS avg_fare FROM trips WHERE rate_code_id <> 1 AND payment_type NOT IN (3, 4) AND NOT (trip_distance < 0.5) GROUP BY rate_code_id ORDER BY rate_code_id;
+SELECT store_and_fwd_flag, vendor_id, COUNT(*) AS trips, MIN(trip_distance) AS shortest FROM trips WHERE passenger_count IN (1, 2, 3) GROUP BY store_and_fwd_flag, vendor_id ORDER BY store_and_fwd_flag, vendor_id;
+SELECT vendor_id, COUNT(*) AS trips, AVG(trip_distance) AS avg_distance FROM trips WHERE store_and_fwd_flag = 'Y' GROUP BY vendor_id ORDER BY vendor_id;
+SELECT payment_type, COUNT(*) AS trips, SUM(total_amount) AS revenue FROM trips WHERE pickup_datetime >= TIMESTAMP '2019-03-01' AND pickup_datetime < TIMESTAMP '2019-04-01' GROUP BY payment_type ORDER BY payment_type;
+SELECT COUNT(*) FROM trips ORDER BY 1;
+SELECT COUNT(*), SUM(fare_amount) FROM trips LIMIT 1;
+SELECT COUNT(*), SUM(fare_amount) FROM trips LIMIT 0;
+SELECT COUNT(*) AS n FROM trips HAVING COUNT(*) > 0;
+SELECT COUNT(*) AS n FROM trips HAVING COUNT(*) < 0;
+SELECT vendor_id, MIN(pickup_datetime) AS first FROM trips GROUP BY 1 ORDER BY first, 1;
+SELECT payment_type, MAX(congestion_surcharge) AS c FROM trips GROUP BY 1 ORDER BY c DESC, 1;
+SELECT payment_type, MAX(congestion_surcharge) AS c FROM trips GROUP BY 1 ORDER BY c, 1;
+SELECT passenger_count, SUM(congestion_surcharge) AS c FROM trips WHERE congestion_surcharge IS NULL GROUP BY 1 ORDER BY c, 1

@@ -1,0 +1,57 @@
+-- schema: trips
+-- queries bamql must refuse with one line from bamql.errors (never a traceback, never an answer)
+SELECT * FROM trips;
+SELECT DISTINCT vendor_id FROM trips;
+SELECT COUNT(DISTINCT vendor_id) FROM trips;
+SELECT COUNT(*) FROM trips t JOIN trips u ON t.vendor_id = u.vendor_id;
+SELECT COUNT(*) FROM trips WHERE vendor_id IN (SELECT vendor_id FROM trips);
+SELECT COUNT(*) FROM (SELECT vendor_id FROM trips);
+WITH t AS (SELECT vendor_id FROM trips) SELECT COUNT(*) FROM t;
+SELECT COUNT(*) OVER () FROM trips;
+SELECT COUNT(*) FROM trips UNION ALL SELECT COUNT(*) FROM trips;
+SELECT COUNT(*) FROM trips LIMIT 5 OFFSET 2;
+SELECT COUNT(*) FROM trips LIMIT -1;
+SELECT COUNT(*) FROM trips LIMIT 1 + 1;
+SELECT vendor_id FROM trips;
+SELECT trip_distance, COUNT(*) FROM trips GROUP BY trip_distance;
+SELECT pickup_datetime, COUNT(*) FROM trips GROUP BY pickup_datetime;
+SELECT vendor_id + 1, COUNT(*) FROM trips GROUP BY vendor_id;
+SELECT vendor_id, COUNT(*) FROM trips GROUP BY 3;
+SELECT vendor_id, COUNT(*) FROM trips GROUP BY vendor_id ORDER BY 5;
+SELECT vendor_id, COUNT(*) FROM trips GROUP BY vendor_id ORDER BY passenger_count;
+SELECT COUNT(*) FROM trips WHERE store_and_fwd_flag LIKE 'Y%';
+SELECT COUNT(*) FROM trips WHERE store_and_fwd_flag = 1;
+SELECT COUNT(*) FROM trips WHERE store_and_fwd_flag = payment_type;
+SELECT COUNT(*) FROM trips WHERE vendor_id = 'one';
+SELECT COUNT(*) FROM trips WHERE pickup_datetime > 5;
+SELECT COUNT(*) FROM trips WHERE pickup_datetime > 'yesterday';
+SELECT COUNT(*) FROM trips WHERE pickup_datetime + 1 > TIMESTAMP '2019-01-01';
+SELECT COUNT(*) FROM trips WHERE CAST(trip_distance AS INTEGER) = 1;
+SELECT COUNT(*) FROM trips WHERE EXTRACT(YEAR FROM pickup_datetime) = 2019;
+SELECT COUNT(*) FROM trips WHERE EXTRACT(HOUR FROM trip_distance) = 1;
+SELECT COUNT(*) FROM trips WHERE 1 = 1;
+SELECT COUNT(*) FROM trips WHERE trip_distance;
+SELECT COUNT(*) FROM trips WHERE vendor_id IN (payment_type, 2);
+SELECT COUNT(*) FROM trips WHERE abs(fare_amount) > 2;
+SELECT COUNT(*) FROM trips WHERE fare_amount IS 5;
+SELECT SUM(store_and_fwd_flag) FROM trips;
+SELECT AVG(pickup_datetime) FROM trips;
+SELECT SUM(SUM(fare_amount)) FROM trips;
+SELECT SUM(1) FROM trips;
+SELECT MAX(fare_amount > 1) FROM trips;
+SELECT SUM(fare_amount) FROM trips WHERE SUM(fare_amount) > 1;
+SELECT vendor_id, COUNT(*) FROM trips GROUP BY vendor_id HAVING vendor_id;
+SELECT COUNT(*) FROM nope;
+SELECT COUNT(nope) FROM trips;
+SELECT COUNT(*) FROM trips WHERE trip_distnce > 1;
+SELECT COUNT(*) FROM trips WHERE other.vendor_id = 1;
+SELECT COUNT(* FROM trips;
+SELECT 1;
+SELECT COUNT(*);
+INSERT INTO trips VALUES (1);
+SELECT pickup_location_id, dropoff_location_id, vendor_id, rate_code_id, COUNT(*) FROM trips GROUP BY 1, 2, 3, 4;
+SELECT COUNT(*) FROM trips WHERE 'Y' = 'Y';
+SELECT COUNT(*) FROM trips WHERE pickup_datetime > TIMESTAMP 'not a time';
+SELECT COUNT(*) FROM trips WHERE store_and_fwd_flag = store_and_fwd_flag || 'x';
+-- select-list aliases inside a HAVING comparison (DuckDB resolves them; bamql refuses)
+SELECT payment_type, COUNT(*) AS n FROM trips GROUP BY 1 HAVING n > 50
