@@ -303,7 +303,8 @@ class GpuEngine:
             if self.backend == "file":
                 pass  # pages stay in the volume files until a query needs them
             elif self.backend == "host":
-                source = cuda.mapped_array(nbytes, dtype=np.uint8)
+                # (an empty table has no page; the driver maps no buffer of 0 bytes)
+                source = cuda.mapped_array(max(nbytes, 8), dtype=np.uint8)
                 # a plain ndarray over the same pinned memory, for host-side reads and views
                 host = _host_view(source)
                 self._read_all(store, host)
@@ -372,7 +373,7 @@ class GpuEngine:
     def _read_all(store: PageStore, host: np.ndarray) -> None:
         m = store.manifest
         step = max(1, (256 << 20) // m.page_size)
-        view = host.reshape(m.total_pages, m.page_size)
+        view = host[: m.total_pages * m.page_size].reshape(m.total_pages, m.page_size)
         for p0 in range(0, m.total_pages, step):
             ids = np.arange(p0, min(p0 + step, m.total_pages))
             store.read_pages(ids, view[p0 : p0 + len(ids)])
@@ -409,9 +410,9 @@ class GpuEngine:
         ps, rpp = store.page_size, c.rows_per_page
         buf = ts.colbufs.get(c.name)
         if buf is None:
-            buf = self.cuda.mapped_array(c.n_pages * ps, dtype=np.uint8)
+            buf = self.cuda.mapped_array(max(c.n_pages, 1) * ps, dtype=np.uint8)
             ts.colbufs[c.name] = buf
-        view = _host_view(buf).reshape(c.n_pages, ps)
+        view = _host_view(buf)[: c.n_pages * ps].reshape(c.n_pages, ps)
         runs = zip(*(r.tolist() for r in ranges.page_runs(rpp)), strict=True)
         step = max(1, (16 << 20) // ps)
         if compressed:  # jobs of whole chunks: no chunk read or decompressed twice
