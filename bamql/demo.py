@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -11,6 +13,7 @@ from bamql.engine.session import connect
 from bamql.planner.physical import _fmt_bytes
 from bamql.progress import ingest_progress, progress_bar
 from bamql.queries import TAXI_QUERIES, load
+from bamql.storage.format import FORMAT_VERSION, MANIFEST
 from bamql.storage.ingest import ingest
 
 #: Williamsburg share of the demo table: the 0.05% of the BaM taxi queries.
@@ -18,6 +21,14 @@ DEMO_SHARE = 0.0005
 #: The benchmark's page size: with 2-byte values a 4 KiB page holds 2,048 rows, and at
 #: 0.05% most such pages would hold a match; a 512 B page (256 rows) mostly does not.
 DEMO_PAGE_SIZE = 512
+
+
+def _older_format(store: Path) -> bool:
+    try:
+        m = json.loads((store / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return True
+    return m.get("format_version") != FORMAT_VERSION
 
 
 def prepare(workdir: Path, rows: int) -> Path:
@@ -28,6 +39,8 @@ def prepare(workdir: Path, rows: int) -> Path:
             r = generate_orc(orc_dir, GenParams(rows=rows, seed=42, williamsburg_share=DEMO_SHARE),
                              progress=adv)
         print(f"generated {r.rows:,} trips as ORC ({r.bytes / 1e6:.1f} MB) at {r.rows_per_s:,.0f} rows/s")
+    if store.exists() and _older_format(store):  # written by an earlier bamql: made again
+        shutil.rmtree(store)
     if not store.exists():
         srcs = sorted(orc_dir.glob("*.orc"))
         with ingest_progress("ingesting", rows) as bars:
