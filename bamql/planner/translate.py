@@ -137,6 +137,8 @@ class _Translator:
             for g in group.expressions:
                 node = g
                 if isinstance(g, exp.Literal) and not g.is_string:
+                    if not g.this.isdigit():
+                        raise self.fail("GROUP BY position must be a whole number", g)
                     k = int(g.this)
                     if not 1 <= k <= len(items):
                         raise self.fail(f"GROUP BY position {k} is not in the select list", g)
@@ -184,6 +186,8 @@ class _Translator:
 
     def order_index(self, node, names, exprs, keys, aggs) -> int:
         if isinstance(node, exp.Literal) and not node.is_string:
+            if not node.this.isdigit():
+                raise self.fail("ORDER BY position must be a whole number", node)
             k = int(node.this)
             if not 1 <= k <= len(names):
                 raise self.fail(f"ORDER BY position {k} is not in the select list", node)

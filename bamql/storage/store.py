@@ -52,16 +52,21 @@ class PageStore:
         raw = meta_path.read_bytes()
         if hashlib.sha256(raw).hexdigest() != m.pages_meta_sha256:
             raise StoreError(f"store {self.path}: {PAGES_META} is corrupt (checksum mismatch)")
-        with np.load(meta_path) as z:
-            exact = "izmin" in z.files and "izmax" in z.files
-            self.pages = PageMeta(z["checksum"], z["zmin"], z["zmax"], z["nulls"],
-                                  z["izmin"] if exact else None, z["izmax"] if exact else None)
-            self.sample = {c: z[f"sample:{c}"] for c in self.columns}
-            #: page value sets of small-domain columns (storage.valuesets); none in older stores
-            self.value_sets: dict[str, ValueSets] = {
-                c: ValueSets(int(z[f"vset_lo:{c}"][0]), z[f"vset:{c}"], meta.n_pages)
-                for c, meta in self.columns.items() if f"vset:{c}" in z.files}
-            zst = (z["zst:off"], z["zst:len"]) if m.streams is not None else None
+        try:  # pickled arrays are refused (allow_pickle stays off), as is anything missing
+            with np.load(meta_path) as z:
+                exact = "izmin" in z.files and "izmax" in z.files
+                self.pages = PageMeta(z["checksum"], z["zmin"], z["zmax"], z["nulls"],
+                                      z["izmin"] if exact else None, z["izmax"] if exact else None)
+                self.sample = {c: z[f"sample:{c}"] for c in self.columns}
+                #: page value sets of small-domain columns (storage.valuesets); none in older
+                #: stores
+                self.value_sets: dict[str, ValueSets] = {
+                    c: ValueSets(int(z[f"vset_lo:{c}"][0]), z[f"vset:{c}"], meta.n_pages)
+                    for c, meta in self.columns.items() if f"vset:{c}" in z.files}
+                zst = (z["zst:off"], z["zst:len"]) if m.streams is not None else None
+        except (ValueError, KeyError, IndexError, OSError) as e:
+            raise StoreError(f"store {self.path}: {PAGES_META} is malformed ({e}); the store "
+                             "is corrupt") from None
         for c, vs in self.value_sets.items():  # written by another tool or version: refuse
             if vs.bits.ndim != 2 or vs.bits.dtype != np.uint8 or vs.bits.shape[1] != -(-vs.n_pages // 8):
                 raise StoreError(f"store {self.path}: the page value sets of column {c} do not "

@@ -55,3 +55,17 @@ def test_stage_order_puts_selective_cheap_conjuncts_first(store):
     p = plan_query(q, store)
     assert p.stages[0].columns == ("pickup_location_id",)
     assert p.access_of("fare_amount").role == "predicate"
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT payment_type, COUNT(*) FROM trips GROUP BY 1.5",
+    "SELECT payment_type, COUNT(*) FROM trips GROUP BY 1 ORDER BY 1.5",
+])
+def test_fractional_positions_are_one_line_errors(sql):
+    from bamql.errors import PlanError
+    from bamql.planner.translate import translate
+    from bamql.storage.format import ColumnMeta
+
+    cols = {"payment_type": ColumnMeta("payment_type", "int", "int8", 0, 1, 512, min=1, max=5)}
+    with pytest.raises(PlanError, match="position must be a whole number"):
+        translate(sql, {"trips": cols})
