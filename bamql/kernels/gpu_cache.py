@@ -38,8 +38,8 @@ if _SIM:  # the simulator has neither nanosleep nor ldcg
 
     @cuda.jit(device=True)
     def backoff():
-        # the simulator's threads are Python threads: a spinning one must give up the GIL,
-        # or the loader it waits for barely runs (a 4-slot cache took minutes, not seconds)
+        # the simulator's threads are Python threads: a spinning one gives up the GIL, so
+        # that the loader it waits for runs
         _time.sleep(0)
 
     @cuda.jit(device=True)
