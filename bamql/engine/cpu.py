@@ -14,14 +14,28 @@ from bamql.engine.stats import QueryStats
 from bamql.kernels import cpu as kcpu
 from bamql.kernels.codegen import N_ERRORS, check_errors
 from bamql.planner import ir
+from bamql.planner.evaluate import evaluate
 from bamql.planner.physical import PhysicalPlan
 from bamql.planner.ranges import RowRanges
 from bamql.storage import nativeio
+from bamql.storage.format import null_mask
 from bamql.storage.pagemath import page_checksums
 from bamql.storage.store import PageStore
 
 #: Rows per morsel: a multiple of every column's rows per page (all powers of two).
 MORSEL_ROWS = 1 << 21
+#: A filter of more nodes than this is evaluated column at a time (``planner.evaluate``)
+#: instead of compiled: numba's compile time grows faster than linearly with a kernel's
+#: length, and a wide predicate makes a long kernel.
+WIDE_FILTER_NODES = 48
+
+
+def _filter_wide(pred: ir.Expr, store: PageStore, vals: dict[str, np.ndarray], n: int) -> np.ndarray:
+    """Where ``pred`` is TRUE over the stored values ``vals`` of ``n`` rows, evaluated by
+    the NumPy interpreter: no compilation, one pass over the rows per node."""
+    env = {c: (store.column(c).decode(v), ~null_mask(v)) for c, v in vals.items()}
+    v, ok = evaluate(pred, env, n)
+    return np.asarray(v, bool) & ok
 
 
 def _morsels(ranges: RowRanges, size: int):
@@ -56,22 +70,26 @@ def run_cpu(plan: PhysicalPlan, store: PageStore, stats: QueryStats) -> dict[str
     scales = {name: c.scale for name, c in store.columns.items()}
     t0 = time.perf_counter()
     filters = [(s, ir.columns_of(s.predicate)) for s in plan.stages]
-    fkerns = [kcpu.filter_kernel(s.predicate, cols, sent, scales) for s, cols in filters]
+    fkerns = [None if ir.size(s.predicate) > WIDE_FILTER_NODES
+              else kcpu.filter_kernel(s.predicate, cols, sent, scales) for s, cols in filters]
     agg_cols: list[str] = []
     for e in (*q.keys, *q.aggs):
         for c in ir.columns_of(e):
             if c not in agg_cols:
                 agg_cols.append(c)
-    akern = kcpu.agg_kernel(q.keys, plan.key_domains, q.aggs, agg_cols, sent, scales)
+    akern, aparams = kcpu.agg_kernel(q.keys, plan.key_domains, q.aggs, agg_cols, sent, scales)
     groups = accumulate.n_groups(plan.key_domains)
     nch = max(1, min(4 * (os.cpu_count() or 1), (1 << 26) // max(groups * max(len(q.aggs), 1), 1)))
     # numba compiles lazily on first call; warm both kernels on empty input to time it apart
     with kcpu.KERNEL_LOCK:
-        for (_, cols), k in zip(filters, fkerns, strict=True):
-            k(0, *[np.empty(0, store.column(c).np_dtype) for c in cols], np.empty(0, bool),
-              np.zeros(N_ERRORS, np.int64))
+        for (_, cols), fk in zip(filters, fkerns, strict=True):
+            if fk is not None:
+                k, params = fk
+                k(0, *[np.empty(0, store.column(c).np_dtype) for c in cols], *params,
+                  np.empty(0, bool), np.zeros(N_ERRORS, np.int64))
         empty = accumulate.alloc(1, groups, q.aggs)
-        akern(0, 1, *[np.empty(0, store.column(c).np_dtype) for c in agg_cols], *empty.values())
+        akern(0, 1, *[np.empty(0, store.column(c).np_dtype) for c in agg_cols], *aparams,
+              *empty.values())
     warm_readers(store.page_size)  # the compiled page readers, too, compile on first use
     stats.compile_seconds = time.perf_counter() - t0
     total = None
@@ -84,14 +102,18 @@ def run_cpu(plan: PhysicalPlan, store: PageStore, stats: QueryStats) -> dict[str
     for window in _morsels(plan.ranges, size):
         rows = window.row_numbers()
         vals: dict[str, np.ndarray] = {}
-        for (s, cols), k in zip(filters, fkerns, strict=True):
+        for (s, cols), fk in zip(filters, fkerns, strict=True):
             for c in s.columns:
                 vals[c] = fetch(store, src[c], rows, window, paths[c], stats, len(rows), zst[c])
-            mask = np.empty(len(rows), bool)
-            err = np.zeros(N_ERRORS, np.int64)
-            with kcpu.KERNEL_LOCK:
-                k(len(rows), *[vals[c] for c in cols], mask, err)
-            check_errors(err)  # an int64 overflow: one line, as in DuckDB
+            if fk is None:
+                mask = _filter_wide(s.predicate, store, {c: vals[c] for c in cols}, len(rows))
+            else:
+                k, params = fk
+                mask = np.empty(len(rows), bool)
+                err = np.zeros(N_ERRORS, np.int64)
+                with kcpu.KERNEL_LOCK:
+                    k(len(rows), *[vals[c] for c in cols], *params, mask, err)
+                check_errors(err)  # an int64 overflow: one line, as in DuckDB
             rows = rows[mask]
             vals = {c: v[mask] for c, v in vals.items()}
             if not len(rows):
@@ -103,7 +125,7 @@ def run_cpu(plan: PhysicalPlan, store: PageStore, stats: QueryStats) -> dict[str
             vals[c] = fetch(store, src[c], rows, window, paths[c], stats, len(rows), zst[c])
         acc = accumulate.alloc(nch, groups, q.aggs)
         with kcpu.KERNEL_LOCK:
-            akern(len(rows), nch, *[vals[c] for c in agg_cols], *acc.values())
+            akern(len(rows), nch, *[vals[c] for c in agg_cols], *aparams, *acc.values())
         total = accumulate.merge(acc, total)
     if total is None:
         total = accumulate.merge(accumulate.alloc(1, groups, q.aggs), None)

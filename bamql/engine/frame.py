@@ -183,7 +183,7 @@ def resolve(e, cols) -> ir.Expr:
         return ir.Neg(x, x.kind)
     if op in ("and", "or"):
         parts = (resolve(a[0], cols), resolve(a[1], cols))
-        return ir.And(parts) if op == "and" else ir.Or(parts)
+        return ir.all_of(parts) if op == "and" else ir.any_of(parts)
     if op == "not":
         return ir.Not(resolve(a[0], cols))
     if op == "in":

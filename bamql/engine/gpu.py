@@ -34,6 +34,7 @@ from bamql.engine import accumulate
 from bamql.engine.stats import QueryStats
 from bamql.errors import DeviceError, StoreError
 from bamql.kernels import gpu as kgpu
+from bamql.lru import LRU
 from bamql.planner import ir
 from bamql.planner.physical import PhysicalPlan
 from bamql.storage.store import PageStore
@@ -255,7 +256,8 @@ class GpuEngine:
         name = getattr(dev, "name", "CUDA simulator")  # the simulator's device has no name
         self.name = name.decode() if isinstance(name, bytes) else name
         self.sms = getattr(dev, "MULTIPROCESSOR_COUNT", 1)
-        self._warmed: set[int] = set()  # kernels already launched once (compiled)
+        #: kernels already launched once (compiled), held so that their ids stay theirs
+        self._warmed = LRU(256)
         self._io_pool = None  # file backend: threads for the host's sequential reads
         self._run_lock = threading.Lock()
         # a cache clear and a kernel never overlap: a clear under a running kernel leaves
@@ -475,14 +477,14 @@ class GpuEngine:
         # a repeated plan on the same store has the same kernel source: made once
         hit = self._sources.get(id(plan))
         if hit is not None and hit[0] is plan and hit[1] is store and hit[2] == scan:
-            src = hit[3]
+            src, params = hit[3], hit[4]
         else:
-            src = kgpu.kernel_source(q, plan.stages, plan.key_domains, cols, sent, scan,
-                                     cached_index, queue=queue,
-                                     scales={n: c.scale for n, c in store.columns.items()})
+            src, params = kgpu.kernel_source(
+                q, plan.stages, plan.key_domains, cols, sent, scan, cached_index, queue=queue,
+                scales={n: c.scale for n, c in store.columns.items()})
             if len(self._sources) >= 256:
                 self._sources.pop(next(iter(self._sources)))
-            self._sources[id(plan)] = (plan, store, set(scan), src)
+            self._sources[id(plan)] = (plan, store, set(scan), src, params)
         # the query's time runs from here (column copies over PCIe included) to the results,
         # less the compilation
         t_start = time.perf_counter()
@@ -511,18 +513,19 @@ class GpuEngine:
         ln = ts.launches.get(key)
         if ln is None or ln.plan is not plan:
             ln = self._new_launch(ts, plan, total, scan_arrays, [cols[n][0] for n in cached],
-                                  filled, (d_off, d_lo, n_ranges, d_chunks, n_chunks))
+                                  filled, (d_off, d_lo, n_ranges, d_chunks, n_chunks),
+                                  params.arrays())
             if len(ts.launches) >= 64:
                 ts.launches.pop(next(iter(ts.launches)))
             ts.launches[key] = ln
         with ln.lock:
             try:
-                if id(kern) not in self._warmed:
+                if self._warmed.get(id(kern)) is not kern:
                     with small_grid_ok():  # the warm-up launch is small on purpose
                         t0 = time.perf_counter()
                         kern[1, 32](0, *ln.args[1:])  # compiles (timed apart); no rows, no effect
                         cuda.synchronize()
-                    self._warmed.add(id(kern))
+                    self._warmed.put(id(kern), kern)
                     stats.compile_seconds = time.perf_counter() - t0
                 stats.compile_seconds += t_compiled - t_start
                 t_launch = time.perf_counter()
@@ -588,9 +591,12 @@ class GpuEngine:
         return accumulate.merge(host_acc, None)
 
     def _new_launch(self, ts: TableState, plan: PhysicalPlan, total: int, scan_arrays: list,
-                    firsts: list[int], filled: dict, ranges: tuple) -> _Launch:
+                    firsts: list[int], filled: dict, ranges: tuple,
+                    params: tuple[np.ndarray, ...]) -> _Launch:
         """The arguments of ``plan``'s kernel on ``ts``, with its own accumulator buffer;
-        ``firsts``: the first page of each column read through the cache."""
+        ``firsts``: the first page of each column read through the cache; ``params``: the
+        query's constants (``codegen.Params.arrays``), copied to the GPU once per launch
+        entry."""
         q = plan.query
         acc = accumulate.alloc(1, accumulate.n_groups(plan.key_domains), q.aggs)
         for k in ("MNF", "MXF"):  # the kernel keeps float MIN/MAX as int64 order keys
@@ -606,9 +612,13 @@ class GpuEngine:
                   ts.sq_tail, hq.cq_done, ts.warp_seq, hq.qsize, *ts.staged)
         else:
             io = (ts.views[-1],)
+        pbuf, poffs = _pack(list(params))
+        d_pbuf = self.cuda.to_device(pbuf)
+        d_params = [_typed(d_pbuf, a.dtype, o, a.size, a.shape)
+                    for a, o in zip(params, poffs, strict=True)]
         args = (total, *ranges, *scan_arrays, *firsts, *ts.views[:-2],
                 ts.state, ts.page_slot, ts.slot_page, ts.slot_lock, ts.clock, ts.n_slots,
-                ts.views[-2], *io, counters, *d_acc)
+                ts.views[-2], *io, *d_params, counters, *d_acc)
         blocks = max(1, min(self.sms * 8, -(-max(total, 1) // kgpu.BLOCK)))
         if self.backend == "file":  # one staging page per warp (per thread in the simulator)
             from bamql.kernels.gpu_queue import THREADS_PER_STAGING

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -28,6 +29,53 @@ ERR_KEY, ERR_ADD, ERR_SUB, ERR_MUL, ERR_NEG = range(5)
 N_ERRORS = 5
 _ERR_OF = {"+": ERR_ADD, "-": ERR_SUB, "*": ERR_MUL}
 _I64_MIN = -(1 << 63)
+_I64_MAX = (1 << 63) - 1
+
+#: The kernel arguments that carry a query's constants (``Params.arrays``), in order.
+PARAM_ARGS = ("PI", "PF", "LI", "LF")
+
+
+@dataclass
+class Params:
+    """The constants of one query, passed to its kernel as arguments, so that queries that
+    differ only in their constants share one compiled kernel.
+
+    ``PI``/``PF`` hold scalar int64/float64 constants; ``LI``/``LF`` the sorted values of
+    every ``IN`` list over integers/floats, one after another, each list's offset and
+    length kept in ``PI``.
+    """
+
+    ints: list[int] = field(default_factory=list)
+    floats: list[float] = field(default_factory=list)
+    int_lists: list[np.ndarray] = field(default_factory=list)
+    float_lists: list[np.ndarray] = field(default_factory=list)
+
+    def scalar(self, value) -> str:
+        """Source text that reads constant ``value`` from the arguments."""
+        if isinstance(value, int | np.integer):
+            self.ints.append(int(value))
+            return f"PI[{len(self.ints) - 1}]"
+        self.floats.append(float(value))
+        return f"PF[{len(self.floats) - 1}]"
+
+    def sorted_list(self, values: np.ndarray) -> tuple[str, str]:
+        """Register a sorted list; source text of its first index and end in ``LI``/``LF``."""
+        lists = self.int_lists if values.dtype.kind == "i" else self.float_lists
+        off = sum(len(x) for x in lists)
+        lists.append(values)
+        self.ints += [off, len(values)]
+        i = len(self.ints) - 2
+        return f"PI[{i}]", f"PI[{i}] + PI[{i + 1}]"
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(PI, PF, LI, LF)``: each at least one element long (a device cannot map none)."""
+        def cat(parts, dtype):
+            a = np.concatenate(parts).astype(dtype) if parts else np.empty(0, dtype)
+            return a if len(a) else np.zeros(1, dtype)
+
+        return (cat([np.asarray(self.ints, np.int64)], np.int64),
+                cat([np.asarray(self.floats, np.float64)], np.float64),
+                cat(self.int_lists, np.int64), cat(self.float_lists, np.float64))
 
 
 class ExprCompiler:
@@ -38,6 +86,11 @@ class ExprCompiler:
     int64 ``+``, ``-``, ``*`` or negation of valid values that overflows is flagged, never
     silently wrapped; ``guard`` names a variable that must be true for the row to count
     (the GPU template's ``live``: a row already filtered out raises nothing).
+
+    Constants are not written into the source: they are read from the kernel's arguments
+    (``params``, ``PARAM_ARGS``), so the source, and the compiled kernel, depend only on
+    the query's shape. What a constant's value changes in the code is part of the shape:
+    NULL or not, int or float, NaN or not, and whether an ``IN`` list holds NULL or NaN.
     """
 
     def __init__(self, load: Callable[[str], str], sentinels: dict[str, object],
@@ -47,6 +100,7 @@ class ExprCompiler:
         self.scales = scales or {}
         self.flag, self.guard = flag, guard
         self.lines: list[str] = []
+        self.params = Params()
         self._n = 0
         self._cols: dict[str, tuple[str, str]] = {}
 
@@ -79,7 +133,7 @@ class ExprCompiler:
                 self.emit(f"{v} = 0")
                 self.emit(f"{ok} = False")
             else:
-                self.emit(f"{v} = {literal(e.value)}")
+                self.emit(f"{v} = {self._constant(e.value)}")
                 self.emit(f"{ok} = True")
         elif isinstance(e, ir.Neg):
             a, oa = self.compile(e.arg)
@@ -132,10 +186,7 @@ class ExprCompiler:
             self.emit(f"{ok} = True")
         elif isinstance(e, ir.InList):
             a, oa = self.compile(e.arg)
-            vals = [lit.value for lit in e.values if lit.value is not None]
-            hit = " | ".join(f"({a} != {a})" if x != x else f"({a} == {literal(x)})"
-                             for x in vals) or "False"  # NaN = NaN, as in DuckDB
-            self.emit(f"{v} = {hit}")
+            self._in_list(e, a, v)
             if any(lit.value is None for lit in e.values):
                 self.emit(f"{ok} = {oa} & {v}")
             else:
@@ -154,6 +205,48 @@ class ExprCompiler:
         else:
             raise TypeError(f"cannot compile {type(e).__name__}")
         return v, ok
+
+    def _constant(self, value) -> str:
+        """Source text of a non-NULL constant: read from the arguments, except booleans and
+        integers beyond int64, which no argument array holds."""
+        if isinstance(value, bool | np.bool_):
+            return repr(bool(value))
+        if isinstance(value, int | np.integer) and not _I64_MIN <= value <= _I64_MAX:
+            return literal(value)
+        return self.params.scalar(value)
+
+    def _in_list(self, e: ir.InList, a: str, v: str) -> None:
+        """Emit ``v`` = value ``a`` equals a member of ``e``'s list (NULLs aside): a binary
+        search of the sorted list in the arguments, as float64 where the argument is a float
+        and as int64 otherwise (a constant that no integer equals is left out). NaN equals
+        NaN, as in DuckDB."""
+        vals = [lit.value for lit in e.values if lit.value is not None]
+        if e.arg.kind == "float":
+            nums = np.sort(np.array([float(x) for x in vals if x == x], np.float64))
+            key = f"float({a})"
+        else:
+            ints = {int(x) for x in vals if x == x and float(x).is_integer()
+                    and _I64_MIN <= int(x) <= _I64_MAX}
+            nums = np.array(sorted(ints), np.int64)
+            key = f"int({a})"
+        arr = "LF" if nums.dtype.kind == "f" else "LI"
+        first, end = self.params.sorted_list(nums)
+        k, lo, hi, en = f"k{v}", f"lo{v}", f"hi{v}", f"e{v}"
+        self.emit(f"{k} = {key}")
+        self.emit(f"{lo} = {first}")
+        self.emit(f"{en} = {end}")
+        self.emit(f"{hi} = {en}")
+        self.emit(f"while {lo} < {hi}:")
+        self.emit(f"    m{v} = ({lo} + {hi}) >> 1")
+        self.emit(f"    if {arr}[m{v}] < {k}:")
+        self.emit(f"        {lo} = m{v} + 1")
+        self.emit("    else:")
+        self.emit(f"        {hi} = m{v}")
+        self.emit(f"{v} = False")
+        self.emit(f"if {lo} < {en}:")
+        self.emit(f"    {v} = {arr}[{lo}] == {k}")
+        if any(x != x for x in vals):
+            self.emit(f"{v} = {v} | ({a} != {a})")
 
     def _int_op(self, v: str, code: int, test: str, op: str, valid: str) -> None:
         """Emit ``v = op``, an int64 operation, unless ``test`` says it would overflow: then

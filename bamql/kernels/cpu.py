@@ -10,14 +10,18 @@ import threading
 from collections.abc import Sequence
 
 from bamql.kernels import diskcache
-from bamql.kernels.codegen import ExprCompiler, safe_name
+from bamql.kernels.codegen import PARAM_ARGS, ExprCompiler, Params, safe_name
+from bamql.lru import LRU
 from bamql.parallel import PARALLEL_LOCK
 from bamql.planner import ir
 
-_cache: dict[str, object] = {}
+#: Compiled kernels by source. Constants are arguments (``codegen.Params``), so a source
+#: stands for a query shape, not a query; the least recently used go past the bound.
+_cache: LRU = LRU(512)
 _cache_lock = threading.Lock()
 #: numba's default threading layer runs one parallel region at a time per process.
 KERNEL_LOCK = PARALLEL_LOCK
+_PARAMS = ", ".join(PARAM_ARGS)
 
 
 def _compile(src: str, name: str):
@@ -29,7 +33,7 @@ def _compile(src: str, name: str):
             # (``kernels.diskcache``, which checks every file before it is loaded)
             py, on_disk = diskcache.load(src, name)
             fn = diskcache.jit(py, on_disk, parallel=True, nogil=True, error_model="numpy")
-            _cache[src] = fn
+            _cache.put(src, fn)
         return fn
 
 
@@ -45,34 +49,40 @@ def kernel_cache_size() -> int:
 
 
 def filter_source(pred: ir.Expr, columns: Sequence[str], sentinels: dict,
-                  scales: dict | None = None) -> str:
-    """Source of ``kern(n, <columns>, out, err)``: out[i] = predicate TRUE for row i;
-    ``err[code]`` is set where an error ``code`` happens (``codegen.check_errors``)."""
+                  scales: dict | None = None) -> tuple[str, Params]:
+    """Source of ``kern(n, <columns>, PI, PF, LI, LF, out, err)`` and its constants:
+    out[i] = predicate TRUE for row i; ``err[code]`` is set where an error ``code`` happens
+    (``codegen.check_errors``)."""
     ec = ExprCompiler(lambda c: f"{safe_name(c)}[i]", sentinels, indent="        ",
                       scales=scales, flag=lambda code: f"err[{code}] = 1")
     v, ok = ec.compile(pred)
-    params = ", ".join(["n", *(safe_name(c) for c in columns), "out", "err"])  # a constant: no columns
+    # a constant predicate has no columns
+    args = ", ".join(["n", *(safe_name(c) for c in columns), _PARAMS, "out", "err"])
     return "\n".join([
-        f"def kern({params}):",
+        f"def kern({args}):",
         "    for i in numba.prange(n):",
         *ec.lines,
         f"        out[i] = {ok} and {v}",
         "",
-    ])
+    ]), ec.params
 
 
 def filter_kernel(pred: ir.Expr, columns: Sequence[str], sentinels: dict,
                   scales: dict | None = None):
-    """Compiled filter for ``pred`` over aligned arrays of ``columns``."""
-    return _compile(filter_source(pred, columns, sentinels, scales), "kern")
+    """``(compiled filter, its constants' arrays)`` for ``pred`` over aligned arrays of
+    ``columns``: call it as ``kern(n, *columns, *params, out, err)``."""
+    src, params = filter_source(pred, columns, sentinels, scales)
+    return _compile(src, "kern"), params.arrays()
 
 
 ACC_ARRAYS = ("C", "SF", "SI", "MNF", "MXF", "MNI", "MXI")
 
 
 def agg_source(keys: Sequence[ir.Expr], domains: Sequence[tuple[int, int]], aggs: Sequence[ir.Agg],
-               columns: Sequence[str], sentinels: dict, scales: dict | None = None) -> str:
-    """Source of ``kern(n, nch, <columns>, R, C, SF, SI, MNF, MXF, MNI, MXI, E)``.
+               columns: Sequence[str], sentinels: dict,
+               scales: dict | None = None) -> tuple[str, Params]:
+    """Source of ``kern(n, nch, <columns>, PI, PF, LI, LF, R, C, SF, SI, MNF, MXF, MNI, MXI,
+    E)`` and its constants.
 
     Rows are split into ``nch`` chunks, each with its own accumulator row: no atomics, and
     the caller merges chunks. ``R[ch, g]`` counts rows of group ``g``; per aggregate ``j``,
@@ -109,16 +119,18 @@ def agg_source(keys: Sequence[ir.Expr], domains: Sequence[tuple[int, int]], aggs
             ec.emit(f"        MX{f}[ch, g, {j}] = {v}")
     args = ", ".join(safe_name(c) for c in columns)
     return "\n".join([
-        f"def kern(n, nch, {args}{', ' if args else ''}R, C, SF, SI, MNF, MXF, MNI, MXI, E):",
+        f"def kern(n, nch, {args}{', ' if args else ''}{_PARAMS}, R, C, SF, SI, MNF, MXF, MNI, MXI, E):",
         "    for ch in numba.prange(nch):",
         "        lo = ch * n // nch",
         "        hi = (ch + 1) * n // nch",
         "        for i in range(lo, hi):",
         *ec.lines,
         "",
-    ])
+    ]), ec.params
 
 
 def agg_kernel(keys, domains, aggs, columns, sentinels, scales=None):
-    """Compiled grouped aggregation over aligned arrays of ``columns``."""
-    return _compile(agg_source(keys, domains, aggs, columns, sentinels, scales), "kern")
+    """``(compiled grouped aggregation, its constants' arrays)`` over aligned arrays of
+    ``columns``: call it as ``kern(n, nch, *columns, *params, *accumulators)``."""
+    src, params = agg_source(keys, domains, aggs, columns, sentinels, scales)
+    return _compile(src, "kern"), params.arrays()

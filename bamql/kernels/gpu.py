@@ -17,14 +17,16 @@ import threading
 
 import numpy as np
 
-from bamql.kernels.codegen import ExprCompiler, safe_name
+from bamql.kernels.codegen import PARAM_ARGS, ExprCompiler, Params, safe_name
+from bamql.lru import LRU
 from bamql.planner import ir
 
 #: numba's CUDA simulator is on (CI): the one place that reads the switch. It has no warp
 #: intrinsics, so generated kernels and the cache and queue device code take stand-ins.
 SIMULATOR = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") == "1"
 
-_cache: dict[str, object] = {}
+#: Compiled kernels by source; constants are arguments, so a source is a query shape.
+_cache: LRU = LRU(256)
 _lock = threading.Lock()
 BLOCK = 256
 
@@ -70,8 +72,10 @@ def _float_key(ec: ExprCompiler, v: str) -> str:
 
 
 def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, scan: set,
-                  cached_index: dict, queue: bool = False, scales: dict | None = None) -> str:
-    """Source of the query kernel.
+                  cached_index: dict, queue: bool = False,
+                  scales: dict | None = None) -> tuple[str, Params]:
+    """Source of the query kernel and its constants (arguments ``PI, PF, LI, LF``, before
+    ``counters``: ``codegen.Params``).
 
     ``columns[name] = (first_page, rows_per_page, dtype)``; ``scan`` names the columns read
     directly (argument ``d_<col>``, row-indexed; when ``f_<col>`` is set each value read is
@@ -173,7 +177,8 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
         + "".join(f"d_{safe_name(c)}, r_{safe_name(c)}, f_{safe_name(c)}, " for c in sorted(scan))
         + "".join(f"fp_{safe_name(c)}, " for c in cached)
         + "s_int8, s_int16, s_int32, s_int64, s_float32, s_float64, state, page_slot, slot_page, "
-        f"slot_lock, clock, n_slots, slot_words, {io_args}, counters, R, C, SF, SI, MNF, MXF, MNI, MXI, E):",
+        f"slot_lock, clock, n_slots, slot_words, {io_args}, {', '.join(PARAM_ARGS)}, "
+        "counters, R, C, SF, SI, MNF, MXF, MNI, MXI, E):",
         "    lane = cuda.laneid",
         f"    io = ({io_args},)",
         "    nw = (cuda.gridDim.x * cuda.blockDim.x) // 32",
@@ -221,7 +226,12 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
         i = cached_index[c]
         red.append(f"{ind}cuda.atomic.add(counters, {1 + 2 * i}, st_{safe_name(c)}[0])")
         red.append(f"{ind}cuda.atomic.add(counters, {2 + 2 * i}, st_{safe_name(c)}[1])")
-    return "\n".join(head + body + tail + red) + "\n"
+    return "\n".join(head + body + tail + red) + "\n", ec.params
+
+
+def kernel_cache_size() -> int:
+    """Number of compiled GPU kernels held by this process."""
+    return len(_cache)
 
 
 def compile_kernel(src: str):
@@ -237,5 +247,5 @@ def compile_kernel(src: str):
                   "warp_read_file": gpu_queue.warp_read_file}
             exec(compile(src, "<bamql gpu kernel>", "exec"), ns)
             k = cuda.jit(ns["kern"])
-            _cache[src] = k
+            _cache.put(src, k)
         return k

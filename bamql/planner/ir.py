@@ -160,10 +160,21 @@ class AggRef(Expr):
 
 
 def walk(e: Expr):
-    """Yield ``e`` and all its descendants, parents first."""
+    """Yield ``e`` and all its descendants, parents first (an ``IN`` list's constants are
+    not visited: they are ``values``, not children)."""
     yield e
-    for c in e.children():
+    for c in (e.arg,) if isinstance(e, InList) else e.children():
         yield from walk(c)
+
+
+def size(e: Expr) -> int:
+    """Number of nodes of an expression (an ``IN`` list counts one), without recursion."""
+    n, todo = 0, [e]
+    while todo:
+        x = todo.pop()
+        n += 1
+        todo.extend((x.arg,) if isinstance(x, InList) else x.children())
+    return n
 
 
 def columns_of(e: Expr | None) -> tuple[str, ...]:
@@ -175,6 +186,50 @@ def columns_of(e: Expr | None) -> tuple[str, ...]:
         if isinstance(n, Col):
             seen.setdefault(n.name)
     return tuple(seen)
+
+
+def any_of(parts) -> Expr:
+    """The OR of ``parts``, nested ORs flattened, and the equalities of one expression with
+    constants (``x = 1 OR x = 2 OR x IN (3, 4)``) merged into one ``IN`` list: the same truth
+    in SQL's three values, but one set lookup in a kernel instead of a term per constant."""
+    return _merged(parts, Or, negated=False)
+
+
+def all_of(parts) -> Expr:
+    """The AND of ``parts``, nested ANDs flattened, and ``x <> 1 AND x NOT IN (2, 3)``
+    merged into one ``NOT IN`` list (``any_of``'s dual)."""
+    return _merged(parts, And, negated=True)
+
+
+def _merged(parts, cls: type, negated: bool) -> Expr:
+    op = "<>" if negated else "="
+    flat: list[Expr] = []
+    for p in parts:
+        flat.extend(p.args if isinstance(p, cls) else (p,))
+    members: dict[Expr, list[Expr]] = {}  # the list's expression -> its terms
+    order: list[tuple[bool, Expr]] = []  # (a list?, its expression or the term) in order
+    for p in flat:
+        if isinstance(p, Cmp) and p.op == op and isinstance(p.right, Lit) \
+                and not isinstance(p.left, Lit):
+            key = p.left
+        elif isinstance(p, InList) and p.negated == negated:
+            key = p.arg
+        else:
+            order.append((False, p))
+            continue
+        if key not in members:
+            members[key] = []
+            order.append((True, key))
+        members[key].append(p)
+    out: list[Expr] = []
+    for is_list, x in order:
+        terms = members[x] if is_list else [x]
+        if len(terms) == 1:
+            out.append(terms[0])
+        else:
+            vals = tuple(v for t in terms for v in ((t.right,) if isinstance(t, Cmp) else t.values))
+            out.append(InList(x, vals, negated=negated))
+    return out[0] if len(out) == 1 else cls(tuple(out))
 
 
 def conjuncts(e: Expr | None) -> tuple[Expr, ...]:

@@ -115,10 +115,10 @@ def _page_mask(e: ir.Expr, store: PageStore) -> tuple[str, np.ndarray] | None:
             in_page[-1] = store.rows - (c.n_pages - 1) * c.rows_per_page
         return col, (nulls < in_page) if e.negated else (nulls > 0)
     if isinstance(e, ir.InList):
-        m = np.zeros(c.n_pages, bool)
-        for lit in e.values:
-            if lit.value is not None:
-                m |= (lo <= lit.value) & (lit.value <= hi)
+        vals = np.array([float(x.value) for x in e.values if x.value is not None], np.float64)
+        if np.isnan(vals).any():
+            return None  # a page holding NaN has no bound that NaN lies within
+        m = _any_within(np.unique(vals), lo, hi)
         return col, _with_value_sets(m, store, col, [lit.value for lit in e.values])
     op = e.op
     if op == "=":
@@ -148,19 +148,32 @@ def _int_mask(e: ir.Cmp | ir.InList, lo: np.ndarray, hi: np.ndarray) -> np.ndarr
     """Pages with int64 zone maps ``lo``/``hi`` that may hold a row where ``e`` (a column
     against constants) is TRUE. Each constant becomes the integers it admits (``intmath``,
     exact for ints and decimals, as the kernels compare for doubles), compared in int64."""
+    m = np.zeros(len(lo), bool)
     if isinstance(e, ir.InList):
-        spans = [int_interval("=", x.value) for x in e.values if x.value is not None]
+        ints = [x.value for x in e.values if type(x.value) is int]
+        spans = [int_interval("=", x.value) for x in e.values
+                 if x.value is not None and type(x.value) is not int]
+        if ints:  # each page at once against the sorted list, not once per constant
+            m |= _any_within(np.unique(np.array(ints, np.int64)), lo, hi)
     elif e.op == "<>":  # all but the integers equal to the constant
         start, stop = int_interval("=", e.right.value)
         spans = [(I64_MIN, start), (stop, I64_MAX + 1)]
     else:
         spans = [int_interval(e.op, e.right.value)]
-    m = np.zeros(len(lo), bool)
     for start, stop in spans:
         start, last = max(start, I64_MIN), min(stop - 1, I64_MAX)  # [start, last] in int64
         if start <= last:
             m |= (hi >= start) & (lo <= last) & (lo <= hi)
     return m
+
+
+def _any_within(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Pages whose zone ``[lo, hi]`` holds one of the sorted ``values`` (pages with no value,
+    ``lo > hi``, hold none)."""
+    if not len(values):
+        return np.zeros(len(lo), bool)
+    i = np.minimum(np.searchsorted(values, lo, side="left"), len(values) - 1)
+    return (values[i] >= lo) & (values[i] <= hi) & (lo <= hi)
 
 
 def _with_value_sets(m: np.ndarray, store: PageStore, col: str, values) -> np.ndarray:

@@ -17,7 +17,7 @@ from sqlglot.errors import ParseError, TokenError
 
 from bamql.errors import PlanError
 from bamql.intmath import I64_MAX, I64_MIN, first_above, first_at_least, fits_int64
-from bamql.planner import ir
+from bamql.planner import ir, lists
 from bamql.storage.format import ColumnMeta
 
 #: Most groups a GROUP BY may produce (dense accumulators, one slot per possible key).
@@ -83,6 +83,8 @@ class _Translator:
         #: exact values of the decimal constants (SQL's ``2.5``, a DECIMAL, not a DOUBLE):
         #: id(Lit) -> (the Lit, kept alive, and its value as a Fraction)
         self.decimals: dict[int, tuple[ir.Lit, Fraction]] = {}
+        #: long integer IN lists cut out of the text before parsing (``planner.lists``)
+        self.text, self.lists = lists.lift(sql)
 
     def fail(self, what: str, node: exp.Expression | None = None) -> PlanError:
         return PlanError(what + (_where(node, self.sql) if node is not None else ""))
@@ -90,7 +92,7 @@ class _Translator:
     # -- statements --------------------------------------------------------------------
     def query(self) -> ir.Query:
         try:
-            stmts = [s for s in sqlglot.parse(self.sql, read="duckdb") if s is not None]
+            stmts = [s for s in sqlglot.parse(self.text, read="duckdb") if s is not None]
         except (ParseError, TokenError) as e:
             msg = str(e).strip().splitlines()[0]
             raise PlanError(f"SQL syntax error: {msg}") from None
@@ -271,7 +273,7 @@ class _Translator:
                 return self.compare(op, self.expr(node.this), self.expr(node.expression), node)
         if isinstance(node, exp.And | exp.Or):  # a chain, flattened without recursion
             parts = [self.bool_expr(x) for x in _chain(node, type(node))]
-            return ir.And(tuple(parts)) if isinstance(node, exp.And) else ir.Or(tuple(parts))
+            return ir.all_of(parts) if isinstance(node, exp.And) else ir.any_of(parts)
         if isinstance(node, exp.Not):
             inner = node.this
             if isinstance(inner, exp.Is):
@@ -293,6 +295,15 @@ class _Translator:
                 raise self.fail("IN (subquery) is not supported", node)
             a = self.expr(node.this)
             vals = []
+            lifted = (self.lists.get(node.expressions[0].name) if len(node.expressions) == 1
+                      and isinstance(node.expressions[0], exp.Column) else None)
+            if lifted is not None:  # integers: each coerced as the parser's constant would be
+                one = self.coerce_literal(ir.Lit(lifted[0], "int"), a, node)
+                if one.kind != "int":  # a timestamp or string column: refused as usual
+                    vals = [self.coerce_literal(ir.Lit(x, "int"), a, node) for x in lifted]
+                else:
+                    vals = [ir.Lit(x, "int") for x in lifted]
+                return self.in_list(a, vals, node)
             for v in node.expressions:
                 lit = self.expr(v)
                 if not isinstance(lit, ir.Lit):
@@ -474,6 +485,9 @@ class _Translator:
         e = self.expr(arg)
         if isinstance(e, ir.Lit):
             raise self.fail(f"{func.upper()} of a constant is not supported", node)
+        if ir.size(e) > MAX_AGG_NODES:  # compiled into the kernel: its length is compile time
+            raise self.fail(f"the argument of {func.upper()} is too large ({ir.size(e)} terms; "
+                            f"at most {MAX_AGG_NODES})", node)
         if func == "count":
             return ir.Agg("count", e, "int")
         if func in ("sum", "avg"):
@@ -521,6 +535,10 @@ def key_domain(k: ir.Expr, cols: Mapping[str, ColumnMeta]) -> tuple[int, int]:
         return 0, 1
     return int(c.min), int(c.max) - int(c.min) + 1
 
+
+#: The most nodes an aggregate's argument may have: it is compiled into the query's kernel,
+#: whose compile time grows faster than linearly with its length.
+MAX_AGG_NODES = 200
 
 #: Python frames translation may use (see ``translate``)
 _RECURSION_LIMIT = 6000

@@ -75,8 +75,12 @@ class ValueSets:
         """Boolean mask of the pages holding any of ``values`` (non-integers and values
         outside the domain match no page; None, SQL NULL, matches none)."""
         acc = np.zeros(self.bits.shape[1], np.uint8)
+        ints = np.array([v for v in values if type(v) is int and self.lo <= v < self.lo
+                         + self.bits.shape[0]], np.int64)
+        if len(ints):  # plain integers (the common case, and long IN lists) at once
+            acc |= np.bitwise_or.reduce(self.bits[np.unique(ints) - self.lo], axis=0)
         for v in values:
-            if not isinstance(v, int | float | np.number):
+            if type(v) is int or not isinstance(v, int | float | np.number):
                 continue
             v = v.item() if isinstance(v, np.number) else v
             # the integers equal to v, exactly: no float rounding of a big int; a float from

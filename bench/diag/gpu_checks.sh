@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The GPU checks of a session, run on the GPU machine from the project root (device tool),
+# with the staged wheels installed (../shared/device/README.md). Logs go to $OUT.
+#   bash bench/diag/gpu_checks.sh tests     the GPU tests (pytest -m gpu)
+#   bash bench/diag/gpu_checks.sh corpus S  the differential corpus on host/gpu/file with 4-slot
+#                                           and default caches, time-boxed to S seconds
+#   bash bench/diag/gpu_checks.sh shapes    bench/diag/query_shapes.py on the host backend
+#   bash bench/diag/gpu_checks.sh bench N   bamql bench: Q1-Q6, warm, host backend and DuckDB, N rows
+set -uo pipefail
+export PYTHONPATH=/tmp/site:$PWD
+export BAMQL_CACHE_DIR=/tmp/bamql-cache
+out=${OUT:-/tmp/out}
+mkdir -p "$out"
+rev=$(git rev-parse --short HEAD 2>/dev/null || echo worktree)
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+case ${1:?tests, corpus, shapes or bench} in
+  tests)
+    { echo "# GPU tests, build $rev (+ working tree), $gpu: python -m pytest -m gpu tests"
+      timeout "${2:-560}" python -m pytest -q -m gpu tests --durations=5 -p no:cacheprovider; } \
+      > "$out/gpu-tests.log" 2>&1
+    tail -15 "$out/gpu-tests.log" ;;
+  corpus)
+    timeout $(( ${2:-400} + 60 )) python -m tests.sql.corpus --device gpu --backends host,gpu,file \
+      --caches 4,default --shapes ci --budget-s "${2:-400}" --log "$out/corpus-gpu.jsonl" --quiet \
+      > "$out/corpus-gpu.txt" 2>&1
+    tail -5 "$out/corpus-gpu.txt"; tail -1 "$out/corpus-gpu.jsonl"; gzip -f "$out/corpus-gpu.jsonl" ;;
+  shapes)
+    timeout "${2:-300}" python bench/diag/query_shapes.py --device gpu --backend host --rows 2000000 \
+      --queries 2000 --in-sizes 1000,100000 --or-sizes 20,100 --depth 1000 \
+      --out "$out/query-shapes-gpu.json" 2>&1 | tail -12 ;;
+  bench)
+    timeout 560 python -m bamql.cli bench --rows "${2:-50000000}" --engines bamql-gpu-host,duckdb \
+      --page-sizes 512 --selectivity 0.0005 --modes warm --reps 5 --workdir /tmp/bench-data \
+      --no-plots --out "$out/bench" 2>&1 | tail -30 ;;
+esac
