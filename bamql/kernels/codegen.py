@@ -58,13 +58,18 @@ class Params:
         self.floats.append(float(value))
         return f"PF[{len(self.floats) - 1}]"
 
-    def sorted_list(self, values: np.ndarray) -> tuple[str, str]:
-        """Register a sorted list; source text of its first index and end in ``LI``/``LF``."""
+    def add_list(self, values: np.ndarray) -> int:
+        """Register a sorted list (int64 or float64); return the index in ``PI`` of its
+        offset in ``LI``/``LF``, its length following."""
         lists = self.int_lists if values.dtype.kind == "i" else self.float_lists
         off = sum(len(x) for x in lists)
         lists.append(values)
         self.ints += [off, len(values)]
-        i = len(self.ints) - 2
+        return len(self.ints) - 2
+
+    def sorted_list(self, values: np.ndarray) -> tuple[str, str]:
+        """Register a sorted list; source text of its first index and end in ``LI``/``LF``."""
+        i = self.add_list(values)
         return f"PI[{i}]", f"PI[{i}] + PI[{i + 1}]"
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -217,18 +222,11 @@ class ExprCompiler:
 
     def _in_list(self, e: ir.InList, a: str, v: str) -> None:
         """Emit ``v`` = value ``a`` equals a member of ``e``'s list (NULLs aside): a binary
-        search of the sorted list in the arguments, as float64 where the argument is a float
-        and as int64 otherwise (a constant that no integer equals is left out). NaN equals
-        NaN, as in DuckDB."""
+        search of the sorted list (``in_values``) in the arguments. NaN equals NaN, as in
+        DuckDB."""
+        nums = in_values(e)
+        key = f"float({a})" if nums.dtype.kind == "f" else f"int({a})"
         vals = [lit.value for lit in e.values if lit.value is not None]
-        if e.arg.kind == "float":
-            nums = np.sort(np.array([float(x) for x in vals if x == x], np.float64))
-            key = f"float({a})"
-        else:
-            ints = {int(x) for x in vals if x == x and float(x).is_integer()
-                    and _I64_MIN <= int(x) <= _I64_MAX}
-            nums = np.array(sorted(ints), np.int64)
-            key = f"int({a})"
         arr = "LF" if nums.dtype.kind == "f" else "LI"
         first, end = self.params.sorted_list(nums)
         k, lo, hi, en = f"k{v}", f"lo{v}", f"hi{v}", f"e{v}"
@@ -308,6 +306,17 @@ class ExprCompiler:
         if e.op == ">":
             return f"({plain}) | ({a_nan}{b_num})" if an else plain
         return f"({plain}) | {a_nan}" if an else plain  # >=
+
+
+def in_values(e: ir.InList) -> np.ndarray:
+    """The sorted values an ``IN`` list's argument is searched for: float64 where the
+    argument is a float (NaN and NULL left out: they are tested apart), int64 otherwise (a
+    constant that no int64 equals left out)."""
+    vals = [lit.value for lit in e.values if lit.value is not None]
+    if e.arg.kind == "float":
+        return np.sort(np.array([float(x) for x in vals if x == x], np.float64))
+    ints = {int(x) for x in vals if x == x and float(x).is_integer() and _I64_MIN <= int(x) <= _I64_MAX}
+    return np.array(sorted(ints), np.int64)
 
 
 def _overflows(op: str, x: str, y: str) -> str:

@@ -17,6 +17,7 @@ import threading
 
 import numpy as np
 
+from bamql.kernels import wide
 from bamql.kernels.codegen import PARAM_ARGS, ExprCompiler, Params, safe_name
 from bamql.lru import LRU
 from bamql.planner import ir
@@ -118,10 +119,32 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
                     f"state, page_slot, slot_page, slot_lock, clock, n_slots, slot_words, io, "
                     f"{wpp}, {rpp}, st_{safe_name(name)}, {_zero(dt)})")
 
+    n_slots = 0  # wide predicates' column slots (``kernels.wide``)
     for stage in stages:
-        for name in ir.columns_of(stage.predicate):
+        names = ir.columns_of(stage.predicate)
+        for name in names:
             load(name)
-        v, ok = ec.compile(stage.predicate)
+        slots = {n: i for i, n in enumerate(names)}
+        prog = None
+        if ir.size(stage.predicate) > wide.WIDE_NODES:
+            # the program's offset and length go first, so that their place in ``PI`` (in
+            # the source) does not depend on the program's length
+            pos = ec.params.scalar(0), ec.params.scalar(0)
+            at = len(ec.params.ints) - 2
+            prog = wide.encode(stage.predicate, slots, ec.params)
+            if prog is not None:
+                ec.params.ints[at : at + 2] = prog
+        if prog is None:
+            v, ok = ec.compile(stage.predicate)
+        else:  # one interpreter call: its offset and length are arguments too
+            kinds = {x.name: x.kind for x in ir.walk(stage.predicate) if isinstance(x, ir.Col)}
+            for name, i in slots.items():
+                x, okx = ec.compile(ir.Col(name, kinds[name]))
+                ec.emit(f"{'wf' if kinds[name] == 'float' else 'wi'}[{i}] = {x}")
+                ec.emit(f"wo[{i}] = {okx}")
+            n_slots = max(n_slots, len(slots))
+            v, ok = f"wv{len(ec.lines)}", f"wk{len(ec.lines)}"
+            ec.emit(f"{v}, {ok} = wide_run(PI, {pos[0]}, {pos[1]}, PF, LI, LF, wf, wi, wo, ws, wso)")
         ec.emit(f"live = live and {ok} and {v}")
     for e in (*q.keys, *q.aggs):
         for name in ir.columns_of(e):
@@ -187,6 +210,11 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
         *[f"    st_{safe_name(c)} = cuda.local.array(2, np.int64)" for c in cached],
         *[f"    st_{safe_name(c)}[0] = 0\n    st_{safe_name(c)}[1] = 0" for c in cached],
         *[f"    {d}" for d in decls],
+        *([f"    wf = cuda.local.array({n_slots}, np.float64)",
+           f"    wi = cuda.local.array({n_slots}, np.int64)",
+           f"    wo = cuda.local.array({n_slots}, np.bool_)",
+           f"    ws = cuda.local.array({wide.STACK}, np.bool_)",
+           f"    wso = cuda.local.array({wide.STACK}, np.bool_)"] if n_slots else []),
         "    while base < total:",
         "        t = base + lane",
         "        live = t < total",
@@ -229,6 +257,18 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
     return "\n".join(head + body + tail + red) + "\n", ec.params
 
 
+_wide = []
+
+
+def _wide_run():
+    """``kernels.wide.run`` as a CUDA device function, made once."""
+    if not _wide:
+        from numba import cuda
+
+        _wide.append(cuda.jit(device=True)(wide.run))
+    return _wide[0]
+
+
 def kernel_cache_size() -> int:
     """Number of compiled GPU kernels held by this process."""
     return len(_cache)
@@ -244,7 +284,7 @@ def compile_kernel(src: str):
             from bamql.kernels import gpu_cache, gpu_queue
 
             ns = {"cuda": cuda, "np": np, "math": math, "warp_read": gpu_cache.warp_read,
-                  "warp_read_file": gpu_queue.warp_read_file}
+                  "warp_read_file": gpu_queue.warp_read_file, "wide_run": _wide_run()}
             exec(compile(src, "<bamql gpu kernel>", "exec"), ns)
             k = cuda.jit(ns["kern"])
             _cache.put(src, k)

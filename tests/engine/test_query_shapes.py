@@ -90,7 +90,8 @@ def test_in_lists_with_null_and_duplicates_match_duckdb(con, sample_table):
 
 def test_an_or_of_equalities_is_one_in_list_and_matches_duckdb(con, sample_table):
     eqs = " OR ".join(f"dropoff_location_id = {v}" for v in range(0, 2000, 2))
-    sql = f"SELECT COUNT(*) FROM trips WHERE {eqs} OR dropoff_location_id IN (1, 3) OR dropoff_location_id = NULL"
+    sql = (f"SELECT COUNT(*) FROM trips WHERE {eqs} OR dropoff_location_id IN (1, 3) "
+           "OR dropoff_location_id = NULL")
     q = con._translate(sql)
     assert isinstance(q.predicate, ir.InList) and len(q.predicate.values) == 1003
     _check(con, sample_table, sql)
