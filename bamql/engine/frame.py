@@ -10,7 +10,7 @@ import numpy as np
 from bamql.engine.result import Result
 from bamql.errors import PlanError
 from bamql.planner import ir
-from bamql.planner.translate import MAX_GROUPS, key_domain
+from bamql.planner.translate import Translator, timestamp_us
 
 
 @dataclass(frozen=True)
@@ -137,29 +137,20 @@ def _raw_lit(v) -> ir.Lit:
     elif v is None:
         lit = ir.Lit(None, "null")
     elif isinstance(v, np.datetime64 | datetime.datetime):
-        from bamql.planner.translate import _timestamp_us
-
         # through the text: a cast to microseconds wraps beyond int64, this raises
-        lit = ir.Lit(_timestamp_us(str(np.datetime64(v))), "timestamp")
+        lit = ir.Lit(timestamp_us(str(np.datetime64(v))), "timestamp")
     else:
         raise PlanError(f"unsupported constant {v!r}")
     return lit
 
 
 def _lit(v, other: ir.Expr, cols) -> ir.Lit:
-    from bamql.planner.translate import _Translator
-
-    t = _Translator("", {})
-    t.cols = cols
-    return t.coerce_literal(_raw_lit(v), other, None)
+    return Translator.for_columns(cols).coerce_literal(_raw_lit(v), other, None)
 
 
 def resolve(e, cols) -> ir.Expr:
     """ColExpr -> IR over a table's columns (same checks as SQL)."""
-    from bamql.planner.translate import _Translator
-
-    t = _Translator("", {})
-    t.cols = cols
+    t = Translator.for_columns(cols)
     if not isinstance(e, ColExpr):
         raise PlanError(f"expected a column expression, got {e!r}")
     op, a = e.op, e.args
@@ -205,14 +196,7 @@ def _agg(e: ColExpr, cols) -> ir.Agg:
     func, arg = e.args
     if arg is None:
         return ir.Agg("count", None, "int")
-    x = resolve(arg, cols)
-    if func == "count":
-        return ir.Agg("count", x, "int")
-    if func in ("sum", "avg"):
-        if x.kind not in ("int", "float"):
-            raise PlanError(f"{func} needs a number, got {x.kind}")
-        return ir.Agg(func, x, "float" if func == "avg" or x.kind == "float" else "int")
-    return ir.Agg(func, x, x.kind)
+    return Translator.for_columns(cols).agg_of(func, resolve(arg, cols), None)
 
 
 class Frame:
@@ -240,14 +224,9 @@ class Frame:
         pred = resolve(self.predicate, cols) if self.predicate is not None else None
         if pred is not None and pred.kind != "bool":
             raise PlanError("filter() needs a condition")
-        keys = tuple(resolve(k, cols) for k in self.keys)
-        total = 1
-        for k in keys:
-            if not (isinstance(k, ir.Col) and k.kind in ("int", "string")) and not isinstance(k, ir.Extract):
-                raise PlanError("group_by takes integer or string columns, or .hour()")
-            total *= key_domain(k, cols)[1] + 1
-        if total > MAX_GROUPS:
-            raise PlanError(f"group_by has up to {total:,} groups (at most {MAX_GROUPS:,})")
+        t = Translator.for_columns(cols, self.name)
+        keys = tuple(t.key_of(resolve(k, cols), None) for k in self.keys)
+        t.check_domain(list(keys), None)
         agg_list: list[ir.Agg] = []
         exprs = []
         for a in aggs.values():

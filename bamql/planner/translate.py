@@ -46,7 +46,7 @@ def _where(node: exp.Expression, sql: str) -> str:
     return ""
 
 
-def _timestamp_us(text: str) -> int:
+def timestamp_us(text: str) -> int:
     """A timestamp constant as int64 microseconds since 1970, exactly: NumPy wraps silently
     beyond the int64 range (``'300000-01-01'``), so the seconds are parsed apart from the
     fraction and the microseconds computed with Python integers, then checked."""
@@ -74,7 +74,18 @@ def _timestamp_us(text: str) -> int:
     return us
 
 
-class _Translator:
+class Translator:
+    """SQL text -> logical IR. Its checks (``coerce_literal``, ``compare``, ``in_list``,
+    ``key_of``, ``agg_of``, ``check_domain``) are public: the dataframe API builds its IR
+    through them (``for_columns``), so both accept and refuse the same things."""
+
+    @classmethod
+    def for_columns(cls, cols: Mapping[str, ColumnMeta], table: str = "") -> Translator:
+        """A translator of expressions over one table's ``cols`` (no SQL text)."""
+        t = cls("", {})
+        t.cols, t.table = cols, table
+        return t
+
     def __init__(self, sql: str, catalog: Mapping[str, Mapping[str, ColumnMeta]]) -> None:
         self.sql = sql
         self.catalog = catalog
@@ -213,7 +224,10 @@ class _Translator:
         return ir.Col(name, self.cols[name].kind)
 
     def key_expr(self, node) -> ir.Expr:
-        e = self.expr(node)
+        return self.key_of(self.expr(node), node)
+
+    def key_of(self, e: ir.Expr, node) -> ir.Expr:
+        """``e`` as a group key, or the error that says what a key may be (SQL and frames)."""
         if isinstance(e, ir.Col) and e.kind in ("int", "string"):
             return e
         if isinstance(e, ir.Extract):
@@ -250,7 +264,7 @@ class _Translator:
             inner = node.this
             to = node.to.this.name.lower() if node.to is not None else ""
             if isinstance(inner, exp.Literal) and inner.is_string and ("timestamp" in to or to == "date"):
-                return ir.Lit(_timestamp_us(inner.this), "timestamp")
+                return ir.Lit(timestamp_us(inner.this), "timestamp")
             raise self.fail(f"CAST to {node.to.sql()} is not supported", node)
         if isinstance(node, exp.Neg):
             a = self.expr(node.this)
@@ -355,7 +369,7 @@ class _Translator:
             return lit
         if other.kind == "timestamp":
             if lit.kind == "strlit":
-                return ir.Lit(_timestamp_us(lit.value), "timestamp")
+                return ir.Lit(timestamp_us(lit.value), "timestamp")
             if lit.kind == "timestamp":
                 return lit
         elif other.kind == "string":
@@ -482,7 +496,11 @@ class _Translator:
             raise self.fail(f"{func.upper()} takes one argument", node)
         if any(isinstance(n, tuple(_AGGS)) for n in arg.walk()):
             raise self.fail("aggregates cannot be nested", node)
-        e = self.expr(arg)
+        return self.agg_of(func, self.expr(arg), node)
+
+    def agg_of(self, func: str, e: ir.Expr, node) -> ir.Agg:
+        """The aggregate ``func`` of ``e`` (not COUNT(*)), or the error that says why not: the
+        one set of rules for SQL and the dataframe API."""
         if isinstance(e, ir.Lit):
             raise self.fail(f"{func.upper()} of a constant is not supported", node)
         if ir.size(e) > MAX_AGG_NODES:  # compiled into the kernel: its length is compile time
@@ -571,7 +589,7 @@ def translate(sql: str, catalog: Mapping[str, Mapping[str, ColumnMeta]]) -> ir.Q
     if sys.getrecursionlimit() < _RECURSION_LIMIT:
         sys.setrecursionlimit(_RECURSION_LIMIT)
     try:
-        return _Translator(sql, catalog).query()
+        return Translator(sql, catalog).query()
     except RecursionError:
         raise PlanError("the query nests too deeply (parentheses, NOT or arithmetic some "
                         "hundreds of levels deep); write it flatter") from None
