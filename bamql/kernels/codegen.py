@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import singledispatchmethod
 
 import numpy as np
 
@@ -116,99 +117,140 @@ class ExprCompiler:
     def emit(self, text: str) -> None:
         self.lines.append(self.indent + text)
 
-    def compile(self, e: ir.Expr) -> tuple[str, str]:  # noqa: C901 - one dispatch over nodes
+    def compile(self, e: ir.Expr) -> tuple[str, str]:
         """Emit code for ``e``; return the names of its value and validity variables."""
-        if isinstance(e, ir.Col):
-            if e.name not in self._cols:  # load each column once per row
-                v, ok = self._var()
-                self.emit(f"{v} = {self.load(e.name)}")
-                s = self.sentinels[e.name]
-                if s != s:  # a float: NULL is one NaN's bits (numba bitcasts a scalar .view)
-                    bits, w = nan_bits(s)
-                    self.emit(f"{ok} = np.float{w}({v}).view(np.int{w}) != {bits}")
-                else:
-                    self.emit(f"{ok} = {v} != {s}")
-                if self.scales.get(e.name):  # exact: one correctly rounded division
-                    self.emit(f"{v} = float({v}) / {float(10 ** self.scales[e.name])!r}")
-                self._cols[e.name] = (v, ok)
-            return self._cols[e.name]
+        return self._node(e)
+
+    @singledispatchmethod
+    def _node(self, e: ir.Expr) -> tuple[str, str]:
+        raise TypeError(f"codegen: cannot compile {type(e).__name__}")
+
+    @_node.register
+    def _(self, e: ir.Col) -> tuple[str, str]:
+        if e.name not in self._cols:  # load each column once per row
+            v, ok = self._var()
+            self.emit(f"{v} = {self.load(e.name)}")
+            s = self.sentinels[e.name]
+            if s != s:  # a float: NULL is one NaN's bits (numba bitcasts a scalar .view)
+                bits, w = nan_bits(s)
+                self.emit(f"{ok} = np.float{w}({v}).view(np.int{w}) != {bits}")
+            else:
+                self.emit(f"{ok} = {v} != {s}")
+            if self.scales.get(e.name):  # exact: one correctly rounded division
+                self.emit(f"{v} = float({v}) / {float(10 ** self.scales[e.name])!r}")
+            self._cols[e.name] = (v, ok)
+        return self._cols[e.name]
+
+    @_node.register
+    def _(self, e: ir.Lit) -> tuple[str, str]:
         v, ok = self._var()
-        if isinstance(e, ir.Lit):
-            if e.value is None:
-                self.emit(f"{v} = 0")
-                self.emit(f"{ok} = False")
-            else:
-                self.emit(f"{v} = {self._constant(e.value)}")
-                self.emit(f"{ok} = True")
-        elif isinstance(e, ir.Neg):
-            a, oa = self.compile(e.arg)
-            if e.kind == "int":  # -MIN does not fit int64
-                self._int_op(v, ERR_NEG, f"int({a}) == {_I64_MIN}", f"-int({a})", oa)
-            else:
-                self.emit(f"{v} = -{a}")
-            self.emit(f"{ok} = {oa}")
-        elif isinstance(e, ir.Arith):
-            a, oa = self.compile(e.left)
-            b, ob = self.compile(e.right)
-            if e.op == "/":  # always float division; x/0 is +-inf or NaN, as in IEEE
-                self.emit(f"{v} = float({a}) / float({b})")
-            elif e.kind == "float":
-                self.emit(f"{v} = float({a}) {e.op} float({b})")
-            else:
-                x, y = f"int({a})", f"int({b})"
-                self._int_op(v, _ERR_OF[e.op], _overflows(e.op, x, y), f"{x} {e.op} {y}",
-                             f"{oa} and {ob}")
-            self.emit(f"{ok} = {oa} & {ob}")
-        elif isinstance(e, ir.Cmp):
-            a, oa = self.compile(e.left)
-            b, ob = self.compile(e.right)
-            self.emit(f"{v} = {self._cmp(e, a, b)}")
-            self.emit(f"{ok} = {oa} & {ob}")
-        elif isinstance(e, ir.And | ir.Or):
-            first, *rest = e.args
-            a, oa = self.compile(first)
-            self.emit(f"{v} = {a}")
-            self.emit(f"{ok} = {oa}")
-            for arg in rest:
-                b, ob = self.compile(arg)
-                # bitwise on booleans, not ``and``/``or``: short-circuits are branches, and
-                # numba's compile time grows far faster than linearly with their number
-                if isinstance(e, ir.And):  # a known FALSE decides an AND
-                    self.emit(f"d{v} = ({ok} & (not {v})) | ({ob} & (not {b}))")
-                    self.emit(f"{ok} = ({ok} & {ob}) | d{v}")
-                    self.emit(f"{v} = {v} & {b} & (not d{v})")
-                else:  # a known TRUE decides an OR
-                    self.emit(f"d{v} = ({ok} & {v}) | ({ob} & {b})")
-                    self.emit(f"{ok} = ({ok} & {ob}) | d{v}")
-                    self.emit(f"{v} = d{v} | ({v} & {b})")
-        elif isinstance(e, ir.Not):
-            a, oa = self.compile(e.arg)
-            self.emit(f"{v} = not {a}")
-            self.emit(f"{ok} = {oa}")
-        elif isinstance(e, ir.IsNull):
-            _, oa = self.compile(e.arg)
-            self.emit(f"{v} = {oa}" if e.negated else f"{v} = not {oa}")
-            self.emit(f"{ok} = True")
-        elif isinstance(e, ir.InList):
-            a, oa = self.compile(e.arg)
-            self._in_list(e, a, v)
-            if any(lit.value is None for lit in e.values):
-                self.emit(f"{ok} = {oa} & {v}")
-            else:
-                self.emit(f"{ok} = {oa}")
-            if e.negated:
-                self.emit(f"{v} = not {v}")
-        elif isinstance(e, ir.Extract):
-            a, oa = self.compile(e.arg)
-            if e.part == "hour":
-                self.emit(f"{v} = ({a} // 3600000000) % 24")
-            elif e.part == "minute":
-                self.emit(f"{v} = ({a} // 60000000) % 60")
-            else:
-                self.emit(f"{v} = ({a} // 86400000000 + 4) % 7")
-            self.emit(f"{ok} = {oa}")
+        if e.value is None:
+            self.emit(f"{v} = 0")
+            self.emit(f"{ok} = False")
         else:
-            raise TypeError(f"cannot compile {type(e).__name__}")
+            self.emit(f"{v} = {self._constant(e.value)}")
+            self.emit(f"{ok} = True")
+        return v, ok
+
+    @_node.register
+    def _(self, e: ir.Neg) -> tuple[str, str]:
+        v, ok = self._var()
+        a, oa = self.compile(e.arg)
+        if e.kind == "int":  # -MIN does not fit int64
+            self._int_op(v, ERR_NEG, f"int({a}) == {_I64_MIN}", f"-int({a})", oa)
+        else:
+            self.emit(f"{v} = -{a}")
+        self.emit(f"{ok} = {oa}")
+        return v, ok
+
+    @_node.register
+    def _(self, e: ir.Arith) -> tuple[str, str]:
+        v, ok = self._var()
+        a, oa = self.compile(e.left)
+        b, ob = self.compile(e.right)
+        if e.op == "/":  # always float division; x/0 is +-inf or NaN, as in IEEE
+            self.emit(f"{v} = float({a}) / float({b})")
+        elif e.kind == "float":
+            self.emit(f"{v} = float({a}) {e.op} float({b})")
+        else:
+            x, y = f"int({a})", f"int({b})"
+            self._int_op(v, _ERR_OF[e.op], _overflows(e.op, x, y), f"{x} {e.op} {y}",
+                         f"{oa} and {ob}")
+        self.emit(f"{ok} = {oa} & {ob}")
+        return v, ok
+
+    @_node.register
+    def _(self, e: ir.Cmp) -> tuple[str, str]:
+        v, ok = self._var()
+        a, oa = self.compile(e.left)
+        b, ob = self.compile(e.right)
+        self.emit(f"{v} = {self._cmp(e, a, b)}")
+        self.emit(f"{ok} = {oa} & {ob}")
+        return v, ok
+
+    def _junction(self, e: ir.And | ir.Or) -> tuple[str, str]:
+        v, ok = self._var()
+        first, *rest = e.args
+        a, oa = self.compile(first)
+        self.emit(f"{v} = {a}")
+        self.emit(f"{ok} = {oa}")
+        for arg in rest:
+            b, ob = self.compile(arg)
+            # bitwise on booleans, not ``and``/``or``: short-circuits are branches, and
+            # numba's compile time grows far faster than linearly with their number
+            if isinstance(e, ir.And):  # a known FALSE decides an AND
+                self.emit(f"d{v} = ({ok} & (not {v})) | ({ob} & (not {b}))")
+                self.emit(f"{ok} = ({ok} & {ob}) | d{v}")
+                self.emit(f"{v} = {v} & {b} & (not d{v})")
+            else:  # a known TRUE decides an OR
+                self.emit(f"d{v} = ({ok} & {v}) | ({ob} & {b})")
+                self.emit(f"{ok} = ({ok} & {ob}) | d{v}")
+                self.emit(f"{v} = d{v} | ({v} & {b})")
+        return v, ok
+
+    _node.register(ir.And, _junction)
+    _node.register(ir.Or, _junction)
+
+    @_node.register
+    def _(self, e: ir.Not) -> tuple[str, str]:
+        v, ok = self._var()
+        a, oa = self.compile(e.arg)
+        self.emit(f"{v} = not {a}")
+        self.emit(f"{ok} = {oa}")
+        return v, ok
+
+    @_node.register
+    def _(self, e: ir.IsNull) -> tuple[str, str]:
+        v, ok = self._var()
+        _, oa = self.compile(e.arg)
+        self.emit(f"{v} = {oa}" if e.negated else f"{v} = not {oa}")
+        self.emit(f"{ok} = True")
+        return v, ok
+
+    @_node.register
+    def _(self, e: ir.InList) -> tuple[str, str]:
+        v, ok = self._var()
+        a, oa = self.compile(e.arg)
+        self._in_list(e, a, v)
+        if any(lit.value is None for lit in e.values):
+            self.emit(f"{ok} = {oa} & {v}")
+        else:
+            self.emit(f"{ok} = {oa}")
+        if e.negated:
+            self.emit(f"{v} = not {v}")
+        return v, ok
+
+    @_node.register
+    def _(self, e: ir.Extract) -> tuple[str, str]:
+        v, ok = self._var()
+        a, oa = self.compile(e.arg)
+        if e.part == "hour":
+            self.emit(f"{v} = ({a} // 3600000000) % 24")
+        elif e.part == "minute":
+            self.emit(f"{v} = ({a} // 60000000) % 60")
+        else:
+            self.emit(f"{v} = ({a} // 86400000000 + 4) % 7")
+        self.emit(f"{ok} = {oa}")
         return v, ok
 
     def _constant(self, value) -> str:

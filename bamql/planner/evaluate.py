@@ -7,6 +7,7 @@ select list over aggregate results. Kernels compile the same IR instead (kernels
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import singledispatch
 
 import numpy as np
 
@@ -17,74 +18,113 @@ from bamql.planner import ir
 Vec = tuple[np.ndarray, np.ndarray]  # (values, valid)
 
 
+@singledispatch
 def evaluate(e: ir.Expr, env: Mapping, n: int) -> Vec:
     """Evaluate ``e`` over ``n`` rows; ``env`` maps column names, ``('key', i)`` and
     ``('agg', i)`` to ``(values, valid)`` arrays."""
-    ones = np.ones(n, dtype=bool)
-    if isinstance(e, ir.Col):
-        return env[e.name]
-    if isinstance(e, ir.KeyRef):
-        return env[("key", e.index)]
-    if isinstance(e, ir.AggRef):
-        return env[("agg", e.index)]
-    if isinstance(e, ir.Lit):
-        if e.value is None:
-            return np.zeros(n), ~ones
-        return np.full(n, e.value), ones
-    if isinstance(e, ir.Neg):
-        v, ok = evaluate(e.arg, env, n)
-        return (int_arith("-", None, v, ok) if e.kind == "int" else -v), ok
-    if isinstance(e, ir.Arith):
-        a, oa = evaluate(e.left, env, n)
-        b, ob = evaluate(e.right, env, n)
-        if e.kind == "int" and e.op != "/":
-            return int_arith(e.op, a, b, oa & ob), oa & ob
-        with np.errstate(all="ignore"):
-            if e.op == "+":
-                v = a + b
-            elif e.op == "-":
-                v = a - b
-            elif e.op == "*":
-                v = a * b
-            else:
-                v = a.astype(np.float64) / b.astype(np.float64)
-        return v, oa & ob
-    if isinstance(e, ir.Cmp):
-        a, oa = evaluate(e.left, env, n)
-        b, ob = evaluate(e.right, env, n)
-        return compare(e.op, a, b), oa & ob
-    if isinstance(e, ir.And | ir.Or):
-        v, ok = evaluate(e.args[0], env, n)
-        v = v.astype(bool)
-        for arg in e.args[1:]:
-            b, ob = evaluate(arg, env, n)
-            b = b.astype(bool)
-            if isinstance(e, ir.And):
-                decided = (ok & ~v) | (ob & ~b)  # a known FALSE decides an AND
-                ok, v = (ok & ob) | decided, v & b & ~decided
-            else:
-                decided = (ok & v) | (ob & b)  # a known TRUE decides an OR
-                ok, v = (ok & ob) | decided, decided | (v & b)
-        return v, ok
-    if isinstance(e, ir.Not):
-        v, ok = evaluate(e.arg, env, n)
-        return ~v.astype(bool), ok
-    if isinstance(e, ir.IsNull):
-        _, ok = evaluate(e.arg, env, n)
-        return (ok if e.negated else ~ok), ones
-    if isinstance(e, ir.InList):
-        a, oa = evaluate(e.arg, env, n)
-        vals = [x.value for x in e.values if x.value is not None]
-        hit = np.isin(a, vals) if vals else np.zeros(n, dtype=bool)
-        if any(x != x for x in vals):  # NaN = NaN, as in DuckDB
-            hit |= _isnan(a)
-        has_null = any(x.value is None for x in e.values)
-        ok = oa & (hit | (not has_null))  # x IN (.., NULL) is NULL unless it hits
-        return (~hit if e.negated else hit), ok
-    if isinstance(e, ir.Extract):
-        v, ok = evaluate(e.arg, env, n)
-        return extract_np(e.part, v.astype(np.int64)), ok
-    raise TypeError(f"cannot evaluate {type(e).__name__}")
+    raise TypeError(f"evaluate: no rule for {type(e).__name__}")
+
+
+@evaluate.register
+def _(e: ir.Col, env: Mapping, n: int) -> Vec:
+    return env[e.name]
+
+
+@evaluate.register
+def _(e: ir.KeyRef, env: Mapping, n: int) -> Vec:
+    return env[("key", e.index)]
+
+
+@evaluate.register
+def _(e: ir.AggRef, env: Mapping, n: int) -> Vec:
+    return env[("agg", e.index)]
+
+
+@evaluate.register
+def _(e: ir.Lit, env: Mapping, n: int) -> Vec:
+    if e.value is None:
+        return np.zeros(n), np.zeros(n, dtype=bool)
+    return np.full(n, e.value), np.ones(n, dtype=bool)
+
+
+@evaluate.register
+def _(e: ir.Neg, env: Mapping, n: int) -> Vec:
+    v, ok = evaluate(e.arg, env, n)
+    return (int_arith("-", None, v, ok) if e.kind == "int" else -v), ok
+
+
+@evaluate.register
+def _(e: ir.Arith, env: Mapping, n: int) -> Vec:
+    a, oa = evaluate(e.left, env, n)
+    b, ob = evaluate(e.right, env, n)
+    if e.kind == "int" and e.op != "/":
+        return int_arith(e.op, a, b, oa & ob), oa & ob
+    with np.errstate(all="ignore"):
+        if e.op == "+":
+            v = a + b
+        elif e.op == "-":
+            v = a - b
+        elif e.op == "*":
+            v = a * b
+        else:
+            v = a.astype(np.float64) / b.astype(np.float64)
+    return v, oa & ob
+
+
+@evaluate.register
+def _(e: ir.Cmp, env: Mapping, n: int) -> Vec:
+    a, oa = evaluate(e.left, env, n)
+    b, ob = evaluate(e.right, env, n)
+    return compare(e.op, a, b), oa & ob
+
+
+def _junction(e: ir.And | ir.Or, env: Mapping, n: int) -> Vec:
+    v, ok = evaluate(e.args[0], env, n)
+    v = v.astype(bool)
+    for arg in e.args[1:]:
+        b, ob = evaluate(arg, env, n)
+        b = b.astype(bool)
+        if isinstance(e, ir.And):
+            decided = (ok & ~v) | (ob & ~b)  # a known FALSE decides an AND
+            ok, v = (ok & ob) | decided, v & b & ~decided
+        else:
+            decided = (ok & v) | (ob & b)  # a known TRUE decides an OR
+            ok, v = (ok & ob) | decided, decided | (v & b)
+    return v, ok
+
+
+evaluate.register(ir.And, _junction)
+evaluate.register(ir.Or, _junction)
+
+
+@evaluate.register
+def _(e: ir.Not, env: Mapping, n: int) -> Vec:
+    v, ok = evaluate(e.arg, env, n)
+    return ~v.astype(bool), ok
+
+
+@evaluate.register
+def _(e: ir.IsNull, env: Mapping, n: int) -> Vec:
+    _, ok = evaluate(e.arg, env, n)
+    return (ok if e.negated else ~ok), np.ones(n, dtype=bool)
+
+
+@evaluate.register
+def _(e: ir.InList, env: Mapping, n: int) -> Vec:
+    a, oa = evaluate(e.arg, env, n)
+    vals = [x.value for x in e.values if x.value is not None]
+    hit = np.isin(a, vals) if vals else np.zeros(n, dtype=bool)
+    if any(x != x for x in vals):  # NaN = NaN, as in DuckDB
+        hit |= _isnan(a)
+    has_null = any(x.value is None for x in e.values)
+    ok = oa & (hit | (not has_null))  # x IN (.., NULL) is NULL unless it hits
+    return (~hit if e.negated else hit), ok
+
+
+@evaluate.register
+def _(e: ir.Extract, env: Mapping, n: int) -> Vec:
+    v, ok = evaluate(e.arg, env, n)
+    return extract_np(e.part, v.astype(np.int64)), ok
 
 
 def int_arith(op: str, a: np.ndarray | None, b: np.ndarray, valid: np.ndarray) -> np.ndarray:

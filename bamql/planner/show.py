@@ -1,41 +1,92 @@
-"""IR expressions back to readable SQL-like text (for EXPLAIN)."""
+"""IR expressions back to readable SQL-like text (for EXPLAIN), one rendering per node."""
 
 from __future__ import annotations
 
+from functools import singledispatch
+
 from bamql.planner import ir
 
+#: An IN list shows this many constants, then how many more it holds.
+SHOWN_VALUES = 8
 
+
+@singledispatch
 def show(e: ir.Expr) -> str:
     """A compact SQL-like rendering of an IR expression."""
-    if isinstance(e, ir.Col):
-        return e.name
-    if isinstance(e, ir.Lit):
-        return "NULL" if e.value is None else repr(e.value) if e.kind != "timestamp" else f"ts({e.value})"
-    if isinstance(e, ir.Arith):
-        return f"({show(e.left)} {e.op} {show(e.right)})"
-    if isinstance(e, ir.Neg):
-        return f"-{show(e.arg)}"
-    if isinstance(e, ir.Cmp):
-        return f"{show(e.left)} {e.op} {show(e.right)}"
-    if isinstance(e, ir.And | ir.Or):
-        op = " AND " if isinstance(e, ir.And) else " OR "
-        return "(" + op.join(show(a) for a in e.args) + ")"
-    if isinstance(e, ir.Not):
-        return f"NOT {show(e.arg)}"
-    if isinstance(e, ir.IsNull):
-        return f"{show(e.arg)} IS {'NOT ' if e.negated else ''}NULL"
-    if isinstance(e, ir.InList):
-        vals = ", ".join(show(v) for v in e.values)
-        return f"{show(e.arg)} {'NOT ' if e.negated else ''}IN ({vals})"
-    if isinstance(e, ir.Extract):
-        return f"EXTRACT({e.part.upper()} FROM {show(e.arg)})"
-    if isinstance(e, ir.Agg):
-        return f"{e.func.upper()}({'*' if e.arg is None else show(e.arg)})"
-    if isinstance(e, ir.KeyRef):
-        return f"key{e.index}"
-    if isinstance(e, ir.AggRef):
-        return f"agg{e.index}"
-    return type(e).__name__
+    raise TypeError(f"show: no rendering of {type(e).__name__}")
+
+
+@show.register
+def _(e: ir.Col) -> str:
+    return e.name
+
+
+@show.register
+def _(e: ir.Lit) -> str:
+    return "NULL" if e.value is None else repr(e.value) if e.kind != "timestamp" else f"ts({e.value})"
+
+
+@show.register
+def _(e: ir.Arith) -> str:
+    return f"({show(e.left)} {e.op} {show(e.right)})"
+
+
+@show.register
+def _(e: ir.Neg) -> str:
+    return f"-{show(e.arg)}"
+
+
+@show.register
+def _(e: ir.Cmp) -> str:
+    return f"{show(e.left)} {e.op} {show(e.right)}"
+
+
+@show.register
+def _(e: ir.And) -> str:
+    return "(" + " AND ".join(show(a) for a in e.args) + ")"
+
+
+@show.register
+def _(e: ir.Or) -> str:
+    return "(" + " OR ".join(show(a) for a in e.args) + ")"
+
+
+@show.register
+def _(e: ir.Not) -> str:
+    return f"NOT {show(e.arg)}"
+
+
+@show.register
+def _(e: ir.IsNull) -> str:
+    return f"{show(e.arg)} IS {'NOT ' if e.negated else ''}NULL"
+
+
+@show.register
+def _(e: ir.InList) -> str:
+    vals = ", ".join(show(v) for v in e.values[:SHOWN_VALUES])
+    if len(e.values) > SHOWN_VALUES:
+        vals += f", ... {len(e.values) - SHOWN_VALUES:,} more"
+    return f"{show(e.arg)} {'NOT ' if e.negated else ''}IN ({vals})"
+
+
+@show.register
+def _(e: ir.Extract) -> str:
+    return f"EXTRACT({e.part.upper()} FROM {show(e.arg)})"
+
+
+@show.register
+def _(e: ir.Agg) -> str:
+    return f"{e.func.upper()}({'*' if e.arg is None else show(e.arg)})"
+
+
+@show.register
+def _(e: ir.KeyRef) -> str:
+    return f"key{e.index}"
+
+
+@show.register
+def _(e: ir.AggRef) -> str:
+    return f"agg{e.index}"
 
 
 def show_plan(p: ir.Plan) -> str:
