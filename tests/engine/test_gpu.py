@@ -103,6 +103,35 @@ def test_matches_duckdb_too(stores, taxi_orc):
             assert_same_rows(con.sql(sql).rows(), duck(sql, t), ordered="ORDER BY" in sql)
 
 
+@pytest.mark.parametrize("backend", ["host", "gpu", "file"])
+def test_constants_are_arguments_and_wide_predicates_are_programs(stores, taxi_orc, backend):
+    pytest.importorskip("duckdb")
+    import random
+
+    from bamql.kernels import gpu as kgpu
+    from tests.conftest import read_orc
+    from tests.reference import duck
+
+    t = read_orc(taxi_orc)
+    rnd = random.Random(backend)
+    with bamql.connect(stores[512], device="gpu", backend=backend, cache="1MiB") as con:
+        shape = ("SELECT COUNT(*), AVG(tip_amount), MIN(total_amount - {c}) FROM trips "
+                 "WHERE fare_amount > {x} AND pickup_location_id IN ({ids})")
+        before = None
+        for _ in range(12):
+            sql = shape.format(c=rnd.randint(-5, 5), x=round(rnd.uniform(0, 40), 2),
+                               ids=", ".join(str(rnd.randint(1, 265)) for _ in range(rnd.randint(1, 300))))
+            assert_same_rows(con.sql(sql).rows(), duck(sql, t), ordered=False)
+            before = before or kgpu.kernel_cache_size()
+        assert kgpu.kernel_cache_size() == before  # one kernel for every constant
+        for n in (20, 200):
+            terms = " OR ".join(f"(fare_amount > {round(rnd.uniform(5, 90), 2)} AND tip_amount < "
+                                f"{round(rnd.uniform(0, 4), 2)} AND passenger_count <> {rnd.randint(0, 6)})"
+                                for _ in range(n))
+            sql = f"SELECT COUNT(*), SUM(trip_distance) FROM trips WHERE {terms}"
+            assert_same_rows(con.sql(sql).rows(), duck(sql, t), ordered=False)
+
+
 def test_no_page_loaded_twice_and_second_run_fetches_nothing(stores):
     sql = load("q06")
     with bamql.connect(stores[4096], device="cpu", medium="cached") as cpu:
