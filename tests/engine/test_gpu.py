@@ -117,13 +117,16 @@ def test_constants_are_arguments_and_wide_predicates_are_programs(stores, taxi_o
     with bamql.connect(stores[512], device="gpu", backend=backend, cache="1MiB") as con:
         shape = ("SELECT COUNT(*), AVG(tip_amount), MIN(total_amount - {c}) FROM trips "
                  "WHERE fare_amount > {x} AND pickup_location_id IN ({ids})")
-        before = None
+        before = kgpu.kernel_cache_size()
+        orders = set()
         for _ in range(12):
             sql = shape.format(c=rnd.randint(-5, 5), x=round(rnd.uniform(0, 40), 2),
                                ids=", ".join(str(rnd.randint(1, 265)) for _ in range(rnd.randint(1, 300))))
             assert_same_rows(con.sql(sql).rows(), duck(sql, t), ordered=False)
-            before = before or kgpu.kernel_cache_size()
-        assert kgpu.kernel_cache_size() == before  # one kernel for every constant
+            orders.add(tuple(s.columns for s in con.plan(con._translate(sql)).stages))
+        # one kernel per order of the filter's stages (selectivity estimates order them), not
+        # one per constant
+        assert kgpu.kernel_cache_size() - before <= len(orders)
         for n in (20, 200):
             terms = " OR ".join(f"(fare_amount > {round(rnd.uniform(5, 90), 2)} AND tip_amount < "
                                 f"{round(rnd.uniform(0, 4), 2)} AND passenger_count <> {rnd.randint(0, 6)})"
