@@ -123,9 +123,11 @@ def test_constants_are_arguments_and_wide_predicates_are_programs(stores, taxi_o
             sql = shape.format(c=rnd.randint(-5, 5), x=round(rnd.uniform(0, 40), 2),
                                ids=", ".join(str(rnd.randint(1, 265)) for _ in range(rnd.randint(1, 300))))
             assert_same_rows(con.sql(sql).rows(), duck(sql, t), ordered=False)
-            orders.add(tuple(s.columns for s in con.plan(con._translate(sql)).stages))
-        # one kernel per order of the filter's stages (selectivity estimates order them), not
-        # one per constant
+            plan = con.plan(con._translate(sql))
+            orders.add((tuple(s.columns for s in plan.stages),
+                        tuple((a.column, a.path, a.shadow) for a in plan.access)))
+        # one kernel per plan shape (the order of the filter's stages and each column's access
+        # path, which selectivity estimates decide), not one per constant
         assert kgpu.kernel_cache_size() - before <= len(orders)
         for n in (20, 200):
             terms = " OR ".join(f"(fare_amount > {round(rnd.uniform(5, 90), 2)} AND tip_amount < "
