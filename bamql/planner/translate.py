@@ -9,6 +9,7 @@ import re
 import sys
 from collections.abc import Mapping
 from fractions import Fraction
+from functools import singledispatchmethod
 
 import numpy as np
 import sqlglot
@@ -241,106 +242,155 @@ class Translator:
             raise self.fail(f"expected a condition, got a {e.kind} expression", node)
         return e
 
-    def expr(self, node) -> ir.Expr:  # noqa: C901 - one dispatch over node types
-        if isinstance(node, exp.Paren):
-            return self.expr(node.this)
-        if isinstance(node, exp.Column):
-            return self.column(node)
-        if isinstance(node, exp.Literal):
-            if node.is_string:
-                return ir.Lit(node.this, "strlit")
-            v = node.this
-            if v.lstrip("-").isdigit():
-                return ir.Lit(int(v), "int")
-            lit = ir.Lit(float(v), "float")
-            if "e" not in v.lower():  # 2.5 is a DECIMAL, exact; 2.5e0 a DOUBLE
-                self.decimals[id(lit)] = (lit, Fraction(v))
-            return lit
-        if isinstance(node, exp.Null):
-            return ir.Lit(None, "null")
-        if isinstance(node, exp.Boolean):
-            return ir.Lit(bool(node.this), "bool")
-        if isinstance(node, exp.Cast):
-            inner = node.this
-            to = node.to.this.name.lower() if node.to is not None else ""
-            if isinstance(inner, exp.Literal) and inner.is_string and ("timestamp" in to or to == "date"):
-                return ir.Lit(timestamp_us(inner.this), "timestamp")
-            raise self.fail(f"CAST to {node.to.sql()} is not supported", node)
-        if isinstance(node, exp.Neg):
-            a = self.expr(node.this)
-            if isinstance(a, ir.Lit) and a.kind in ("int", "float"):
-                neg = ir.Lit(-a.value, a.kind)
-                if id(a) in self.decimals:
-                    self.decimals[id(neg)] = (neg, -self.decimals[id(a)][1])
-                return neg
-            self.need_numeric(a, node)
-            return ir.Neg(a, a.kind)
-        for cls, op in _ARITH.items():
-            if isinstance(node, cls):
-                a, b = self.expr(node.this), self.expr(node.expression)
-                self.need_numeric(a, node.this)
-                self.need_numeric(b, node.expression)
-                kind = "float" if op == "/" or "float" in (a.kind, b.kind) else "int"
-                return ir.Arith(op, a, b, kind)
-        for cls, op in _CMP.items():
-            if isinstance(node, cls):
-                return self.compare(op, self.expr(node.this), self.expr(node.expression), node)
-        if isinstance(node, exp.And | exp.Or):  # a chain, flattened without recursion
-            parts = [self.bool_expr(x) for x in _chain(node, type(node))]
-            return ir.all_of(parts) if isinstance(node, exp.And) else ir.any_of(parts)
-        if isinstance(node, exp.Not):
-            inner = node.this
-            if isinstance(inner, exp.Is):
-                return self.is_null(inner, negated=True)
-            if isinstance(inner, exp.In):
-                e = self.expr(inner)
-                if isinstance(e, ir.InList):
-                    return ir.InList(e.arg, e.values, negated=True)
-                return ir.Not(e)  # an IN rewritten as ORs of comparisons (``compare``)
-            return ir.Not(self.bool_expr(inner))
-        if isinstance(node, exp.Is):
-            return self.is_null(node, negated=False)
-        if isinstance(node, exp.Between):
-            a = self.expr(node.this)
-            lo, hi = self.expr(node.args["low"]), self.expr(node.args["high"])
-            return ir.And((self.compare(">=", a, lo, node), self.compare("<=", a, hi, node)))
-        if isinstance(node, exp.In):
-            if node.args.get("query") is not None or node.args.get("unnest") is not None:
-                raise self.fail("IN (subquery) is not supported", node)
-            a = self.expr(node.this)
-            vals = []
-            lifted = (self.lists.get(node.expressions[0].name) if len(node.expressions) == 1
-                      and isinstance(node.expressions[0], exp.Column) else None)
-            if lifted is not None:  # integers: each coerced as the parser's constant would be
-                one = self.coerce_literal(ir.Lit(lifted[0], "int"), a, node)
-                if one.kind != "int":  # a timestamp or string column: refused as usual
-                    vals = [self.coerce_literal(ir.Lit(x, "int"), a, node) for x in lifted]
-                else:
-                    vals = [ir.Lit(x, "int") for x in lifted]
-                return self.in_list(a, vals, node)
-            for v in node.expressions:
-                lit = self.expr(v)
-                if not isinstance(lit, ir.Lit):
-                    raise self.fail("IN (...) takes constants only", v)
-                vals.append(self.coerce_literal(lit, a, v))
-            return self.in_list(a, vals, node)
-        if isinstance(node, exp.Extract):
-            part = node.this.name.lower() if isinstance(node.this, exp.Var | exp.Identifier) else ""
-            return self.extract(part, node.expression, node)
-        if isinstance(node, exp.Anonymous | exp.Hour | exp.Minute) or type(node).__name__ in (
-            "Hour", "Minute", "DayOfWeek"
-        ):
-            fname = (node.name if isinstance(node, exp.Anonymous) else type(node).__name__).lower()
-            part = {"hour": "hour", "minute": "minute", "dayofweek": "dow", "dow": "dow"}.get(fname)
-            if part:
-                arg = node.expressions[0] if isinstance(node, exp.Anonymous) else node.this
-                return self.extract(part, arg, node)
-        if isinstance(node, tuple(_AGGS)):
-            raise self.fail(f"aggregate {node.sql()} is not allowed here", node)
+    def expr(self, node) -> ir.Expr:
+        """The IR of a sqlglot expression (one rule per node class, ``_expr``)."""
+        return self._expr(node)
+
+    @singledispatchmethod
+    def _expr(self, node) -> ir.Expr:
+        return self._unsupported(node)
+
+    def _unsupported(self, node) -> ir.Expr:
         what = type(node).__name__.upper()
         if isinstance(node, exp.Func):
             what = f"function {node.sql_name() if hasattr(node, 'sql_name') else what}"
         raise self.fail(f"{what} is not supported", node)
+
+    @_expr.register
+    def _(self, node: exp.Paren) -> ir.Expr:
+        return self.expr(node.this)
+
+    @_expr.register
+    def _(self, node: exp.Column) -> ir.Expr:
+        return self.column(node)
+
+    @_expr.register
+    def _(self, node: exp.Literal) -> ir.Expr:
+        if node.is_string:
+            return ir.Lit(node.this, "strlit")
+        v = node.this
+        if v.lstrip("-").isdigit():
+            return ir.Lit(int(v), "int")
+        lit = ir.Lit(float(v), "float")
+        if "e" not in v.lower():  # 2.5 is a DECIMAL, exact; 2.5e0 a DOUBLE
+            self.decimals[id(lit)] = (lit, Fraction(v))
+        return lit
+
+    @_expr.register
+    def _(self, node: exp.Null) -> ir.Expr:
+        return ir.Lit(None, "null")
+
+    @_expr.register
+    def _(self, node: exp.Boolean) -> ir.Expr:
+        return ir.Lit(bool(node.this), "bool")
+
+    @_expr.register
+    def _(self, node: exp.Cast) -> ir.Expr:
+        inner = node.this
+        to = node.to.this.name.lower() if node.to is not None else ""
+        if isinstance(inner, exp.Literal) and inner.is_string and ("timestamp" in to or to == "date"):
+            return ir.Lit(timestamp_us(inner.this), "timestamp")
+        raise self.fail(f"CAST to {node.to.sql()} is not supported", node)
+
+    @_expr.register
+    def _(self, node: exp.Neg) -> ir.Expr:
+        a = self.expr(node.this)
+        if isinstance(a, ir.Lit) and a.kind in ("int", "float"):
+            neg = ir.Lit(-a.value, a.kind)
+            if id(a) in self.decimals:
+                self.decimals[id(neg)] = (neg, -self.decimals[id(a)][1])
+            return neg
+        self.need_numeric(a, node)
+        return ir.Neg(a, a.kind)
+
+    def _arith(self, node) -> ir.Expr:
+        op = _ARITH[type(node)]
+        a, b = self.expr(node.this), self.expr(node.expression)
+        self.need_numeric(a, node.this)
+        self.need_numeric(b, node.expression)
+        kind = "float" if op == "/" or "float" in (a.kind, b.kind) else "int"
+        return ir.Arith(op, a, b, kind)
+
+    def _comparison(self, node) -> ir.Expr:
+        return self.compare(_CMP[type(node)], self.expr(node.this), self.expr(node.expression), node)
+
+    def _junction(self, node) -> ir.Expr:  # a chain, flattened without recursion
+        parts = [self.bool_expr(x) for x in _chain(node, type(node))]
+        return ir.all_of(parts) if isinstance(node, exp.And) else ir.any_of(parts)
+
+    @_expr.register
+    def _(self, node: exp.Not) -> ir.Expr:
+        inner = node.this
+        if isinstance(inner, exp.Is):
+            return self.is_null(inner, negated=True)
+        if isinstance(inner, exp.In):
+            e = self.expr(inner)
+            if isinstance(e, ir.InList):
+                return ir.InList(e.arg, e.values, negated=True)
+            return ir.Not(e)  # an IN rewritten as ORs of comparisons (``compare``)
+        return ir.Not(self.bool_expr(inner))
+
+    @_expr.register
+    def _(self, node: exp.Is) -> ir.Expr:
+        return self.is_null(node, negated=False)
+
+    @_expr.register
+    def _(self, node: exp.Between) -> ir.Expr:
+        a = self.expr(node.this)
+        lo, hi = self.expr(node.args["low"]), self.expr(node.args["high"])
+        return ir.And((self.compare(">=", a, lo, node), self.compare("<=", a, hi, node)))
+
+    @_expr.register
+    def _(self, node: exp.In) -> ir.Expr:
+        if node.args.get("query") is not None or node.args.get("unnest") is not None:
+            raise self.fail("IN (subquery) is not supported", node)
+        a = self.expr(node.this)
+        vals = []
+        lifted = (self.lists.get(node.expressions[0].name) if len(node.expressions) == 1
+                  and isinstance(node.expressions[0], exp.Column) else None)
+        if lifted is not None:  # integers: each coerced as the parser's constant would be
+            one = self.coerce_literal(ir.Lit(lifted[0], "int"), a, node)
+            if one.kind != "int":  # a timestamp or string column: refused as usual
+                vals = [self.coerce_literal(ir.Lit(x, "int"), a, node) for x in lifted]
+            else:
+                vals = [ir.Lit(x, "int") for x in lifted]
+            return self.in_list(a, vals, node)
+        for v in node.expressions:
+            lit = self.expr(v)
+            if not isinstance(lit, ir.Lit):
+                raise self.fail("IN (...) takes constants only", v)
+            vals.append(self.coerce_literal(lit, a, v))
+        return self.in_list(a, vals, node)
+
+    @_expr.register
+    def _(self, node: exp.Extract) -> ir.Expr:
+        part = node.this.name.lower() if isinstance(node.this, exp.Var | exp.Identifier) else ""
+        return self.extract(part, node.expression, node)
+
+    def _calendar(self, node) -> ir.Expr:
+        """HOUR(ts), MINUTE(ts), DAYOFWEEK(ts) and DOW(ts) as EXTRACT."""
+        fname = (node.name if isinstance(node, exp.Anonymous) else type(node).__name__).lower()
+        part = {"hour": "hour", "minute": "minute", "dayofweek": "dow", "dow": "dow"}.get(fname)
+        if part:
+            arg = node.expressions[0] if isinstance(node, exp.Anonymous) else node.this
+            return self.extract(part, arg, node)
+        return self._unsupported(node)
+
+    def _aggregate_here(self, node) -> ir.Expr:
+        raise self.fail(f"aggregate {node.sql()} is not allowed here", node)
+
+    for _cls in _ARITH:
+        _expr.register(_cls, _arith)
+    for _cls in _CMP:
+        _expr.register(_cls, _comparison)
+    for _cls in (exp.And, exp.Or):
+        _expr.register(_cls, _junction)
+    for _cls in (exp.Anonymous, *(getattr(exp, n) for n in ("Hour", "Minute", "DayOfWeek")
+                                  if hasattr(exp, n))):
+        _expr.register(_cls, _calendar)
+    for _cls in _AGGS:
+        _expr.register(_cls, _aggregate_here)
+    del _cls
 
     def extract(self, part: str, arg_node, node) -> ir.Expr:
         if part not in ir.EXTRACT_PARTS:
