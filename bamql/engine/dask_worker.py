@@ -1,14 +1,12 @@
 """The worker side of distributed queries: a Dask worker plugin that adds one comm handler.
 
 A query reaches each worker as one message to the handler ``HANDLER``, sent straight from
-the client's event loop (``client.rpc``) or relayed by the scheduler. An actor call did the
-same through more machinery: a future per call, a hop from the calling thread to the
-client's event loop per actor, and its result wrapping. A round trip to two idle workers
-took 0.56-0.60 ms this way against 0.98-1.03 ms through an actor on the 2-core dev machine,
-and 0.38-0.60 against 0.78-0.90 ms on the H200 x2 machine (``bench/diag/dask_round_trips.py``;
-``bench/results/dask-round-trips-vm.log``, ``bench/results/h200x2/h200x2-dask-round-trips.log``).
-The plugin is Dask's own way to extend a worker, as its P2P shuffle does; registered once
-with ``client.register_plugin``, it also reaches workers that join later.
+the client's event loop (``client.rpc``) or relayed by the scheduler. A handler, not an
+actor, because an actor call adds a future per call, a hop from the calling thread to the
+client's event loop per actor, and its result wrapping, which make a round trip slower
+(measured in ``docs/measurements.md``). The plugin is Dask's own way to extend a worker,
+as its P2P shuffle does; registered once with ``client.register_plugin``, it also reaches
+workers that join later.
 
 This module imports ``distributed``; ``bamql.engine.distributed`` imports it only when a
 cluster is used, so the core runs without Dask.
@@ -53,8 +51,8 @@ class PartitionRunner:
     @staticmethod
     def _run(paths: list[str], args: tuple) -> tuple:
         """``(its partitions' accumulators merged, each partition's statistics)``: partial
-        aggregates merged here travel as one set per worker, not one per partition (8 of
-        them pickled and unpickled cost ~0.2 ms more on the dev machine)."""
+        aggregates merged here travel as one set per worker, not one per partition, so the
+        client pickles and unpickles one answer per worker."""
         from bamql.engine.accumulate import combine_all
         from bamql.engine.distributed import run_partition
 

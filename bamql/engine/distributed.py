@@ -180,10 +180,9 @@ class _Poller:
     instead of sleeping.
 
     Through ``client.sync`` a call hops to the Client's event-loop thread and back, and each
-    sleeping thread wakes late. On the H200 x2 machine a round trip to 2 workers busy 5-10 ms
-    cost 1.2-1.4 ms beyond their work that way and 0.7-0.8 ms this way
-    (``bench/results/h200x2/h200x2-dask-round-trips-busy.log``). Handing the GIL over on
-    every pass (``time.sleep(0)``) loses the gain (``bench/diag/dask_dispatch_polling.py``).
+    sleeping thread wakes late; polling from the calling thread avoids both. The loop does
+    not hand the GIL over on every pass (``time.sleep(0)``): that gives the saving back.
+    Measurements: ``docs/measurements.md``.
     """
 
     def __init__(self, client) -> None:

@@ -11,10 +11,8 @@ say "filled", takes the command, frees the entry for its next turn, reads the pa
 block, every member's page of those rows), checks the checksums, and posts the sequence
 number as the completion (x86 keeps the stores in order, so the data is there
 before its completion). Every request thus costs a system call and a hash, not interpreter
-time: the earlier design, a Python dispatcher handing batches to Python threads, served
-only ~30 k requests/s on the H100 machine whether the disk or the OS page cache answered
-(``bench/results/h100/h100-200M-file-gather-native.json``). ``T`` reads are in flight at
-the disk at most. A read that fails still posts its completion, so no GPU thread waits
+time, so the disk, not Python, bounds the request rate (``docs/measurements.md``). ``T``
+reads are in flight at the disk at most. A read that fails still posts its completion, so no GPU thread waits
 forever; the first failure is kept and raised by the caller after the kernel.
 
 ``max_in_flight`` is the most commands seen waiting (filled, not yet served) summed over
