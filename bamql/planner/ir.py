@@ -8,6 +8,8 @@ order because dictionaries are sorted). Plans are a chain
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass
 
 ARITH_OPS = ("+", "-", "*", "/")
@@ -31,13 +33,35 @@ class Col(Expr):
     kind: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Lit(Expr):
     """A constant; ``value`` None is SQL NULL. String constants on dictionary columns are
-    turned into codes (possibly fractional: a string between two dictionary entries)."""
+    turned into codes (possibly fractional: a string between two dictionary entries).
+
+    Two constants are equal when they are the same value of the same type: ``0.0`` and
+    ``-0.0`` differ (``x / -0.0`` is not ``x / 0.0``), ``1`` and ``1.0`` differ, and every
+    NaN equals every NaN; plans and merged IN lists are keyed by this equality.
+    """
 
     value: int | float | bool | None
     kind: str
+
+    def _key(self) -> tuple:
+        v = self.value
+        if isinstance(v, bool) or v is None or isinstance(v, str):
+            return (self.kind, type(v).__name__, v)
+        if isinstance(v, numbers.Integral):
+            return (self.kind, "int", int(v))
+        if isinstance(v, numbers.Real):
+            v = float(v)
+            return (self.kind, "float", "nan" if v != v else (v, math.copysign(1.0, v)))
+        return (self.kind, type(v).__name__, v)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Lit) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
 
 
 @dataclass(frozen=True)

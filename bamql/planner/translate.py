@@ -296,9 +296,12 @@ class Translator:
     def _(self, node: exp.Neg) -> ir.Expr:
         a = self.expr(node.this)
         if isinstance(a, ir.Lit) and a.kind in ("int", "float"):
-            neg = ir.Lit(-a.value, a.kind)
-            if id(a) in self.decimals:
-                self.decimals[id(neg)] = (neg, -self.decimals[id(a)][1])
+            if id(a) in self.decimals:  # a DECIMAL: -0.0 is 0, with no sign, as in DuckDB
+                exact = -self.decimals[id(a)][1]
+                neg = ir.Lit(float(exact), a.kind)
+                self.decimals[id(neg)] = (neg, exact)
+            else:
+                neg = ir.Lit(-a.value, a.kind)
             return neg
         self.need_numeric(a, node)
         return ir.Neg(a, a.kind)
@@ -349,11 +352,12 @@ class Translator:
         lifted = (self.lists.get(node.expressions[0].name) if len(node.expressions) == 1
                   and isinstance(node.expressions[0], exp.Column) else None)
         if lifted is not None:  # integers: each coerced as the parser's constant would be
-            one = self.coerce_literal(ir.Lit(lifted[0], "int"), a, node)
-            if one.kind != "int":  # a timestamp or string column: refused as usual
-                vals = [self.coerce_literal(ir.Lit(x, "int"), a, node) for x in lifted]
-            else:
+            plain = (a.kind in ("int", "float") and not self._is_float32(a)
+                     and fits_int64(min(lifted)) and fits_int64(max(lifted)))
+            if plain:  # what coerce_literal returns for each: the int64 itself
                 vals = [ir.Lit(x, "int") for x in lifted]
+            else:
+                vals = [self.coerce_literal(ir.Lit(x, "int"), a, node) for x in lifted]
             return self.in_list(a, vals, node)
         for v in node.expressions:
             lit = self.expr(v)
@@ -433,8 +437,10 @@ class Translator:
             code = i if i < len(d) and d[i] == lit.value else i - 0.5
             return ir.Lit(code, "string")
         elif other.kind in ("int", "float"):
+            if lit.kind in ("int", "float") and self._is_float32(other):
+                return self._as_float32(lit, node)
             if lit.kind == "int" and other.kind == "float" and not fits_int64(lit.value):
-                return ir.Lit(float(lit.value), "float")  # DOUBLE vs HUGEINT: as doubles
+                return ir.Lit(self._double(lit.value, node), "float")  # DOUBLE vs HUGEINT
             if lit.kind in ("int", "float"):
                 return lit
         elif other.kind in ("strlit", "null") and lit.kind in ("int", "float", "strlit", "timestamp"):
@@ -443,6 +449,26 @@ class Translator:
             return lit
         raise self.fail(f"cannot compare a {other.kind.replace('strlit', 'string')} with a "
                         f"{lit.kind.replace('strlit', 'string')} constant", node)
+
+    def _is_float32(self, e: ir.Expr) -> bool:
+        """Whether ``e`` is a column stored as float32 (SQL's FLOAT)."""
+        c = self.cols.get(e.name) if isinstance(e, ir.Col) else None
+        return c is not None and c.dtype == "float32"
+
+    def _double(self, v, node) -> float:
+        try:
+            return float(v)
+        except OverflowError:
+            raise self.fail(f"numeric constant {str(v)[:20]}... is out of the range of DOUBLE",
+                            node) from None
+
+    def _as_float32(self, lit: ir.Lit, node) -> ir.Lit:
+        """A constant compared with a FLOAT column, rounded to float32 as DuckDB casts it
+        (beyond float32's range it stays a double: no finite FLOAT equals it)."""
+        v = self._double(lit.value, node)
+        if v != v or abs(v) > float(np.finfo(np.float32).max):
+            return ir.Lit(v, "float")
+        return ir.Lit(float(np.float32(v)), "float")
 
     def compare(self, op: str, a: ir.Expr, b: ir.Expr, node) -> ir.Expr:
         if isinstance(a, ir.Lit) and not isinstance(b, ir.Lit):

@@ -11,7 +11,7 @@ export PYTHONPATH=/tmp/site:$PWD
 export BAMQL_CACHE_DIR=/tmp/bamql-cache
 out=${OUT:-/tmp/out}
 mkdir -p "$out"
-rev=$(git rev-parse --short HEAD 2>/dev/null || echo worktree)
+rev=${BAMQL_REV:-$(git rev-parse --short HEAD 2>/dev/null || echo worktree)}
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 case ${1:?tests, corpus, shapes or bench} in
   tests)
