@@ -74,7 +74,7 @@ def cmd_verify(a: argparse.Namespace) -> int:
             print(f"{a.store}: {p}", file=sys.stderr)
         if len(problems) > 20:
             print(f"... and {len(problems) - 20} more", file=sys.stderr)
-        raise BamqlError(f"store {a.store} is corrupt: {len(problems)} bad page(s)")
+        raise BamqlError(f"store {a.store} is corrupt: {len(problems)} problem(s)")
     parts = getattr(s, "parts", [s])
     pages = sum(p.manifest.all_pages for p in parts)
     groups = len(parts[0].manifest.groups)
@@ -220,7 +220,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="only these columns (default: all); the others are not even decoded")
     i.set_defaults(func=cmd_ingest)
 
-    v = sub.add_parser("verify", help="check every page checksum of a store")
+    v = sub.add_parser(
+        "verify", help="check a store's pages and metadata against each other",
+        description="Check a table (every partition of a partitioned one). Opening it checks "
+        "the seals of manifest.json, pages.npz and partitions.json, that every file is a "
+        "regular file inside the table, and the manifest's consistency (storage types, page "
+        "widths, extents against the row count, dictionaries sorted and unique, row groups). "
+        "verify then reads every page and checks its checksum, the files' sizes, and each "
+        "column's zone maps, NULL counts, value sets, range and histogram against its values; "
+        "row-group copies against the columns they copy; the compressed copy against the "
+        "pages. Each problem is one line; the exit status is 1 if there is any.")
     v.add_argument("store", help="table directory")
     v.set_defaults(func=cmd_verify)
 

@@ -60,3 +60,35 @@ def sample_store(tmp_path_factory) -> Path:
 
 def read_orc(paths) -> pa.Table:
     return pa.concat_tables(paorc.read_table(str(p)) for p in paths)
+
+
+def edit_manifest(store: Path, change) -> None:
+    """Let ``change`` edit the manifest of ``store`` (a dict, in place) and seal it again, as
+    someone who knows the format would: what the store then holds passes the seal."""
+    import json
+
+    from bamql.storage.format import MANIFEST, digest
+
+    m = json.loads((store / MANIFEST).read_text())
+    change(m)
+    m["sha256"] = digest(m)
+    (store / MANIFEST).write_text(json.dumps(m))
+
+
+def edit_pages_meta(store: Path, change) -> None:
+    """Let ``change`` edit the arrays of ``pages.npz`` of ``store`` (a dict, in place) and seal
+    the file and the manifest again."""
+    import hashlib
+    import io
+
+    import numpy as np
+
+    from bamql.storage.format import PAGES_META
+
+    with np.load(store / PAGES_META) as z:
+        arrays = {k: z[k] for k in z.files}
+    change(arrays)
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    (store / PAGES_META).write_bytes(buf.getvalue())
+    edit_manifest(store, lambda m: m.update(pages_meta_sha256=hashlib.sha256(buf.getvalue()).hexdigest()))

@@ -16,12 +16,12 @@ import numba
 import numpy as np
 import pyarrow as pa
 
-from bamql.storage.format import MAX_DECIMALS
+from bamql.storage.format import MAX_DECIMALS, SCALED_TYPES
 
 _POW10 = np.array([10.0**d for d in range(MAX_DECIMALS + 1)])
 #: Scaled floats are int16 at narrowest: the measures then share a width, which row groups
 #: need (equal rows per page), and int8 would only save on a few tiny surcharge columns.
-_WIDTHS = (np.dtype(np.int16), np.dtype(np.int32))
+_WIDTHS = tuple(np.dtype(t) for t in SCALED_TYPES)
 
 
 @numba.njit(nogil=True, cache=False)

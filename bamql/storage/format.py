@@ -19,14 +19,25 @@ timestamps, dictionary codes and scaled floats), not as a validity bitmap: a gat
 costs one page per value instead of two, which is what late materialization is for. A
 float64 or float32 column's NULL is one NaN bit pattern (``NULL_F64_BITS``,
 ``NULL_F32_BITS``: a quiet NaN with a payload) and a real NaN is stored as the canonical
-NaN, so the two stay apart (from version 3 on; before, both were NaN). A column holding real
-NaNs is never stored as scaled integers, and a scaled column has at least one decimal
-(``scale >= 1``): ``scale`` 0 always means "stored as is".
+NaN, so the two stay apart. A column holding real NaNs is never stored as scaled integers,
+and a scaled column has at least one decimal (``scale >= 1``): ``scale`` 0 always means
+"stored as is".
+
+The manifest is sealed (``sha256``: ``digest`` of every other field) and holds the sha256 of
+``pages.npz``, so an edit of either is refused at open; every page holds its checksum in
+``pages.npz``. ``Manifest.load`` also checks that the manifest is consistent in itself (widths,
+extents, dictionaries, row groups), which a manifest sealed again after an edit must still
+pass; ``PageStore.verify`` compares the metadata with the pages. The store's files are read
+only as regular files directly inside its directory (``open_member``).
 """
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import json
+import os
+import stat
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -35,11 +46,10 @@ import numpy as np
 from bamql.errors import StoreError
 
 FORMAT_NAME = "bamql-pagestore"
-FORMAT_VERSION = 3
-#: Versions this bamql reads (1 has no scaled floats; every ``scale`` is then 0). Versions 1
-#: and 2 store a float's NULL and NaN alike, and version 2 wrote whole-number floats as
-#: integers with ``scale`` 0 and their NULLs as 0: ``Manifest.load`` refuses such columns.
-READABLE_VERSIONS = (1, 2, 3)
+FORMAT_VERSION = 4
+#: Versions this bamql reads. Versions 1-3 have no seal (and 1 and 2 store a float's NULL and
+#: NaN alike): such stores are refused with "re-ingest".
+READABLE_VERSIONS = (4,)
 #: The NULL of a float64 / float32 column: a quiet NaN with a payload ("NULL" in ASCII) that
 #: ingest never stores for a value (real NaNs are stored as the canonical NaN).
 NULL_F64_BITS = 0x7FF8_0000_4E55_4C4C
@@ -57,6 +67,58 @@ MAX_DECIMALS = 4
 
 #: Logical kinds a column may have.
 KINDS = ("int", "float", "timestamp", "string")
+#: Storage types of each kind (a string's are those of its dictionary codes).
+STORAGE_TYPES = {"int": ("int8", "int16", "int32", "int64"), "float": ("float32", "float64"),
+                 "timestamp": ("int64",), "string": ("int8", "int16")}
+#: Storage types of a float column stored as scaled integers (``scale >= 1``).
+SCALED_TYPES = ("int16", "int32")
+#: Most volumes a store may have.
+MAX_VOLUMES = 256
+
+
+def digest(doc: dict) -> str:
+    """The hash that seals a JSON metadata document: every field but ``sha256`` (where the
+    seal is kept), canonically (sorted keys), so that any edit of a value changes it."""
+    body = {k: v for k, v in doc.items() if k != "sha256"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def open_member(root: Path, name: str, what: str) -> int:
+    """Open the store file ``name`` (``what`` it is, for errors) of the store at ``root`` for
+    reading; return its descriptor.
+
+    ``name`` must be a plain file name and the file a regular file, not a symlink: a store's
+    files lie directly inside its directory, and a name with a directory part, a link, a FIFO
+    or a device would read something that is not the store, or block. ``O_NONBLOCK`` keeps the
+    open of a FIFO from waiting for a writer; ``O_NOFOLLOW`` refuses a link. A file that
+    vanishes between the check and the open raises ``FileNotFoundError`` (``open_table``
+    reports a store changed while it was opened).
+    """
+    if (not isinstance(name, str) or name in ("", ".", "..") or "/" in name or "\\" in name
+            or "\0" in name):
+        raise StoreError(f"store {root}: its {what} {name!r} is not a file name inside the store")
+    path = root / name
+    if not os.path.lexists(path):
+        raise StoreError(f"store {root}: {what} {name} is missing")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as e:
+        if e.errno == errno.ENOENT:
+            raise
+        why = "a symbolic link" if e.errno == errno.ELOOP else e.strerror
+        raise StoreError(f"store {root}: {what} {name} cannot be opened ({why}); a store's "
+                         "files are regular files inside it") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise StoreError(f"store {root}: {what} {name} is not a regular file; a store's files "
+                         "are regular files inside it")
+    return fd
+
+
+def read_member(root: Path, name: str, what: str) -> bytes:
+    """The bytes of store file ``name``, opened as ``open_member`` does."""
+    with os.fdopen(open_member(root, name, what), "rb") as fh:
+        return fh.read()
 
 
 def check_page_size(page_size: int) -> int:
@@ -249,54 +311,154 @@ class Manifest:
         return pages * self.page_size
 
     def to_json(self) -> str:
+        """The manifest as written: its fields and their seal (``digest``)."""
         d = asdict(self)
+        d["sha256"] = digest(d)
         return json.dumps(d, indent=1)
 
     @classmethod
     def load(cls, path: Path) -> Manifest:
-        mpath = path / MANIFEST
+        """Read, unseal and check the manifest of the store at ``path``; StoreError (one line)
+        if it is missing, of another format or version, edited, or inconsistent."""
         if not path.exists():
             raise StoreError(f"store {path} does not exist")
-        if not mpath.exists():
+        if not path.is_dir() or not os.path.lexists(path / MANIFEST):
             raise StoreError(f"{path} is not a bamql table: no {MANIFEST}")
         try:
-            d = json.loads(mpath.read_text())
+            d = json.loads(read_member(path, MANIFEST, "manifest"))
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise StoreError(f"store {path}: {MANIFEST} is corrupt ({e})") from None
         if not isinstance(d, dict) or d.get("format") != FORMAT_NAME:
             raise StoreError(f"store {path}: {MANIFEST} is not a bamql page-store manifest")
-        if d.get("format_version") not in READABLE_VERSIONS:
+        v = d.get("format_version")
+        if _is_int(v) and 1 <= v < FORMAT_VERSION:
+            raise StoreError(f"store {path}: format version {v} was written by an older bamql "
+                             "and is not sealed against edits; re-ingest the table")
+        if v not in READABLE_VERSIONS:
             raise StoreError(
-                f"store {path}: format version {d.get('format_version')} is not supported "
-                f"(this bamql reads versions {', '.join(map(str, READABLE_VERSIONS))}); "
+                f"store {path}: format version {v} is not supported "
+                f"(this bamql reads version {', '.join(map(str, READABLE_VERSIONS))}); "
                 "re-ingest the table"
             )
+        if d.pop("sha256", None) != digest(d):
+            raise StoreError(f"{MANIFEST} of {path} does not match its checksum: the store was "
+                             "modified after ingest; re-ingest it")
         try:
             cols = []
             for c in d.pop("columns"):
                 if c.get("dictionary") is not None:
                     c["dictionary"] = tuple(c["dictionary"])
                 cols.append(ColumnMeta(**c))
-                _check_float(path, cols[-1], old=d["format_version"] < 3)
             d["sources"] = tuple(d.get("sources", ()))
             d["groups"] = tuple(GroupMeta(**{**g, "members": tuple(g["members"])})
                                 for g in d.get("groups", ()))
             if d.get("streams") is not None:
                 d["streams"] = StreamMeta(**d["streams"])
-            return cls(columns=tuple(cols), **d)
-        except (TypeError, KeyError) as e:
+            m = cls(columns=tuple(cols), **d)
+        except (TypeError, KeyError, AttributeError) as e:
             raise StoreError(f"store {path}: {MANIFEST} is malformed ({e})") from None
+        try:
+            problem = _inconsistency(m)
+        except (TypeError, ValueError, AttributeError) as e:  # a field of the wrong shape
+            problem = f"malformed ({e})"
+        if problem:
+            raise StoreError(f"store {path}: {MANIFEST} is inconsistent: {problem}; the store "
+                             "is corrupt")
+        return m
 
 
-def _check_float(path: Path, c: ColumnMeta, old: bool) -> None:
-    """Refuse a float column whose values are ambiguous: one stored as integers with scale 0
-    (version 2 wrote whole numbers so, their NULLs as 0), or, in a version 1 or 2 store
-    (``old``), one with NULLs (a NULL and a NaN were both stored as NULL)."""
-    if c.kind != "float":
-        return
-    if np.dtype(c.dtype).kind == "i" and not c.scale:
-        raise StoreError(f"store {path}: column {c.name!r} was ingested by an older bamql that "
-                         "stored its NULLs as 0; re-ingest the table")
-    if old and c.nulls:
-        raise StoreError(f"store {path}: column {c.name!r} was ingested by an older bamql that "
-                         "stored NaN as NULL; re-ingest the table")
+def _is_int(*values) -> bool:
+    return all(isinstance(v, int) and not isinstance(v, bool) for v in values)
+
+
+def _inconsistency(m: Manifest) -> str | None:
+    """What makes manifest ``m`` inconsistent in itself, or None: checks that cost no read of
+    the pages, so that a manifest edited and sealed again fails at open instead of giving
+    wrong answers (``PageStore.verify`` compares it with the pages)."""
+    from bamql.storage.groups import block_bytes
+
+    if not (_is_int(m.rows, m.page_size, m.n_volumes, m.total_pages) and isinstance(m.table, str)
+            and isinstance(m.pages_meta_sha256, str)):
+        return "a field has the wrong type"
+    if m.rows < 0 or not 1 <= m.n_volumes <= MAX_VOLUMES:
+        return f"{m.rows} rows over {m.n_volumes} volumes"
+    try:
+        check_page_size(m.page_size)
+    except StoreError as e:
+        return str(e)
+    names = [c.name for c in m.columns]
+    if len(set(names)) != len(names) or not all(isinstance(n, str) for n in names):
+        return "column names are not unique strings"
+    for c in m.columns:
+        problem = _column_inconsistency(m, c)
+        if problem:
+            return f"column {c.name!r}: {problem}"
+    nxt = 0  # the columns' extents tile the volumes' pages, in order
+    for c in sorted(m.columns, key=lambda c: c.first_page):
+        if c.first_page != nxt:
+            return f"column {c.name!r} starts at page {c.first_page}, not {nxt}"
+        nxt += c.n_pages
+    if nxt != m.total_pages:
+        return f"the columns hold {nxt} pages, the volumes {m.total_pages}"
+    by_name = {c.name: c for c in m.columns}
+    seen: set[str] = set()
+    nxt = m.total_pages  # the row groups' pages follow, group after group
+    for g in m.groups:
+        if not (_is_int(g.first_page, g.n_pages, g.rows_per_page, g.block_bytes)
+                and isinstance(g.file, str)):
+            return "a row group field has the wrong type"
+        members = [by_name.get(n) for n in g.members]
+        if (len(members) < 2 or None in members or seen & set(g.members)
+                or len(set(g.members)) != len(members)):
+            return f"row group {g.file!r} has members {list(g.members)}"
+        seen |= set(g.members)
+        if (any(c.rows_per_page != g.rows_per_page or c.n_pages != g.n_pages for c in members)
+                or g.first_page != nxt
+                or g.block_bytes != block_bytes(len(members), m.page_size)):
+            return f"row group {g.file!r} does not match its members' pages"
+        nxt += g.total_pages
+    s = m.streams
+    if s is not None and not (
+            isinstance(s.file, str) and s.codec == "zstd" and _is_int(s.chunk_pages, s.file_bytes)
+            and s.chunk_pages >= 1 and s.file_bytes >= 0 and isinstance(s.first_chunk, dict)
+            and set(s.first_chunk) == set(names) and _is_int(*s.first_chunk.values())):
+        return "the compressed copy's description is malformed"
+    return None
+
+
+def _column_inconsistency(m: Manifest, c: ColumnMeta) -> str | None:
+    """What makes column ``c`` of manifest ``m`` inconsistent, or None."""
+    if not _is_int(c.first_page, c.n_pages, c.rows_per_page, c.nulls, c.scale):
+        return "a field has the wrong type"
+    if c.kind not in KINDS:
+        return f"kind {c.kind!r} is not one of {', '.join(KINDS)}"
+    scaled = c.kind == "float" and c.dtype in SCALED_TYPES
+    if c.dtype not in STORAGE_TYPES[c.kind] and not scaled:
+        return f"storage type {c.dtype!r} is not one of a {c.kind} column's"
+    if (c.scale != 0 or scaled) and not (scaled and 1 <= c.scale <= MAX_DECIMALS):
+        return f"scale {c.scale} does not fit a {c.kind} column stored as {c.dtype}"
+    if c.rows_per_page * c.itemsize != m.page_size:
+        return f"{c.rows_per_page} rows of {c.dtype} per page do not fill {m.page_size} B pages"
+    if c.n_pages != -(-m.rows // c.rows_per_page) or c.first_page < 0:
+        return f"{c.n_pages} pages do not hold {m.rows} rows of {c.rows_per_page}"
+    if not 0 <= c.nulls <= m.rows:
+        return f"{c.nulls} NULLs in {m.rows} rows"
+    if c.histogram is not None and (
+            not isinstance(c.histogram, dict) or not _is_int(*c.histogram.values())
+            or sum(c.histogram.values()) != m.rows - c.nulls):
+        return "its histogram does not count its non-NULL rows"
+    # a bound is None where no value is finite (a float's NaN makes its maximum None)
+    if not all(isinstance(v, int | float | None) for v in (c.min, c.max)) or (
+            c.min is not None and c.max is not None and c.min > c.max):
+        return f"its range [{c.min}, {c.max}] is malformed"
+    if c.kind != "string":
+        return None if c.dictionary is None else "a dictionary on a column that is no string"
+    d = c.dictionary
+    if d is None or not all(isinstance(x, str) for x in d) or any(
+            a >= b for a, b in zip(d, d[1:], strict=False)):
+        return "its dictionary is not sorted, unique strings"
+    if len(d) > np.iinfo(c.np_dtype).max or c.min is not None and not (
+            _is_int(c.min) and 0 <= c.min) or c.max is not None and not (
+            _is_int(c.max) and c.max < len(d)):
+        return f"its codes [{c.min}, {c.max}] or its dictionary of {len(d)} do not fit"
+    return None

@@ -30,6 +30,7 @@ from bamql.storage.decimals import DecimalScan, encode, real_nans, to_float64
 from bamql.storage.format import (
     DEFAULT_PAGE_SIZE,
     MANIFEST,
+    MAX_VOLUMES,
     PAGES_META,
     ColumnMeta,
     Manifest,
@@ -38,6 +39,7 @@ from bamql.storage.format import (
     narrow_int_dtype,
     sentinel_for,
 )
+from bamql.storage.pagemath import column_range
 from bamql.storage.partitioned import write_partitions
 from bamql.storage.scratch import Scratch, clean_stale, die_with_parent, sigterm_as_interrupt
 from bamql.storage.sources import Source, open_source, select_columns
@@ -289,8 +291,8 @@ def ingest(
     t0 = time.perf_counter()
     out = Path(out)
     check_page_size(page_size)
-    if volumes < 1 or volumes > 256:
-        raise IngestError(f"--volumes must be within 1..256, got {volumes}")
+    if volumes < 1 or volumes > MAX_VOLUMES:
+        raise IngestError(f"--volumes must be within 1..{MAX_VOLUMES}, got {volumes}")
     if not sources:
         raise IngestError("no source files given")
     if out.exists():
@@ -460,17 +462,12 @@ def _finish_store(d: Path, writer: PageWriter, plans, rows: int, page_size: int,
     columns = []
     for i, (pl, r) in enumerate(zip(plans, res["columns"], strict=True)):
         ids = slice(writer.first_page[i], writer.first_page[i] + -(-rows // writer.rows_per_page[i]))
-        lo = float(writer.zmin[ids].min()) if rows else None
-        hi = float(writer.zmax[ids].max()) if rows else None
-        if pl.dtype.kind == "i" and not pl.scale and rows:  # exact: float64 rounds past 2**53
-            ilo, ihi = int(writer.izmin[ids].min()), int(writer.izmax[ids].max())
-            lo, hi = (ilo, ihi) if ilo <= ihi else (None, None)
+        exact = (writer.izmin[ids], writer.izmax[ids]) if pl.dtype.kind == "i" and not pl.scale else ()
+        lo, hi = column_range(writer.zmin[ids], writer.zmax[ids], *exact)
         columns.append(ColumnMeta(
             name=pl.name, kind=pl.kind, dtype=pl.dtype.name,
             first_page=writer.first_page[i], n_pages=ids.stop - ids.start,
-            rows_per_page=writer.rows_per_page[i], nulls=r["nulls"],
-            min=lo if lo is not None and np.isfinite(lo) else None,
-            max=hi if hi is not None and np.isfinite(hi) else None,
+            rows_per_page=writer.rows_per_page[i], nulls=r["nulls"], min=lo, max=hi,
             dictionary=pl.dictionary, histogram=r["histogram"], scale=pl.scale,
         ))
     group_metas, arrays = write_groups(

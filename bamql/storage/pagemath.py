@@ -92,4 +92,18 @@ def int_zone_maps(values: np.ndarray, rows_per_page: int, sentinel: int) -> tupl
     return lo, hi
 
 
-__all__ = ["int_zone_maps", "page_checksums", "page_hash", "zone_maps"]
+def column_range(zmin: np.ndarray, zmax: np.ndarray, izmin: np.ndarray | None = None,
+                 izmax: np.ndarray | None = None) -> tuple:
+    """A column's smallest and largest value from its pages' zone maps: exact integers from
+    the int64 ones when given (float64 rounds from 2**53 on), else floats; ``(None, None)``
+    when no page holds a value (and None for a float bound that is not finite)."""
+    if not len(zmin):
+        return None, None
+    if izmin is not None and izmax is not None:
+        lo, hi = int(izmin.min()), int(izmax.max())
+        return (lo, hi) if lo <= hi else (None, None)
+    lo, hi = float(zmin.min()), float(zmax.max())
+    return (lo if np.isfinite(lo) else None), (hi if np.isfinite(hi) else None)
+
+
+__all__ = ["column_range", "int_zone_maps", "page_checksums", "page_hash", "zone_maps"]

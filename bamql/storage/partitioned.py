@@ -6,24 +6,17 @@ query plan shape serves them all and their partial aggregates merge.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from dataclasses import replace
 from pathlib import Path
 
 from bamql.errors import StoreError
-from bamql.storage.format import MANIFEST, ColumnMeta
+from bamql.storage.format import MANIFEST, ColumnMeta, digest, read_member
 from bamql.storage.store import PageStore
 
 PARTITIONS = "partitions.json"
 FORMAT = "bamql-partitioned"
-
-
-def _digest(doc: dict) -> str:
-    """The hash that seals a partition list: every field but itself, canonically."""
-    body = {k: v for k, v in doc.items() if k != "sha256"}
-    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
 
 def write_partitions(root: Path, table: str, parts: list[tuple[str, int, int]]) -> None:
@@ -32,7 +25,7 @@ def write_partitions(root: Path, table: str, parts: list[tuple[str, int, int]]) 
     doc = {"format": FORMAT, "format_version": 2, "table": table,
            "rows": sum(n for _, _, n in parts),
            "partitions": [{"path": p, "first_row": a, "rows": n} for p, a, n in parts]}
-    doc["sha256"] = _digest(doc)
+    doc["sha256"] = digest(doc)
     path = root / PARTITIONS
     path.write_text(json.dumps(doc, indent=1))
     with open(path, "rb") as fh:
@@ -45,8 +38,8 @@ class PartitionedTable:
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = Path(path)
         try:
-            doc = json.loads((self.path / PARTITIONS).read_text())
-        except (OSError, json.JSONDecodeError) as e:
+            doc = json.loads(read_member(self.path, PARTITIONS, "partition list"))
+        except (OSError, ValueError) as e:
             raise StoreError(f"table {self.path}: {PARTITIONS} is unreadable ({e})") from None
         self.name = doc.get("table") if isinstance(doc, dict) else None
         self.paths = _checked_paths(self.path, doc)
@@ -107,16 +100,19 @@ class PartitionedTable:
 
 def _checked_paths(root: Path, doc) -> list[Path]:
     """The partitions' directories: each a plain name directly inside the table's directory,
-    each once, the document sealed by its hash (version 2 on). Anything else is refused: a
+    each once, the document sealed by its hash. Anything else is refused: a
     partition list naming ``../other`` or the same store twice would read or double-count
     rows that are not this table's."""
     bad = f"table {root}: {PARTITIONS} "
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise StoreError(bad + "is not a bamql partition list")
-    if doc.get("format_version") not in (1, 2):
+    if doc.get("format_version") == 1:  # unsealed, and its partitions' stores are too
+        raise StoreError(bad + "was written by an older bamql and is not sealed against "
+                         "edits; re-ingest the table")
+    if doc.get("format_version") != 2:
         raise StoreError(bad + f"has format version {doc.get('format_version')}, which this "
                          "bamql does not read")
-    if doc.get("format_version") == 2 and doc.get("sha256") != _digest(doc):
+    if doc.get("sha256") != digest(doc):
         raise StoreError(bad + "is corrupt or was edited (its hash does not match)")
     parts = doc.get("partitions")
     if (not isinstance(parts, list) or not parts or not isinstance(doc.get("rows"), int)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import threading
 from dataclasses import dataclass, replace
@@ -12,10 +13,19 @@ import numpy as np
 import pyarrow as pa
 
 from bamql.errors import StoreError
-from bamql.storage.format import PAGES_META, ColumnMeta, Manifest, null_mask, volume_name
+from bamql.storage.format import (
+    MANIFEST,
+    PAGES_META,
+    ColumnMeta,
+    Manifest,
+    null_mask,
+    open_member,
+    read_member,
+    volume_name,
+)
 from bamql.storage.nativeio import DiskLayout
-from bamql.storage.pagemath import page_checksums
-from bamql.storage.valuesets import ValueSets
+from bamql.storage.pagemath import column_range, int_zone_maps, page_checksums, zone_maps
+from bamql.storage.valuesets import ValueSets, mark, new_bits
 
 #: Most buffers one vectored read may take (Linux's IOV_MAX).
 _IOV_MAX = 1024
@@ -46,14 +56,14 @@ class PageStore:
         self.manifest = Manifest.load(self.path)
         m = self.manifest
         self.columns: dict[str, ColumnMeta] = {c.name: c for c in m.columns}
-        meta_path = self.path / PAGES_META
-        if not meta_path.exists():
-            raise StoreError(f"store {self.path}: {PAGES_META} is missing")
-        raw = meta_path.read_bytes()
+        self._fds: list[int] = []
+        self._group_fds: list[int] = []
+        self._zst_fd: int | None = None
+        raw = read_member(self.path, PAGES_META, "page metadata")
         if hashlib.sha256(raw).hexdigest() != m.pages_meta_sha256:
             raise StoreError(f"store {self.path}: {PAGES_META} is corrupt (checksum mismatch)")
         try:  # pickled arrays are refused (allow_pickle stays off), as is anything missing
-            with np.load(meta_path) as z:
+            with np.load(io.BytesIO(raw)) as z:
                 exact = "izmin" in z.files and "izmax" in z.files
                 self.pages = PageMeta(z["checksum"], z["zmin"], z["zmax"], z["nulls"],
                                       z["izmin"] if exact else None, z["izmax"] if exact else None)
@@ -67,52 +77,78 @@ class PageStore:
         except (ValueError, KeyError, IndexError, OSError) as e:
             raise StoreError(f"store {self.path}: {PAGES_META} is malformed ({e}); the store "
                              "is corrupt") from None
+        problem = self._meta_inconsistency(zst)
+        if problem:
+            raise StoreError(f"store {self.path}: {PAGES_META} does not match {MANIFEST}: "
+                             f"{problem}; the store is corrupt")
+        self._lock = threading.Lock()
+        try:
+            self._open_files(zst)
+        except BaseException:
+            self.close()
+            raise
+
+    def _meta_inconsistency(self, zst: tuple[np.ndarray, np.ndarray] | None) -> str | None:
+        """What makes the page metadata disagree with the manifest's shape, or None."""
+        m, pg = self.manifest, self.pages
+        per_page = (("checksum", pg.checksum, np.uint64), ("zmin", pg.zmin, np.float64),
+                    ("zmax", pg.zmax, np.float64), ("nulls", pg.nulls, np.int32))
+        for key, arr, dt in per_page:
+            if arr.shape != (m.all_pages,) or arr.dtype != dt:
+                return f"{key} is not one {np.dtype(dt)} per page of {m.all_pages:,}"
+        for key, arr in (("izmin", pg.izmin), ("izmax", pg.izmax)):
+            if arr is not None and (arr.shape != (m.total_pages,) or arr.dtype != np.int64):
+                return f"{key} is not one int64 per page of {m.total_pages:,}"
+        for c in m.columns:  # the pages' NULLs add up to the column's
+            if int(pg.nulls[c.first_page : c.first_page + c.n_pages].sum()) != c.nulls:
+                return f"the NULLs of column {c.name!r}'s pages do not add up to {c.nulls:,}"
         for c, vs in self.value_sets.items():  # written by another tool or version: refuse
             if vs.bits.ndim != 2 or vs.bits.dtype != np.uint8 or vs.bits.shape[1] != -(-vs.n_pages // 8):
-                raise StoreError(f"store {self.path}: the page value sets of column {c} do not "
-                                 f"match its {vs.n_pages:,} pages")
-        self._fds: list[int] = []
-        self._lock = threading.Lock()
+                return f"the page value sets of column {c} do not match its {vs.n_pages:,} pages"
+        if zst is not None:  # each column's chunks follow the last, filling the file
+            sm, (off, ln) = m.streams, zst
+            first = np.cumsum([0, *(-(-c.n_pages // sm.chunk_pages) for c in m.columns)])
+            ends = (np.concatenate([[0], off + ln]) if off.ndim == 1 and off.shape == ln.shape
+                    else None)
+            if (off.dtype != np.int64 or ln.dtype != np.int64 or off.shape != (first[-1],)
+                    or ends is None or (ln < 0).any() or (off != ends[:-1]).any()
+                    or ends[-1] != sm.file_bytes
+                    or [sm.first_chunk[c.name] for c in m.columns] != first[:-1].tolist()):
+                return f"the chunks of the compressed copy {sm.file} do not fit it"
+        return None
+
+    def _open_files(self, zst: tuple[np.ndarray, np.ndarray] | None) -> None:
+        """Open the volume, row-group and compressed-copy files, checking their sizes."""
+        m = self.manifest
         for v in range(m.n_volumes):
-            vp = self.path / volume_name(v)
-            if not vp.exists():
-                self.close()
-                raise StoreError(f"store {self.path}: volume {vp.name} is missing")
-            size, want = vp.stat().st_size, m.volume_bytes(v)
+            self._fds.append(open_member(self.path, volume_name(v), "volume"))
+            size, want = os.fstat(self._fds[-1]).st_size, m.volume_bytes(v)
             if size != want:
-                self.close()
                 raise StoreError(
-                    f"store {self.path}: volume {vp.name} is truncated or damaged "
+                    f"store {self.path}: volume {volume_name(v)} is truncated or damaged "
                     f"({size:,} bytes, expected {want:,})"
                 )
-            self._fds.append(os.open(vp, os.O_RDONLY))
         #: columns with a copy in a row group -> that copy (its first page in the group)
         self.shadow: dict[str, ColumnMeta] = {}
-        self._group_fds: list[int] = []
         for g in m.groups:
-            gp = self.path / g.file
+            self._group_fds.append(open_member(self.path, g.file, "row group file"))
             want = g.n_pages * g.block_bytes
-            if not gp.exists() or gp.stat().st_size != want:
-                self.close()
+            if os.fstat(self._group_fds[-1]).st_size != want:
                 raise StoreError(f"store {self.path}: row group file {g.file} is missing, "
                                  f"truncated or damaged (expected {want:,} bytes)")
-            self._group_fds.append(os.open(gp, os.O_RDONLY))
             for j, name in enumerate(g.members):
                 c = self.columns[name]
                 self.shadow[name] = replace(c, first_page=g.first_page + j * g.n_pages)
         self.layout = DiskLayout.of(m, self._fds, self._group_fds)  # for compiled readers
-        #: the compressed copy (``storage.streams``): its file and per-chunk offsets, lengths
-        self._zst_fd: int | None = None
         #: compressed bytes of each column's copy (what a stream of it reads), if there is one
         self.stream_bytes: dict[str, int] = {}
         if m.streams is not None:
             sm = m.streams
-            zp = self.path / sm.file
-            if not zp.exists() or zp.stat().st_size != sm.file_bytes:
-                self.close()
+            #: the compressed copy (``storage.streams``): its file and per-chunk offsets, lengths
+            self._zst_fd = open_member(self.path, sm.file, "compressed copy")
+            if os.fstat(self._zst_fd).st_size != sm.file_bytes:
                 raise StoreError(f"store {self.path}: compressed copy {sm.file} is missing, "
                                  f"truncated or damaged (expected {sm.file_bytes:,} bytes)")
-            self._zst_fd = os.open(zp, os.O_RDONLY)
             self._zst = zst
             for c in m.columns:
                 k0 = sm.first_chunk[c.name]
@@ -275,24 +311,37 @@ class PageStore:
         return pa.table({n: self.to_arrow(n) for n in names})
 
     def verify(self) -> list[str]:
-        """Check every page of every column; return one line per problem (empty if sound)."""
+        """Check the store's pages and metadata against each other.
+
+        Opening the store has checked the seals of ``manifest.json`` and ``pages.npz``, the
+        manifest's consistency and the files' kinds. This reads every page and checks its
+        checksum; the files' sizes; each column's values against its metadata (the padding
+        after the last row is NULL, every page's zone map, exact int64 zone map, NULL count
+        and value-set bits as recomputed from its values, the column's NULL count, range and
+        histogram); every row-group copy against the column it copies (same bytes, same zone
+        maps); and the compressed copy against the pages.
+
+        Returns
+        -------
+        list[str]
+            One line per problem; empty if the store is sound.
+        """
+        m = self.manifest
         problems = []
-        extents = [(c, "") for c in self.manifest.columns]
-        extents += [(c, " (row-group copy)") for c in self.shadow.values()]
-        for c, where in extents:
-            step = max(1, (64 << 20) // self.page_size)
-            for p0 in range(c.first_page, c.first_page + c.n_pages, step):
-                ids = np.arange(p0, min(p0 + step, c.first_page + c.n_pages))
-                buf = np.empty((len(ids), self.page_size), dtype=np.uint8)
-                self.read_pages(ids, buf, verify=False)
-                bad = np.nonzero(page_checksums(buf, ids) != self.pages.checksum[ids])[0]
-                for b in bad:
-                    p = int(ids[b])
-                    problems.append(f"column {c.name!r}{where} page {p - c.first_page} "
-                                    f"(global page {p}): checksum mismatch")
+        files = [(volume_name(v), fd, m.volume_bytes(v)) for v, fd in enumerate(self._fds)]
+        files += [(g.file, fd, g.n_pages * g.block_bytes)
+                  for g, fd in zip(m.groups, self._group_fds, strict=True)]
+        if self._zst_fd is not None:
+            files.append((m.streams.file, self._zst_fd, m.streams.file_bytes))
+        for name, fd, want in files:
+            size = os.fstat(fd).st_size
+            if size != want:
+                problems.append(f"{name}: {size:,} bytes, expected {want:,}")
+        for c in m.columns:
+            problems += self._verify_column(c)
         if self._zst_fd is not None:  # the compressed copy must give the same pages
-            step = self.manifest.streams.chunk_pages * 64
-            for c in self.manifest.columns:
+            step = m.streams.chunk_pages * 64
+            for c in m.columns:
                 for p0 in range(0, c.n_pages, step):
                     p1 = min(p0 + step, c.n_pages)
                     buf = np.empty((p1 - p0, self.page_size), dtype=np.uint8)
@@ -302,6 +351,85 @@ class PageStore:
                         problems.append(f"column {c.name!r} (compressed copy): {e}")
                         break
         return problems
+
+    def _verify_column(self, c: ColumnMeta) -> list[str]:
+        """``verify``'s checks of column ``c`` and of its row-group copy, if it has one."""
+        m, pg = self.manifest, self.pages
+        rpp, pad = c.rows_per_page, c.n_pages * c.rows_per_page - m.rows
+        exact = c.np_dtype.kind == "i" and not c.scale and pg.izmin is not None
+        vs = self.value_sets.get(c.name)
+        bits = new_bits(vs.lo, vs.lo + len(vs.bits) - 1, c.n_pages) if vs else None
+        hist: dict[str, int] = {}
+        copy = self.shadow.get(c.name)
+        out, nulls, damaged = [], 0, False
+
+        def read(first: int, ids: np.ndarray, where: str) -> tuple[np.ndarray, np.ndarray]:
+            """Pages ``ids`` and which of them fail their checksum (each reported)."""
+            buf = np.empty((len(ids), self.page_size), dtype=np.uint8)
+            self.read_pages(ids, buf, verify=False)
+            bad = page_checksums(buf, ids) != pg.checksum[ids]
+            out.extend(f"column {c.name!r}{where} page {p - first} (global page {p}): "
+                       "checksum mismatch" for p in ids[bad].tolist())
+            return buf, bad
+
+        def compare(what: str, ids: np.ndarray, got: np.ndarray, want: np.ndarray) -> None:
+            for k in np.nonzero(got != want)[0].tolist():
+                out.append(f"column {c.name!r} page {int(ids[k]) - c.first_page}: {what} is "
+                           f"{want[k]}, its values give {got[k]}")
+
+        step = max(1, (64 << 20) // self.page_size)
+        for p0 in range(0, c.n_pages, step):
+            ids = np.arange(c.first_page + p0, c.first_page + min(p0 + step, c.n_pages))
+            buf, bad = read(c.first_page, ids, "")
+            vals = buf.view(c.np_dtype).reshape(-1)
+            last = p0 + len(ids) == c.n_pages
+            if last and pad and not bad[-1] and not null_mask(vals[len(vals) - pad :]).all():
+                out.append(f"column {c.name!r}: the last page holds values after row {m.rows:,} "
+                           "(the row count is wrong)")
+            lo, hi, nn = zone_maps(vals, rpp, c.sentinel)
+            if c.scale:  # zone maps are in the column's units
+                lo, hi = lo / c.divisor, hi / c.divisor
+            if last:
+                nn[-1] -= pad
+            nulls += int(nn.sum())
+            good = ~bad  # a page failing its checksum is reported once, as that
+            damaged |= bool(bad.any())
+            sel = ids[good]
+            compare("the zone map's minimum", sel, lo[good], pg.zmin[sel])
+            compare("the zone map's maximum", sel, hi[good], pg.zmax[sel])
+            compare("the NULL count", sel, nn[good], pg.nulls[sel])
+            if exact:
+                ilo, ihi = int_zone_maps(vals, rpp, c.sentinel)
+                compare("the exact zone map's minimum", sel, ilo[good], pg.izmin[sel])
+                compare("the exact zone map's maximum", sel, ihi[good], pg.izmax[sel])
+            if bits is not None:
+                mark(bits, vals, rpp, p0, vs.lo, c.sentinel)
+            if c.histogram is not None:
+                u, n = np.unique(vals[~null_mask(vals)], return_counts=True)
+                for v, k in zip(u.tolist(), n.tolist(), strict=True):
+                    hist[str(v)] = hist.get(str(v), 0) + k
+            if copy is not None:  # a row-group copy: the same pages, the same zone maps
+                cids = ids - c.first_page + copy.first_page
+                cbuf, cbad = read(copy.first_page, cids, " (row-group copy)")
+                for k in np.nonzero(good & ~cbad & (cbuf != buf).any(axis=1))[0].tolist():
+                    out.append(f"column {c.name!r} page {p0 + k}: its row-group copy differs")
+                for what, arr in (("zone map minimum", pg.zmin), ("zone map maximum", pg.zmax),
+                                  ("NULL count", pg.nulls)):
+                    compare(f"the row-group copy's {what}", ids, arr[cids], arr[ids])
+        if damaged:  # the column's totals would count the damage again
+            return out
+        if nulls != c.nulls:
+            out.append(f"column {c.name!r}: {c.nulls:,} NULLs recorded, its values hold {nulls:,}")
+        ids = slice(c.first_page, c.first_page + c.n_pages)
+        izm = (pg.izmin[ids], pg.izmax[ids]) if exact else ()
+        if (c.min, c.max) != column_range(pg.zmin[ids], pg.zmax[ids], *izm):
+            out.append(f"column {c.name!r}: its range [{c.min}, {c.max}] is not its pages' "
+                       f"{list(column_range(pg.zmin[ids], pg.zmax[ids], *izm))}")
+        if bits is not None and not np.array_equal(bits, vs.bits):
+            out.append(f"column {c.name!r}: its page value sets do not match its values")
+        if c.histogram is not None and hist != c.histogram:
+            out.append(f"column {c.name!r}: its histogram does not match its values")
+        return out
 
     def close(self) -> None:
         """Close the volume and row-group files."""

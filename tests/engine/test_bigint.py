@@ -4,7 +4,6 @@ bounds (the CPU engine here, the GPU kernels in numba's CUDA simulator)."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -19,6 +18,7 @@ import pytest
 import bamql
 from bamql.errors import OutOfRangeError, PlanError, StoreError
 from bamql.storage.ingest import ingest
+from tests.conftest import edit_manifest
 from tests.reference import assert_same_rows, duck
 
 BIG = 1 << 62
@@ -108,16 +108,18 @@ def test_out_of_range_constants_are_refused(tables):
             con.sql("SELECT SUM(k * 100000000000000000000) FROM trips")
 
 
+def _narrow_id(m: dict) -> None:
+    """Metadata that no longer matches the data (sealed again): a small domain of ids."""
+    for c in m["columns"]:
+        if c["name"] == "id":
+            c["max"] = c["min"] + 5
+
+
 def test_group_keys_outside_the_metadata_fail_and_wide_domains_are_refused(tables, tmp_path):
     _, t = tables["big"]
     pq.write_table(t, tmp_path / "b.parquet")
     ingest([tmp_path / "b.parquet"], tmp_path / "d" / "trips", page_size=512)
-    man = tmp_path / "d" / "trips" / "manifest.json"
-    m = json.loads(man.read_text())
-    for c in m["columns"]:
-        if c["name"] == "id":  # metadata that no longer matches the data: a small domain
-            c["max"] = c["min"] + 5
-    man.write_text(json.dumps(m))
+    edit_manifest(tmp_path / "d" / "trips", _narrow_id)
     with bamql.connect(tmp_path / "d", device="cpu") as con:
         with pytest.raises(StoreError, match="GROUP BY key outside the range"):
             con.sql("SELECT id, COUNT(*) FROM trips GROUP BY id")
@@ -135,7 +137,8 @@ SIM_SCRIPT = textwrap.dedent("""
     import pyarrow.parquet as pq
     import bamql
     from bamql.storage.ingest import ingest
-    from tests.engine.test_bigint import _table
+    from tests.conftest import edit_manifest
+    from tests.engine.test_bigint import _narrow_id, _table
     from tests.reference import assert_same_rows
 
     d = Path(tempfile.mkdtemp())
@@ -168,12 +171,7 @@ SIM_SCRIPT = textwrap.dedent("""
                 assert a == b, (backend, q, b)
             else:
                 assert_same_rows(b, a, ordered=False)
-    man = d / "data" / "trips" / "manifest.json"
-    m = json.loads(man.read_text())
-    for c in m["columns"]:
-        if c["name"] == "id":
-            c["max"] = c["min"] + 5
-    man.write_text(json.dumps(m))
+    edit_manifest(d / "data" / "trips", _narrow_id)
     with bamql.connect(d / "data", device="gpu", backend="gpu") as con:
         try:
             con.sql("SELECT id, COUNT(*) FROM trips GROUP BY id")

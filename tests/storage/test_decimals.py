@@ -116,7 +116,7 @@ def test_explain_shows_each_columns_storage(taxi_store):
     assert "int16/1e2" in text  # trip_distance: cents in an int16
 
 
-def test_version_1_stores_still_open_and_unknown_versions_are_refused(tmp_path, taxi_orc):
+def test_older_and_unknown_versions_are_refused(tmp_path, taxi_orc):
     import json
 
     from bamql.errors import StoreError
@@ -124,13 +124,12 @@ def test_version_1_stores_still_open_and_unknown_versions_are_refused(tmp_path, 
     ingest(taxi_orc, tmp_path / "t", floats="plain", columns=["trip_distance", "fare_amount"])
     man = tmp_path / "t" / "manifest.json"
     d = json.loads(man.read_text())
-    for c in d["columns"]:  # what a version-1 writer wrote: no scale field
-        del c["scale"]
-    man.write_text(json.dumps({**d, "format_version": 1}))
-    with PageStore(tmp_path / "t") as s:
-        assert s.column("trip_distance").scale == 0 and s.to_arrow("trip_distance").null_count == 0
+    for v in (1, 2, 3):  # unsealed
+        man.write_text(json.dumps({**d, "format_version": v}))
+        with pytest.raises(StoreError, match=f"format version {v} .* re-ingest the table"):
+            PageStore(tmp_path / "t")
     man.write_text(json.dumps({**d, "format_version": 9}))
-    with pytest.raises(StoreError, match="format version 9 is not supported .*versions 1, 2, 3"):
+    with pytest.raises(StoreError, match="format version 9 is not supported .*version 4"):
         PageStore(tmp_path / "t")
 
 

@@ -18,7 +18,7 @@ from bamql.storage.decimals import DecimalScan, real_nans, to_float64
 from bamql.storage.format import NULL_F32_BITS, NULL_F64_BITS, null_mask, sentinel_for
 from bamql.storage.ingest import ingest
 from bamql.storage.store import PageStore
-from tests.conftest import SAMPLES
+from tests.conftest import SAMPLES, edit_manifest
 from tests.reference import assert_same_rows, duck
 
 JAN = next(p for p in SAMPLES if p.name.endswith("2019-01.csv"))
@@ -127,26 +127,20 @@ def test_a_scan_with_real_nans_keeps_the_column_float():
     assert s.encoding() is None
 
 
-def _as_version_2(store, **changes) -> None:
-    man = store / "manifest.json"
-    d = json.loads(man.read_text())
-    for c in d["columns"]:
-        c.update(changes.get(c["name"], {}))
-    man.write_text(json.dumps({**d, "format_version": 2}))
-
-
-def test_older_stores_with_ambiguous_float_columns_are_refused(tmp_path):
+def test_older_stores_are_refused_and_ambiguous_float_columns_too(tmp_path):
     t = pa.table({"id": [1, 2, 3], "x": pa.array([1.0, None, 3.0]), "y": [0.5, 1.0, 2.0]})
     pq.write_table(t, tmp_path / "t.parquet")
     ingest([tmp_path / "t.parquet"], tmp_path / "a", floats="plain")
-    _as_version_2(tmp_path / "a", x={"nulls": 0})  # float64 without NULLs: unambiguous
-    with PageStore(tmp_path / "a") as s:
-        assert s.to_arrow("y").to_pylist() == [0.5, 1.0, 2.0]
-    _as_version_2(tmp_path / "a", x={"nulls": 1})  # a NULL or a NaN?
-    with pytest.raises(StoreError, match="column 'x' .* re-ingest the table"):
+    man = tmp_path / "a" / "manifest.json"
+    d = json.loads(man.read_text())
+    man.write_text(json.dumps({**d, "format_version": 2}))  # NULL and NaN stored alike
+    with pytest.raises(StoreError, match="format version 2 .* re-ingest the table"):
         PageStore(tmp_path / "a")
     ingest([tmp_path / "t.parquet"], tmp_path / "b")
-    # what the old writer made of x: int16, scale 0, its NULL written as 0 and not counted
-    _as_version_2(tmp_path / "b", x={"scale": 0, "nulls": 0})
-    with pytest.raises(StoreError, match="column 'x' .* stored its NULLs as 0; re-ingest"):
+
+    def old(m):  # what version 2 made of x: int16, scale 0, its NULL written as 0
+        next(c for c in m["columns"] if c["name"] == "x").update(scale=0, nulls=0)
+
+    edit_manifest(tmp_path / "b", old)
+    with pytest.raises(StoreError, match="column 'x': scale 0 does not fit a float column"):
         PageStore(tmp_path / "b")

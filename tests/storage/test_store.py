@@ -241,24 +241,17 @@ def test_killed_ingest_leaves_nothing_visible(tmp_path, taxi_orc):
 
 
 def test_a_pickled_page_metadata_file_with_a_matching_hash_is_refused(tmp_path, taxi_store):
-    import hashlib
-    import json
     import shutil
 
     import numpy as np
 
     from bamql.errors import StoreError
-    from bamql.storage.format import MANIFEST, PAGES_META
     from bamql.storage.store import PageStore
+    from tests.conftest import edit_pages_meta
 
     t = tmp_path / "trips"
     shutil.copytree(taxi_store / "trips", t)
-    with np.load(t / PAGES_META) as z:
-        arrays = {k: z[k] for k in z.files}
-    arrays["checksum"] = np.array([object()], dtype=object)  # loading it would unpickle
-    np.savez(t / PAGES_META, **arrays)
-    m = json.loads((t / MANIFEST).read_text())
-    m["pages_meta_sha256"] = hashlib.sha256((t / PAGES_META).read_bytes()).hexdigest()
-    (t / MANIFEST).write_text(json.dumps(m))
+    # loading it would unpickle
+    edit_pages_meta(t, lambda a: a.update(checksum=np.array([object()], dtype=object)))
     with pytest.raises(StoreError, match="malformed"):
         PageStore(t)

@@ -66,23 +66,16 @@ def test_pruning_keeps_the_pages_holding_a_match_and_no_other(small_pages, taxi_
 
 
 def test_value_sets_that_do_not_fit_the_pages_are_refused(tmp_path, taxi_orc):
-    import hashlib
-    import io
-    import json
-
     from bamql.errors import StoreError
+    from tests.conftest import edit_pages_meta
 
     d = tmp_path / "trips"
     ingest(taxi_orc, d, page_size=512)
-    with np.load(d / "pages.npz") as z:
-        arrays = {k: z[k] for k in z.files}
-    arrays["vset:vendor_id"] = arrays["vset:vendor_id"][:, :-1]  # one byte of pages short
-    buf = io.BytesIO()
-    np.savez(buf, **arrays)
-    (d / "pages.npz").write_bytes(buf.getvalue())
-    m = json.loads((d / "manifest.json").read_text())
-    m["pages_meta_sha256"] = hashlib.sha256(buf.getvalue()).hexdigest()
-    (d / "manifest.json").write_text(json.dumps(m))
+
+    def short(arrays):  # one byte of pages short
+        arrays["vset:vendor_id"] = arrays["vset:vendor_id"][:, :-1]
+
+    edit_pages_meta(d, short)
     with pytest.raises(StoreError, match="value sets of column vendor_id") as e:
         PageStore(d)
     assert "\n" not in str(e.value)
