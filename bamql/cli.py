@@ -3,25 +3,21 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
 
+from bamql.config import Config, parse_size
 from bamql.errors import BamqlError
 
 _EPILOG = "Errors print one line; set BAMQL_DEBUG=1 or pass --debug for a traceback."
 
 
 def _size(text: str) -> int:
-    """Parse '4096', '4KiB', '64k', '1MiB', '8GiB' into bytes."""
-    t = text.strip().lower().replace("ib", "").replace("b", "")
-    mult = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+    """'4096', '4KiB', '1MiB' into bytes (``bamql.config.parse_size``: KiB = 1024 B, KB = 1000 B)."""
     try:
-        if t and t[-1] in mult:
-            return int(float(t[:-1]) * mult[t[-1]])
-        return int(t)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a size: {text!r} (try 4096, 4KiB, 1MiB)") from None
+        return parse_size(text, None)
+    except BamqlError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def cmd_gen(a: argparse.Namespace) -> int:
@@ -199,7 +195,8 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("sources", nargs="+", metavar="SRC", help=".orc, .parquet or .csv files")
     i.add_argument("--out", required=True, help="table directory to create, e.g. data/trips")
     i.add_argument("--page-size", type=_size, default=4096, metavar="B",
-                   help="page size, a power of two from 512 B to 1 MiB (default 4096)")
+                   help="page size, a power of two from 512 B to 1 MiB: bytes, or e.g. 4KiB "
+                   "(KiB = 1024 B; KB = 1000 B) (default 4096)")
     i.add_argument("--volumes", type=int, default=1, help="volume files to stripe over (default 1)")
     i.add_argument("--table", default=None, help="table name (default: the directory's name)")
     i.add_argument("--partitions", type=int, default=1,
@@ -331,8 +328,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     _one_line_notes()
     parser = build_parser()
     a = parser.parse_args(argv)
-    debug = a.debug or os.environ.get("BAMQL_DEBUG") not in (None, "", "0")
+    debug = a.debug
     try:
+        debug = debug or Config.from_env().debug  # BAMQL_DEBUG
         return a.func(a)
     except BamqlError as e:
         if debug:

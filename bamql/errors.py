@@ -23,6 +23,11 @@ class DeviceError(BamqlError):
     """The requested device or backend is unavailable or out of memory."""
 
 
+class ConfigError(BamqlError):
+    """A setting, a ``BAMQL_*`` environment variable or a keyword, has a value bamql does not
+    take (settings of the device and of the planner raise DeviceError and PlanError)."""
+
+
 class KernelCacheWarning(UserWarning):
     """The on-disk kernel cache is not used (unsafe or unwritable directory): kernels are
     compiled in memory in every process."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from bamql.config import Backend, Device
 from bamql.engine.output import FORMATS, render
 
 
@@ -34,16 +35,19 @@ def cmd_shell(a: argparse.Namespace) -> int:
 
     with _connect(a) as s:
         # --debug adds a traceback to the shell's one-line internal errors
-        return Shell(s, debug=getattr(a, "debug", False) or None).loop()
+        return Shell(s, debug=getattr(a, "debug", False) or None, config=s.config).loop()
 
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("data", help="a table directory or a directory of tables")
-    p.add_argument("--device", default="auto", choices=["auto", "cpu", "gpu"],
+    p.add_argument("--device", default="auto", choices=[d.value for d in Device],
                    help="auto (GPU if one works, else CPU), cpu or gpu")
-    p.add_argument("--backend", default=None, choices=["host", "file", "gpu"],
+    p.add_argument("--backend", default=None, choices=[b.value for b in Backend],
                    help="GPU: where page misses come from (default host)")
-    p.add_argument("--cache", default=None, help="GPU page-cache size, e.g. 8GiB")
+    p.add_argument("--cache", default=None, metavar="SIZE",
+                   help="GPU page-cache size per table: bytes, or e.g. 8GiB (8 * 2**30 B); "
+                   "8GB is 8 * 10**9 B, as in DuckDB (default: a quarter of free GPU memory, "
+                   "at most 8 GiB)")
     p.add_argument("--cluster", default=None, metavar="ADDRESS",
                    help="Dask scheduler address, or local-gpus[:N] for one worker per GPU here: "
                    "partitioned tables run one task per partition there")

@@ -23,9 +23,11 @@ import pickle
 import threading
 import time
 import weakref
+from collections.abc import Callable
 
 import numpy as np
 
+from bamql.config import Backend, Config, Device
 from bamql.engine import accumulate
 from bamql.engine.session import remember
 from bamql.engine.stats import ColumnIO, QueryStats
@@ -41,6 +43,10 @@ _plans: dict = {}  # per process: (path, query, domains, medium) -> plan of that
 _lock = threading.Lock()
 #: Tries per partition task (the first run and the retries after a lost worker).
 RETRIES = 3
+#: Test-only seam: called at the start of every partition task of this process. None in
+#: production; tests set it (on workers too, through ``client.run``) to hold partitions
+#: back or make them fail.
+before_partition: Callable[[], None] | None = None
 
 
 def _store(path: str) -> PageStore:
@@ -51,8 +57,9 @@ def _store(path: str) -> PageStore:
         return s
 
 
-def gpu_engine(backend: str, cache=None):
-    """This process's GPU engine for ``backend`` (made once; its page caches persist)."""
+def gpu_engine(backend: Backend | str, cache: int | None = None):
+    """This process's GPU engine for ``backend`` (made once; its page caches persist), with
+    this process's ``BAMQL_*`` settings."""
     with _lock:
         e = _engines.get((backend, cache))
         if e is None:
@@ -62,7 +69,8 @@ def gpu_engine(backend: str, cache=None):
             why = gpu_available()
             if why is not None:
                 raise BamqlError(f"no usable GPU on worker {os.uname().nodename}: {why}")
-            e = _engines[(backend, cache)] = GpuEngine(None, backend=backend, cache=cache)
+            config = Config.from_env(device=Device.GPU, backend=backend, cache=cache)
+            e = _engines[(backend, cache)] = GpuEngine(None, config)
         return e
 
 
@@ -75,14 +83,14 @@ def clear_caches() -> int:
 
 
 def run_partition(path: str, q: ir.Query, domains, medium: str, device: str = "cpu",
-                  backend: str | None = None, cache=None, engine=None) -> tuple[dict, QueryStats]:
+                  backend: str | None = None, cache: int | None = None,
+                  engine=None) -> tuple[dict, QueryStats]:
     """Run ``q`` on one partition: (reduced accumulators, its I/O statistics).
 
     On ``device="gpu"`` it runs on ``engine`` or this process's GPU engine for ``backend``.
     """
-    delay = float(os.environ.get("BAMQL_FAULT_DELAY", "0"))  # fault injection for tests
-    if delay:
-        time.sleep(delay)
+    if before_partition is not None:
+        before_partition()
     t_wall = time.perf_counter()
     store = _store(path)
     key = (path, q, domains, medium)
@@ -90,14 +98,14 @@ def run_partition(path: str, q: ir.Query, domains, medium: str, device: str = "c
     if plan is None:  # a partition's metadata does not change: its plans can be reused
         plan = plan_query(q, store, MEDIA[medium], domains=domains)
         remember(_plans, key, plan, limit=1024)
-    stats = QueryStats(device, backend or "file", store.rows)
+    stats = QueryStats(device, backend or Backend.FILE, store.rows)
     for a in plan.access:
         c = store.column(a.column)
         stats.columns[a.column] = ColumnIO(a.column, a.role, a.path, c.itemsize,
                                            c.n_pages * store.page_size)
     t0 = time.perf_counter()
-    if device == "gpu":
-        acc = (engine or gpu_engine(backend or "host", cache)).run(plan, store, stats)
+    if device == Device.GPU:
+        acc = (engine or gpu_engine(backend or Backend.HOST, cache)).run(plan, store, stats)
     else:
         from bamql.engine.cpu import run_cpu
 
@@ -156,28 +164,10 @@ async def _call_all(client, calls: list[tuple[str, bytes]]) -> list:
     return await asyncio.gather(*sends)
 
 
-def _spin_default() -> float:
-    env = os.environ.get("BAMQL_DASK_SPIN_S")
-    if env is not None:
-        try:
-            return max(0.0, float(env))
-        except ValueError:
-            raise BamqlError(f"BAMQL_DASK_SPIN_S takes seconds, such as 0.05 or 0, not {env!r}") from None
-    # a polling client takes a core while it waits: only where cores are plenty, not where
-    # it would slow down workers sharing a few cores with it
-    return 0.05 if (os.cpu_count() or 1) >= 8 else 0.0
-
-
-#: How long a direct call polls for the workers' answers before it sleeps until they come;
-#: 0: no polling, the Client's event loop waits (``BAMQL_DASK_SPIN_S``; by default 0.05 s
-#: on machines of 8 cores or more, else 0).
-SPIN_S = _spin_default()
-
-
 class _Poller:
     """Direct calls to the workers from the thread that runs the query: a private event loop
-    with its own Dask connection pool, polled while the workers run (up to ``SPIN_S``)
-    instead of sleeping.
+    with its own Dask connection pool, polled while the workers run (up to the session's
+    ``Config.dask_spin_s``, ``BAMQL_DASK_SPIN_S``) instead of sleeping.
 
     Through ``client.sync`` a call hops to the Client's event-loop thread and back, and each
     sleeping thread wakes late; polling from the calling thread avoids both. The loop does
@@ -194,17 +184,17 @@ class _Poller:
         self.pool = ConnectionPool(limit=64, connection_args=getattr(client, "connection_args", None))
         self.loop.run_until_complete(self.pool.start())
 
-    async def _polled(self, calls: list[tuple[str, bytes]]) -> list:
+    async def _polled(self, calls: list[tuple[str, bytes]], spin_s: float) -> list:
         import asyncio
 
         answers = asyncio.ensure_future(asyncio.gather(*_direct(self.pool, calls)))
-        end = time.perf_counter() + SPIN_S
+        end = time.perf_counter() + spin_s
         while not answers.done() and time.perf_counter() < end:
             await asyncio.sleep(0)  # one pass of the loop: the sockets polled, not slept on
         return await answers
 
-    def call(self, calls: list[tuple[str, bytes]]) -> list:
-        return self.loop.run_until_complete(self._polled(calls))
+    def call(self, calls: list[tuple[str, bytes]], spin_s: float) -> list:
+        return self.loop.run_until_complete(self._polled(calls, spin_s))
 
     def close(self) -> None:
         """Close the connections and the loop (again: nothing)."""
@@ -228,7 +218,7 @@ class _Poller:
 _pollers = threading.local()  # .by_client: client -> this thread's _Poller
 
 
-def _polled_call(client, calls: list[tuple[str, bytes]]) -> list:
+def _polled_call(client, calls: list[tuple[str, bytes]], spin_s: float) -> list:
     """``calls`` through this thread's poller for ``client`` (made on first use, dropped
     after a failure)."""
     mine = getattr(_pollers, "by_client", None)
@@ -239,21 +229,21 @@ def _polled_call(client, calls: list[tuple[str, bytes]]) -> list:
         p = mine[client] = _Poller(client)
         weakref.finalize(client, p.close)
     try:
-        return p.call(calls)
+        return p.call(calls, spin_s)
     except BaseException:
         del mine[client]
         p.close()
         raise
 
 
-def _answers(client, calls: list[tuple[str, bytes]]) -> list:
-    """The workers' answers to ``calls``: polled from this thread where that applies,
-    otherwise through the Client's event loop."""
+def _answers(client, calls: list[tuple[str, bytes]], spin_s: float) -> list:
+    """The workers' answers to ``calls``: polled from this thread for up to ``spin_s``
+    seconds where that applies, otherwise through the Client's event loop."""
     import asyncio
 
-    if (SPIN_S > 0 and getattr(client, "direct_to_workers", False)
+    if (spin_s > 0 and getattr(client, "direct_to_workers", False)
             and asyncio._get_running_loop() is None):  # not inside a notebook's loop
-        return _polled_call(client, calls)
+        return _polled_call(client, calls, spin_s)
     return client.sync(_call_all, client, calls)
 
 
@@ -267,7 +257,8 @@ def _calls(workers: tuple[str, ...], paths: list[str], args: tuple) -> list[tupl
             for w, ps in zip(workers, share, strict=True) if ps]
 
 
-def _run_on_workers(client, paths: list[str], args: tuple) -> tuple[list, list, list, list, float]:
+def _run_on_workers(client, paths: list[str], args: tuple,
+                    spin_s: float = 0.0) -> tuple[list, list, list, list, float]:
     """Partition ``i`` on worker ``i mod n``: (each worker's merged accumulators, each
     partition's statistics, worker by worker, each worker call's time on its worker, each
     call's start and end from the client's send, the time from the send to the last
@@ -278,7 +269,7 @@ def _run_on_workers(client, paths: list[str], args: tuple) -> tuple[list, list, 
             calls = _calls(_workers_for(client, fresh=attempt > 0), paths, args)
             accs, stats, seconds, spans = [], [], [], []
             t_send = time.monotonic()
-            answers = _answers(client, calls)
+            answers = _answers(client, calls, spin_s)
             t_back = time.monotonic() - t_send
             for (w, _), answer in zip(calls, answers, strict=True):
                 if answer is None:  # no handler there (a worker that joined just now)
@@ -315,10 +306,11 @@ def _run_on_workers(client, paths: list[str], args: tuple) -> tuple[list, list, 
 
 def run_partitioned(paths: list[str], q: ir.Query, domains, medium: str, client=None,
                     stats: QueryStats | None = None, device: str = "cpu", backend: str | None = None,
-                    cache=None, engine=None) -> dict[str, np.ndarray]:
+                    cache=None, engine=None, spin_s: float = 0.0) -> dict[str, np.ndarray]:
     """All partitions of a query; merged accumulators (``stats`` absorbs theirs).
 
-    Without ``client`` they run here one after another (on ``engine`` for the GPU).
+    Without ``client`` they run here one after another (on ``engine`` for the GPU); with
+    it, a direct call polls for the workers' answers for up to ``spin_s`` seconds.
     """
     if client is None:
         results = [run_partition(p, q, domains, medium, device, backend, cache, engine)
@@ -327,7 +319,7 @@ def run_partitioned(paths: list[str], q: ir.Query, domains, medium: str, client=
     else:
         t0 = time.perf_counter()
         accs, part_stats, worker_seconds, spans, answers_s = _run_on_workers(
-            client, paths, (q, domains, medium, device, backend, cache))
+            client, paths, (q, domains, medium, device, backend, cache), spin_s)
         if stats is not None:
             stats.dispatch_seconds = time.perf_counter() - t0
             stats.worker_seconds = worker_seconds

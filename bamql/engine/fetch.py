@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from bamql.config import AccessPath
 from bamql.engine.stats import QueryStats
 from bamql.planner.ranges import RowRanges
 from bamql.storage.format import ColumnMeta
 from bamql.storage.store import PageStore
 
 
-def fetch(store: PageStore, c: ColumnMeta, rows: np.ndarray, window: RowRanges, path: str,
+def fetch(store: PageStore, c: ColumnMeta, rows: np.ndarray, window: RowRanges, path: AccessPath,
           stats: QueryStats, needed: int, compressed: bool = False) -> np.ndarray:
     """Values of column ``c`` at ``rows`` (sorted, a subset of ``window``).
 
@@ -26,9 +27,9 @@ def fetch(store: PageStore, c: ColumnMeta, rows: np.ndarray, window: RowRanges, 
         return np.empty(0, dtype=c.np_dtype)
     lo, hi = int(window.starts[0]), int(window.ends[-1])
     dense = len(window) == 1  # the window is one run of rows
-    if path != "gather" and (dense or compressed):
+    if path != AccessPath.GATHER and (dense or compressed):
         pages = np.arange(lo // rpp, (hi - 1) // rpp + 1)
-    elif path != "gather":
+    elif path != AccessPath.GATHER:
         pages = window.page_list(rpp)
     else:
         pl = rows // rpp
@@ -43,7 +44,7 @@ def fetch(store: PageStore, c: ColumnMeta, rows: np.ndarray, window: RowRanges, 
         nbytes = store.read_pages(c.first_page + pages, buf)
     stats.add(c.name, len(pages), nbytes, needed)
     table = buf.view(c.np_dtype)[:, :rpp]
-    if path != "gather" and len(rows) == window.rows:
+    if path != AccessPath.GATHER and len(rows) == window.rows:
         first = int(pages[0]) * rpp
         if dense:  # every row of one run: a slice, no gather
             return table.reshape(-1)[lo - first : lo - first + len(rows)]

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import threading
 import time
 import warnings
@@ -30,6 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from bamql.config import AccessPath, Backend, Config, Role
 from bamql.engine import accumulate
 from bamql.engine.stats import QueryStats
 from bamql.errors import DeviceError, StoreError
@@ -39,19 +39,7 @@ from bamql.planner import ir
 from bamql.planner.physical import PhysicalPlan
 from bamql.storage.store import PageStore
 
-BACKENDS = ("host", "gpu", "file")
 _DTYPES = ("int8", "int16", "int32", "int64", "float32", "float64")
-
-
-def parse_size(v: int | str | None) -> int | None:
-    """'8GiB', '512MiB', '4096' or an int -> bytes."""
-    if v is None or isinstance(v, int):
-        return v
-    m = re.fullmatch(r"\s*([0-9.]+)\s*([kmgt]?)(i?b)?\s*", v.lower())
-    if not m:
-        raise DeviceError(f"not a size: {v!r} (try 8GiB)")
-    mult = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}[m.group(2)]
-    return int(float(m.group(1)) * mult)
 
 
 def _typed(base, dtype, byte_offset: int = 0, count: int | None = None, shape=None):
@@ -192,7 +180,9 @@ class _Launch:
         self.tried = False
         self.events = (cuda.event(), cuda.event())  # the kernel's own time, on the device
 
-    def launch(self, kern) -> None:
+    def launch(self, kern, prepared: bool = True) -> None:
+        """Launch ``kern`` on this plan's arguments; after the first launch through numba,
+        through the prepared launcher where ``prepared`` (``Config.gpu_prepared``)."""
         if self.fast is not None:
             self.fast()
             return
@@ -200,7 +190,7 @@ class _Launch:
             kern[self.blocks, kgpu.BLOCK](*self.args)
         if not self.tried:
             self.tried = True
-            self.fast = _prepared_launch(kern, self.args, self.blocks)
+            self.fast = _prepared_launch(kern, self.args, self.blocks) if prepared else None
 
     def results(self) -> list[np.ndarray]:
         return [self.out[o : o + a.nbytes].view(a.dtype).reshape(a.shape).copy()
@@ -210,7 +200,7 @@ class _Launch:
 def _prepared_launch(kern, args: tuple, blocks: int):
     """A launcher with ``args`` converted once (numba's own conversion), or None where this
     numba-cuda lays its launch out otherwise (then every query takes numba's path)."""
-    if os.environ.get("BAMQL_GPU_PREPARED", "1") == "0" or not hasattr(kern, "overloads"):
+    if not hasattr(kern, "overloads"):
         return None
     try:
         from numba.cuda import dispatcher as nd
@@ -238,15 +228,16 @@ def _prepared_launch(kern, args: tuple, blocks: int):
 class GpuEngine:
     """Runs physical plans on the GPU for one session."""
 
-    def __init__(self, session, backend: str = "host", cache: int | str | None = None) -> None:
+    def __init__(self, session, config: Config) -> None:
+        """The engine of ``session`` (None on a Dask worker) with ``config``'s backend
+        (``host`` when it names none), page-cache size and launch settings."""
         from numba import cuda
 
-        if backend not in BACKENDS:
-            raise DeviceError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
         self.cuda = cuda
         self.session = session
-        self.backend = backend
-        self.cache_bytes = parse_size(cache)
+        self.config = config
+        self.backend = config.backend or Backend.HOST
+        self.cache_bytes = config.cache
         self.tables: dict[str, TableState] = {}
         self._sources: dict[int, tuple] = {}  # id(plan) -> (plan, store, scan, kernel source)
         self._lock = threading.Lock()
@@ -287,24 +278,25 @@ class GpuEngine:
             cache = min(8 << 30, free // 4)
         n_slots = max(1, cache // m.page_size)
         # page states over every id, row-group copies' included (the file backend reads them)
-        n_ids = m.all_pages if self.backend == "file" else m.total_pages
+        n_ids = m.all_pages if self.backend == Backend.FILE else m.total_pages
         if n_ids >= 2**31 - 1:  # the cache keeps page ids in int32 words
             raise DeviceError(f"table {store.name!r} has {n_ids:,} pages; the GPU page cache "
                               "holds at most 2,147,483,646: ingest it with a larger page size "
                               "or in partitions")
-        need = n_slots * m.page_size + n_ids * 8 + (nbytes if self.backend == "gpu" else 0)
+        resident = self.backend == Backend.GPU  # the store itself is in GPU memory
+        need = n_slots * m.page_size + n_ids * 8 + (nbytes if resident else 0)
         if need > free * 0.95:
             raise DeviceError(
                 f"table {store.name!r} needs {need / 2**30:.2f} GiB of GPU memory "
-                f"({'store ' + format(nbytes / 2**30, '.2f') + ' GiB + ' if self.backend == 'gpu' else ''}"
+                f"({'store ' + format(nbytes / 2**30, '.2f') + ' GiB + ' if resident else ''}"
                 f"cache {n_slots * m.page_size / 2**30:.2f} GiB) but {free / 2**30:.2f} GiB are free; "
                 "use a smaller cache= or backend='host'")
         try:
             host = None
             source = None
-            if self.backend == "file":
+            if self.backend == Backend.FILE:
                 pass  # pages stay in the volume files until a query needs them
-            elif self.backend == "host":
+            elif self.backend == Backend.HOST:
                 # (an empty table has no page; the driver maps no buffer of 0 bytes)
                 source = cuda.mapped_array(max(nbytes, 8), dtype=np.uint8)
                 # a plain ndarray over the same pinned memory, for host-side reads and views
@@ -337,7 +329,7 @@ class GpuEngine:
             raise
         ts.views = (*[_typed(ts.slots, d) for d in _DTYPES], _typed(ts.slots, np.uint64),
                     _typed(ts.source, np.uint64) if ts.source is not None else None)
-        if self.backend == "file":
+        if self.backend == Backend.FILE:
             self._start_queue(ts, store)
         ts.load_seconds = time.perf_counter() - t0
         return ts
@@ -434,7 +426,7 @@ class GpuEngine:
     # -- running ---------------------------------------------------------------------------
     def run(self, plan: PhysicalPlan, store: PageStore, stats: QueryStats) -> dict[str, np.ndarray]:
         """Execute ``plan`` on the GPU; fills ``stats``; returns merged accumulators."""
-        if self.backend != "file":
+        if self.backend != Backend.FILE:
             return self._run(plan, store, stats)
         # file backend: one query at a time per engine. Kernels run one after another on the
         # default stream anyway; the staging pages, per-warp sequence numbers and queue
@@ -451,16 +443,16 @@ class GpuEngine:
         ts = self._table(store)
         ps = store.page_size
         sent = {n: c.sentinel for n, c in store.columns.items()}
-        queue = self.backend == "file"
+        queue = self.backend == Backend.FILE
         used: list[str] = []
         for e in (q.predicate, *q.keys, *q.aggs):
             for c in ir.columns_of(e):
                 if c not in used:
                     used.append(c)
-        if self.backend == "gpu":  # everything is in GPU memory: read it all directly
+        if self.backend == Backend.GPU:  # everything is in GPU memory: read it all directly
             scan = set(used)
-        elif self.backend == "file":  # what the cost model streams is read sequentially
-            scan = {a.column for a in plan.access if a.path in ("scan", "stream")}
+        elif self.backend == Backend.FILE:  # what the cost model streams is read sequentially
+            scan = {a.column for a in plan.access if a.path in (AccessPath.SCAN, AccessPath.STREAM)}
             if plan.stages:
                 scan |= set(plan.stages[0].columns)
         else:
@@ -537,7 +529,7 @@ class GpuEngine:
                 try:
                     with self._cache_lock:  # no cache clear while the kernel runs
                         ev0.record()
-                        ln.launch(kern)
+                        ln.launch(kern, self.config.gpu_prepared)
                         ev1.record()
                         ln.fetch()  # synchronizes
                 finally:
@@ -571,13 +563,14 @@ class GpuEngine:
         for n in scan:
             c = stats.columns[n]
             col = store.column(n)
-            pages = -(-total // col.rows_per_page) if c.role == "predicate" else 0
+            pages = -(-total // col.rows_per_page) if c.role == Role.PREDICATE else 0
             moved = scan_moved[n]  # pages that crossed PCIe now
             c.pages_read += moved
             c.bytes_read += disk.get(n, moved * ps)
             c.cache_hits += pages if moved == 0 else 0
-            c.values_needed += total if c.role == "predicate" else stats.rows_matched
-            c.path = "scan" if c.role == "predicate" else ("stream" if queue else "direct")
+            c.values_needed += total if c.role == Role.PREDICATE else stats.rows_matched
+            c.path = (AccessPath.SCAN if c.role == Role.PREDICATE
+                      else AccessPath.STREAM if queue else AccessPath.DIRECT)
         for n, i in cached_index.items():
             c = stats.columns[n]
             hits, misses = int(cnt[1 + 2 * i]), int(cnt[2 + 2 * i])
@@ -585,9 +578,9 @@ class GpuEngine:
             c.cache_misses += misses
             c.pages_read += misses
             c.bytes_read += misses * ps
-            c.values_needed += stats.rows_matched if c.role == "dependent" else 0
+            c.values_needed += stats.rows_matched if c.role == Role.DEPENDENT else 0
         for n in cached:
-            stats.columns[n].path = "cache"
+            stats.columns[n].path = AccessPath.CACHE
         return accumulate.merge(host_acc, None)
 
     def _new_launch(self, ts: TableState, plan: PhysicalPlan, total: int, scan_arrays: list,
@@ -606,7 +599,7 @@ class GpuEngine:
         dbuf = self.cuda.to_device(buf)
         counters, *d_acc = [_typed(dbuf, a.dtype, o, a.size, a.shape)
                             for a, o in zip(small, offs, strict=True)]
-        if self.backend == "file":
+        if self.backend == Backend.FILE:
             hq = ts.queue
             io = (_typed(hq.staging, np.uint64), hq.sq_page, hq.sq_staging, hq.sq_seq, hq.sq_turn,
                   ts.sq_tail, hq.cq_done, ts.warp_seq, hq.qsize, *ts.staged)
@@ -620,7 +613,7 @@ class GpuEngine:
                 ts.state, ts.page_slot, ts.slot_page, ts.slot_lock, ts.clock, ts.n_slots,
                 ts.views[-2], *io, *d_params, counters, *d_acc)
         blocks = max(1, min(self.sms * 8, -(-max(total, 1) // kgpu.BLOCK)))
-        if self.backend == "file":  # one staging page per warp (per thread in the simulator)
+        if self.backend == Backend.FILE:  # one staging page per warp (per thread in the simulator)
             from bamql.kernels.gpu_queue import THREADS_PER_STAGING
 
             blocks = min(blocks, max(1, ts.queue.qsize * THREADS_PER_STAGING // kgpu.BLOCK))
@@ -654,13 +647,13 @@ class GpuEngine:
         into a device copy (``fill``), so later queries read the column from GPU memory."""
         ps = store.page_size
         off, count = c.first_page * ps, c.n_pages * c.rows_per_page
-        if self.backend == "gpu":
+        if self.backend == Backend.GPU:
             arr = self._view(ts, c.name, ts.source, c.np_dtype, off, count)
             return arr, arr, 0, 0
         if c.name in ts.resident:
             arr = ts.resident[c.name]
             return arr, arr, 0, 0
-        if self.backend == "file":
+        if self.backend == Backend.FILE:
             buf, moved, nbytes = self._stream(ts, store, c, ranges, compressed)
             if disk is not None:
                 disk[c.name] = nbytes  # what came from the disk (the zstd copy's bytes)

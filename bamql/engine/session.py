@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from bamql.config import Backend, Config, Device, Medium
 from bamql.engine.accumulate import finish
 from bamql.engine.result import Result, assemble
 from bamql.engine.stats import ColumnIO, QueryStats
@@ -39,15 +40,40 @@ class Session:
 
     def __init__(self, path: str | os.PathLike, device: str = "auto", backend: str | None = None,
                  cache: int | str | None = None, medium: str | None = None, cluster=None,
-                 page_size: int | str | None = None) -> None:
+                 page_size: int | str | None = None, config: Config | None = None) -> None:
+        """Open the tables under ``path`` with ``config``, or with a Config made from the
+        keywords and the ``BAMQL_*`` variables (see :func:`connect`)."""
         self._closed = False
         if not isinstance(path, (str, os.PathLike)) or isinstance(os.fspath(path), bytes):
             raise UsageError(f"connect() takes a directory path (str or pathlib.Path), not "
                              f"{type(path).__name__}")
+        if config is not None and (device != "auto" or any(
+                v is not None for v in (backend, cache, medium, cluster, page_size))):
+            raise UsageError("pass a session's settings as keywords or as config=, not both")
+        if config is None:
+            config = Config.from_env(device=device, backend=backend, cache=cache, medium=medium,
+                                     cluster=cluster, page_size=page_size)
+        self.config = config
         self.path = Path(path)
-        if medium is not None and medium not in MEDIA:
-            raise DeviceError(f"medium must be one of {', '.join(MEDIA)}, not {medium!r}")
-        self.medium = medium
+        self.medium = config.medium  # the cost model's medium; None: the backend's
+        self.stores = self._open_tables(config.page_size)
+        from bamql.engine.distributed import connect_cluster
+
+        self.cluster = connect_cluster(config.cluster)
+        # a client this session made (from an address or "local-gpus") is closed with it
+        self._own_cluster = self.cluster is not None and self.cluster is not config.cluster
+        self._lock = threading.Lock()
+        self._parsed: dict[str, ir.Query] = {}
+        self._plans: dict[tuple, PhysicalPlan] = {}
+        self._explained: dict[tuple, str] = {}
+        self.note = ""
+        self.gpu = self._gpu_engine(config)
+        self.device = Device.GPU if self.gpu is not None else Device.CPU
+        self.backend = self.gpu.backend if self.gpu is not None else Backend.FILE
+
+    def _open_tables(self, page_size: int | None) -> dict[str, PageStore | PartitionedTable]:
+        """The tables under ``self.path`` by name, each of ``page_size`` B pages if given
+        (a table's page size is set when it is ingested)."""
         if not self.path.exists():
             raise StoreError(f"{self.path} does not exist")
         if is_table(self.path):
@@ -57,58 +83,44 @@ class Session:
                           if d.is_dir() and not d.name.startswith(".") and is_table(d))
             if not dirs:
                 raise StoreError(f"{self.path} holds no bamql tables (run `bamql ingest` first)")
-        self.stores: dict[str, PageStore | PartitionedTable] = {}
+        stores: dict[str, PageStore | PartitionedTable] = {}
         for d in dirs:
             s = open_table(d)
-            self.stores[s.name] = s
-        if page_size is not None:  # a table's page size is set when it is ingested
-            from bamql.engine.gpu import parse_size
+            stores[s.name] = s
+        for s in stores.values() if page_size is not None else ():
+            if s.page_size != page_size:
+                raise StoreError(f"table {s.name!r} has {s.page_size} B pages, not {page_size}: "
+                                 f"the page size is set at ingest (bamql ingest --page-size "
+                                 f"{page_size})")
+        return stores
 
-            try:
-                want = parse_size(page_size)
-            except DeviceError:
-                raise PlanError(f"page_size: not a size: {page_size!r} (try 4096 or '4KiB')") from None
-            for s in self.stores.values():
-                if s.page_size != want:
-                    raise StoreError(f"table {s.name!r} has {s.page_size} B pages, not {want}: "
-                                     f"the page size is set at ingest (bamql ingest --page-size "
-                                     f"{want})")
-        from bamql.engine.distributed import connect_cluster
-
-        self.cluster = connect_cluster(cluster)
-        # a client this session made (from an address or "local-gpus") is closed with it
-        self._own_cluster = self.cluster is not None and self.cluster is not cluster
-        self._lock = threading.Lock()
-        self._parsed: dict[str, ir.Query] = {}
-        self._plans: dict[tuple, PhysicalPlan] = {}
-        self._explained: dict[tuple, str] = {}
-        if device not in ("auto", "cpu", "gpu"):
-            raise DeviceError(f"device must be auto, cpu or gpu, not {device!r}")
-        self.note = ""
-        self.gpu = None
-        if device in ("auto", "gpu"):
+    def _gpu_engine(self, config: Config):
+        """The GPU engine ``config.device`` asks for and this machine runs, else None (the
+        CPU engine; ``self.note`` says why where the user did not ask for the CPU)."""
+        device, backend, gpu = config.device, config.backend, None
+        if device in (Device.AUTO, Device.GPU):
             why = gpu_unavailable_reason()
             # asked for by name, numba's CUDA simulator runs the GPU engine (CI, tiny tables);
             # "auto" never picks it
             from bamql.kernels.gpu import SIMULATOR
 
-            simulated = why is not None and device == "gpu" and SIMULATOR
+            simulated = why is not None and device == Device.GPU and SIMULATOR
             if why is None or simulated:
                 from bamql.engine.gpu import GpuEngine
 
-                self.gpu = GpuEngine(self, backend=backend or "host", cache=cache)
+                gpu = GpuEngine(self, config)
                 if simulated:
                     self.note = "numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1): slow, for tests"
-            elif device == "gpu":
+            elif device == Device.GPU:
                 raise DeviceError(f"no usable GPU: {why}")
             else:
                 self.note = f"using the CPU engine (no usable GPU: {why})"
-        if self.gpu is None and backend not in (None, "file"):
-            if device == "cpu":
-                raise DeviceError(f"backend {backend!r} needs device='gpu'; the CPU engine reads files")
-            self.note += f"; backend {backend!r} ignored: the CPU engine reads the volume files"
-        self.device = "gpu" if self.gpu is not None else "cpu"
-        self.backend = self.gpu.backend if self.gpu is not None else "file"
+        if gpu is None and backend not in (None, Backend.FILE):
+            if device == Device.CPU:
+                raise DeviceError(f"backend {backend.value!r} needs device='gpu'; the CPU engine "
+                                  "reads files")
+            self.note += f"; backend {backend.value!r} ignored: the CPU engine reads the volume files"
+        return gpu
 
     # -- catalog -------------------------------------------------------------------------
     def tables(self) -> list[str]:
@@ -156,11 +168,13 @@ class Session:
             remember(self._plans, key, p)
         return p
 
-    def _medium(self) -> str:
+    def _medium(self) -> Medium:
         """The cost model's medium: the user's, else the backend's."""
         if self.medium:
-            return self.medium
-        return "queue" if self.device == "gpu" and self.backend == "file" else self.backend
+            return Medium(self.medium)
+        if self.device == Device.GPU and self.backend == Backend.FILE:
+            return Medium.QUEUE
+        return Medium(self.backend)
 
     @staticmethod
     def _domains(q: ir.Query, store) -> tuple[tuple[int, int], ...]:
@@ -261,7 +275,8 @@ class Session:
         gpu = self.gpu
         acc = run_partitioned([str(p) for p in store.paths], q, domains, self._medium(), self.cluster,
                               stats, device=self.device, backend=self.backend if gpu else None,
-                              cache=gpu.cache_bytes if gpu else None, engine=gpu)
+                              cache=gpu.cache_bytes if gpu else None, engine=gpu,
+                              spin_s=self.config.dask_spin_s)
         stats.seconds = time.perf_counter() - t0
         table = assemble(finish(acc, q, domains), q, store.columns)
         return Result(table, stats, self.explain_query(q))
@@ -323,7 +338,9 @@ def connect(path: str | os.PathLike, device: str = "auto", backend: str | None =
         GPU only: where page misses are served from: ``"host"`` (pinned host memory),
         ``"file"`` (the volume files, through I/O queues) or ``"gpu"`` (all resident).
     cache
-        GPU page-cache size, e.g. ``"8GiB"`` or bytes.
+        GPU page-cache size per table: bytes, or text such as ``"8GiB"`` (8 * 2**30 bytes) or
+        ``"8GB"`` (8 * 10**9 bytes, as DuckDB reads sizes); by default a quarter of the
+        free GPU memory, at most 8 GiB.
     medium
         The cost model's idea of the storage (``file``: a disk slow at random reads, the
         default on CPU; ``queue``: the same disk with thousands of reads in flight, the
@@ -336,6 +353,9 @@ def connect(path: str | os.PathLike, device: str = "auto", backend: str | None =
     page_size
         The page size the tables must have (e.g. ``4096`` or ``"4KiB"``); a table ingested
         with another is a clear error. Pages are laid out at ingest (``--page-size``).
+
+    Every value is checked here (``bamql.config.Config``): a typo in a name or a size is
+    one clear error. The ``BAMQL_*`` environment variables are read now, too.
     """
     return Session(path, device=device, backend=backend, cache=cache, medium=medium,
                    cluster=cluster, page_size=page_size)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 import traceback
 from collections.abc import Callable
-from pathlib import Path
 
+from bamql.config import Config
 from bamql.engine.output import FORMATS, render
 from bamql.engine.session import Session
 from bamql.errors import BamqlError
@@ -74,14 +73,15 @@ class Shell:
     typed so far) and the prompt comes back. Ctrl-D or ``.quit`` leaves.
     """
 
-    def __init__(self, session: Session, out=None, debug: bool | None = None) -> None:
+    def __init__(self, session: Session, out=None, debug: bool | None = None,
+                 config: Config | None = None) -> None:
         self.s = session
         self.out = out or sys.stdout
         self.timer = False
         self.mode = "table"
-        if debug is None:
-            debug = os.environ.get("BAMQL_DEBUG") not in (None, "", "0")
-        self.debug = debug
+        #: ``debug`` and the history file (default: the ``BAMQL_*`` variables, read now)
+        self.config = config or Config.from_env()
+        self.debug = self.config.debug if debug is None else debug
 
     def say(self, text: str) -> None:
         print(text, file=self.out, flush=True)
@@ -162,7 +162,7 @@ class Shell:
         try:
             import readline
 
-            hist = Path(os.environ.get("BAMQL_HISTORY", Path.home() / ".bamql_history"))
+            hist = self.config.history
             try:
                 readline.read_history_file(hist)
             except OSError:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
+from bamql.config import AccessPath, Role
+
 
 @dataclass
 class ColumnIO:
@@ -16,8 +18,8 @@ class ColumnIO:
     """
 
     column: str
-    role: str
-    path: str
+    role: Role
+    path: AccessPath
     itemsize: int
     whole_bytes: int
     pages_read: int = 0

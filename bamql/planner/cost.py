@@ -5,17 +5,23 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from bamql import config
+from bamql.config import AccessPath
+
 
 @dataclass(frozen=True)
 class Medium:
     """What a backend's storage is like: sequential bandwidth and random-read rate."""
 
-    name: str
+    name: config.Medium
     seq_bytes_per_s: float
     random_reads_per_s: float
     #: reads the OS page cache answers run while others wait on the disk (many readers in
     #: flight), so they add nothing to a disk-bound gather
     overlaps_cached: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "name", config.Medium(self.name))  # a typo is an error
 
 
 #: A disk read by the CPU engine: 1.7 GB/s sequential (the GPU machine's virtio disk,
@@ -38,7 +44,7 @@ CACHED = Medium("cached", 8e9, 2.0e6)
 HOST = Medium("host", 50e9, 1.5e9)
 #: GPU memory.
 GPU = Medium("gpu", 3.0e12, 1.0e10)
-MEDIA = {m.name: m for m in (FILE, QUEUE, CACHED, HOST, GPU)}
+MEDIA: dict[config.Medium, Medium] = {m.name: m for m in (FILE, QUEUE, CACHED, HOST, GPU)}
 
 
 def touch_probability(selectivity: float, rows_per_page: int) -> float:
@@ -99,8 +105,9 @@ def stream_cost(n_pages: int, page_size: int, medium: Medium,
 
 
 def choose_path(n_pages: int, rows_per_page: int, selectivity: float, page_size: int,
-                medium: Medium, stream_bytes: float | None = None) -> tuple[str, float]:
-    """``('gather' | 'stream', estimated pages)`` for a dependent column: the cheaper one."""
+                medium: Medium, stream_bytes: float | None = None) -> tuple[AccessPath, float]:
+    """``(GATHER | STREAM, estimated pages)`` for a dependent column: the cheaper one."""
     gp, gt = gather_cost(n_pages, rows_per_page, selectivity, page_size, medium)
     sp, st = stream_cost(n_pages, page_size, medium, stream_bytes)
-    return ("gather", gp) if gt < st else ("stream", sp)  # a tie streams: one sequential read
+    # a tie streams: one sequential read
+    return (AccessPath.GATHER, gp) if gt < st else (AccessPath.STREAM, sp)

@@ -7,6 +7,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from bamql import config
+from bamql.config import AccessPath, Role
 from bamql.errors import OutOfRangeError
 from bamql.intmath import I64_MAX, I64_MIN, int_interval
 from bamql.planner import ir
@@ -32,7 +34,7 @@ class Stage:
 
     predicate: ir.Expr
     columns: tuple[str, ...]
-    paths: tuple[str, ...]
+    paths: tuple[AccessPath, ...]
     selectivity: float  # estimated, of this conjunct alone
 
 
@@ -41,8 +43,8 @@ class Access:
     """How one column is read: ``scan`` (candidate pages), ``gather`` or ``stream``."""
 
     column: str
-    role: str  # predicate | dependent
-    path: str
+    role: Role
+    path: AccessPath
     est_pages: float
     n_pages: int
     shadow: bool = False  # a gather through the column's row-group copy (storage.groups)
@@ -63,7 +65,7 @@ class PhysicalPlan:
     ranges: RowRanges
     est_selectivity: float
     key_domains: tuple[tuple[int, int], ...]
-    medium: str
+    medium: config.Medium
 
     @property
     def candidate_rows(self) -> int:
@@ -254,7 +256,7 @@ def _estimate(e: ir.Expr, store: PageStore) -> float:
 
 # -- planning ----------------------------------------------------------------------------
 #: Media read from disk, where row groups pay (elsewhere every page read costs the same).
-DISK_MEDIA = ("file", "queue")
+DISK_MEDIA = (config.Medium.FILE, config.Medium.QUEUE)
 
 
 def _through_groups(access: list[Access], store: PageStore, sel: float, medium: Medium) -> list[Access]:
@@ -263,7 +265,7 @@ def _through_groups(access: list[Access], store: PageStore, sel: float, medium: 
     others' come from the same OS page (storage.groups)."""
     out = list(access)
     for g in store.manifest.groups:
-        idx = [i for i, a in enumerate(out) if a.role == "dependent" and a.column in g.members]
+        idx = [i for i, a in enumerate(out) if a.role == Role.DEPENDENT and a.column in g.members]
         if len(idx) < 2:
             continue
         mine = 0.0
@@ -276,7 +278,7 @@ def _through_groups(access: list[Access], store: PageStore, sel: float, medium: 
         others = 0.0 if medium.overlaps_cached else (len(idx) - 1) * pages / CACHED.random_reads_per_s
         if first + others < mine:
             for i in idx:
-                out[i] = replace(out[i], path="gather", est_pages=pages, shadow=True,
+                out[i] = replace(out[i], path=AccessPath.GATHER, est_pages=pages, shadow=True,
                                  compressed=False)
     return out
 
@@ -314,13 +316,13 @@ def plan_query(q: ir.Query, store: PageStore, medium: Medium = FILE,
             col = store.column(name)
             zb = store.stream_bytes.get(name)
             if i == 0:
-                path, pages = "scan", col.n_pages * cand
+                path, pages = AccessPath.SCAN, col.n_pages * cand
             else:
                 path, pages = choose_path(col.n_pages, col.rows_per_page, min(running, cand), ps,
                                           medium, zb)
             paths.append(path)
-            access.append(Access(name, "predicate", path, pages, col.n_pages,
-                                 compressed=path != "gather" and use_compressed(
+            access.append(Access(name, Role.PREDICATE, path, pages, col.n_pages,
+                                 compressed=path != AccessPath.GATHER and use_compressed(
                                      col.n_pages, ps, medium, zb)))
         fetched.update(new)
         stages.append(Stage(c, new, tuple(paths), sels[c]))
@@ -335,11 +337,11 @@ def plan_query(q: ir.Query, store: PageStore, medium: Medium = FILE,
         col = store.column(name)
         zb = store.stream_bytes.get(name)
         if not conj:
-            path, pages = "stream", float(col.n_pages)
+            path, pages = AccessPath.STREAM, float(col.n_pages)
         else:
             path, pages = choose_path(col.n_pages, col.rows_per_page, est, ps, medium, zb)
-        access.append(Access(name, "dependent", path, pages, col.n_pages,
-                             compressed=path != "gather" and use_compressed(col.n_pages, ps,
+        access.append(Access(name, Role.DEPENDENT, path, pages, col.n_pages,
+                             compressed=path != AccessPath.GATHER and use_compressed(col.n_pages, ps,
                                                                             medium, zb)))
     if conj and store.shadow and medium.name in DISK_MEDIA:
         access = _through_groups(access, store, est, medium)

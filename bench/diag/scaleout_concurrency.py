@@ -31,6 +31,7 @@ import distributed
 
 import bamql
 from bamql import queries
+from bamql.config import Config
 from bamql.engine import distributed as dist
 
 
@@ -89,7 +90,7 @@ def _times(client, calls: list[tuple[str, bytes]], name: str) -> list[tuple[floa
     """Caches emptied, ``calls`` run at once: each partition's (kernel, device, engine) s."""
     client.run(dist.clear_caches)
     row = []
-    for answer in dist._answers(client, calls):
+    for answer in dist._answers(client, calls, Config.from_env().dask_spin_s):
         status, out, *_ = pickle.loads(answer)
         if status != "ok":
             raise SystemExit(f"{name}: a worker failed: {out}")

@@ -91,13 +91,24 @@ def test_repeated_queries_run_on_the_workers_event_loop(parted, single, monkeypa
 def test_a_worker_killed_mid_query(parted, single, direct, spin, monkeypatch):
     # relayed: calls pass through the scheduler; direct: client to worker (the clients
     # bamql makes itself), waited for by the Client's loop or polled from the query's thread
-    from bamql.engine import distributed as dist
-
-    monkeypatch.setattr(dist, "SPIN_S", spin)
+    monkeypatch.setenv("BAMQL_DASK_SPIN_S", str(spin))  # read by connect()
     sql = QUERIES["q06"]
+
+    def hold_partitions_back(seconds: float) -> None:
+        """On a worker: each partition task of its process sleeps ``seconds`` first (the
+        test-only seam ``distributed.before_partition``); defined here, so that it travels
+        by value."""
+        import functools
+        import time
+
+        from bamql.engine import distributed as dist
+
+        dist.before_partition = functools.partial(time.sleep, seconds)
+
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None, env={"BAMQL_FAULT_DELAY": "3"}) as cluster, \
+                                  dashboard_address=None) as cluster, \
             distributed.Client(cluster, direct_to_workers=direct) as client:
+        client.run(hold_partitions_back, 3.0)  # each partition task sleeps 3 s first
         with bamql.connect(parted, device="cpu", cluster=client) as con:
             out: dict = {}
 
@@ -304,7 +315,7 @@ def test_polled_calls_give_the_same_answers(parted, single, monkeypatch):
     # direct calls polled from the querying thread (the default on machines of 8+ cores)
     from bamql.engine import distributed as dist
 
-    monkeypatch.setattr(dist, "SPIN_S", 0.05)
+    monkeypatch.setenv("BAMQL_DASK_SPIN_S", "0.05")  # read by connect()
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster, direct_to_workers=True) as client:
@@ -318,14 +329,16 @@ def test_polled_calls_give_the_same_answers(parted, single, monkeypatch):
     assert poller.loop.is_closed()
 
 
-def test_a_bad_polling_setting_is_a_clear_error(monkeypatch):
-    from bamql.engine import distributed as dist
+def test_a_bad_polling_setting_is_a_clear_error(parted, monkeypatch):
+    from bamql.config import Config
 
     monkeypatch.setenv("BAMQL_DASK_SPIN_S", "fast")
     with pytest.raises(bamql.BamqlError, match="BAMQL_DASK_SPIN_S takes seconds"):
-        dist._spin_default()
+        Config.from_env()
+    with pytest.raises(bamql.BamqlError, match="BAMQL_DASK_SPIN_S takes seconds"):
+        bamql.connect(parted, device="cpu")
     monkeypatch.setenv("BAMQL_DASK_SPIN_S", "0")
-    assert dist._spin_default() == 0.0
+    assert Config.from_env().dask_spin_s == 0.0
 
 
 def test_a_worker_merges_its_partitions_before_answering(parted):

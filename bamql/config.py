@@ -1,0 +1,327 @@
+"""bamql's settings in one place: the names it accepts, sizes, and one validated ``Config``.
+
+A :class:`Config` is built from keyword arguments (``bamql.connect``'s) and the ``BAMQL_*``
+environment variables, which are read when a Config is built (:meth:`Config.from_env`),
+never at import time; no other module of bamql reads them. Every invalid value is one
+``bamql.errors`` error that names its setting (the keyword, or the variable it came from).
+
+The environment variables:
+
+``BAMQL_CACHE_DIR``
+    Where the generated kernels are kept (``<dir>/kernels``); by default
+    ``$XDG_CACHE_HOME/bamql``, else ``~/.cache/bamql``.
+``BAMQL_DASK_SPIN_S``
+    Seconds a query's thread polls for the Dask workers' answers before it sleeps until
+    they come (0: no polling); by default 0.05 on machines of 8 cores or more, else 0.
+``BAMQL_GPU_PREPARED``
+    ``0`` turns off the GPU engine's prepared launches (every launch goes through numba's
+    argument conversion); on by default.
+``BAMQL_DEBUG``
+    ``1`` makes the CLI and the shell show a traceback instead of a one-line error.
+``BAMQL_HISTORY``
+    The shell's history file; by default ``~/.bamql_history``.
+
+A variable set to the empty string counts as not set. Booleans take 1/0, true/false,
+yes/no or on/off, in any case.
+
+Sizes (:func:`parse_size`) read as DuckDB reads ``memory_limit``: ``KB``, ``MB``, ``GB``,
+``TB`` (and ``K``, ``M``, ``G``, ``T``) are powers of 1000; ``KiB``, ``MiB``, ``GiB``,
+``TiB`` powers of 1024. A plain number is bytes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from decimal import Decimal
+from enum import StrEnum
+from pathlib import Path
+
+from bamql.errors import BamqlError, ConfigError, DeviceError, PlanError, UsageError
+
+
+# -- names ---------------------------------------------------------------------------------
+class _Choice(StrEnum):
+    """A closed set of names: ``Kind(value)`` of anything else is one clean error that
+    lists the choices (not a ``ValueError`` from ``enum``). Members are ``str``, so they
+    compare, hash, format and serialize as their values."""
+
+    @classmethod
+    def _missing_(cls, value):
+        raise cls._error()(f"{cls._setting()} must be one of "
+                           f"{', '.join(m.value for m in cls)}, not {value!r}")
+
+    @classmethod
+    def _setting(cls) -> str:  # the setting named in errors
+        return cls.__name__.lower()
+
+    @classmethod
+    def _error(cls) -> type[BamqlError]:  # the error class of an invalid value
+        return ConfigError
+
+
+class Device(_Choice):
+    """The engine a session runs on: ``auto`` picks the GPU when one works."""
+
+    AUTO = "auto"
+    CPU = "cpu"
+    GPU = "gpu"
+
+    @classmethod
+    def _error(cls) -> type[BamqlError]:
+        return DeviceError
+
+
+class Backend(_Choice):
+    """Where the GPU engine's page misses are served from (the CPU engine reads ``file``)."""
+
+    HOST = "host"  # pinned, mapped host memory
+    GPU = "gpu"  # the whole store resident in GPU memory
+    FILE = "file"  # the volume files, through GPU-initiated I/O queues
+
+    @classmethod
+    def _error(cls) -> type[BamqlError]:
+        return DeviceError
+
+
+class Medium(_Choice):
+    """The storage the cost model plans for (its figures: ``planner.cost.MEDIA``)."""
+
+    FILE = "file"  # a disk read by the CPU engine, slow at random reads
+    QUEUE = "queue"  # the same disk with thousands of reads in flight (GPU file backend)
+    CACHED = "cached"  # files in the OS page cache
+    HOST = "host"  # pinned host memory read by the GPU over PCIe
+    GPU = "gpu"  # GPU memory
+
+    @classmethod
+    def _error(cls) -> type[BamqlError]:
+        return DeviceError
+
+
+class AccessPath(_Choice):
+    """How a query reads one column."""
+
+    SCAN = "scan"  # the candidate pages of a first-stage predicate column, whole
+    GATHER = "gather"  # only the pages that hold a row still alive
+    STREAM = "stream"  # the whole column, sequentially
+    DIRECT = "direct"  # GPU: read in place from host or GPU memory (statistics only)
+    CACHE = "cache"  # GPU: read through the page cache (statistics only)
+
+    @classmethod
+    def _setting(cls) -> str:
+        return "access path"
+
+
+class Role(_Choice):
+    """What a query reads a column for."""
+
+    PREDICATE = "predicate"  # evaluated by the filter
+    DEPENDENT = "dependent"  # read only for rows that pass it (group keys, aggregates)
+
+
+# -- sizes ---------------------------------------------------------------------------------
+_UNITS = {"": 1, "b": 1, "byte": 1, "bytes": 1,
+          **{u: 1000 ** (i + 1) for i, names in enumerate(
+              (("k", "kb", "kilobyte", "kilobytes"), ("m", "mb", "megabyte", "megabytes"),
+               ("g", "gb", "gigabyte", "gigabytes"), ("t", "tb", "terabyte", "terabytes")))
+             for u in names},
+          **{u: 1024 ** (i + 1) for i, u in enumerate(("kib", "mib", "gib", "tib"))}}
+_SIZE = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-z]*)\s*", re.IGNORECASE)
+
+
+def parse_size(value: int | str, setting: str | None = "size",
+               error: type[BamqlError] = ConfigError) -> int:
+    """Bytes of a size: an int, or text such as ``"4096"``, ``"4KiB"``, ``"1.5GiB"``, ``"8GB"``.
+
+    Units follow DuckDB's ``memory_limit``: ``KB``/``MB``/``GB``/``TB`` and their one-letter
+    forms ``K``/``M``/``G``/``T`` are powers of 1000 (``"8GB"`` is 8,000,000,000 bytes);
+    ``KiB``/``MiB``/``GiB``/``TiB`` powers of 1024 (``"8GiB"`` is 8 * 2**30). Units are
+    read in any case; a plain number is bytes. A fraction of a byte is dropped.
+
+    Parameters
+    ----------
+    value
+        The size.
+    setting
+        The setting's name, for the error message (None: the message does not name it).
+    error
+        The error class raised for a value that is not a size.
+
+    Returns
+    -------
+    int
+        The size in bytes (0 or more).
+
+    Raises
+    ------
+    BamqlError
+        ``error``, one line naming ``setting``, when ``value`` is not a size.
+    """
+    what = f"{setting}: not a size" if setting else "not a size"
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 0:
+            raise error(f"{what}: {value!r} (a size is 0 bytes or more)")
+        return value
+    m = _SIZE.fullmatch(value) if isinstance(value, str) else None
+    mult = _UNITS.get(m.group(2).lower()) if m else None
+    if mult is None:
+        raise error(f"{what}: {value!r} (try 4096, '4KiB' or '8GiB'; KiB/MiB/GiB are powers "
+                    "of 1024, KB/MB/GB of 1000)")
+    return int(Decimal(m.group(1)) * mult)
+
+
+# -- values of the environment -------------------------------------------------------------
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+
+
+def _flag(value: bool | str, setting: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in _TRUE + _FALSE:
+        return value.strip().lower() in _TRUE
+    raise ConfigError(f"{setting} takes 1 or 0 (true/false, yes/no, on/off), not {value!r}")
+
+
+def _seconds(value: float | str, setting: str) -> float:
+    try:
+        if isinstance(value, bool):
+            raise ValueError
+        s = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{setting} takes seconds, such as 0.05 or 0, not {value!r}") from None
+    if not s >= 0 or s == float("inf"):  # NaN fails the comparison
+        raise ConfigError(f"{setting} takes seconds, such as 0.05 or 0, not {value!r}")
+    return s
+
+
+def _path(value: str | os.PathLike, setting: str) -> Path:
+    if isinstance(value, bytes) or not isinstance(value, (str, os.PathLike)) \
+            or not os.fspath(value):
+        raise ConfigError(f"{setting} takes a path, not {value!r}")
+    return Path(value).expanduser()
+
+
+def _default_spin() -> float:
+    # a polling client takes a core while it waits: only where cores are plenty, not where
+    # it would slow down workers sharing a few cores with it
+    return 0.05 if (os.cpu_count() or 1) >= 8 else 0.0
+
+
+def _default_cache_dir(xdg: str | None = None) -> Path:
+    return Path(xdg) / "bamql" if xdg else Path.home() / ".cache" / "bamql"
+
+
+def _default_history() -> Path:
+    return Path.home() / ".bamql_history"
+
+
+# -- the configuration ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class Config:
+    """One validated set of bamql's settings.
+
+    Built directly it holds the keywords given and the built-in defaults, and reads no
+    environment variable; built by :meth:`from_env` the ``BAMQL_*`` variables (and
+    ``XDG_CACHE_HOME``, for ``cache_dir``) come in between. Values are checked and
+    normalized as it is built: names become their enums, sizes bytes, paths ``Path``.
+
+    Attributes
+    ----------
+    device
+        ``auto`` (the GPU if one works, else the CPU), ``cpu`` or ``gpu``.
+    backend
+        GPU page source (``host``, ``gpu`` or ``file``); None: the engine's default
+        (``host`` on the GPU, ``file`` on the CPU).
+    cache
+        Bytes of GPU page cache per table; None: a quarter of free GPU memory, at most 8 GiB.
+    medium
+        The storage the cost model plans for; None: the backend's.
+    page_size
+        The page size every table must have (bytes); None: any.
+    cluster
+        A Dask ``Client``, a scheduler address or ``"local-gpus[:N]"``; None: no cluster
+        (checked when the session connects to it).
+    cache_dir
+        The kernel cache's base directory (``BAMQL_CACHE_DIR``).
+    dask_spin_s
+        Seconds a direct Dask call polls for its answers (``BAMQL_DASK_SPIN_S``).
+    gpu_prepared
+        Whether GPU launches reuse numba's prepared arguments (``BAMQL_GPU_PREPARED``).
+    debug
+        Tracebacks instead of one-line errors in the CLI and the shell (``BAMQL_DEBUG``).
+    history
+        The shell's history file (``BAMQL_HISTORY``).
+    """
+
+    device: Device = Device.AUTO
+    backend: Backend | None = None
+    cache: int | None = None
+    medium: Medium | None = None
+    page_size: int | None = None
+    cluster: object = field(default=None, compare=False, repr=False)
+    cache_dir: Path = field(default_factory=_default_cache_dir)
+    dask_spin_s: float = field(default_factory=_default_spin)
+    gpu_prepared: bool = True
+    debug: bool = False
+    history: Path = field(default_factory=_default_history)
+
+    def __post_init__(self) -> None:
+        def put(name: str, value) -> None:  # frozen: normalized values go in this way
+            object.__setattr__(self, name, value)
+
+        put("device", Device(self.device))
+        if self.backend is not None:
+            put("backend", Backend(self.backend))
+        if self.medium is not None:
+            put("medium", Medium(self.medium))
+        if self.cache is not None:
+            put("cache", parse_size(self.cache, "cache", DeviceError))
+        if self.page_size is not None:
+            put("page_size", parse_size(self.page_size, "page_size", PlanError))
+        for name, check in _CHECKS.items():
+            put(name, check(getattr(self, name), name))
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **settings) -> Config:
+        """A Config from keyword settings, then the ``BAMQL_*`` variables, then defaults.
+
+        Parameters
+        ----------
+        environ
+            The environment to read (default: ``os.environ``, read now).
+        **settings
+            Settings by attribute name; None leaves a setting to its variable or default.
+
+        Raises
+        ------
+        BamqlError
+            One line naming the setting (the variable, for a value that came from one) of
+            an invalid value; :class:`bamql.errors.UsageError` for a keyword that is no
+            setting.
+        """
+        env = os.environ if environ is None else environ
+        known = [f.name for f in fields(cls)]
+        unknown = sorted(set(settings) - set(known))
+        if unknown:
+            raise UsageError(f"unknown setting(s): {', '.join(unknown)} "
+                             f"(settings: {', '.join(known)})")
+        values = {k: v for k, v in settings.items() if v is not None}
+        for name, var in ENV_VARS.items():
+            raw = env.get(var)
+            if name not in values and raw:  # checked here, to name the variable in errors
+                values[name] = _CHECKS[name](raw, var)
+        if "cache_dir" not in values and env.get("XDG_CACHE_HOME"):
+            values["cache_dir"] = _default_cache_dir(env["XDG_CACHE_HOME"])
+        return cls(**values)
+
+
+#: setting -> the environment variable it is read from
+ENV_VARS = {"cache_dir": "BAMQL_CACHE_DIR", "dask_spin_s": "BAMQL_DASK_SPIN_S",
+            "gpu_prepared": "BAMQL_GPU_PREPARED", "debug": "BAMQL_DEBUG",
+            "history": "BAMQL_HISTORY"}
+#: setting -> its check, (value, the name an error gives it) -> the normalized value
+_CHECKS = {"cache_dir": _path, "dask_spin_s": _seconds, "gpu_prepared": _flag, "debug": _flag,
+           "history": _path}
