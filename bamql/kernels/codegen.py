@@ -32,6 +32,10 @@ _ERR_OF = {"+": ERR_ADD, "-": ERR_SUB, "*": ERR_MUL}
 _I64_MIN = -(1 << 63)
 _I64_MAX = (1 << 63) - 1
 
+#: An IN list of at most this many values compiles to compares with each (its length is then
+#: part of the kernel's shape); a longer one to a binary search of the sorted list.
+SHORT_IN = 8
+
 #: The kernel arguments that carry a query's constants (``Params.arrays``), in order.
 PARAM_ARGS = ("PI", "PF", "LI", "LF")
 
@@ -107,6 +111,9 @@ class ExprCompiler:
         self.flag, self.guard = flag, guard
         self.lines: list[str] = []
         self.params = Params()
+        #: lines the template puts before its row loop: each constant read from the
+        #: arguments once into a local, so that the loop keeps it in a register
+        self.prologue: list[str] = []
         self._n = 0
         self._cols: dict[str, tuple[str, str]] = {}
 
@@ -260,7 +267,10 @@ class ExprCompiler:
             return repr(bool(value))
         if isinstance(value, int | np.integer) and not _I64_MIN <= value <= _I64_MAX:
             return literal(value)
-        return self.params.scalar(value)
+        ref = self.params.scalar(value)  # PI[k] or PF[k]
+        name = f"c{ref[1].lower()}{ref[3:-1]}"
+        self.prologue.append(f"{name} = {ref}")
+        return name
 
     def _in_list(self, e: ir.InList, a: str, v: str) -> None:
         """Emit ``v`` = value ``a`` equals a member of ``e``'s list (NULLs aside): a binary
@@ -269,6 +279,12 @@ class ExprCompiler:
         nums = in_values(e)
         key = f"float({a})" if nums.dtype.kind == "f" else f"int({a})"
         vals = [lit.value for lit in e.values if lit.value is not None]
+        if len(nums) <= SHORT_IN:  # a few compares beat a search loop; the length is shape
+            hits = [f"({key} == {self._constant(x.item())})" for x in nums]
+            self.emit(f"{v} = {' | '.join(hits) or 'False'}")
+            if any(x != x for x in vals):
+                self.emit(f"{v} = {v} | ({a} != {a})")
+            return
         arr = "LF" if nums.dtype.kind == "f" else "LI"
         first, end = self.params.sorted_list(nums)
         k, lo, hi, en = f"k{v}", f"lo{v}", f"hi{v}", f"e{v}"

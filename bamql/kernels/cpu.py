@@ -60,6 +60,7 @@ def filter_source(pred: ir.Expr, columns: Sequence[str], sentinels: dict,
     args = ", ".join(["n", *(safe_name(c) for c in columns), _PARAMS, "out", "err"])
     return "\n".join([
         f"def kern({args}):",
+        *[f"    {line}" for line in ec.prologue],
         "    for i in numba.prange(n):",
         *ec.lines,
         f"        out[i] = {ok} and {v}",
@@ -120,6 +121,7 @@ def agg_source(keys: Sequence[ir.Expr], domains: Sequence[tuple[int, int]], aggs
     args = ", ".join(safe_name(c) for c in columns)
     return "\n".join([
         f"def kern(n, nch, {args}{', ' if args else ''}{_PARAMS}, R, C, SF, SI, MNF, MXF, MNI, MXI, E):",
+        *[f"    {line}" for line in ec.prologue],
         "    for ch in numba.prange(nch):",
         "        lo = ch * n // nch",
         "        hi = (ch + 1) * n // nch",

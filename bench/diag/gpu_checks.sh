@@ -13,7 +13,7 @@ out=${OUT:-/tmp/out}
 mkdir -p "$out"
 rev=${BAMQL_REV:-$(git rev-parse --short HEAD 2>/dev/null || echo worktree)}
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-case ${1:?tests, corpus, shapes or bench} in
+case ${1:?tests, corpus, shapes, bench or bench-ab} in
   tests)
     { echo "# GPU tests, build $rev (+ working tree), $gpu: python -m pytest -m gpu tests"
       timeout "${2:-560}" python -m pytest -q -m gpu tests --durations=5 -p no:cacheprovider; } \
@@ -25,11 +25,22 @@ case ${1:?tests, corpus, shapes or bench} in
       > "$out/corpus-gpu.txt" 2>&1
     tail -5 "$out/corpus-gpu.txt"; tail -1 "$out/corpus-gpu.jsonl"; gzip -f "$out/corpus-gpu.jsonl" ;;
   shapes)
-    timeout "${2:-300}" python bench/diag/query_shapes.py --device gpu --backend host --rows 2000000 \
-      --queries 2000 --in-sizes 1000,100000 --or-sizes 20,100 --depth 1000 \
+    timeout "${2:-150}" python bench/diag/query_shapes.py --device gpu --backend host --rows 2000000 \
+      --queries 2000 --in-sizes 1000,100000 --or-sizes 100,1000 --depth 1000 \
       --out "$out/query-shapes-gpu.json" 2>&1 | tail -12 ;;
   bench)
     timeout 560 python -m bamql.cli bench --rows "${2:-50000000}" --engines bamql-gpu-host,duckdb \
       --page-sizes 512 --selectivity 0.0005 --modes warm --reps 5 --workdir /tmp/bench-data \
       --no-plots --out "$out/bench" 2>&1 | tail -30 ;;
 esac
+# (a session's A/B run: `bench-ab N` times the working tree and a copy of an earlier build
+# placed in old_bamql/, each on its own data, in one call)
+if [[ ${1} == bench-ab ]]; then
+  for side in ${BAMQL_AB_ORDER:-new old}; do
+    dir=$PWD; [[ $side == old ]] && dir=$PWD/old_bamql  # python -m imports from the cwd first
+    (cd "$dir" && PYTHONPATH=/tmp/site:$dir timeout 270 python -m bamql.cli bench \
+      --rows "${2:-20000000}" --engines bamql-gpu-host,duckdb --page-sizes 512 \
+      --selectivity 0.0005 --modes warm --reps ${BAMQL_AB_REPS:-5} --workdir /tmp/bench-$side --no-plots \
+      --out "$out/bench-$side${BAMQL_AB_TAG:-}" 2>&1 | tail -3)
+  done
+fi

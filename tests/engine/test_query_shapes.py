@@ -60,7 +60,7 @@ def test_constants_in_aggregates_and_timestamps_are_arguments(con, sample_table)
 
 def test_kernel_source_does_not_grow_with_an_in_list():
     x = ir.Col("x", "int")
-    short = ir.InList(x, tuple(ir.Lit(v, "int") for v in range(3)))
+    short = ir.InList(x, tuple(ir.Lit(v, "int") for v in range(20)))
     long = ir.InList(x, tuple(ir.Lit(v, "int") for v in range(0, 30_000, 3)))
     s1, p1 = filter_source(short, ["x"], {"x": -32768})
     s2, p2 = filter_source(long, ["x"], {"x": -32768})
