@@ -96,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     con = bamql.connect(work / "data", device=a.device, **({"backend": a.backend} if a.backend else {}))
     res: dict = {"machine": platform.node(), "cpu": platform.processor() or platform.machine(),
                  "cores": os.cpu_count(), "python": sys.version.split()[0],
-                 "rows": a.rows, "device": con.device}
+                 "rows": a.rows, "device": con.device,
+                 "gpu": con.gpu.name if con.gpu is not None else None, "backend": con.backend}
 
     # -- the same query with a new constant each time ---------------------------------
     rng = np.random.default_rng(3)

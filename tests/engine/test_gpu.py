@@ -109,6 +109,7 @@ def test_constants_are_arguments_and_wide_predicates_are_programs(stores, taxi_o
     import random
 
     from bamql.kernels import gpu as kgpu
+    from bamql.kernels.codegen import SHORT_IN
     from tests.conftest import read_orc
     from tests.reference import duck
 
@@ -120,14 +121,17 @@ def test_constants_are_arguments_and_wide_predicates_are_programs(stores, taxi_o
         before = kgpu.kernel_cache_size()
         orders = set()
         for _ in range(12):
+            ids = [rnd.randint(1, 265) for _ in range(rnd.randint(1, 300))]
             sql = shape.format(c=rnd.randint(-5, 5), x=round(rnd.uniform(0, 40), 2),
-                               ids=", ".join(str(rnd.randint(1, 265)) for _ in range(rnd.randint(1, 300))))
+                               ids=", ".join(map(str, ids)))
             assert_same_rows(con.sql(sql).rows(), duck(sql, t), ordered=False)
             plan = con.plan(con._translate(sql))
             orders.add((tuple(s.columns for s in plan.stages),
-                        tuple((a.column, a.path, a.shadow) for a in plan.access)))
+                        tuple((a.column, a.path, a.shadow) for a in plan.access),
+                        min(len(set(ids)), SHORT_IN + 1)))
         # one kernel per plan shape (the order of the filter's stages and each column's access
-        # path, which selectivity estimates decide), not one per constant
+        # path, which selectivity estimates decide, and the length of an IN list of up to
+        # SHORT_IN values, which compiles to compares), not one per constant
         assert kgpu.kernel_cache_size() - before <= len(orders)
         for n in (20, 200):
             terms = " OR ".join(f"(fare_amount > {round(rnd.uniform(5, 90), 2)} AND tip_amount < "
