@@ -20,7 +20,7 @@ import time
 from distributed import Nanny
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from bamql.engine.session import remember
+from bamql.lru import LRU
 
 #: The worker handler's name (one comm operation per query and worker).
 HANDLER = "bamql_partitions"
@@ -45,7 +45,7 @@ class PartitionRunner:
         from concurrent.futures import ThreadPoolExecutor
 
         #: pickled call -> [(paths, args), whether its last run was quick]
-        self._calls: dict[bytes, list] = {}
+        self._calls = LRU(256)
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="bamql-partition")
 
     @staticmethod
@@ -77,7 +77,7 @@ class PartitionRunner:
             entry = self._calls.get(blob)
             if entry is None:
                 entry = [pickle.loads(blob), False]
-                remember(self._calls, blob, entry, limit=256)
+                self._calls.put(blob, entry)
             if entry[1]:
                 out = self._run(*entry[0])
             else:

@@ -29,9 +29,9 @@ import numpy as np
 
 from bamql.config import Backend, Config, Device
 from bamql.engine import accumulate
-from bamql.engine.session import remember
 from bamql.engine.stats import ColumnIO, QueryStats
 from bamql.errors import BamqlError
+from bamql.lru import LRU
 from bamql.planner import ir
 from bamql.planner.cost import MEDIA
 from bamql.planner.physical import plan_query
@@ -39,7 +39,7 @@ from bamql.storage.store import PageStore
 
 _stores: dict[str, PageStore] = {}  # per process: a worker's open partitions
 _engines: dict = {}  # per process: (backend, cache) -> GpuEngine, caches kept across queries
-_plans: dict = {}  # per process: (path, query, domains, medium) -> plan of that partition
+_plans = LRU(1024)  # per process: (path, query, domains, medium) -> plan of that partition
 _lock = threading.Lock()
 #: Tries per partition task (the first run and the retries after a lost worker).
 RETRIES = 3
@@ -97,7 +97,7 @@ def run_partition(path: str, q: ir.Query, domains, medium: str, device: str = "c
     plan = _plans.get(key)
     if plan is None:  # a partition's metadata does not change: its plans can be reused
         plan = plan_query(q, store, MEDIA[medium], domains=domains)
-        remember(_plans, key, plan, limit=1024)
+        _plans.put(key, plan)
     stats = QueryStats(device, backend or Backend.FILE, store.rows)
     for a in plan.access:
         c = store.column(a.column)

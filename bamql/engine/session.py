@@ -15,6 +15,7 @@ from bamql.engine.accumulate import finish
 from bamql.engine.result import Result, assemble
 from bamql.engine.stats import ColumnIO, QueryStats
 from bamql.errors import BamqlError, DeviceError, PlanError, StoreError, UsageError
+from bamql.lru import LRU
 from bamql.planner import ir
 from bamql.planner.cost import MEDIA
 from bamql.planner.physical import PhysicalPlan, explain_text, plan_query
@@ -63,9 +64,10 @@ class Session:
         # a client this session made (from an address or "local-gpus") is closed with it
         self._own_cluster = self.cluster is not None and self.cluster is not config.cluster
         self._lock = threading.Lock()
-        self._parsed: dict[str, ir.Query] = {}
-        self._plans: dict[tuple, PhysicalPlan] = {}
-        self._explained: dict[tuple, str] = {}
+        # bounded, least recently used first out: one session can run any number of queries
+        self._parsed: LRU = LRU(256)  # SQL text -> IR
+        self._plans: LRU = LRU(256)  # (IR, medium) -> plan
+        self._explained: LRU = LRU(256)
         self.note = ""
         self.gpu = self._gpu_engine(config)
         self.device = Device.GPU if self.gpu is not None else Device.CPU
@@ -165,7 +167,7 @@ class Session:
                 p = plan_query(q, store.parts[0], MEDIA[key[1]], domains=self._domains(q, store))
             else:
                 p = plan_query(q, store, MEDIA[key[1]])
-            remember(self._plans, key, p)
+            self._plans.put(key, p)
         return p
 
     def _medium(self) -> Medium:
@@ -219,7 +221,7 @@ class Session:
         q = self._parsed.get(text)
         if q is None:
             q = translate(text, self.catalog())
-            remember(self._parsed, text, q)
+            self._parsed.put(text, q)
         return q
 
     def explain_query(self, q: ir.Query) -> str:
@@ -232,7 +234,7 @@ class Session:
                 where = "on the Dask cluster" if self.cluster is not None else "in this process"
                 txt = (f"{len(store.parts)} partitions of {store.rows:,} rows, one task each "
                        f"{where}; partition 1:\n" + explain_text(self.plan(q), store.parts[0]))
-                remember(self._explained, key, txt)
+                self._explained.put(key, txt)
             return txt
         return explain_text(self.plan(q), store)
 
@@ -309,17 +311,6 @@ class Session:
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-_REMEMBER_LOCK = threading.Lock()
-
-
-def remember(cache: dict, key, value, limit: int = 256) -> None:
-    """Keep ``value``; past ``limit`` entries the oldest goes (dicts keep insertion order)."""
-    with _REMEMBER_LOCK:
-        if len(cache) >= limit:
-            cache.pop(next(iter(cache)), None)
-        cache[key] = value
 
 
 def connect(path: str | os.PathLike, device: str = "auto", backend: str | None = None,
