@@ -11,6 +11,7 @@ atomics. The accumulator layout is the CPU template's (``engine.accumulate``).
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import threading
@@ -258,16 +259,12 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
     return "\n".join(head + body + tail + red) + "\n", ec.params
 
 
-_wide = []
-
-
+@functools.cache
 def _wide_run():
     """``kernels.wide.run`` as a CUDA device function, made once."""
-    if not _wide:
-        from numba import cuda
+    from numba import cuda
 
-        _wide.append(cuda.jit(device=True)(wide.run))
-    return _wide[0]
+    return cuda.jit(device=True)(wide.run)
 
 
 def kernel_cache_size() -> int:

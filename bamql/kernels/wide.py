@@ -2,13 +2,13 @@
 constants, run by one small interpreter instead of being compiled term by term.
 
 numba's compile time grows faster than linearly with a kernel's length, and a predicate of
-hundreds of terms makes a long kernel (an OR of 100 range terms: seconds; of 1,000:
-minutes). Such a predicate is encoded as a postfix program of four-word instructions in the
-int64 constants ``PI`` (``codegen.Params``); the kernel stores each of its columns' values
-in a slot (``fv`` for floats, ``iv`` for the others, ``okv`` their validity) and calls
-``run``, which is compiled once and is the same for every such query. Semantics are the
-compiled expressions' (``codegen``): SQL's three-valued logic, DuckDB's NaN order (NaN equals
-NaN and is above every number), ``IN`` lists searched as sorted arrays.
+hundreds of terms makes a long kernel. Such a predicate is encoded as a postfix program of
+four-word instructions in the int64 constants ``PI`` (``codegen.Params``); the kernel
+stores each of its columns' values in a slot (``fv`` for floats, ``iv`` for the others,
+``okv`` their validity) and calls ``run``, which is compiled once and is the same for every
+such query. Semantics are the compiled expressions' (``codegen``): SQL's three-valued logic,
+DuckDB's NaN order (NaN equals NaN and is above every number), ``IN`` lists searched as
+sorted arrays.
 
 The GPU template uses it (``kernels.gpu``); the CPU engine evaluates wide filters with the
 NumPy interpreter instead (``engine.cpu``).

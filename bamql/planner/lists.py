@@ -1,11 +1,11 @@
 """Long ``IN`` lists of integer constants, taken out of SQL text before it is parsed.
 
 sqlglot's parser is written in Python and builds a node, with its position, for every
-token: an ``IN`` list of 100,000 ids costs it seconds. Such lists (of plain integers, the
+token, so a long ``IN`` list dominates planning. Such lists (of plain integers, the
 common case: ids, zones, codes) are cut out of the text by one regular-expression scan that
 steps over string literals, quoted names and comments, and replaced by a marker name padded
 with spaces, so that every position the parser reports stays where it was. The translator
-turns the marker back into the integers (``take``).
+turns the marker back into the integers (``Translator.lists``).
 """
 
 from __future__ import annotations

@@ -51,17 +51,12 @@ def _timed(con, duck, sql: str, check: bool) -> dict:
 
 
 def _same(got, want) -> bool:
-    if len(got) != len(want):
-        return False
-    for a, b in zip(got, want, strict=True):
-        for x, y in zip(a, b, strict=True):
-            if isinstance(x, float) or isinstance(y, float):
-                if x is None or y is None or abs(x - y) > 1e-9 * max(1.0, abs(y)):
-                    if not (x is None and y is None):
-                        return False
-            elif x != y:
-                return False
-    return True
+    """Rows equal as the test suite compares them (``tests.reference``)."""
+    from tests.reference import same_value
+
+    return len(got) == len(want) and all(
+        len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b, strict=True))
+        for a, b in zip(got, want, strict=True))
 
 
 def main(argv: list[str] | None = None) -> int:
