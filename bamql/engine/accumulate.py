@@ -162,7 +162,7 @@ def order_keys(a: np.ndarray) -> np.ndarray:
     """float64 values <-> int64 keys in DuckDB's float order (``-inf`` < ... < ``+inf`` < NaN):
     the bits, with a negative value's low 63 bits flipped. The map is its own inverse, on
     the array's buffer (a float64 array gives an int64 view and back). The GPU template keeps
-    MIN and MAX of floats as keys, merged with integer atomics (``kernels.gpu``); NaNs must be
+    MIN and MAX of floats as keys, merged with integer atomics (``gpu.kernel``); NaNs must be
     the canonical (positive) one before, as the kernel makes them."""
     k = a.view(np.int64)
     k ^= (k >> 63) & _LOW63

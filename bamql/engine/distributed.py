@@ -63,8 +63,8 @@ def gpu_engine(backend: Backend | str, cache: int | None = None):
     with _lock:
         e = _engines.get((backend, cache))
         if e is None:
-            from bamql.engine.gpu import GpuEngine
-            from bamql.kernels.gpu import gpu_available
+            from bamql.gpu.device import gpu_available
+            from bamql.gpu.engine import GpuEngine
 
             why = gpu_available()
             if why is not None:

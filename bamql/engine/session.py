@@ -28,7 +28,7 @@ _EXPLAIN = re.compile(r"^\s*explain\s+(analyze\s+)?", re.IGNORECASE)
 
 def gpu_unavailable_reason() -> str | None:
     """None if the GPU engine can run here, else why not (one line)."""
-    from bamql.kernels.gpu import gpu_available
+    from bamql.gpu.device import gpu_available
 
     return gpu_available()
 
@@ -71,7 +71,7 @@ class Session:
         self.note = ""
         self.gpu = self._gpu_engine(config)
         self.device = Device.GPU if self.gpu is not None else Device.CPU
-        self.backend = self.gpu.backend if self.gpu is not None else Backend.FILE
+        self.backend = self.gpu.kind if self.gpu is not None else Backend.FILE
 
     def _open_tables(self, page_size: int | None) -> dict[str, PageStore | PartitionedTable]:
         """The tables under ``self.path`` by name, each of ``page_size`` B pages if given
@@ -104,11 +104,11 @@ class Session:
             why = gpu_unavailable_reason()
             # asked for by name, numba's CUDA simulator runs the GPU engine (CI, tiny tables);
             # "auto" never picks it
-            from bamql.kernels.gpu import SIMULATOR
+            from bamql.gpu.device import SIMULATOR
 
             simulated = why is not None and device == Device.GPU and SIMULATOR
             if why is None or simulated:
-                from bamql.engine.gpu import GpuEngine
+                from bamql.gpu.engine import GpuEngine
 
                 gpu = GpuEngine(self, config)
                 if simulated:

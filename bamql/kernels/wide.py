@@ -10,7 +10,7 @@ such query. Semantics are the compiled expressions' (``codegen``): SQL's three-v
 DuckDB's NaN order (NaN equals NaN and is above every number), ``IN`` lists searched as
 sorted arrays.
 
-The GPU template uses it (``kernels.gpu``); the CPU engine evaluates wide filters with the
+The GPU template uses it (``gpu.kernel``); the CPU engine evaluates wide filters with the
 NumPy interpreter instead (``engine.cpu``).
 """
 

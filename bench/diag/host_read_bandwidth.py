@@ -59,11 +59,11 @@ def mapped_buffer(n: int, dtype, alloc: str = "driver"):
     import numpy as np
     from numba import cuda
 
-    from bamql.engine.gpu import _host_view
+    from bamql.gpu.device import host_view
 
     if alloc == "driver":
         h = cuda.mapped_array(n, dtype=dtype)
-        return h, _host_view(h)
+        return h, host_view(h)
     if alloc != "thp":
         raise SystemExit(f"unknown allocation {alloc!r}: driver or thp")
     import mmap

@@ -76,8 +76,8 @@ def main(argv: list[str] | None = None) -> int:
 
     import bamql
     from bamql.datasets.generator import GenParams, generate_chunk
+    from bamql.gpu import kernel as kgpu
     from bamql.kernels import cpu as kcpu
-    from bamql.kernels import gpu as kgpu
     from bamql.storage.ingest import ingest
 
     work = Path(tempfile.mkdtemp(prefix="bamql-shapes-"))

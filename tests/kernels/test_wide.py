@@ -106,7 +106,7 @@ SCRIPT = textwrap.dedent("""
     import pyarrow.parquet as pq
     import bamql
     from bamql.datasets.generator import GenParams, generate_chunk
-    from bamql.kernels import gpu as kgpu
+    from bamql.gpu import kernel as kgpu
     from bamql.storage.ingest import ingest
     from tests.reference import assert_same_rows, duck
 

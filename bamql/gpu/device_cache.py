@@ -16,7 +16,7 @@ protocol cannot deadlock, however small the cache (BaM's issue 11).
 
 The per-thread functions (``acquire``, ``claim``, ``publish``, ``release``) also run in
 numba's CUDA simulator; ``warp_read`` adds warp coalescing (ballot/shfl) and a whole-warp
-page fill (from memory here, or through the I/O queues in ``gpu_queue``), and needs a real GPU.
+page fill (from memory here, or through the I/O queues in ``device_queue``), and needs a real GPU.
 """
 
 from __future__ import annotations
@@ -24,15 +24,14 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda
 
-from bamql.kernels.gpu import SIMULATOR
+from bamql.gpu.device import SIMULATOR
 
 VALID = 1 << 30
 BUSY = 1 << 29
 REFS = BUSY - 1
 FULL_MASK = 0xFFFFFFFF
-_SIM = SIMULATOR
 
-if _SIM:  # the simulator has neither nanosleep nor ldcg
+if SIMULATOR:  # the simulator has neither nanosleep nor ldcg
 
     import time as _time
 
@@ -251,7 +250,7 @@ def make_warp_read(fill):
     """``warp_read`` whose misses are filled by ``fill(slot, page, slot_words, io, wpp, lane)``,
     a device function the whole warp calls (``io`` is a tuple of whatever it reads from); in
     the simulator, the lane-by-lane stand-in."""
-    return _make_lane_read(fill) if _SIM else _make_warp_read(fill)
+    return _make_lane_read(fill) if SIMULATOR else _make_warp_read(fill)
 
 
 #: misses copied by the warp from the store's pages in GPU or mapped host memory

@@ -4,7 +4,7 @@ A thread that needs page ``p`` takes a ticket ``t`` (one atomic add on the tail)
 ``t % Q`` is its slot and ``t // Q`` its turn. It waits until the entry's turn counter says
 the host has consumed the entry's previous command (``2 * turn``), writes its command
 (page, staging buffer, sequence number), fences, and marks the entry filled
-(``2 * turn + 1``); no lock is taken on enqueue. Host I/O workers (``storage.queues``)
+(``2 * turn + 1``); no lock is taken on enqueue. Host I/O workers (``host_queue``)
 drain filled entries in ticket order, free each entry for its next turn (``2 * turn + 2``),
 read the page into the staging buffer and post the sequence number as its completion;
 the thread polls that word and then copies staging into its cache slot.
@@ -22,9 +22,10 @@ from __future__ import annotations
 
 from numba import cuda
 
-from bamql.kernels.gpu_cache import _SIM, FULL_MASK, backoff, make_warp_read, sleep_ns
+from bamql.gpu.device import SIMULATOR
+from bamql.gpu.device_cache import FULL_MASK, backoff, make_warp_read, sleep_ns
 
-if _SIM:
+if SIMULATOR:
 
     @cuda.jit(device=True)
     def fence_system():
@@ -115,7 +116,7 @@ def staged_at(pg, g_first, g_pages, vol_pages, wpp):
     return g_first[g] + rel % g_pages[g], (rel // g_pages[g]) * wpp
 
 
-if _SIM:
+if SIMULATOR:
 
     @cuda.jit(device=True)
     def fill_from_queue(slot, pg, slot_words, io, wpp, lane):
@@ -165,6 +166,6 @@ else:
 
 
 #: threads that share one staging page: a warp on a GPU, each thread in the simulator
-THREADS_PER_STAGING = 1 if _SIM else 32
+THREADS_PER_STAGING = 1 if SIMULATOR else 32
 #: the ``file`` backend's cache read: misses go through the submission queue
 warp_read_file = make_warp_read(fill_from_queue)

@@ -16,8 +16,8 @@ SCRIPT = textwrap.dedent("""
     import sys
     import numpy as np
     from numba import cuda
-    from bamql.kernels.gpu_queue import submit, wait_done
-    from bamql.storage.queues import HostQueue
+    from bamql.gpu.device_queue import submit, wait_done
+    from bamql.gpu.host_queue import HostQueue
     from bamql.storage.store import PageStore
 
     @cuda.jit

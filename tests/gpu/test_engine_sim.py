@@ -3,7 +3,7 @@ kernels and the page cache on tiny tables, every query against the CPU engine.
 
 The simulator has no warp intrinsics, so it runs the lane-by-lane stand-ins of the warp
 read, the warp reduction and the queue fill (one staging page per thread); warp coalescing
-is covered on a real GPU (``test_gpu.py``). The ``file`` backend's reads go through the real
+is covered on a real GPU (``test_engine.py``). The ``file`` backend's reads go through the real
 submission queue to the compiled host I/O workers.
 """
 
@@ -85,7 +85,7 @@ SCRIPT = textwrap.dedent("""
     print("launches ok")
     # partitions of one table share each query's kernel: the first page of a cached column
     # is an argument, not a constant, so the source is the same and compiles once
-    from bamql.kernels import gpu as kgpu
+    from bamql.gpu import kernel as kgpu
 
     ingest([d / "t.orc"], d / "parted" / "trips", page_size=512, partitions=3)
     with bamql.connect(d / "parted", device="gpu", backend="host", cache="1MiB") as con:
@@ -140,7 +140,7 @@ def test_small_grid_warning_is_silenced_by_its_text(wrap):
     errors = pytest.importorskip("numba.cuda.core.errors")
     import warnings
 
-    from bamql.engine.gpu import small_grid_ok
+    from bamql.gpu.device import small_grid_ok
 
     def small(n: int) -> Warning:
         return errors.NumbaPerformanceWarning(

@@ -108,7 +108,7 @@ def test_constants_are_arguments_and_wide_predicates_are_programs(stores, taxi_o
     pytest.importorskip("duckdb")
     import random
 
-    from bamql.kernels import gpu as kgpu
+    from bamql.gpu import kernel as kgpu
     from bamql.kernels.codegen import SHORT_IN
     from tests.conftest import read_orc
     from tests.reference import duck

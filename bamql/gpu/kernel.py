@@ -13,44 +13,20 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 import threading
 
 import numpy as np
 
+from bamql.gpu.device import SIMULATOR
 from bamql.kernels import wide
 from bamql.kernels.codegen import PARAM_ARGS, ExprCompiler, Params, safe_name
 from bamql.lru import LRU
 from bamql.planner import ir
 
-#: numba's CUDA simulator is on (CI): the one place that reads the switch. It has no warp
-#: intrinsics, so generated kernels and the cache and queue device code take stand-ins.
-SIMULATOR = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") == "1"
-
 #: Compiled kernels by source; constants are arguments, so a source is a query shape.
 _cache: LRU = LRU(256)
 _lock = threading.Lock()
 BLOCK = 256
-
-
-def gpu_available() -> str | None:
-    """None when the GPU engine can run here, else the reason (one line)."""
-    if SIMULATOR:
-        return "the numba CUDA simulator is enabled (NUMBA_ENABLE_CUDASIM=1)"
-    if tuple(int(x) for x in np.__version__.split(".")[:2]) >= (2, 5):
-        return f"numpy {np.__version__} breaks numba-cuda; install numpy<2.5"
-    try:
-        from numba import cuda
-    except ImportError:
-        return "numba-cuda is not installed; pip install 'bamql[gpu]'"
-    try:
-        if not cuda.is_available():
-            return "no CUDA driver or device"
-        cuda.current_context()
-    except Exception as e:  # the driver's own words, one line
-        words = str(e).strip().splitlines()
-        return f"CUDA failed to start: {words[0] if words else type(e).__name__}"
-    return None
 
 
 def _zero(dtype: np.dtype) -> str:
@@ -279,10 +255,10 @@ def compile_kernel(src: str):
         if k is None:
             from numba import cuda
 
-            from bamql.kernels import gpu_cache, gpu_queue
+            from bamql.gpu import device_cache, device_queue
 
-            ns = {"cuda": cuda, "np": np, "math": math, "warp_read": gpu_cache.warp_read,
-                  "warp_read_file": gpu_queue.warp_read_file, "wide_run": _wide_run()}
+            ns = {"cuda": cuda, "np": np, "math": math, "warp_read": device_cache.warp_read,
+                  "warp_read_file": device_queue.warp_read_file, "wide_run": _wide_run()}
             exec(compile(src, "<bamql gpu kernel>", "exec"), ns)
             k = cuda.jit(ns["kern"])
             _cache.put(src, k)

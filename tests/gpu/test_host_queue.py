@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from numba import njit
 
+from bamql.gpu.host_queue import HostQueue
 from bamql.storage.ingest import ingest
 from bamql.storage.nativeio import load_acquire, store_release
-from bamql.storage.queues import HostQueue
 from bamql.storage.store import PageStore
 
 

@@ -14,7 +14,7 @@ pytest.importorskip("numba.cuda")
 SCRIPT = textwrap.dedent("""
     import numpy as np
     from numba import cuda
-    from bamql.kernels.gpu_cache import acquire, publish, release, load_cg
+    from bamql.gpu.device_cache import acquire, publish, release, load_cg
 
     @cuda.jit
     def kern(pages, src, wpp, slots, state, page_slot, slot_page, slot_lock, clock, n_slots, out,

@@ -31,6 +31,7 @@ import numpy as np
 from numba import njit
 
 from bamql.errors import StoreError
+from bamql.gpu.device import host_view
 from bamql.storage.nativeio import (
     futex_wait,
     load_acquire,
@@ -161,9 +162,9 @@ class HostQueue:
         self._threads: list[threading.Thread] = []
 
     def _args(self, t: int) -> tuple:
-        stg = _host_view(self.staging)
-        return (t, self.io_threads, self.qsize, _host_view(self.sq_turn), _host_view(self.sq_page),
-                _host_view(self.sq_staging), _host_view(self.sq_seq), _host_view(self.cq_done),
+        stg = host_view(self.staging)
+        return (t, self.io_threads, self.qsize, host_view(self.sq_turn), host_view(self.sq_page),
+                host_view(self.sq_staging), host_view(self.sq_seq), host_view(self.cq_done),
                 stg, stg.view(np.uint64), *self.store.layout, self.store.pages.checksum,
                 self.verify, self._ctl, self._served, self._peak, _PARK_TIMEOUT)
 
@@ -227,13 +228,7 @@ class HostQueue:
         self.stop()
 
 
-def _host_view(a) -> np.ndarray:
-    """A plain ndarray over shared memory. ``np.asarray`` of numba's mapped array would copy
-    it to a new host array (its ``__array__``), and writes would go nowhere."""
-    return np.ndarray.view(a, np.ndarray) if isinstance(a, np.ndarray) else np.asarray(a)
-
-
 def _zeros(alloc, shape, dtype):
     a = alloc(shape, dtype=dtype)
-    _host_view(a)[...] = 0
+    host_view(a)[...] = 0
     return a

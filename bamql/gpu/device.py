@@ -1,0 +1,112 @@
+"""The CUDA device or numba's simulator: the switch, and the calls that differ between them.
+
+The simulator (``NUMBA_ENABLE_CUDASIM=1``, CI) has NumPy arrays under its device arrays and
+no driver, so typed views, memsets and host views of mapped memory take another route
+there. Nothing here imports a CUDA package at module load: ``gpu_available`` is how a
+CPU-only process learns why the GPU engine cannot run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import warnings
+from collections.abc import Iterator
+
+import numpy as np
+
+#: numba's CUDA simulator is on (CI): the one place that reads the switch. It has no warp
+#: intrinsics, so generated kernels and the cache and queue device code take stand-ins.
+SIMULATOR = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") == "1"
+
+
+def gpu_available() -> str | None:
+    """None when the GPU engine can run here, else the reason (one line)."""
+    if SIMULATOR:
+        return "the numba CUDA simulator is enabled (NUMBA_ENABLE_CUDASIM=1)"
+    if tuple(int(x) for x in np.__version__.split(".")[:2]) >= (2, 5):
+        return f"numpy {np.__version__} breaks numba-cuda; install numpy<2.5"
+    try:
+        from numba import cuda
+    except ImportError:
+        return "numba-cuda is not installed; pip install 'bamql[gpu]'"
+    try:
+        if not cuda.is_available():
+            return "no CUDA driver or device"
+        cuda.current_context()
+    except Exception as e:  # the driver's own words, one line
+        words = str(e).strip().splitlines()
+        return f"CUDA failed to start: {words[0] if words else type(e).__name__}"
+    return None
+
+
+def typed(base, dtype, byte_offset: int = 0, count: int | None = None, shape=None):
+    """A typed (C-ordered) device array over part of a uint8 device or mapped buffer, no copy."""
+    dt = np.dtype(dtype)
+    if count is None:
+        count = (base.size - byte_offset) // dt.itemsize
+    shape = tuple(shape or (count,))
+    if not hasattr(base, "gpu_data"):  # the simulator: NumPy arrays underneath
+        from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+        raw = np.asarray(getattr(base, "_ary", base)).reshape(-1).view(np.uint8)
+        return FakeCUDAArray(raw[byte_offset : byte_offset + count * dt.itemsize].view(dt)
+                             .reshape(shape))
+    from numba.cuda.cudadrv.devicearray import DeviceNDArray
+
+    strides = tuple(int(np.prod(shape[i + 1 :])) * dt.itemsize for i in range(len(shape)))
+    data = base.gpu_data.view(byte_offset, byte_offset + count * dt.itemsize)
+    return DeviceNDArray(shape=shape, strides=strides, dtype=dt, gpu_data=data)
+
+
+def fill(arr, value: int) -> None:
+    """Set every element of an integer device array to 0 or -1: a memset on the GPU (no
+    host copy)."""
+    if hasattr(arr, "gpu_data"):
+        from numba.cuda.cudadrv import driver
+
+        driver.device_memset(arr, value & 0xFF, arr.nbytes)
+    else:  # the simulator
+        arr.copy_to_device(np.full(arr.size, value, arr.dtype))
+
+
+def host_view(mapped) -> np.ndarray:
+    """A plain ndarray over a mapped (pinned, GPU-visible) host array, for host-side I/O."""
+    if hasattr(mapped, "_ary"):  # the simulator wraps a NumPy array
+        return mapped._ary
+    return np.ndarray.view(mapped, np.ndarray)
+
+
+def copier(dbuf, host: np.ndarray, nbytes: int, to_device: bool):
+    """A call that copies ``nbytes`` between device buffer ``dbuf`` and pinned ``host``
+    through the driver, without numba's checks around each copy."""
+    if hasattr(dbuf, "gpu_data"):
+        from numba.cuda.cudadrv import driver
+
+        if to_device:
+            return lambda: driver.host_to_device(dbuf, host, nbytes)
+        return lambda: driver.device_to_host(host, dbuf, nbytes)
+    if to_device:  # the simulator
+        return lambda: dbuf.copy_to_device(host)
+    return lambda: dbuf.copy_to_host(host)
+
+
+def out_of_memory(e: BaseException) -> bool:
+    """Whether ``e`` is the driver's (or numba's) out-of-memory error."""
+    return "OUT_OF_MEMORY" in str(e).upper() or "out of memory" in str(e).lower()
+
+
+#: numba's warning for launches of under 128 blocks. Matched by its text: numba-cuda 0.30
+#: raises its own ``NumbaPerformanceWarning`` class, not ``numba.core.errors``' one, so a
+#: filter by class let it through to every worker's log. Where colorama is installed numba
+#: wraps the text in terminal colour codes, hence the leading ``.*`` (filters match at the start).
+_SMALL_GRID = r".*Grid size \d+ will likely result in GPU under-utilization"
+
+
+@contextlib.contextmanager
+def small_grid_ok() -> Iterator[None]:
+    """A context without numba's small-grid warning: the warm-up launch is one block on
+    purpose, and a query left few candidate rows by its zone maps needs only a few."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=_SMALL_GRID)
+        yield

@@ -1,0 +1,393 @@
+"""The GPU executor: one backend (where pages come from), the session's page caches, launches.
+
+The cache (per table, ``cache`` bytes) lives as long as the engine, so a repeated query hits
+in GPU memory; predicate columns scanned whole are kept on the GPU too when they fit.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from bamql.config import AccessPath, Backend, Config, Role
+from bamql.engine import accumulate
+from bamql.engine.stats import QueryStats
+from bamql.errors import DeviceError, StoreError
+from bamql.gpu import kernel
+from bamql.gpu.backends import BACKENDS, GpuBackend, PageCache
+from bamql.gpu.device import out_of_memory, small_grid_ok, typed
+from bamql.gpu.launch import Launch, pack
+from bamql.lru import LRU
+from bamql.planner import ir
+from bamql.planner.physical import PhysicalPlan
+from bamql.storage.store import PageStore
+
+
+@dataclass
+class Table:
+    """One table on the GPU: its page cache, its backend's source, and what repeated
+    queries reuse."""
+
+    name: str
+    cache: PageCache
+    source: object  # the backend's (``GpuBackend.load``)
+    resident: dict = field(default_factory=dict)  # scanned column -> device copy
+    resident_bytes: int = 0
+    load_seconds: float = 0.0
+    reported: bool = False  # load time already charged to a query's stats
+    #: id(RowRanges) -> (the ranges, their device arrays): a repeated plan's candidate ranges
+    #: are laid out and copied to the GPU once
+    range_arrays: dict = field(default_factory=dict)
+    #: (id(plan), scan arguments) -> Launch: a repeated plan's arguments, result buffers and
+    #: prepared launch parameters, made once
+    launches: dict = field(default_factory=dict)
+    col_views: dict = field(default_factory=dict)  # column -> typed view of its pages
+    spare: dict = field(default_factory=dict)  # column -> device buffer a cleared cache left
+
+
+@dataclass
+class _Scans:
+    """The directly read columns of one query: kernel arguments and what they moved."""
+
+    arrays: list = field(default_factory=list)  # (view, resident copy, fill) per column
+    filled: dict = field(default_factory=dict)  # column -> device copy the kernel fills
+    moved: dict = field(default_factory=dict)  # column -> pages crossing PCIe now
+    disk: dict = field(default_factory=dict)  # column -> bytes read from disk (streams)
+
+
+class GpuEngine:
+    """Runs physical plans on the GPU for one session (or one Dask worker).
+
+    Parameters
+    ----------
+    session
+        The owning session, or None on a Dask worker.
+    config
+        Its backend (``host`` when it names none), page-cache size and launch settings.
+    """
+
+    def __init__(self, session, config: Config) -> None:
+        from numba import cuda
+
+        self.cuda = cuda
+        self.session = session
+        self.config = config
+        dev = cuda.get_current_device()
+        name = getattr(dev, "name", "CUDA simulator")  # the simulator's device has no name
+        self.name = name.decode() if isinstance(name, bytes) else name
+        self.sms = getattr(dev, "MULTIPROCESSOR_COUNT", 1)
+        self.backend: GpuBackend = BACKENDS[config.backend or Backend.HOST](cuda, self.sms)
+        self.cache_bytes = config.cache
+        self.tables: dict[str, Table] = {}
+        self._sources: LRU = LRU(256)  # id(plan) -> (plan, store, scan, kernel source, params)
+        self._lock = threading.Lock()
+        self.free_at_start, self.total = cuda.current_context().get_memory_info()
+        #: kernels already launched once (compiled), held so that their ids stay theirs
+        self._warmed = LRU(256)
+        self._run_lock = threading.Lock()
+        # a cache clear and a kernel never overlap: a clear under a running kernel leaves
+        # pages VALID with no slot (wrong reads) or slots no claim can take (a hang)
+        self._cache_lock = threading.RLock()
+
+    @property
+    def kind(self) -> Backend:
+        """The backend's name."""
+        return self.backend.kind
+
+    # -- setting a table up ----------------------------------------------------------------
+    def _table(self, store: PageStore) -> Table:
+        with self._lock:
+            key = str(store.path)  # partitions of one table share its name
+            t = self.tables.get(key)
+            if t is None:
+                t = self.tables[key] = self._load(store)
+            return t
+
+    def _load(self, store: PageStore) -> Table:
+        t0 = time.perf_counter()
+        m, be = store.manifest, self.backend
+        free, _ = self.cuda.current_context().get_memory_info()
+        cache = self.cache_bytes
+        if cache is None:  # default: a quarter of free memory, at most 8 GiB
+            cache = min(8 << 30, free // 4)
+        n_slots = max(1, cache // m.page_size)
+        n_ids = be.page_ids(store)
+        if n_ids >= 2**31 - 1:  # the cache keeps page ids in int32 words
+            raise DeviceError(f"table {store.name!r} has {n_ids:,} pages; the GPU page cache "
+                              "holds at most 2,147,483,646: ingest it with a larger page size "
+                              "or in partitions")
+        pages = be.footprint(store)
+        need = n_slots * m.page_size + n_ids * 8 + pages
+        if need > free * 0.95:
+            raise DeviceError(
+                f"table {store.name!r} needs {need / 2**30:.2f} GiB of GPU memory "
+                f"({'store ' + format(pages / 2**30, '.2f') + ' GiB + ' if pages else ''}"
+                f"cache {n_slots * m.page_size / 2**30:.2f} GiB) but {free / 2**30:.2f} GiB are free; "
+                "use a smaller cache= or backend='host'")
+        try:
+            cache = PageCache.allocate(self.cuda, n_slots, m.page_size, n_ids)
+            source = be.load(store)
+        except Exception as e:
+            if out_of_memory(e):
+                raise DeviceError(f"GPU out of memory loading table {store.name!r} "
+                                  f"({m.total_pages * m.page_size / 2**30:.2f} GiB store, "
+                                  f"backend {be.kind})") from None
+            raise
+        return Table(store.name, cache, source, load_seconds=time.perf_counter() - t0)
+
+    def clear_cache(self, table: str | None = None) -> None:
+        """Empty the page cache (and resident columns) of one or all tables."""
+        with self._cache_lock:
+            self.cuda.current_context()  # the memsets call the driver directly, from any thread
+            for t in self.tables.values():
+                if table in (None, t.name):
+                    t.cache.clear()
+                    self.backend.clear(t.source)
+                    # resident columns become spare buffers: the next full scan fills them
+                    # again without a new allocation; launches that read them are dropped
+                    t.spare.update(t.resident)
+                    t.resident.clear()
+                    t.resident_bytes = 0
+                    t.launches = {k: v for k, v in t.launches.items() if not v.volatile}
+            self.cuda.synchronize()  # done before the next query's clock starts
+
+    # -- running ---------------------------------------------------------------------------
+    def run(self, plan: PhysicalPlan, store: PageStore, stats: QueryStats) -> dict[str, np.ndarray]:
+        """Execute ``plan`` on the GPU; fills ``stats``; returns merged accumulators."""
+        if not self.backend.serial:
+            return self._run(plan, store, stats)
+        # kernels run one after another on the default stream anyway; the backend's
+        # per-launch state (staging pages, sequence numbers, queue counters) is one launch's
+        with self._run_lock:
+            return self._run(plan, store, stats)
+
+    def _run(self, plan: PhysicalPlan, store: PageStore, stats: QueryStats) -> dict[str, np.ndarray]:
+        # this thread's CUDA context: the prepared launch calls the driver directly, and a
+        # Dask worker runs a quick query on its event loop's thread, not the one that loaded
+        self.cuda.current_context()
+        t = self._table(store)
+        used: list[str] = []
+        for e in (plan.query.predicate, *plan.query.keys, *plan.query.aggs):
+            for c in ir.columns_of(e):
+                if c not in used:
+                    used.append(c)
+        scan = self.backend.scanned(plan, used)
+        stats.setup_seconds = t.load_seconds if not t.reported else 0.0
+        t.reported = True
+        cached = [n for n in used if n not in scan]
+        src, params, firsts = self._source(plan, store, used, scan, cached)
+        # the query's time runs from here (column copies over PCIe included) to the results,
+        # less the compilation
+        t_start = time.perf_counter()
+        kern = kernel.compile_kernel(src)
+        stats.compile_seconds = time.perf_counter() - t_start
+        ranges = self._range_arrays(t, plan.ranges)
+        scans = self._scans(t, plan, store, scan)
+        key = (id(plan), tuple(a if isinstance(a, int) else id(a) for a in scans.arrays))
+        ln = t.launches.get(key)
+        if ln is None or ln.plan is not plan:
+            ln = self._new_launch(t, plan, scans, firsts, ranges, params.arrays())
+            if len(t.launches) >= 64:
+                t.launches.pop(next(iter(t.launches)))
+            t.launches[key] = ln
+        with ln.lock:
+            self._launch(t, store, kern, ln, stats)
+            host = ln.results()
+        why = self.backend.finish(t.source, stats)
+        if why is not None:  # pages of this query may be wrong: forget them
+            self._recover(t, store)
+            self.clear_cache(store.name)
+            raise StoreError(f"reading pages for the GPU failed: {why}")
+        for n, d in scans.filled.items():
+            t.resident[n] = d
+            t.resident_bytes += d.nbytes
+        host_acc = dict(zip(ln.acc_names, host[1:], strict=True))
+        for k in ("MNF", "MXF"):  # order keys back to floats
+            host_acc[k] = accumulate.order_keys(host_acc[k])
+        stats.seconds = time.perf_counter() - t_start - stats.compile_seconds
+        stats.rows_matched = int(host[0][0])
+        self._account(plan, store, stats, scans, cached, host[0])
+        return accumulate.merge(host_acc, None)
+
+    def _source(self, plan: PhysicalPlan, store: PageStore, used: list[str], scan: set[str],
+                cached: list[str]) -> tuple:
+        """The kernel source of ``plan`` on ``store``, its constants, and the first page of
+        each column read through the cache; made once per plan, store and scan set."""
+        hit = self._sources.get(id(plan))
+        shadow = self.backend.shadowed(plan)
+        # a gather through a row group reads the column's copy there
+        cols = {n: ((store.shadow[n] if n in shadow else store.column(n)).first_page,
+                    store.column(n).rows_per_page, store.column(n).dtype) for n in used}
+        firsts = [cols[n][0] for n in cached]
+        if hit is not None and hit[0] is plan and hit[1] is store and hit[2] == scan:
+            return hit[3], hit[4], firsts
+        src, params = kernel.kernel_source(
+            plan.query, plan.stages, plan.key_domains, cols,
+            {n: c.sentinel for n, c in store.columns.items()}, scan,
+            {n: i for i, n in enumerate(cached)}, queue=self.backend.queue,
+            scales={n: c.scale for n, c in store.columns.items()})
+        self._sources.put(id(plan), (plan, store, set(scan), src, params))
+        return src, params, firsts
+
+    def _launch(self, t: Table, store: PageStore, kern, ln: Launch, stats: QueryStats) -> None:
+        """Run ``ln`` (compiling ``kern`` first if it never ran); times into ``stats``."""
+        cuda = self.cuda
+        try:
+            if self._warmed.get(id(kern)) is not kern:
+                with small_grid_ok():  # the warm-up launch is small on purpose
+                    t0 = time.perf_counter()
+                    kern[1, 32](0, *ln.args[1:])  # compiles (timed apart); no rows, no effect
+                    cuda.synchronize()
+                self._warmed.put(id(kern), kern)
+                stats.compile_seconds += time.perf_counter() - t0
+            t_launch = time.perf_counter()
+            ln.reset()  # the accumulators' initial values
+            ev0, ev1 = ln.events
+            with self.backend.running(t.source), self._cache_lock:  # no cache clear meanwhile
+                ev0.record()
+                ln.launch(kern, self.config.gpu_prepared)
+                ev1.record()
+                ln.fetch()  # synchronizes
+            stats.kernel_seconds = time.perf_counter() - t_launch
+            # the simulator keeps no time (it answers -1)
+            stats.gpu_seconds = max(0.0, ev0.elapsed_time(ev1) / 1e3)
+        except Exception as e:
+            msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            self._recover(t, store)
+            raise DeviceError(f"GPU kernel failed: {msg}") from None
+
+    def _recover(self, t: Table, store: PageStore) -> None:
+        self.backend.recover(t.source, store)
+        t.launches.clear()  # their arguments may name the backend's old buffers
+
+    def _account(self, plan: PhysicalPlan, store: PageStore, stats: QueryStats, scans: _Scans,
+                 cached: list[str], counters: np.ndarray) -> None:
+        """Each column's pages, bytes, hits and misses into ``stats``."""
+        ps, total = store.page_size, plan.ranges.rows
+        for n, moved in scans.moved.items():
+            c = stats.columns[n]
+            pages = -(-total // store.column(n).rows_per_page) if c.role == Role.PREDICATE else 0
+            c.pages_read += moved
+            c.bytes_read += scans.disk.get(n, moved * ps)
+            c.cache_hits += pages if moved == 0 else 0
+            c.values_needed += total if c.role == Role.PREDICATE else stats.rows_matched
+            c.path = AccessPath.SCAN if c.role == Role.PREDICATE else self.backend.direct_path
+        for i, n in enumerate(cached):
+            c = stats.columns[n]
+            hits, misses = int(counters[1 + 2 * i]), int(counters[2 + 2 * i])
+            c.cache_hits += hits
+            c.cache_misses += misses
+            c.pages_read += misses
+            c.bytes_read += misses * ps
+            c.values_needed += stats.rows_matched if c.role == Role.DEPENDENT else 0
+            c.path = AccessPath.CACHE
+
+    def _scans(self, t: Table, plan: PhysicalPlan, store: PageStore, scan: set[str]) -> _Scans:
+        """The kernel arguments of the directly read columns."""
+        out = _Scans()
+        first = set(plan.stages[0].columns) if plan.stages else set()
+        zst = {a.column: a.compressed for a in plan.access}  # streamed from the zstd copy
+        for n in sorted(scan):
+            # write-through only for stage-1 columns: every candidate row is live when they
+            # are read, so the device copy gets every value (later columns only the survivors')
+            full = plan.ranges.is_whole(store.rows) and n in first
+            arr, resident, fill, moved = self._scan_column(t, store, store.column(n), full,
+                                                           plan.ranges, zst.get(n, False), out.disk)
+            out.arrays += [arr, resident, fill]
+            if fill:
+                out.filled[n] = resident
+            out.moved[n] = moved
+        return out
+
+    def _new_launch(self, t: Table, plan: PhysicalPlan, scans: _Scans, firsts: list[int],
+                    ranges: tuple, params: tuple[np.ndarray, ...]) -> Launch:
+        """The arguments of ``plan``'s kernel on ``t``, with its own accumulator buffer;
+        ``firsts``: the first page of each column read through the cache; ``params``: the
+        query's constants (``codegen.Params.arrays``), copied to the GPU once per launch
+        entry."""
+        q, total = plan.query, plan.ranges.rows
+        acc = accumulate.alloc(1, accumulate.n_groups(plan.key_domains), q.aggs)
+        for k in ("MNF", "MXF"):  # the kernel keeps float MIN/MAX as int64 order keys
+            acc[k] = accumulate.order_keys(acc[k])
+        small = [np.zeros(1 + 2 * len(firsts), np.int64), *acc.values()]
+        buf, offs = pack(small)
+        dbuf = self.cuda.to_device(buf)
+        counters, *d_acc = [typed(dbuf, a.dtype, o, a.size, a.shape)
+                            for a, o in zip(small, offs, strict=True)]
+        pbuf, poffs = pack(list(params))
+        d_pbuf = self.cuda.to_device(pbuf)
+        d_params = [typed(d_pbuf, a.dtype, o, a.size, a.shape)
+                    for a, o in zip(params, poffs, strict=True)]
+        args = (total, *ranges, *scans.arrays, *firsts, *t.cache.args(),
+                *self.backend.io_args(t.source), *d_params, counters, *d_acc)
+        blocks = max(1, min(self.sms * 8, -(-max(total, 1) // kernel.BLOCK)))
+        blocks = self.backend.blocks(t.source, blocks)
+        resident = {id(d) for d in t.resident.values()}
+        volatile = bool(scans.filled) or any(id(a) in resident for a in scans.arrays)
+        return Launch(plan, args, blocks, small, offs, buf, dbuf, volatile, list(acc))
+
+    def _range_arrays(self, t: Table, ranges) -> tuple:
+        """``(offsets, starts, n, chunk rows, n chunks)`` of ``ranges`` on the GPU, made once
+        per ranges object (plans are cached, so a repeated query reuses them)."""
+        hit = t.range_arrays.get(id(ranges))
+        if hit is not None and hit[0] is ranges:
+            return hit[1]
+        cuda = self.cuda
+        if len(ranges):
+            off, lo = cuda.to_device(ranges.offsets), cuda.to_device(ranges.starts)
+        else:
+            off = lo = cuda.to_device(np.zeros(1, np.int64))
+        chunks = ranges.chunk_rows(32) if len(ranges) > 1 else None
+        d_chunks = cuda.to_device(chunks if chunks is not None else np.zeros(1, np.int64))
+        out = (off, lo, max(len(ranges), 1), d_chunks, 0 if chunks is None else len(chunks))
+        if len(t.range_arrays) >= 16:
+            t.range_arrays.pop(next(iter(t.range_arrays)))
+        t.range_arrays[id(ranges)] = (ranges, out)
+        return out
+
+    def _scan_column(self, t: Table, store: PageStore, c, full: bool, ranges,
+                     compressed: bool, disk: dict):
+        """How the kernel reads a directly scanned column: ``(array, resident copy, fill,
+        pages crossing PCIe now)``. Off the GPU a full scan writes the values it reads into a
+        device copy (``fill``), so later queries read the column from GPU memory."""
+        if c.name in t.resident:
+            arr = t.resident[c.name]
+            return arr, arr, 0, 0
+        count = c.n_pages * c.rows_per_page
+        base, off, moved, nbytes = self.backend.column(t.source, store, c, ranges, compressed)
+        if nbytes is not None:
+            disk[c.name] = nbytes  # what came from the disk (the zstd copy's bytes)
+        view = self._view(t, c.name, base, c.np_dtype, off, count)
+        if self.backend.in_gpu_memory:
+            return view, view, 0, moved
+        nbytes = count * c.itemsize
+        if full and t.resident_bytes + nbytes <= t.cache.n_slots * store.page_size:
+            d = t.spare.pop(c.name, None)
+            if d is None:
+                t.spare.clear()  # other columns' idle buffers go before a new one comes
+                try:
+                    d = self.cuda.device_array(count, dtype=c.np_dtype)
+                except Exception:  # no room: read it over PCIe each time instead
+                    return view, view, 0, moved
+            return view, d, 1, moved  # resident once the kernel has filled it
+        return view, view, 0, moved
+
+    @staticmethod
+    def _view(t: Table, name: str, base, dtype, off: int, count: int):
+        """The typed view of a scanned column's pages, made once (its identity keys the
+        plan's prepared launch)."""
+        hit = t.col_views.get(name)
+        if hit is None or hit[0] is not base:
+            hit = (base, typed(base, dtype, off, count))
+            t.col_views[name] = hit
+        return hit[1]
+
+    def close(self) -> None:
+        """Release every table's source and the backend."""
+        for t in self.tables.values():
+            self.backend.close(t.source)
+        self.backend.shutdown()
+        self.tables.clear()
