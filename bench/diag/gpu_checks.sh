@@ -6,6 +6,10 @@
 #                                           and default caches, time-boxed to S seconds
 #   bash bench/diag/gpu_checks.sh shapes    bench/diag/query_shapes.py on the host backend
 #   bash bench/diag/gpu_checks.sh bench N   bamql bench: Q1-Q6, warm, host backend and DuckDB, N rows
+#   bash bench/diag/gpu_checks.sh run-bench N ENGINES MODES [old]
+#                                           bamql bench on data shared between calls (512 B pages,
+#                                           zstd copies) in /tmp/bench-data; with ``old``, the
+#                                           build copied into old_bamql/ runs it (an A/B)
 set -uo pipefail
 export PYTHONPATH=/tmp/site:$PWD
 export BAMQL_CACHE_DIR=/tmp/bamql-cache
@@ -13,7 +17,7 @@ out=${OUT:-/tmp/out}
 mkdir -p "$out"
 rev=${BAMQL_REV:-$(git rev-parse --short HEAD 2>/dev/null || echo worktree)}
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-case ${1:?tests, corpus, shapes, bench or bench-ab} in
+case ${1:?tests, corpus, shapes, bench, run-bench or bench-ab} in
   tests)
     { echo "# GPU tests, build $rev (+ working tree), $gpu: python -m pytest -m gpu tests"
       timeout "${2:-560}" python -m pytest -q -m gpu tests --durations=5 -p no:cacheprovider; } \
@@ -33,6 +37,13 @@ case ${1:?tests, corpus, shapes, bench or bench-ab} in
       --page-sizes 512 --selectivity 0.0005 --modes warm --reps 5 --workdir /tmp/bench-data \
       --no-plots --out "$out/bench" 2>&1 | tail -30 ;;
 esac
+if [[ ${1} == run-bench ]]; then
+  dir=$PWD; [[ ${5:-new} == old ]] && dir=$PWD/old_bamql  # python -m imports from the cwd first
+  (cd "$dir" && PYTHONPATH=/tmp/site:$dir timeout 580 python -m bamql.cli bench --rows "$2" \
+    --engines "$3" --modes "$4" --page-sizes 512 --compress zstd --selectivity 0.0005 \
+    --reps ${BAMQL_AB_REPS:-3} --workdir /tmp/bench-data --no-plots \
+    --out "$out/bench-${5:-new}${BAMQL_AB_TAG:-}" 2>&1 | tail -25)
+fi
 # (a session's A/B run: `bench-ab N` times the working tree and a copy of an earlier build
 # placed in old_bamql/, each on its own data, in one call)
 if [[ ${1} == bench-ab ]]; then
