@@ -17,7 +17,6 @@ import platform
 import shutil
 import statistics
 import subprocess
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -362,9 +361,3 @@ def summary(res: dict) -> str:
                      f"{r['median_s'] * 1e3:>9.2f} {_mib(r, 'bytes_read')} "
                      f"{_mib(r, 'whole_bytes'):>10} {amp} {pmin} {'yes' if r['ok'] else 'NO'}")
     return "\n".join(lines)
-
-
-if __name__ == "__main__":  # pragma: no cover - the CLI is `bamql bench`
-    from bamql.cli import main
-
-    sys.exit(main(["bench", *sys.argv[1:]]))

@@ -25,12 +25,9 @@ from pathlib import Path
 import numpy as np
 
 from bamql.errors import IngestError
-from bamql.storage.format import ColumnMeta, GroupMeta, group_file_name
+from bamql.storage.format import OS_PAGE, ColumnMeta, GroupMeta, block_bytes, group_file_name
 from bamql.storage.nativeio import DiskLayout, read_into
 from bamql.storage.pagemath import page_checksums
-
-#: The OS page: members of a block within it share one disk read.
-OS_PAGE = 4096
 
 
 def auto_groups(columns: Sequence[ColumnMeta], page_size: int) -> list[tuple[str, ...]]:
@@ -76,12 +73,6 @@ def parse_groups(spec: str | Sequence[Sequence[str]] | None,
                               f"(rows per page: {[by_name[n].rows_per_page for n in g]})")
         groups.append(g)
     return groups
-
-
-def block_bytes(members: int, page_size: int) -> int:
-    """Bytes per block: padded to the OS page when the members fit in one."""
-    b = members * page_size
-    return OS_PAGE if b <= OS_PAGE else b
 
 
 def write_groups(d: Path, groups: Sequence[tuple[str, ...]], columns: Sequence[ColumnMeta],

@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 
 from bamql.errors import IngestError
 from bamql.storage.decimals import DecimalScan, encode, real_nans, to_float64
+from bamql.storage.encoding import float_storage, narrow_int_dtype, sentinel_for
 from bamql.storage.format import (
     DEFAULT_PAGE_SIZE,
     MANIFEST,
@@ -35,9 +36,6 @@ from bamql.storage.format import (
     ColumnMeta,
     Manifest,
     check_page_size,
-    float_storage,
-    narrow_int_dtype,
-    sentinel_for,
 )
 from bamql.storage.pagemath import column_range
 from bamql.storage.partitioned import write_partitions
@@ -209,7 +207,7 @@ def _to_storage(a: pa.Array, pl: ColumnPlan) -> np.ndarray:
             raise IngestError(f"column {pl.name!r}: {e}") from None
     if pl.kind == "float":
         # a decimal kept as float64 (too many digits, or --floats plain), or a float as it
-        # comes: NaNs canonical, NULLs the NULL bit pattern (format.float_storage)
+        # comes: NaNs canonical, NULLs the NULL bit pattern (encoding.float_storage)
         v = (to_float64(a) if pa.types.is_decimal(a.type)
              else a.cast(pa.from_numpy_dtype(pl.dtype)).to_numpy(zero_copy_only=False))
         return float_storage(v, np.asarray(a.is_null()) if a.null_count else None, pl.dtype)

@@ -13,12 +13,12 @@ import numpy as np
 import pyarrow as pa
 
 from bamql.errors import StoreError
+from bamql.storage.encoding import null_mask
 from bamql.storage.format import (
     MANIFEST,
     PAGES_META,
     ColumnMeta,
     Manifest,
-    null_mask,
     open_member,
     read_member,
     volume_name,
