@@ -304,8 +304,7 @@ def run(cfg: BenchConfig, say: Callable[[str], None] = print) -> dict:
                             times: dict[str, list[float]] = {e.name: [] for e in runs}
                             last: dict = {}
                             # engines take turns within each repetition, so that a drifting
-                            # machine (a virtual disk's cold reads moved by 40% between runs)
-                            # weighs on every engine alike
+                            # machine (a virtual disk's cold reads) weighs on every engine alike
                             for _ in range(cfg.reps):
                                 for eng in runs:
                                     if mode == "cold":

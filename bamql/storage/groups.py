@@ -1,16 +1,16 @@
 """Row groups: second copies of columns laid out so that one read serves a row's values.
 
-A gather of a query's dependent columns costs one random read per column per matching
-row; on a disk that serves ~130 k random reads/s (bam.md) six columns of 100 k matching
-rows take seconds. A row group keeps copies of several columns with the same rows per
-page, interleaved page by page: block ``i`` of the group file holds page ``i`` of every
-member, and with small pages a block fits in one 4 KiB OS page. The first page read of a
-block brings the whole block into the OS page cache, so the other members' pages of the
-same rows are served from memory: one disk read per matching row, whatever the number of
-columns. The GPU queue's workers read the whole block into the warp's staging buffer, and
-the warp copies the same rows' other members from there without another command. The
-columns keep their ordinary extents too (scans and streams read those); the planner gathers
-through a group only when the store is read from disk.
+A gather of a query's dependent columns costs one random read per column per matching row:
+six columns of 100 k matching rows are 600 k random reads, seconds on a disk. A row group
+keeps copies of several columns with the same rows per page, interleaved page by page: block
+``i`` of the group file holds page ``i`` of every member, and with small pages a block fits
+in one 4 KiB OS page. The first page read of a block brings the whole block into the OS page
+cache, so the other members' pages of the same rows are served from memory: one disk read
+per matching row, whatever the number of columns. The GPU queue's workers read the whole
+block into the warp's staging buffer, and the warp copies the same rows' other members from
+there without another command. The columns keep their ordinary extents too (scans and
+streams read those); the planner gathers through a group only when the store is read from
+disk.
 
 Member ``j``'s page ``i`` has its own global page id (``GroupMeta``), checksum and zone map,
 so the page cache, the queues and verification treat it like any other page.
