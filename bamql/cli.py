@@ -287,9 +287,8 @@ def build_parser() -> argparse.ArgumentParser:
     so.add_argument("--interleave", action="store_true",
                     help="start every GPU count's workers at once and let the counts take turns "
                     "in each repetition, so that drift in the machine's speed weighs on all "
-                    "alike (each count holds its own copy of the store in host memory; at "
-                    "4 B rows on the H200 x2 machine the extra copy slowed the 2-GPU kernels "
-                    "12-18%%, so time large tables without it)")
+                    "alike (each count holds its own copy of the store in host memory, which "
+                    "slows the kernels of large tables: time those without it)")
     so.add_argument("--prepare-only", action="store_true",
                     help="generate and ingest the table into --workdir, then stop; a later run "
                     "with the same --rows, --partitions and --page-size reuses it (a table too "

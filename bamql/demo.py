@@ -10,7 +10,7 @@ from pathlib import Path
 from bamql.datasets.generator import GenParams
 from bamql.datasets.orc import generate_orc
 from bamql.engine.session import connect
-from bamql.planner.physical import _fmt_bytes
+from bamql.planner.show import format_bytes
 from bamql.progress import ingest_progress, progress_bar
 from bamql.queries import TAXI_QUERIES, load
 from bamql.storage.format import FORMAT_VERSION, MANIFEST
@@ -68,8 +68,8 @@ def _run(rows: int, workdir: Path, device: str) -> int:
             res = con.sql(load(name))
             st = res.stats
             first = res.rows()[0][0]
-            print(f"{name:<6} {first:>22.6f} {st.rows_matched:>9,} {_fmt_bytes(st.bytes_read):>11} "
-                  f"{_fmt_bytes(st.whole_bytes):>13} {_fmt_bytes(st.bytes_needed):>11} "
+            print(f"{name:<6} {first:>22.6f} {st.rows_matched:>9,} {format_bytes(st.bytes_read):>11} "
+                  f"{format_bytes(st.whole_bytes):>13} {format_bytes(st.bytes_needed):>11} "
                   f"{st.amplification:>6.2f}x {st.whole_bytes / max(st.bytes_read, 1):>8.1f}x "
                   f"{st.seconds * 1e3:>8.1f}")
         print("\nEXPLAIN ANALYZE of q06:")

@@ -180,8 +180,8 @@ class RapidsEngine(Engine):
         files = [str(p) for p in self.data.orc]
         f = dnf_filters(q) if self.stripes else None
         if f:
-            # cuDF 26.10 fails with filters= over a list of files ("Invalid stripe index",
-            # seen on the H100 machine); per file it works
+            # cuDF (26.10) fails with filters= over a list of files ("Invalid stripe
+            # index"); per file it works
             df = cudf.concat([cudf.read_orc(x, columns=_needed(q), filters=f) for x in files])
         else:
             df = cudf.read_orc(files, columns=_needed(q))

@@ -17,7 +17,6 @@ import platform
 import shutil
 import statistics
 import subprocess
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -305,8 +304,7 @@ def run(cfg: BenchConfig, say: Callable[[str], None] = print) -> dict:
                             times: dict[str, list[float]] = {e.name: [] for e in runs}
                             last: dict = {}
                             # engines take turns within each repetition, so that a drifting
-                            # machine (a virtual disk's cold reads moved by 40% between runs)
-                            # weighs on every engine alike
+                            # machine (a virtual disk's cold reads) weighs on every engine alike
                             for _ in range(cfg.reps):
                                 for eng in runs:
                                     if mode == "cold":
@@ -362,9 +360,3 @@ def summary(res: dict) -> str:
                      f"{r['median_s'] * 1e3:>9.2f} {_mib(r, 'bytes_read')} "
                      f"{_mib(r, 'whole_bytes'):>10} {amp} {pmin} {'yes' if r['ok'] else 'NO'}")
     return "\n".join(lines)
-
-
-if __name__ == "__main__":  # pragma: no cover - the CLI is `bamql bench`
-    from bamql.cli import main
-
-    sys.exit(main(["bench", *sys.argv[1:]]))

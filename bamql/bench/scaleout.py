@@ -44,11 +44,10 @@ def prepare_partitions(workdir: Path, rows: int, share: float, page_size: int,
 
     Where ``bamql bench`` already generated these rows as ORC, the store is ingested from
     the ORC as there. Otherwise no ORC is made: the rows are generated straight into
-    Parquet, which is written and ingested about twice as fast (8 M rows on the 2-core dev
-    machine: 13 against 27 s), so larger tables fit a GPU machine's time. With ``columns``
-    the store, and Parquet generated here, hold only those (their directories say which):
-    on the H200 x2 machine preparing wrote ~145-180 MB/s whatever the size, so the writes
-    look like the limit, and the six queries' columns are about a third of the table.
+    Parquet, which is written and ingested about twice as fast, so larger tables fit a GPU
+    machine's time. With ``columns`` the store, and Parquet generated here, hold only those
+    (their directories say which): preparing is bound by its writes, and the six queries'
+    columns are about a third of the table (docs/measurements.md#two-gpus-h200-2-host-backend-warm).
     ``say`` is told how long generating and ingesting took, each, and the whole."""
     t_all = time.perf_counter()
     base = workdir / f"r{rows}-s{share:g}"

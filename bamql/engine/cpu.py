@@ -18,7 +18,7 @@ from bamql.planner.evaluate import evaluate
 from bamql.planner.physical import PhysicalPlan
 from bamql.planner.ranges import RowRanges
 from bamql.storage import nativeio
-from bamql.storage.format import null_mask
+from bamql.storage.encoding import null_mask
 from bamql.storage.pagemath import page_checksums
 from bamql.storage.store import PageStore
 

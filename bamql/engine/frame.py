@@ -10,7 +10,8 @@ import numpy as np
 from bamql.engine.result import Result
 from bamql.errors import PlanError
 from bamql.planner import ir
-from bamql.planner.translate import Translator, timestamp_us
+from bamql.planner.constants import timestamp_us
+from bamql.planner.translate import Translator
 
 
 @dataclass(frozen=True)

@@ -159,7 +159,7 @@ class QueryStats:
 
     def table_text(self) -> str:
         """The per-column I/O table of EXPLAIN ANALYZE."""
-        from bamql.planner.physical import _fmt_bytes as fb
+        from bamql.planner.show import format_bytes as fb
 
         lines = [f"  {'column':<24} {'role':<9} {'path':<6} {'pages':>9} {'read':>11} "
                  f"{'whole col':>11} {'needed':>11} {'ampl.':>7}"]

@@ -1,11 +1,12 @@
 """Generated kernels as module files, so numba's on-disk cache keeps them between processes.
 
-numba caches a compiled function next to the source file that defines it. A kernel made
-from a string with ``exec`` has no file, so every process compiled each query's kernels
-again: about a second for a one-shot ``bamql sql`` on the CPU, where running the query took
-tens of milliseconds. Here a kernel's source is written once to ``k_<hash>.py`` in the
-kernel directory (named by a hash of the source) and its function is compiled from there;
-numba's cache then holds the machine code beside it (``__pycache__``).
+numba caches a compiled function next to the source file that defines it. A kernel made from
+a string with ``exec`` has no file, so every process compiled each query's kernels again,
+which for a one-shot ``bamql sql`` takes far longer than running the query
+(docs/measurements.md#first-query-of-a-process-2-core-vm). Here a kernel's source is written
+once to ``k_<hash>.py`` in the kernel directory (named by a hash of the source) and its
+function is compiled from there; numba's cache then holds the machine code beside it
+(``__pycache__``).
 
 The directory is ``$BAMQL_CACHE_DIR/kernels``, else ``$XDG_CACHE_HOME/bamql/kernels``, else
 ``~/.cache/bamql/kernels`` (``Config.cache_dir``, read when the directory is first needed).

@@ -24,23 +24,17 @@ class Medium:
         object.__setattr__(self, "name", config.Medium(self.name))  # a typo is an error
 
 
-#: A disk read by the CPU engine: 1.7 GB/s sequential (the GPU machine's virtio disk,
-#: bam.md). Random reads: that disk serves ~100 k/s only to many threads; the CPU engine
-#: reads pages from one thread, measured at ~40 k/s effective (Q6, 20 M rows, 4 KiB pages,
-#: cold: bench/results/cpu-vm-20M.json), which is the rate the planner must plan with.
+#: A disk read by the CPU engine, whose pages are read from one thread: its random-read
+#: rate is what one reader gets, not the disk's. Calibrated: see docs/measurements.md#cost-model-constants.
 FILE = Medium("file", 1.7e9, 4.0e4)
-#: The same disk read through the GPU file backend's queues (thousands of requests queued,
-#: 64 compiled host workers reading), measured on the H100 machine at 200 M rows, cold,
-#: 512 B pages, scaled-integer floats, in three runs (``bench/results/h100/h100-200M-file-
-#: {scaled,scaled-v2,final}.json``): streams of 2-5 columns ran at 1.3-2.0 GB/s (mean ~1.6);
-#: Q4-Q6 through a row group read ~94 k disk blocks in 1.14-1.70 s, of which ~0.25 s is the
-#: predicate stream: 60-107 k reads/s (mean ~80 k; Q4's 4 members took 1.64-1.77 s that way
-#: in the last run, against 1.19-1.25 s streamed in the two before, so Q4 streams again).
-#: The other members' pages (3-5 per block) come from the OS page cache meanwhile.
+#: The same disk read through the GPU file backend's queues (thousands of requests in
+#: flight, compiled host workers reading); a row group's other members come from the OS
+#: page cache meanwhile. Calibrated: see docs/measurements.md#cost-model-constants.
 QUEUE = Medium("queue", 1.6e9, 8.0e4, overlaps_cached=True)
 #: Files already in the OS page cache (warm): memory-speed reads, system call per request.
 CACHED = Medium("cached", 8e9, 2.0e6)
-#: Pinned host memory read by the GPU over PCIe: 50 GB/s, 32-byte sectors at any address.
+#: Pinned host memory read by the GPU over PCIe, 32-byte sectors at any address.
+#: Calibrated: see docs/measurements.md#cost-model-constants.
 HOST = Medium("host", 50e9, 1.5e9)
 #: GPU memory.
 GPU = Medium("gpu", 3.0e12, 1.0e10)
@@ -65,12 +59,9 @@ def gather_cost(n_pages: int, rows_per_page: int, selectivity: float, page_size:
     return pages, requests / medium.random_reads_per_s + pages * page_size / medium.seq_bytes_per_s
 
 
-#: zstd decompression per host thread, in bytes out, as the file backend's streams achieve it
-#: (read, decompress, check, copy into the pinned buffer; 8 threads): measured on the H100
-#: machine, 200 M rows, cold (``bench/results/h100/h100-200M-file-zstd.json``), where Q1-Q6
-#: streamed 0.76-2.7 GB of pages from 0.46-1.1 GB of zstd in 0.48-1.40 s, i.e. 1.6-2.2 GB/s
-#: out, no faster than the uncompressed pages from that disk (v2, same queries). A single
-#: core decompresses 0.9-6.5 GB/s in a script; the rest is the copying and checking.
+#: zstd decompression per host thread, in bytes out, as the file backend's streams achieve
+#: it (read, decompress, check, copy into the pinned buffer), which is well below what one
+#: core decompresses alone. Calibrated: see docs/measurements.md#cost-model-constants.
 DECOMPRESS_BYTES_PER_S = 0.25e9
 
 

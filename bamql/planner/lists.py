@@ -5,7 +5,7 @@ token, so a long ``IN`` list dominates planning. Such lists (of plain integers, 
 common case: ids, zones, codes) are cut out of the text by one regular-expression scan that
 steps over string literals, quoted names and comments, and replaced by a marker name padded
 with spaces, so that every position the parser reports stays where it was. The translator
-turns the marker back into the integers (``Translator.lists``).
+turns the marker back into the integers (``ExprTranslator.lists``, ``planner.expressions``).
 """
 
 from __future__ import annotations

@@ -23,8 +23,9 @@ from bamql.planner.cost import (
 )
 from bamql.planner.evaluate import predicate_mask
 from bamql.planner.ranges import RowRanges
+from bamql.planner.show import format_bytes, show, show_plan
 from bamql.planner.translate import key_domain
-from bamql.storage.format import null_mask
+from bamql.storage.encoding import null_mask
 from bamql.storage.store import PageStore
 
 
@@ -351,18 +352,8 @@ def plan_query(q: ir.Query, store: PageStore, medium: Medium = FILE,
                         est, domains, medium.name)
 
 
-def _fmt_bytes(b: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(b) < 1024 or unit == "TiB":
-            return f"{b:,.0f} {unit}" if unit == "B" else f"{b:,.1f} {unit}"
-        b /= 1024
-    return f"{b}"
-
-
 def explain_text(p: PhysicalPlan, store: PageStore) -> str:
     """EXPLAIN: stages, zone-map pruning, access paths and estimated bytes vs whole columns."""
-    from bamql.planner.show import show, show_plan
-
     q = p.query
     lines = [f"Aggregate over {q.table} ({p.rows:,} rows, {p.page_size} B pages, medium: {p.medium})",
              f"  logical: {show_plan(q.to_plan())}"]
@@ -387,10 +378,10 @@ def explain_text(p: PhysicalPlan, store: PageStore) -> str:
             est_b *= store.stream_bytes[a.column] / max(whole_b, 1)
         ours += est_b
         whole += whole_b
-        lines.append(f"    {a.column:<24} {a.role:<9} {a.path:<6} est {_fmt_bytes(est_b):>12} "
-                     f"of {_fmt_bytes(whole_b):>12} whole  {c.dtype}"
+        lines.append(f"    {a.column:<24} {a.role:<9} {a.path:<6} est {format_bytes(est_b):>12} "
+                     f"of {format_bytes(whole_b):>12} whole  {c.dtype}"
                      + (f"/1e{c.scale}" if c.scale else "") + ("  (row group)" if a.shadow else "")
                      + ("  (zstd copy)" if a.compressed else ""))
-    lines.append(f"  estimated bytes: {_fmt_bytes(ours)} (whole-column reader: {_fmt_bytes(whole)}, "
+    lines.append(f"  estimated bytes: {format_bytes(ours)} (whole-column reader: {format_bytes(whole)}, "
                  f"{whole / ours if ours else float('inf'):.1f}x more)")
     return "\n".join(lines)

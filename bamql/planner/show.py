@@ -10,6 +10,15 @@ from bamql.planner import ir
 SHOWN_VALUES = 8
 
 
+def format_bytes(b: float) -> str:
+    """``b`` bytes in binary units for EXPLAIN and the I/O tables: ``"1,234 B"``, ``"1.5 MiB"``."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(b) < 1024 or unit == "TiB":
+            return f"{b:,.0f} {unit}" if unit == "B" else f"{b:,.1f} {unit}"
+        b /= 1024
+    return f"{b}"
+
+
 @singledispatch
 def show(e: ir.Expr) -> str:
     """A compact SQL-like rendering of an IR expression."""

@@ -14,14 +14,7 @@ scaled integers (``ColumnMeta.scale``): ``value = stored / 10**scale``, exact be
 writer checks that every value round-trips. A 2-decimal fare is then 2 bytes instead of 8,
 which is what a sequential stream pays for.
 
-Nulls are stored in-band as a sentinel (the storage type's minimum for integers,
-timestamps, dictionary codes and scaled floats), not as a validity bitmap: a gather then
-costs one page per value instead of two, which is what late materialization is for. A
-float64 or float32 column's NULL is one NaN bit pattern (``NULL_F64_BITS``,
-``NULL_F32_BITS``: a quiet NaN with a payload) and a real NaN is stored as the canonical
-NaN, so the two stay apart. A column holding real NaNs is never stored as scaled integers,
-and a scaled column has at least one decimal (``scale >= 1``): ``scale`` 0 always means
-"stored as is".
+Nulls are stored in-band as a sentinel (``storage.encoding``).
 
 The manifest is sealed (``sha256``: ``digest`` of every other field) and holds the sha256 of
 ``pages.npz``, so an edit of either is refused at open; every page holds its checksum in
@@ -44,16 +37,13 @@ from pathlib import Path
 import numpy as np
 
 from bamql.errors import StoreError
+from bamql.storage.encoding import sentinel_for
 
 FORMAT_NAME = "bamql-pagestore"
 FORMAT_VERSION = 4
 #: Versions this bamql reads. Versions 1-3 have no seal (and 1 and 2 store a float's NULL and
 #: NaN alike): such stores are refused with "re-ingest".
 READABLE_VERSIONS = (4,)
-#: The NULL of a float64 / float32 column: a quiet NaN with a payload ("NULL" in ASCII) that
-#: ingest never stores for a value (real NaNs are stored as the canonical NaN).
-NULL_F64_BITS = 0x7FF8_0000_4E55_4C4C
-NULL_F32_BITS = 0x7FC0_4E55
 MANIFEST = "manifest.json"
 PAGES_META = "pages.npz"
 DEFAULT_PAGE_SIZE = 4096
@@ -74,6 +64,8 @@ STORAGE_TYPES = {"int": ("int8", "int16", "int32", "int64"), "float": ("float32"
 SCALED_TYPES = ("int16", "int32")
 #: Most volumes a store may have.
 MAX_VOLUMES = 256
+#: The OS page: members of a row group's block within it share one disk read.
+OS_PAGE = 4096
 
 
 def digest(doc: dict) -> str:
@@ -135,54 +127,6 @@ def volume_name(i: int) -> str:
     return f"vol-{i:03d}.bin"
 
 
-def sentinel_for(dtype: np.dtype):
-    """The null sentinel of a storage dtype: for floats the NaN of bits ``NULL_F64_BITS`` /
-    ``NULL_F32_BITS`` (a NumPy scalar of the dtype, which keeps the bits), for integers the
-    minimum."""
-    dtype = np.dtype(dtype)
-    if dtype.kind == "f":
-        bits = np.array([_null_bits(dtype)], dtype=_bits_dtype(dtype))
-        return bits.view(dtype)[0]
-    return int(np.iinfo(dtype).min)
-
-
-def _bits_dtype(dtype: np.dtype) -> np.dtype:
-    return np.dtype(np.int64) if np.dtype(dtype).itemsize == 8 else np.dtype(np.int32)
-
-
-def _null_bits(dtype: np.dtype) -> int:
-    if np.dtype(dtype) not in (np.dtype(np.float64), np.dtype(np.float32)):
-        raise StoreError(f"float storage type {np.dtype(dtype)} is not supported (float32/64)")
-    return NULL_F64_BITS if np.dtype(dtype).itemsize == 8 else NULL_F32_BITS
-
-
-def null_mask(values: np.ndarray) -> np.ndarray:
-    """Where stored ``values`` are NULL: the NULL bit pattern for floats (a real NaN is not
-    NULL), the sentinel otherwise."""
-    if values.dtype.kind == "f":
-        return values.view(_bits_dtype(values.dtype)) == _null_bits(values.dtype)
-    return values == sentinel_for(values.dtype)
-
-
-def float_storage(values: np.ndarray, nulls: np.ndarray | None, dtype: np.dtype) -> np.ndarray:
-    """Float ``values`` as stored (a new array of ``dtype``): every NaN made the canonical NaN
-    and the rows where ``nulls`` is true (a boolean mask, or None) the NULL bit pattern."""
-    out = np.array(values, dtype=dtype, copy=True)
-    out[np.isnan(out)] = np.nan  # any sign or payload: the canonical quiet NaN
-    if nulls is not None and nulls.any():
-        out.view(_bits_dtype(dtype))[nulls] = _null_bits(dtype)
-    return out
-
-
-def narrow_int_dtype(lo: int, hi: int) -> np.dtype:
-    """Smallest signed integer dtype holding ``[lo, hi]`` with its minimum kept for null."""
-    for dt in (np.int8, np.int16, np.int32, np.int64):
-        info = np.iinfo(dt)
-        if info.min < lo and hi <= info.max:
-            return np.dtype(dt)
-    raise StoreError(f"integer range [{lo}, {hi}] does not fit int64 with a null sentinel")
-
-
 @dataclass(frozen=True)
 class ColumnMeta:
     """One column of a stored table.
@@ -238,6 +182,12 @@ class ColumnMeta:
     def page_of(self, rows: np.ndarray) -> np.ndarray:
         """Global page ids holding ``rows``."""
         return self.first_page + rows // self.rows_per_page
+
+
+def block_bytes(members: int, page_size: int) -> int:
+    """Bytes per row-group block: padded to the OS page when the members fit in one."""
+    b = members * page_size
+    return OS_PAGE if b <= OS_PAGE else b
 
 
 def group_file_name(i: int) -> str:
@@ -375,8 +325,6 @@ def _inconsistency(m: Manifest) -> str | None:
     """What makes manifest ``m`` inconsistent in itself, or None: checks that cost no read of
     the pages, so that a manifest edited and sealed again fails at open instead of giving
     wrong answers (``PageStore.verify`` compares it with the pages)."""
-    from bamql.storage.groups import block_bytes
-
     if not (_is_int(m.rows, m.page_size, m.n_volumes, m.total_pages) and isinstance(m.table, str)
             and isinstance(m.pages_meta_sha256, str)):
         return "a field has the wrong type"

@@ -1,16 +1,16 @@
 """Row groups: second copies of columns laid out so that one read serves a row's values.
 
-A gather of a query's dependent columns costs one random read per column per matching
-row; on a disk that serves ~130 k random reads/s (bam.md) six columns of 100 k matching
-rows take seconds. A row group keeps copies of several columns with the same rows per
-page, interleaved page by page: block ``i`` of the group file holds page ``i`` of every
-member, and with small pages a block fits in one 4 KiB OS page. The first page read of a
-block brings the whole block into the OS page cache, so the other members' pages of the
-same rows are served from memory: one disk read per matching row, whatever the number of
-columns. The GPU queue's workers read the whole block into the warp's staging buffer, and
-the warp copies the same rows' other members from there without another command. The
-columns keep their ordinary extents too (scans and streams read those); the planner gathers
-through a group only when the store is read from disk.
+A gather of a query's dependent columns costs one random read per column per matching row:
+six columns of 100 k matching rows are 600 k random reads, seconds on a disk. A row group
+keeps copies of several columns with the same rows per page, interleaved page by page: block
+``i`` of the group file holds page ``i`` of every member, and with small pages a block fits
+in one 4 KiB OS page. The first page read of a block brings the whole block into the OS page
+cache, so the other members' pages of the same rows are served from memory: one disk read
+per matching row, whatever the number of columns. The GPU queue's workers read the whole
+block into the warp's staging buffer, and the warp copies the same rows' other members from
+there without another command. The columns keep their ordinary extents too (scans and
+streams read those); the planner gathers through a group only when the store is read from
+disk.
 
 Member ``j``'s page ``i`` has its own global page id (``GroupMeta``), checksum and zone map,
 so the page cache, the queues and verification treat it like any other page.
@@ -25,12 +25,9 @@ from pathlib import Path
 import numpy as np
 
 from bamql.errors import IngestError
-from bamql.storage.format import ColumnMeta, GroupMeta, group_file_name
+from bamql.storage.format import OS_PAGE, ColumnMeta, GroupMeta, block_bytes, group_file_name
 from bamql.storage.nativeio import DiskLayout, read_into
 from bamql.storage.pagemath import page_checksums
-
-#: The OS page: members of a block within it share one disk read.
-OS_PAGE = 4096
 
 
 def auto_groups(columns: Sequence[ColumnMeta], page_size: int) -> list[tuple[str, ...]]:
@@ -76,12 +73,6 @@ def parse_groups(spec: str | Sequence[Sequence[str]] | None,
                               f"(rows per page: {[by_name[n].rows_per_page for n in g]})")
         groups.append(g)
     return groups
-
-
-def block_bytes(members: int, page_size: int) -> int:
-    """Bytes per block: padded to the OS page when the members fit in one."""
-    b = members * page_size
-    return OS_PAGE if b <= OS_PAGE else b
 
 
 def write_groups(d: Path, groups: Sequence[tuple[str, ...]], columns: Sequence[ColumnMeta],

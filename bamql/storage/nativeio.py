@@ -1,12 +1,11 @@
 """Scattered page reads without the GIL: libc ``pread`` called from numba-compiled code.
 
 The GPU file backend's host workers serve thousands of single-page reads in flight. Issued
-one by one from Python (``os.preadv``, a memoryview, bookkeeping) each costs tens of
-microseconds of interpreter time under the GIL, so 64 threads together managed only
-~14 k reads/s cold and ~30 k/s from the OS page cache on the H100 machine
-(``bench/results/h100/h100-200M-file-gather.json``). Here a whole batch is one call into
-compiled code that releases the GIL and loops over ``pread``: the threads wait on the disk
-in parallel, and the interpreter is no longer the limit.
+one by one from Python (``os.preadv``, a memoryview, bookkeeping) each holds the GIL for its
+interpreter work, so the threads take turns on the interpreter instead of waiting on the
+disk together (figures: docs/measurements.md#cost-model-constants). Here a whole batch is
+one call into compiled code that releases the GIL and loops over ``pread``: the threads wait
+on the disk in parallel, and the interpreter is no longer the limit.
 
 Compiled code calls libc (``pread``, ``usleep``, ``syscall``) by symbol name through small
 intrinsics, not through ctypes function objects, whose addresses numba would bake in: so

@@ -6,7 +6,7 @@ import numba
 import numpy as np
 
 from bamql.parallel import PARALLEL_LOCK
-from bamql.storage.format import null_mask
+from bamql.storage.encoding import null_mask
 
 
 @numba.njit(nogil=True, cache=True, inline="always")
@@ -57,7 +57,7 @@ def zone_maps(values: np.ndarray, rows_per_page: int, sentinel) -> tuple[np.ndar
     """Min, max (float64) and null count of each page of ``values`` (whole pages only).
 
     A page with no non-null value has min ``+inf`` and max ``-inf``. A float NULL is the
-    NULL bit pattern (``format.null_mask``); a NaN is a value larger than any other, as in
+    NULL bit pattern (``encoding.null_mask``); a NaN is a value larger than any other, as in
     DuckDB: it leaves the min alone and makes the max ``+inf`` (so that a page holding one is
     never pruned for ``x > c``).
     """

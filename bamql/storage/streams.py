@@ -5,9 +5,9 @@ whole-column reader such as RAPIDS reads compressed ORC. The store therefore kee
 the uncompressed pages (which gathers and the page cache use, one page per value), a zstd
 copy of each column in chunks of ``chunk_pages`` pages (``zst-000.bin``). A stream or scan
 reads the chunks that cover its pages and decompresses them on the host; the pages it gets
-are checked against the same page checksums. On the taxi measures stored as 2-byte scaled
-integers, zstd level 1 shrank Q6's seven streamed columns ~2.5x (a script on the dev VM, not
-the harness); whether that makes cold streams faster is for the benchmark to show.
+are checked against the same page checksums. The planner streams from the copy only where
+the cost model finds it quicker (``planner.cost.compressed_time``); what the copies save is
+in docs/measurements.md.
 """
 
 from __future__ import annotations

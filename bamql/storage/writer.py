@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 
 from bamql.storage import valuesets
-from bamql.storage.format import HISTOGRAM_MAX_DOMAIN, null_mask, sentinel_for, volume_name
+from bamql.storage.encoding import null_mask, sentinel_for
+from bamql.storage.format import HISTOGRAM_MAX_DOMAIN, volume_name
 from bamql.storage.pagemath import int_zone_maps, page_checksums, zone_maps
 
 

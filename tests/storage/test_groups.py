@@ -13,7 +13,8 @@ from bamql.planner.cost import MEDIA, Medium
 from bamql.planner.physical import plan_query
 from bamql.planner.translate import translate
 from bamql.queries import all_queries, load
-from bamql.storage.groups import OS_PAGE, auto_groups
+from bamql.storage.format import OS_PAGE
+from bamql.storage.groups import auto_groups
 from bamql.storage.ingest import ingest
 from bamql.storage.store import PageStore
 from tests.conftest import read_orc

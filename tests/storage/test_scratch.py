@@ -96,14 +96,14 @@ SLOW_INGEST = textwrap.dedent("""
 
     d = Path(sys.argv[1])
     pq.write_table(generate_chunk(GenParams(rows=20_000, seed=1), 0), d / "t.parquet")
-    real = ing._to_storage
+    real = ing.to_storage
 
     def slow(a, pl):  # an ingest that takes long enough to be signalled mid-way
         import time
         time.sleep(0.05)
         return real(a, pl)
 
-    ing._to_storage = slow
+    ing.to_storage = slow
     print("start", flush=True)
     ing.ingest([d / "t.parquet"], d / "out" / "trips")
 """)

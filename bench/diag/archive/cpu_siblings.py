@@ -6,7 +6,7 @@ guest's scheduler cannot know to avoid it. This times a fixed pure-Python loop o
 alone, then on CPU 0 while CPU ``k`` runs the same loop, for every other ``k``; a ratio
 near 1.0 means independent cores, well above it a shared one.
 
-Usage: ``python bench/diag/cpu_siblings.py [--loops 2000000] [--all]``; ``--all`` tries
+Usage: ``python bench/diag/archive/cpu_siblings.py [--loops 2000000] [--all]``; ``--all`` tries
 every pair of CPUs once (shorter loops) and prints the pairs that slow each other: the map
 to pin busy threads by.
 """
@@ -16,7 +16,9 @@ from __future__ import annotations
 import argparse
 import multiprocessing as mp
 import os
+import sys
 import time
+from pathlib import Path
 
 
 def _spin(cpu: int, loops: int, start, out) -> None:
@@ -31,7 +33,8 @@ def _spin(cpu: int, loops: int, start, out) -> None:
 
 def timed(cpus: list[int], loops: int) -> dict[int, float]:
     """Seconds of the loop on each of ``cpus``, all started together."""
-    from together import together  # this script's folder is on the path
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/diag: together.py
+    from together import together
 
     return dict(together(mp.get_context("fork"), [(_spin, (c, loops)) for c in cpus]))
 

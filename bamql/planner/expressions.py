@@ -1,0 +1,380 @@
+"""SQL expressions -> IR expressions, with sqlglot: columns, constants, arithmetic,
+comparisons, boolean logic, IN, IS NULL and EXTRACT, with the coercions that make a constant
+comparable with a column exactly as DuckDB compares them. The query level (SELECT, GROUP BY,
+aggregates, HAVING, ORDER BY) builds on it in ``planner.translate``."""
+
+from __future__ import annotations
+
+import bisect
+import difflib
+from collections.abc import Mapping
+from fractions import Fraction
+from functools import singledispatchmethod
+from typing import Self
+
+import numpy as np
+from sqlglot import exp
+
+from bamql.errors import PlanError
+from bamql.intmath import fits_int64
+from bamql.planner import ir, lists
+from bamql.planner.constants import int_compare, timestamp_us
+from bamql.storage.format import ColumnMeta
+
+#: sqlglot's comparison, arithmetic and aggregate nodes and what they are in the IR.
+CMP_OPS = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
+ARITH_OPS = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/"}
+AGGREGATES = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max"}
+#: The comparison that holds with its operands swapped.
+_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "=", "<>": "<>"}
+
+
+def _where(node: exp.Expression, sql: str) -> str:
+    """' at line L, column C' for a node, from the token positions sqlglot keeps."""
+    for n in [node, *node.walk()]:
+        meta = getattr(n, "meta", None) or {}
+        if "start" in meta:
+            start = meta["start"]
+            line = sql.count("\n", 0, start) + 1
+            col = start - (sql.rfind("\n", 0, start) + 1) + 1
+            return f" at line {line}, column {col}"
+    text = node.sql()
+    pos = sql.lower().find(text.lower()) if text else -1
+    if pos >= 0:
+        line = sql.count("\n", 0, pos) + 1
+        return f" at line {line}, column {pos - (sql.rfind(chr(10), 0, pos) + 1) + 1}"
+    return ""
+
+
+class ExprTranslator:
+    """SQL expressions over one table -> IR. Its checks (``coerce_literal``, ``compare``,
+    ``in_list``) are public: the dataframe API builds its IR through them."""
+
+    @classmethod
+    def for_columns(cls, cols: Mapping[str, ColumnMeta], table: str = "") -> Self:
+        """A translator of expressions over one table's ``cols`` (no SQL text)."""
+        t = cls("", {})
+        t.cols, t.table = cols, table
+        return t
+
+    def __init__(self, sql: str, catalog: Mapping[str, Mapping[str, ColumnMeta]]) -> None:
+        self.sql = sql
+        self.catalog = catalog
+        self.cols: Mapping[str, ColumnMeta] = {}
+        self.table = ""
+        #: exact values of the decimal constants (SQL's ``2.5``, a DECIMAL, not a DOUBLE):
+        #: id(Lit) -> (the Lit, kept alive, and its value as a Fraction)
+        self.decimals: dict[int, tuple[ir.Lit, Fraction]] = {}
+        #: long integer IN lists cut out of the text before parsing (``planner.lists``)
+        self.text, self.lists = lists.lift(sql)
+
+    def fail(self, what: str, node: exp.Expression | None = None) -> PlanError:
+        return PlanError(what + (_where(node, self.sql) if node is not None else ""))
+
+    # -- expressions -------------------------------------------------------------------
+    def column(self, node: exp.Column) -> ir.Col:
+        name = node.name
+        if node.table and node.table != self.table:
+            raise self.fail(f"unknown table {node.table!r} in column {node.sql()}", node)
+        if name not in self.cols:
+            close = difflib.get_close_matches(name, list(self.cols), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise self.fail(f"unknown column {name!r} in table {self.table!r}{hint}", node)
+        return ir.Col(name, self.cols[name].kind)
+
+    def bool_expr(self, node) -> ir.Expr:
+        e = self.expr(node)
+        if e.kind != "bool":
+            raise self.fail(f"expected a condition, got a {e.kind} expression", node)
+        return e
+
+    def expr(self, node) -> ir.Expr:
+        """The IR of a sqlglot expression (one rule per node class, ``_expr``)."""
+        return self._expr(node)
+
+    @singledispatchmethod
+    def _expr(self, node) -> ir.Expr:
+        return self._unsupported(node)
+
+    def _unsupported(self, node) -> ir.Expr:
+        what = type(node).__name__.upper()
+        if isinstance(node, exp.Func):
+            what = f"function {node.sql_name() if hasattr(node, 'sql_name') else what}"
+        raise self.fail(f"{what} is not supported", node)
+
+    @_expr.register
+    def _(self, node: exp.Paren) -> ir.Expr:
+        return self.expr(node.this)
+
+    @_expr.register
+    def _(self, node: exp.Column) -> ir.Expr:
+        return self.column(node)
+
+    @_expr.register
+    def _(self, node: exp.Literal) -> ir.Expr:
+        if node.is_string:
+            return ir.Lit(node.this, "strlit")
+        v = node.this
+        if v.lstrip("-").isdigit():
+            return ir.Lit(int(v), "int")
+        lit = ir.Lit(float(v), "float")
+        if "e" not in v.lower():  # 2.5 is a DECIMAL, exact; 2.5e0 a DOUBLE
+            self.decimals[id(lit)] = (lit, Fraction(v))
+        return lit
+
+    @_expr.register
+    def _(self, node: exp.Null) -> ir.Expr:
+        return ir.Lit(None, "null")
+
+    @_expr.register
+    def _(self, node: exp.Boolean) -> ir.Expr:
+        return ir.Lit(bool(node.this), "bool")
+
+    @_expr.register
+    def _(self, node: exp.Cast) -> ir.Expr:
+        inner = node.this
+        to = node.to.this.name.lower() if node.to is not None else ""
+        if isinstance(inner, exp.Literal) and inner.is_string and ("timestamp" in to or to == "date"):
+            return ir.Lit(timestamp_us(inner.this), "timestamp")
+        raise self.fail(f"CAST to {node.to.sql()} is not supported", node)
+
+    @_expr.register
+    def _(self, node: exp.Neg) -> ir.Expr:
+        a = self.expr(node.this)
+        if isinstance(a, ir.Lit) and a.kind in ("int", "float"):
+            if id(a) in self.decimals:  # a DECIMAL: -0.0 is 0, with no sign, as in DuckDB
+                exact = -self.decimals[id(a)][1]
+                neg = ir.Lit(float(exact), a.kind)
+                self.decimals[id(neg)] = (neg, exact)
+            else:
+                neg = ir.Lit(-a.value, a.kind)
+            return neg
+        self.need_numeric(a, node)
+        return ir.Neg(a, a.kind)
+
+    def _arith(self, node) -> ir.Expr:
+        op = ARITH_OPS[type(node)]
+        a, b = self.expr(node.this), self.expr(node.expression)
+        self.need_numeric(a, node.this)
+        self.need_numeric(b, node.expression)
+        kind = "float" if op == "/" or "float" in (a.kind, b.kind) else "int"
+        return ir.Arith(op, a, b, kind)
+
+    def _comparison(self, node) -> ir.Expr:
+        return self.compare(CMP_OPS[type(node)], self.expr(node.this), self.expr(node.expression), node)
+
+    def _junction(self, node) -> ir.Expr:  # a chain, flattened without recursion
+        parts = [self.bool_expr(x) for x in chain(node, type(node))]
+        return ir.all_of(parts) if isinstance(node, exp.And) else ir.any_of(parts)
+
+    @_expr.register
+    def _(self, node: exp.Not) -> ir.Expr:
+        inner = node.this
+        if isinstance(inner, exp.Is):
+            return self.is_null(inner, negated=True)
+        if isinstance(inner, exp.In):
+            e = self.expr(inner)
+            if isinstance(e, ir.InList):
+                return ir.InList(e.arg, e.values, negated=True)
+            return ir.Not(e)  # an IN rewritten as ORs of comparisons (``compare``)
+        return ir.Not(self.bool_expr(inner))
+
+    @_expr.register
+    def _(self, node: exp.Is) -> ir.Expr:
+        return self.is_null(node, negated=False)
+
+    @_expr.register
+    def _(self, node: exp.Between) -> ir.Expr:
+        a = self.expr(node.this)
+        lo, hi = self.expr(node.args["low"]), self.expr(node.args["high"])
+        return ir.And((self.compare(">=", a, lo, node), self.compare("<=", a, hi, node)))
+
+    @_expr.register
+    def _(self, node: exp.In) -> ir.Expr:
+        if node.args.get("query") is not None or node.args.get("unnest") is not None:
+            raise self.fail("IN (subquery) is not supported", node)
+        a = self.expr(node.this)
+        vals = []
+        lifted = (self.lists.get(node.expressions[0].name) if len(node.expressions) == 1
+                  and isinstance(node.expressions[0], exp.Column) else None)
+        if lifted is not None:  # integers: each coerced as the parser's constant would be
+            plain = (a.kind in ("int", "float") and not self._is_float32(a)
+                     and fits_int64(min(lifted)) and fits_int64(max(lifted)))
+            if plain:  # what coerce_literal returns for each: the int64 itself
+                vals = [ir.Lit(x, "int") for x in lifted]
+            else:
+                vals = [self.coerce_literal(ir.Lit(x, "int"), a, node) for x in lifted]
+            return self.in_list(a, vals, node)
+        for v in node.expressions:
+            lit = self.expr(v)
+            if not isinstance(lit, ir.Lit):
+                raise self.fail("IN (...) takes constants only", v)
+            vals.append(self.coerce_literal(lit, a, v))
+        return self.in_list(a, vals, node)
+
+    @_expr.register
+    def _(self, node: exp.Extract) -> ir.Expr:
+        part = node.this.name.lower() if isinstance(node.this, exp.Var | exp.Identifier) else ""
+        return self.extract(part, node.expression, node)
+
+    def _calendar(self, node) -> ir.Expr:
+        """HOUR(ts), MINUTE(ts), DAYOFWEEK(ts) and DOW(ts) as EXTRACT."""
+        fname = (node.name if isinstance(node, exp.Anonymous) else type(node).__name__).lower()
+        part = {"hour": "hour", "minute": "minute", "dayofweek": "dow", "dow": "dow"}.get(fname)
+        if part:
+            arg = node.expressions[0] if isinstance(node, exp.Anonymous) else node.this
+            return self.extract(part, arg, node)
+        return self._unsupported(node)
+
+    def _aggregate_here(self, node) -> ir.Expr:
+        raise self.fail(f"aggregate {node.sql()} is not allowed here", node)
+
+    for _cls in ARITH_OPS:
+        _expr.register(_cls, _arith)
+    for _cls in CMP_OPS:
+        _expr.register(_cls, _comparison)
+    for _cls in (exp.And, exp.Or):
+        _expr.register(_cls, _junction)
+    for _cls in (exp.Anonymous, *(getattr(exp, n) for n in ("Hour", "Minute", "DayOfWeek")
+                                  if hasattr(exp, n))):
+        _expr.register(_cls, _calendar)
+    for _cls in AGGREGATES:
+        _expr.register(_cls, _aggregate_here)
+    del _cls
+
+    def extract(self, part: str, arg_node, node) -> ir.Expr:
+        if part not in ir.EXTRACT_PARTS:
+            raise self.fail(f"EXTRACT({part.upper() or '?'}) is not supported (HOUR, MINUTE, DOW)", node)
+        a = self.expr(arg_node)
+        if a.kind != "timestamp":
+            raise self.fail(f"EXTRACT needs a timestamp, got {a.kind}", node)
+        return ir.Extract(part, a)
+
+    def is_null(self, node: exp.Is, negated: bool) -> ir.Expr:
+        if not isinstance(node.expression, exp.Null):
+            raise self.fail("IS takes only NULL / NOT NULL", node)
+        return ir.IsNull(self.expr(node.this), negated)
+
+    def need_numeric(self, e: ir.Expr, node) -> None:
+        if e.kind not in ("int", "float", "null"):
+            raise self.fail(f"arithmetic needs numbers, got a {e.kind.replace('strlit', 'string')} "
+                            "value", node)
+        if isinstance(e, ir.Lit) and e.kind == "int" and not fits_int64(e.value):
+            raise self.fail(f"integer constant {e.value} is out of the range of BIGINT (int64) "
+                            "in arithmetic", node)
+
+    def coerce_literal(self, lit: ir.Lit, other: ir.Expr, node) -> ir.Lit:
+        """Make a literal comparable with ``other`` (timestamps, dictionary strings)."""
+        if lit.kind == "null":
+            return lit
+        if other.kind == "timestamp":
+            if lit.kind == "strlit":
+                return ir.Lit(timestamp_us(lit.value), "timestamp")
+            if lit.kind == "timestamp":
+                return lit
+        elif other.kind == "string":
+            if lit.kind != "strlit":
+                raise self.fail("a string column compares only with string constants", node)
+            if not isinstance(other, ir.Col):
+                raise self.fail("string comparisons take a column and a constant", node)
+            d = self.cols[other.name].dictionary or ()
+            i = bisect.bisect_left(d, lit.value)
+            # a string between dictionary entries gets a code between theirs: order holds
+            code = i if i < len(d) and d[i] == lit.value else i - 0.5
+            return ir.Lit(code, "string")
+        elif other.kind in ("int", "float"):
+            if lit.kind in ("int", "float") and self._is_float32(other):
+                return self._as_float32(lit, node)
+            if lit.kind == "int" and other.kind == "float" and not fits_int64(lit.value):
+                return ir.Lit(self._double(lit.value, node), "float")  # DOUBLE vs HUGEINT
+            if lit.kind in ("int", "float"):
+                return lit
+        elif other.kind in ("strlit", "null") and lit.kind in ("int", "float", "strlit", "timestamp"):
+            return lit
+        if lit.kind == "bool" and other.kind == "bool":
+            return lit
+        raise self.fail(f"cannot compare a {other.kind.replace('strlit', 'string')} with a "
+                        f"{lit.kind.replace('strlit', 'string')} constant", node)
+
+    def _is_float32(self, e: ir.Expr) -> bool:
+        """Whether ``e`` is a column stored as float32 (SQL's FLOAT)."""
+        c = self.cols.get(e.name) if isinstance(e, ir.Col) else None
+        return c is not None and c.dtype == "float32"
+
+    def _double(self, v, node) -> float:
+        try:
+            return float(v)
+        except OverflowError:
+            raise self.fail(f"numeric constant {str(v)[:20]}... is out of the range of DOUBLE",
+                            node) from None
+
+    def _as_float32(self, lit: ir.Lit, node) -> ir.Lit:
+        """A constant compared with a FLOAT column, rounded to float32 as DuckDB casts it
+        (beyond float32's range it stays a double: no finite FLOAT equals it)."""
+        v = self._double(lit.value, node)
+        if v != v or abs(v) > float(np.finfo(np.float32).max):
+            return ir.Lit(v, "float")
+        return ir.Lit(float(np.float32(v)), "float")
+
+    def compare(self, op: str, a: ir.Expr, b: ir.Expr, node) -> ir.Expr:
+        if isinstance(a, ir.Lit) and not isinstance(b, ir.Lit):
+            a, b, op = b, a, _FLIP[op]
+        if isinstance(b, ir.Lit):
+            b = self.coerce_literal(b, a, node)
+        if a.kind == "strlit" or (isinstance(a, ir.Lit) and isinstance(b, ir.Lit)):
+            raise self.fail("comparisons between two constants are not supported", node)
+        ka, kb = a.kind, b.kind
+        numeric = {"int", "float"}
+        ok = (ka in numeric and kb in numeric) or ka == kb or "null" in (ka, kb)
+        if ka == "string" and kb == "string" and not (isinstance(b, ir.Lit) or a == b):
+            ok = False
+        if not ok:
+            raise self.fail(f"cannot compare {ka} with {kb}", node)
+        if ka == "int" and kb in numeric and isinstance(b, ir.Lit):
+            c = self.int_constant(b)
+            if c is None:
+                return int_compare(op, a, self.decimals[id(b)][1] if id(b) in self.decimals
+                                   else b.value)
+            b = c
+        return ir.Cmp(op, a, b)
+
+    def in_list(self, a: ir.Expr, vals: list[ir.Lit], node) -> ir.Expr:
+        """``a IN (vals)``, the constants made comparable with ``a`` already."""
+        if a.kind == "int" and any(x.kind != "null" and self.int_constant(x) is None for x in vals):
+            # a constant that no int64 equals as such: x IN (a, b) is x = a OR x = b
+            eqs = tuple(self.compare("=", a, x, node) for x in vals)
+            return eqs[0] if len(eqs) == 1 else ir.Or(eqs)
+        return ir.InList(a, tuple(self.int_constant(x) if a.kind == "int" and x.kind != "null"
+                                  else x for x in vals))
+
+    def int_constant(self, lit: ir.Lit) -> ir.Lit | None:
+        """``lit`` as an int64 constant when an integer compares with it as with that int64
+        (``4``, ``4.0``); None when it does not (``2.5``, ``1e19``, ``2**64``, or a double
+        from 2**53 on, which every integer rounding to it equals)."""
+        v = lit.value
+        if id(lit) in self.decimals:
+            v = self.decimals[id(lit)][1]
+            v = int(v) if v.denominator == 1 else None
+        elif isinstance(v, float):
+            v = int(v) if v.is_integer() and abs(v) < 2.0**53 else None
+        if isinstance(v, int) and fits_int64(v):
+            return lit if lit.kind == "int" and type(lit.value) is int else ir.Lit(v, "int")
+        return None
+
+
+def chain(node: exp.Expression, cls: type) -> list[exp.Expression]:
+    """The operands of a chain of ``cls`` (AND or OR) in order, parentheses around links
+    dropped: ``a AND (b AND c) AND d`` -> ``[a, b, c, d]``. Iterative, so a chain of
+    thousands of terms does not exhaust Python's recursion limit."""
+    out: list[exp.Expression] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        while isinstance(n, exp.Paren) and isinstance(n.this, cls):
+            n = n.this
+        if isinstance(n, cls):
+            stack.append(n.expression)
+            stack.append(n.this)
+        else:
+            out.append(n)
+    return out
