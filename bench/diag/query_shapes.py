@@ -13,7 +13,7 @@ Runs on one small generated table, in one process, and writes JSON:
 ``nesting``: ``--depth`` nested parentheses, ``NOT`` repeated and ``+`` chained: an
   answer or a one-line error, and how long it took.
 
-Usage: ``python bench/diag/query_shapes.py --out bench/results/query-shapes-vm.json``.
+Usage: ``python bench/diag/query_shapes.py --out bench/results/vm/query-shapes-vm.json``.
 """
 
 from __future__ import annotations
