@@ -265,61 +265,11 @@ def conjuncts(e: Expr | None) -> tuple[Expr, ...]:
     return (e,)
 
 
-# -- plan nodes ------------------------------------------------------------------------
-class Plan:
-    """Base of logical plan nodes."""
-
-    __slots__ = ()
-
-
-@dataclass(frozen=True)
-class Scan(Plan):
-    table: str
-    columns: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Filter(Plan):
-    child: Plan
-    predicate: Expr
-
-
-@dataclass(frozen=True)
-class Aggregate(Plan):
-    """Group ``child`` by ``keys`` (small domains) and compute ``aggs``."""
-
-    child: Plan
-    keys: tuple[Expr, ...]
-    aggs: tuple[Agg, ...]
-
-
-@dataclass(frozen=True)
-class Project(Plan):
-    """The query's output columns, over KeyRef/AggRef; ``having`` filters groups first."""
-
-    child: Plan
-    names: tuple[str, ...]
-    exprs: tuple[Expr, ...]
-    having: Expr | None = None
-
-
-@dataclass(frozen=True)
-class Sort(Plan):
-    """Order by output columns: ``(index, descending)`` pairs."""
-
-    child: Plan
-    keys: tuple[tuple[int, bool], ...]
-
-
-@dataclass(frozen=True)
-class Limit(Plan):
-    child: Plan
-    n: int
-
-
 @dataclass(frozen=True)
 class Query:
-    """A whole query, unpacked from its plan chain for the physical planner."""
+    """A whole query: scan ``table``, filter by ``predicate``, group by ``keys`` computing
+    ``aggs``, project ``exprs`` (over ``KeyRef``/``AggRef``) as ``names`` after ``having``,
+    order and limit."""
 
     table: str
     predicate: Expr | None
@@ -330,35 +280,3 @@ class Query:
     having: Expr | None
     order: tuple[tuple[int, bool], ...]
     limit: int | None
-
-    @classmethod
-    def from_plan(cls, plan: Plan) -> Query:
-        limit = None
-        order: tuple[tuple[int, bool], ...] = ()
-        if isinstance(plan, Limit):
-            limit, plan = plan.n, plan.child
-        if isinstance(plan, Sort):
-            order, plan = plan.keys, plan.child
-        assert isinstance(plan, Project)
-        proj = plan
-        agg = proj.child
-        assert isinstance(agg, Aggregate)
-        child, pred = agg.child, None
-        if isinstance(child, Filter):
-            pred, child = child.predicate, child.child
-        assert isinstance(child, Scan)
-        return cls(child.table, pred, agg.keys, agg.aggs, proj.names, proj.exprs, proj.having,
-                   order, limit)
-
-    def to_plan(self) -> Plan:
-        cols = {c for e in (self.predicate, *self.keys, *self.aggs) if e is not None
-                for c in columns_of(e)}
-        p: Plan = Scan(self.table, tuple(sorted(cols)))
-        if self.predicate is not None:
-            p = Filter(p, self.predicate)
-        p = Project(Aggregate(p, self.keys, self.aggs), self.names, self.exprs, self.having)
-        if self.order:
-            p = Sort(p, self.order)
-        if self.limit is not None:
-            p = Limit(p, self.limit)
-        return p

@@ -23,7 +23,7 @@ from bamql.planner.cost import (
 )
 from bamql.planner.evaluate import predicate_mask
 from bamql.planner.ranges import RowRanges
-from bamql.planner.show import format_bytes, show, show_plan
+from bamql.planner.show import format_bytes, show, show_query
 from bamql.planner.translate import key_domain
 from bamql.storage.encoding import null_mask
 from bamql.storage.store import PageStore
@@ -356,7 +356,7 @@ def explain_text(p: PhysicalPlan, store: PageStore) -> str:
     """EXPLAIN: stages, zone-map pruning, access paths and estimated bytes vs whole columns."""
     q = p.query
     lines = [f"Aggregate over {q.table} ({p.rows:,} rows, {p.page_size} B pages, medium: {p.medium})",
-             f"  logical: {show_plan(q.to_plan())}"]
+             f"  logical: {show_query(q)}"]
     if q.keys:
         lines.append("  group by: " + ", ".join(show(k) for k in q.keys)
                      + f"  ({int(np.prod([s + 1 for _, s in p.key_domains])):,} slots)")

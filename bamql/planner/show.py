@@ -98,21 +98,18 @@ def _(e: ir.AggRef) -> str:
     return f"agg{e.index}"
 
 
-def show_plan(p: ir.Plan) -> str:
-    """The logical plan chain on one line, root first."""
+def show_query(q: ir.Query) -> str:
+    """The query as a logical plan on one line, root first."""
     parts = []
-    while True:
-        if isinstance(p, ir.Limit):
-            parts.append(f"Limit({p.n})")
-        elif isinstance(p, ir.Sort):
-            parts.append("Sort(" + ", ".join(f"#{i}{' DESC' if d else ''}" for i, d in p.keys) + ")")
-        elif isinstance(p, ir.Project):
-            parts.append(f"Project({', '.join(p.names)}" + (", HAVING" if p.having else "") + ")")
-        elif isinstance(p, ir.Aggregate):
-            parts.append(f"Aggregate({len(p.keys)} keys, {len(p.aggs)} aggs)")
-        elif isinstance(p, ir.Filter):
-            parts.append(f"Filter({show(p.predicate)})")
-        elif isinstance(p, ir.Scan):
-            parts.append(f"Scan({p.table}: {', '.join(p.columns)})")
-            return " <- ".join(parts)
-        p = p.child
+    if q.limit is not None:
+        parts.append(f"Limit({q.limit})")
+    if q.order:
+        parts.append("Sort(" + ", ".join(f"#{i}{' DESC' if d else ''}" for i, d in q.order) + ")")
+    parts.append(f"Project({', '.join(q.names)}" + (", HAVING" if q.having else "") + ")")
+    parts.append(f"Aggregate({len(q.keys)} keys, {len(q.aggs)} aggs)")
+    if q.predicate is not None:
+        parts.append(f"Filter({show(q.predicate)})")
+    cols = sorted({c for e in (q.predicate, *q.keys, *q.aggs) if e is not None
+                   for c in ir.columns_of(e)})
+    parts.append(f"Scan({q.table}: {', '.join(cols)})")
+    return " <- ".join(parts)

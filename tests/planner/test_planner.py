@@ -6,6 +6,7 @@ import bamql
 from bamql.planner import ir
 from bamql.planner.cost import CACHED, FILE, choose_path, touch_probability
 from bamql.planner.physical import plan_query, prune
+from bamql.planner.show import show_query
 from bamql.planner.translate import translate
 from bamql.queries import all_queries
 from bamql.storage.store import PageStore
@@ -18,10 +19,13 @@ def store(taxi_store):
 
 
 @pytest.mark.parametrize("name", sorted(all_queries()))
-def test_plan_chain_round_trips(store, name):
+def test_queries_are_immutable_and_shown_as_one_plan_line(store, name):
     q = translate(all_queries()[name], {"trips": store.columns})
-    assert ir.Query.from_plan(q.to_plan()) == q
+    assert translate(all_queries()[name], {"trips": store.columns}) == q
     hash(q)  # immutable and hashable
+    line = show_query(q)
+    assert line.startswith(("Limit(", "Sort(", "Project(")) and line.endswith(")")
+    assert "Scan(trips: " in line and f"Aggregate({len(q.keys)} keys, {len(q.aggs)} aggs)" in line
 
 
 def test_errors_name_the_position(store):
