@@ -9,10 +9,12 @@ the scheduler sends by reference.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import pickle
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from bamql.config import Backend, Config, Device, Medium
 from bamql.engine.accumulate import combine_all
@@ -27,8 +29,20 @@ _lock = threading.Lock()
 _stores: dict[str, PageStore] = {}  # this process's open partitions by path
 _engines: dict = {}  # (backend, cache) -> GpuEngine; its page caches persist across queries
 _plans = LRU(1024)  # (path, query, domains, medium) -> plan of that partition
-#: pickled call -> (paths, arguments): a repeated query skips unpickling its IR
+#: pickled call -> [(paths, arguments), whether its last run was quick]: a repeated query
+#: skips unpickling its IR
 _calls = LRU(256)
+#: A call whose last run took less than this runs on the worker's event loop, not on a
+#: thread: a query of a few milliseconds saves the thread hops.
+INLINE_S = 0.05
+_pool: list[ThreadPoolExecutor] = []  # the thread that runs slow calls (made on first use)
+
+
+def _thread() -> ThreadPoolExecutor:
+    with _lock:
+        if not _pool:
+            _pool.append(ThreadPoolExecutor(1, thread_name_prefix="bamql-partitions"))
+        return _pool[0]
 
 
 def open_store(path: str) -> PageStore:
@@ -88,7 +102,7 @@ def _run(paths: list[str], q: ir.Query, domains: Domains, medium: Medium, device
     return combine_all(acc for acc, _ in results), [st for _, st in results]
 
 
-def bamql_partitions(blob: bytes) -> bytes:
+async def bamql_partitions(blob: bytes) -> bytes:
     """The task: run the pickled ``(paths, (query, domains, medium, device, backend,
     cache))`` call on this worker.
 
@@ -97,17 +111,25 @@ def bamql_partitions(blob: bytes) -> bytes:
     as an answer, so that a user's mistake does not fill the worker's log with tracebacks.
     The call and its answer are one pickled blob each: Dask serializing the query's IR and
     every accumulator array as objects of their own costs more than the pickling.
+
+    A coroutine, so Dask runs it on the worker's event loop: a call whose last run took
+    less than ``INLINE_S`` runs right there, anything slower (a first run that loads the
+    table and compiles, a big partition) on a thread of its own, which keeps the loop free.
     """
     t0 = time.perf_counter()
     start = time.monotonic()
     try:
-        call = _calls.get(blob)
-        if call is None:
-            call = pickle.loads(blob)
-            _calls.put(blob, call)
-        paths, args = call
-        out = _run(paths, *args)
+        entry = _calls.get(blob)
+        if entry is None:
+            entry = [pickle.loads(blob), False]  # (paths, arguments), whether it is quick
+            _calls.put(blob, entry)
+        paths, args = entry[0]
+        if entry[1]:
+            out = _run(paths, *args)
+        else:
+            out = await asyncio.get_running_loop().run_in_executor(_thread(), _run, paths, *args)
         seconds = time.perf_counter() - t0
+        entry[1] = seconds < INLINE_S
         return pickle.dumps(("ok", out, seconds, (start, time.monotonic())), protocol=5)
     except Exception as e:  # re-raised by the client
         try:

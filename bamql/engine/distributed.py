@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import pickle
+import threading
 import time
 import weakref
 
@@ -58,6 +59,11 @@ class DaskRunner:
 
     def __init__(self, client, device: Device, backend: Backend, cache: int | None) -> None:
         self.client, self.device, self.backend, self.cache = client, device, backend, cache
+        self._lock = threading.Lock()
+        #: the last query's futures, released once the next query's tasks are submitted:
+        #: the client sends its messages to the scheduler in batches at most every 10 ms,
+        #: so a release sent just before the next submit would hold that submit back
+        self._last: list = []
 
     def workers(self, fresh: bool = False) -> tuple[str, ...]:
         """The addresses of the client's workers, sorted; asked of the scheduler again
@@ -124,6 +130,9 @@ class DaskRunner:
         client = self.client
         futures = [client.submit(bamql_partitions, blob, workers=[w], allow_other_workers=False,
                                  pure=False) for w, blob in calls]
+        with self._lock:
+            self._last, last = futures, self._last
+        del last  # released now, in the batch after this submit
         try:
             while True:
                 try:

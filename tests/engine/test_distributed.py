@@ -65,6 +65,24 @@ def test_every_query_distributed_matches_one_node(parted, single, workers):
             assert st.answers_seconds <= st.dispatch_seconds
 
 
+def test_repeated_queries_run_on_the_workers_event_loop(parted, single, monkeypatch):
+    # a call known to be quick skips the thread hop; its answers stay the same
+    from bamql.engine import dask_worker
+
+    monkeypatch.setattr(dask_worker, "INLINE_S", 30.0)  # "quick" whatever this machine's speed
+    dask_worker._calls.clear()
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        with bamql.connect(parted, device="cpu", cluster=client) as con:
+            for _ in range(3):
+                for name in ("q01", "q14"):
+                    sql = QUERIES[name]
+                    assert_same_rows(con.sql(sql).rows(), single[name], ordered="ORDER BY" in sql)
+    # both workers (threads of this process) ran both queries' calls inline once they were
+    # known to be quick
+    assert sum(quick for _, quick in dask_worker._calls.values()) == 4
+
+
 @pytest.mark.parametrize("direct", [False, True], ids=["relayed", "direct"])
 def test_a_worker_killed_mid_query(parted, single, direct):
     # relayed: answers pass through the scheduler; direct: from the worker to the client
@@ -284,6 +302,7 @@ def test_a_bad_polling_setting_is_a_clear_error(parted, monkeypatch):
 def test_a_worker_merges_its_partitions_before_answering(parted):
     # one accumulator set per worker, the same as merging the partitions' own; each
     # partition's statistics still come back, in partition order
+    import asyncio
     import pickle
 
     import numpy as np
@@ -301,7 +320,7 @@ def test_a_worker_merges_its_partitions_before_answering(parted):
         paths = [str(p) for p in table.paths]
         args = (q, plan.key_domains, con._medium(), Device.CPU, Backend.FILE, None)
     status, (acc, stats), seconds, (start, end) = pickle.loads(
-        bamql_partitions(pickle.dumps((paths[:3], args))))
+        asyncio.run(bamql_partitions(pickle.dumps((paths[:3], args)))))
     assert status == "ok" and 0 < seconds and start <= end
     want = accumulate.combine(accumulate.combine(one.accs[0], one.accs[1]), one.accs[2])
     assert accumulate.combine_all([]) is None
