@@ -71,7 +71,7 @@ def cmd_verify(a: argparse.Namespace) -> int:
         if len(problems) > 20:
             print(f"... and {len(problems) - 20} more", file=sys.stderr)
         raise BamqlError(f"store {a.store} is corrupt: {len(problems)} problem(s)")
-    parts = getattr(s, "parts", [s])
+    parts = s.parts  # a table of one store is a table of one partition
     pages = sum(p.manifest.all_pages for p in parts)
     groups = len(parts[0].manifest.groups)
     print(f"{a.store}: OK ({s.rows:,} rows, {len(s.columns)} columns, {pages:,} pages "

@@ -12,7 +12,7 @@ import pytest
 import bamql
 from bamql import config
 from bamql.config import AccessPath, Backend, Config, Device, Medium, Role, parse_size
-from bamql.errors import BamqlError, ConfigError, DeviceError, PlanError, UsageError
+from bamql.errors import ConfigError, DeviceError, PlanError, UsageError
 
 PACKAGE = Path(bamql.__file__).resolve().parent
 
@@ -275,23 +275,3 @@ def test_a_bad_variable_is_one_line_from_the_cli(clean_env, capsys, tmp_path):
     assert main(["verify", str(tmp_path / "none")]) == 1
     err = capsys.readouterr().err
     assert err.startswith("bamql: error: BAMQL_GPU_PREPARED takes 1 or 0") and err.count("\n") == 1
-
-
-def test_the_test_seam_runs_before_each_partition(tmp_path, taxi_orc, monkeypatch):
-    # fault injection lives behind a module attribute that only tests set, not a variable
-    from bamql.engine import distributed as dist
-    from bamql.storage.ingest import ingest
-
-    ingest(taxi_orc, tmp_path / "trips", partitions=3)
-    calls = []
-    monkeypatch.setattr(dist, "before_partition", lambda: calls.append(1))
-    with bamql.connect(tmp_path, device="cpu") as con:
-        con.sql("SELECT COUNT(*) FROM trips")
-        assert len(calls) == 3
-
-        def fail() -> None:
-            raise BamqlError("injected")
-
-        monkeypatch.setattr(dist, "before_partition", fail)
-        with pytest.raises(BamqlError, match="injected"):
-            con.sql("SELECT COUNT(*) FROM trips")

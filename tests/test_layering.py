@@ -40,8 +40,6 @@ GPU_MAY_IMPORT_FROM_ENGINE = {"bamql.engine.accumulate", "bamql.engine.stats"}
 #: set of modules; a circle within one of them passes. Delete an entry when its circle is
 #: gone: ``test_allowances_are_still_needed`` fails once nothing needs it.
 EXPECTED_TO_BE_GONE = [
-    # the session, the Dask runner and its worker side
-    {"bamql.engine.session", "bamql.engine.distributed", "bamql.engine.dask_worker"},
 ]
 
 

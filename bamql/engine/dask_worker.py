@@ -1,131 +1,138 @@
-"""The worker side of distributed queries: a Dask worker plugin that adds one comm handler.
+"""What a Dask worker runs for bamql: one task per query and worker, its partitions in turn.
 
-A query reaches each worker as one message to the handler ``HANDLER``, sent straight from
-the client's event loop (``client.rpc``) or relayed by the scheduler. A handler, not an
-actor, because an actor call adds a future per call, a hop from the calling thread to the
-client's event loop per actor, and its result wrapping, which make a round trip slower
-(measured in ``docs/measurements.md``). The plugin is Dask's own way to extend a worker,
-as its P2P shuffle does; registered once with ``client.register_plugin``, it also reaches
-workers that join later.
-
-This module imports ``distributed``; ``bamql.engine.distributed`` imports it only when a
-cluster is used, so the core runs without Dask.
+``bamql.engine.distributed.DaskRunner`` submits :func:`bamql_partitions` to each worker
+that holds partitions of a query. The worker's process keeps what the task opens across
+queries, in this module: its partitions' stores and plans and, on GPUs, its GPU engines
+with their page caches. This module imports no Dask: the task is a plain function that
+the scheduler sends by reference.
 """
 
 from __future__ import annotations
 
+import asyncio
+import os
 import pickle
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
-from distributed import Nanny
-from distributed.diagnostics.plugin import WorkerPlugin
-
+from bamql.config import Backend, Config, Device, Medium
+from bamql.engine.accumulate import combine_all
+from bamql.engine.partition import Domains, plan_partition, run_partition
+from bamql.errors import BamqlError
 from bamql.lru import LRU
+from bamql.planner import ir
+from bamql.planner.physical import PhysicalPlan
+from bamql.storage.store import PageStore
 
-#: The worker handler's name (one comm operation per query and worker).
-HANDLER = "bamql_partitions"
-
-#: A call whose last run took less than this runs on the worker's event loop itself, not on
-#: a thread: a GPU query of a few milliseconds saves two thread hops; anything slower (a
-#: first run that loads the table and compiles, a big CPU partition) keeps the loop free.
+_lock = threading.Lock()
+_stores: dict[str, PageStore] = {}  # this process's open partitions by path
+_engines: dict = {}  # (backend, cache) -> GpuEngine; its page caches persist across queries
+_plans = LRU(1024)  # (path, query, domains, medium) -> plan of that partition
+#: pickled call -> [(paths, arguments), whether its last run was quick]: a repeated query
+#: skips unpickling its IR
+_calls = LRU(256)
+#: A call whose last run took less than this runs on the worker's event loop, not on a
+#: thread: a query of a few milliseconds saves the thread hops.
 INLINE_S = 0.05
+_pool: list[ThreadPoolExecutor] = []  # the thread that runs slow calls (made on first use)
 
 
-class PartitionRunner:
-    """A worker's partition runner: runs the partitions sent to it in its worker's process,
-    where the opened stores and the GPU engine (and its page caches) stay across queries.
+def _thread() -> ThreadPoolExecutor:
+    with _lock:
+        if not _pool:
+            _pool.append(ThreadPoolExecutor(1, thread_name_prefix="bamql-partitions"))
+        return _pool[0]
 
-    The call and its answer travel as one pickled blob each: Dask serializing the query's IR
-    and every accumulator array as objects of their own cost more than the pickling. A
-    repeated call (the same blob) skips unpickling and, once it is known to be quick, the
-    thread hop.
+
+def open_store(path: str) -> PageStore:
+    """This process's store of the partition at ``path`` (opened once)."""
+    with _lock:
+        s = _stores.get(path)
+        if s is None:
+            s = _stores[path] = PageStore(path)
+        return s
+
+
+def gpu_engine(backend: Backend, cache: int | None = None):
+    """This process's GPU engine for ``backend`` (made once; its page caches persist), with
+    this process's ``BAMQL_*`` settings."""
+    with _lock:
+        e = _engines.get((backend, cache))
+        if e is None:
+            from bamql.gpu.device import gpu_available
+            from bamql.gpu.engine import GpuEngine
+
+            why = gpu_available()
+            if why is not None:
+                raise BamqlError(f"no usable GPU on worker {os.uname().nodename}: {why}")
+            config = Config.from_env(device=Device.GPU, backend=backend, cache=cache)
+            e = _engines[(backend, cache)] = GpuEngine(config)
+        return e
+
+
+def clear_caches() -> int:
+    """Empty the GPU page caches of this process (``client.run`` runs it on every
+    worker); returns how many engines there were."""
+    with _lock:
+        for e in _engines.values():
+            e.clear_cache()
+        return len(_engines)
+
+
+def _plan(store: PageStore, q: ir.Query, domains: Domains, medium: Medium) -> PhysicalPlan:
+    key = (str(store.path), q, domains, medium)
+    p = _plans.get(key)
+    if p is None:  # a partition's metadata does not change: its plans can be reused
+        p = plan_partition(store, q, domains, medium)
+        _plans.put(key, p)
+    return p
+
+
+def _run(paths: list[str], q: ir.Query, domains: Domains, medium: Medium, device: Device,
+         backend: Backend, cache: int | None) -> tuple:
+    """``(the partitions' accumulators merged, each partition's statistics)``: merged here,
+    the partial aggregates travel as one set per worker, not one per partition."""
+    engine = gpu_engine(backend, cache) if device == Device.GPU else None
+    results = []
+    for path in paths:
+        store = open_store(path)
+        results.append(run_partition(store, _plan(store, q, domains, medium), device, backend,
+                                     engine))
+    return combine_all(acc for acc, _ in results), [st for _, st in results]
+
+
+async def bamql_partitions(blob: bytes) -> bytes:
+    """The task: run the pickled ``(paths, (query, domains, medium, device, backend,
+    cache))`` call on this worker.
+
+    Returns the pickled ``("ok", (merged accumulators, statistics), seconds on this worker,
+    (its start, its end) on time.monotonic)``, or ``("error", exception)``: an error travels
+    as an answer, so that a user's mistake does not fill the worker's log with tracebacks.
+    The call and its answer are one pickled blob each: Dask serializing the query's IR and
+    every accumulator array as objects of their own costs more than the pickling.
+
+    A coroutine, so Dask runs it on the worker's event loop: a call whose last run took
+    less than ``INLINE_S`` runs right there, anything slower (a first run that loads the
+    table and compiles, a big partition) on a thread of its own, which keeps the loop free.
     """
-
-    def __init__(self) -> None:
-        from concurrent.futures import ThreadPoolExecutor
-
-        #: pickled call -> [(paths, args), whether its last run was quick]
-        self._calls = LRU(256)
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix="bamql-partition")
-
-    @staticmethod
-    def _run(paths: list[str], args: tuple) -> tuple:
-        """``(its partitions' accumulators merged, each partition's statistics)``: partial
-        aggregates merged here travel as one set per worker, not one per partition, so the
-        client pickles and unpickles one answer per worker."""
-        from bamql.engine.accumulate import combine_all
-        from bamql.engine.distributed import run_partition
-
-        results = [run_partition(p, *args) for p in paths]
-        return combine_all(acc for acc, _ in results), [st for _, st in results]
-
-    @property
-    def quick_calls(self) -> int:
-        """How many remembered calls run on the event loop."""
-        return sum(1 for _, quick in self._calls.values() if quick)
-
-    async def run(self, blob: bytes) -> bytes:
-        """Run the pickled ``(paths, args)`` call; returns the pickled ``("ok", (merged
-        accumulators, statistics), seconds on this worker, (its start, its end) on
-        time.monotonic)``, or ``("error", exception)``: an error travels as an answer, so a
-        user's mistake does not fill the worker's log with tracebacks."""
-        import asyncio
-
-        t0 = time.perf_counter()
-        start = time.monotonic()
+    t0 = time.perf_counter()
+    start = time.monotonic()
+    try:
+        entry = _calls.get(blob)
+        if entry is None:
+            entry = [pickle.loads(blob), False]  # (paths, arguments), whether it is quick
+            _calls.put(blob, entry)
+        paths, args = entry[0]
+        if entry[1]:
+            out = _run(paths, *args)
+        else:
+            out = await asyncio.get_running_loop().run_in_executor(_thread(), _run, paths, *args)
+        seconds = time.perf_counter() - t0
+        entry[1] = seconds < INLINE_S
+        return pickle.dumps(("ok", out, seconds, (start, time.monotonic())), protocol=5)
+    except Exception as e:  # re-raised by the client
         try:
-            entry = self._calls.get(blob)
-            if entry is None:
-                entry = [pickle.loads(blob), False]
-                self._calls.put(blob, entry)
-            if entry[1]:
-                out = self._run(*entry[0])
-            else:
-                out = await asyncio.get_running_loop().run_in_executor(self._pool, self._run, *entry[0])
-            seconds = time.perf_counter() - t0
-            entry[1] = seconds < INLINE_S
-            return pickle.dumps(("ok", out, seconds, (start, time.monotonic())), protocol=5)
-        except Exception as e:  # re-raised by the client
-            try:
-                return pickle.dumps(("error", e), protocol=5)
-            except Exception:  # an exception that does not pickle: its text
-                return pickle.dumps(("error", RuntimeError(f"{type(e).__name__}: {e}")), protocol=5)
-
-    def close(self) -> None:
-        """Called by the worker as it closes."""
-        self._pool.shutdown(wait=False)
-
-
-class PartitionPlugin(WorkerPlugin):
-    """Gives each worker a ``PartitionRunner`` (``worker.extensions["bamql"]``) and the
-    comm handler ``HANDLER`` that feeds it."""
-
-    name = "bamql-partitions"
-    idempotent = True  # registering again (a second client, a retry) keeps the runners
-
-    def setup(self, worker) -> None:
-        runner = worker.extensions.get("bamql")
-        if runner is None:
-            runner = worker.extensions["bamql"] = PartitionRunner()
-
-        async def bamql_partitions(blob: bytes) -> bytes:
-            return await runner.run(blob)
-
-        worker.handlers[HANDLER] = bamql_partitions
-
-
-#: How long a closing worker process of ``local_gpu_cluster`` may take to exit before its
-#: nanny kills it. Dask's default, 4 s of a 5 s close, is too short for a worker that frees
-#: a large pinned copy of its partitions: at 4 B rows (28-56 GB a worker on the H200 x2) each
-#: close ended in "Worker process still alive after 4.0 seconds, killing" on the user's
-#: terminal. (dask-cuda's LocalCUDACluster, used instead where installed, lengthens its
-#: nannies' close the same way.)
-CLOSE_S = 60.0
-
-
-class GpuNanny(Nanny):
-    """A Dask nanny that gives its worker process ``CLOSE_S`` to exit when it closes."""
-
-    async def close(self, timeout: float = CLOSE_S / 0.8, reason: str = "nanny-close"):
-        # Nanny.close waits 0.8 x timeout for the process before killing it
-        return await super().close(timeout=timeout, reason=reason)
+            return pickle.dumps(("error", e), protocol=5)
+        except Exception:  # an exception that does not pickle: its text
+            return pickle.dumps(("error", RuntimeError(f"{type(e).__name__}: {e}")), protocol=5)

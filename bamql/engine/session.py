@@ -12,16 +12,15 @@ import pyarrow as pa
 
 from bamql.config import Backend, Config, Device, Medium
 from bamql.engine.accumulate import finish
+from bamql.engine.partition import plan_partition, table_domains
 from bamql.engine.result import Result, assemble
-from bamql.engine.stats import ColumnIO, QueryStats
-from bamql.errors import BamqlError, DeviceError, PlanError, StoreError, UsageError
+from bamql.engine.runner import LocalRunner, Runner, merge
+from bamql.errors import DeviceError, PlanError, StoreError, UsageError
 from bamql.lru import LRU
 from bamql.planner import ir
-from bamql.planner.cost import MEDIA
-from bamql.planner.physical import PhysicalPlan, explain_text, plan_query
-from bamql.planner.translate import key_domain, translate
+from bamql.planner.physical import PhysicalPlan, explain_text
+from bamql.planner.translate import translate
 from bamql.storage.partitioned import PartitionedTable, is_table, open_table
-from bamql.storage.store import PageStore
 
 _EXPLAIN = re.compile(r"^\s*explain\s+(analyze\s+)?", re.IGNORECASE)
 
@@ -58,22 +57,39 @@ class Session:
         self.path = Path(path)
         self.medium = config.medium  # the cost model's medium; None: the backend's
         self.stores = self._open_tables(config.page_size)
-        from bamql.engine.distributed import connect_cluster
-
-        self.cluster = connect_cluster(config.cluster)
+        self.cluster = None
+        self._dask: Runner | None = None
         # a client this session made (from an address or "local-gpus") is closed with it
-        self._own_cluster = self.cluster is not None and self.cluster is not config.cluster
+        self._own_cluster = False
         self._lock = threading.Lock()
         # bounded, least recently used first out: one session can run any number of queries
         self._parsed: LRU = LRU(256)  # SQL text -> IR
-        self._plans: LRU = LRU(256)  # (IR, medium) -> plan
+        self._plans: LRU = LRU(256)  # (IR, medium) -> plan of the table's first partition
         self._explained: LRU = LRU(256)
         self.note = ""
         self.gpu = self._gpu_engine(config)
         self.device = Device.GPU if self.gpu is not None else Device.CPU
-        self.backend = self.gpu.kind if self.gpu is not None else Backend.FILE
+        self.backend = self.gpu.backend.kind if self.gpu is not None else Backend.FILE
+        self._local = LocalRunner(self.device, self.backend, self.gpu)
+        if config.cluster is not None:
+            try:
+                from bamql.engine.distributed import DaskRunner, connect_cluster
+            except ModuleNotFoundError as e:  # Dask is optional
+                if e.name not in ("dask", "distributed"):
+                    raise
+                self.close()
+                raise UsageError("Dask is not installed; pip install 'bamql[dask]'") from None
+            try:
+                self.cluster = connect_cluster(config.cluster)
+            except BaseException:
+                self.close()  # the GPU engine and the tables opened so far
+                raise
+            self._own_cluster = self.cluster is not config.cluster
+            gpu = self.gpu
+            self._dask = DaskRunner(self.cluster, self.device, self.backend,
+                                    gpu.cache_bytes if gpu is not None else None)
 
-    def _open_tables(self, page_size: int | None) -> dict[str, PageStore | PartitionedTable]:
+    def _open_tables(self, page_size: int | None) -> dict[str, PartitionedTable]:
         """The tables under ``self.path`` by name, each of ``page_size`` B pages if given
         (a table's page size is set when it is ingested)."""
         if not self.path.exists():
@@ -85,7 +101,7 @@ class Session:
                           if d.is_dir() and not d.name.startswith(".") and is_table(d))
             if not dirs:
                 raise StoreError(f"{self.path} holds no bamql tables (run `bamql ingest` first)")
-        stores: dict[str, PageStore | PartitionedTable] = {}
+        stores: dict[str, PartitionedTable] = {}
         for d in dirs:
             s = open_table(d)
             stores[s.name] = s
@@ -110,7 +126,7 @@ class Session:
             if why is None or simulated:
                 from bamql.gpu.engine import GpuEngine
 
-                gpu = GpuEngine(self, config)
+                gpu = GpuEngine(config)
                 if simulated:
                     self.note = "numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1): slow, for tests"
             elif device == Device.GPU:
@@ -129,7 +145,9 @@ class Session:
         """Names of the tables in this session."""
         return sorted(self.stores)
 
-    def store(self, table: str) -> PageStore:
+    def store(self, table: str) -> PartitionedTable:
+        """A table by name: its partitions (one, for a table of one store) and the whole
+        table's columns."""
         try:
             return self.stores[table]
         except KeyError:
@@ -141,14 +159,12 @@ class Session:
         types = {"int": pa.int64(), "float": pa.float64(), "timestamp": pa.timestamp("us"),
                  "string": pa.string()}
         fields = []
-        parts = getattr(s, "parts", None)  # a partitioned table: its partitions share a layout
-        vsets = (parts[0] if parts else s).value_sets
         for c in s.columns.values():
             t = pa.float32() if c.dtype == "float32" else types[c.kind]
             meta = {"storage": c.dtype, "pages": str(c.n_pages)}
             if c.scale:
                 meta["scale"] = str(c.scale)
-            if c.name in vsets:
+            if c.name in s.value_sets:
                 meta["value_sets"] = "yes"
             fields.append(pa.field(c.name, t, metadata=meta))
         return pa.schema(fields)
@@ -158,29 +174,30 @@ class Session:
 
     # -- queries -------------------------------------------------------------------------
     def plan(self, q: ir.Query) -> PhysicalPlan:
-        """The physical plan (of the first partition, for a partitioned table)."""
-        store = self.store(q.table)
+        """The physical plan of the table's first partition (its only one, for a table of
+        one store), with the whole table's group-key domains."""
         key = (q, self._medium())
         p = self._plans.get(key)
         if p is None:  # an open store's metadata does not change: plans can be reused
-            if isinstance(store, PartitionedTable):
-                p = plan_query(q, store.parts[0], MEDIA[key[1]], domains=self._domains(q, store))
-            else:
-                p = plan_query(q, store, MEDIA[key[1]])
+            table = self.store(q.table)
+            p = plan_partition(table.parts[0], q, table_domains(q, table.columns), key[1])
             self._plans.put(key, p)
         return p
+
+    def _runner(self, table: PartitionedTable) -> Runner:
+        """Where ``table``'s partitions run: a partitioned table on the cluster if there is
+        one, anything else in this process (a table of one store is opened here)."""
+        return self._dask if self._dask is not None and table.partitioned else self._local
 
     def _medium(self) -> Medium:
         """The cost model's medium: the user's, else the backend's."""
         if self.medium:
             return Medium(self.medium)
-        if self.device == Device.GPU and self.backend == Backend.FILE:
+        if self.gpu is not None:
+            return self.gpu.backend.medium
+        if self.device == Device.GPU and self.backend == Backend.FILE:  # a GPU cluster's
             return Medium.QUEUE
         return Medium(self.backend)
-
-    @staticmethod
-    def _domains(q: ir.Query, store) -> tuple[tuple[int, int], ...]:
-        return tuple(key_domain(k, store.columns) for k in q.keys)
 
     def _check_open(self) -> None:
         """A clean error for a session used after :meth:`close`."""
@@ -217,7 +234,7 @@ class Session:
 
     def _translate(self, text: str) -> ir.Query:
         """SQL -> IR, remembered per text: the catalog of an open session does not change
-        and IR nodes are immutable, so a repeated query skips parsing (0.2-0.5 ms)."""
+        and IR nodes are immutable, so a repeated query skips parsing."""
         q = self._parsed.get(text)
         if q is None:
             q = translate(text, self.catalog())
@@ -225,63 +242,36 @@ class Session:
         return q
 
     def explain_query(self, q: ir.Query) -> str:
-        """The EXPLAIN text of a logical query."""
-        store = self.store(q.table)
-        if isinstance(store, PartitionedTable):
-            key = (q, self._medium(), self.cluster is not None)
-            txt = self._explained.get(key)
-            if txt is None:  # made once: every partitioned query's result carries it
-                where = "on the Dask cluster" if self.cluster is not None else "in this process"
-                txt = (f"{len(store.parts)} partitions of {store.rows:,} rows, one task each "
-                       f"{where}; partition 1:\n" + explain_text(self.plan(q), store.parts[0]))
-                self._explained.put(key, txt)
-            return txt
-        return explain_text(self.plan(q), store)
+        """The EXPLAIN text of a logical query (a partitioned table's: of its first
+        partition, after a line on the partitions and where they run)."""
+        table = self.store(q.table)
+        runner = self._runner(table)
+        key = (q, self._medium(), runner.where)
+        txt = self._explained.get(key)
+        if txt is None:  # made once: every query's result carries it
+            txt = explain_text(self.plan(q), table.parts[0])
+            if table.partitioned:
+                txt = (f"{len(table.parts)} partitions of {table.rows:,} rows, one task each "
+                       f"{runner.place}; partition 1:\n" + txt)
+            self._explained.put(key, txt)
+        return txt
 
     def execute(self, q: ir.Query) -> Result:
-        """Plan and run a logical query."""
+        """Plan and run a logical query: the table's partitions through its runner, their
+        partial aggregates merged."""
         self._check_open()
-        store = self.store(q.table)
-        if isinstance(store, PartitionedTable):
-            return self._execute_partitioned(q, store)
+        table = self.store(q.table)
         plan = self.plan(q)
-        stats = QueryStats(self.device, self.backend, store.rows)
-        for a in plan.access:
-            c = store.column(a.column)
-            stats.columns[a.column] = ColumnIO(a.column, a.role, a.path, c.itemsize,
-                                               c.n_pages * store.page_size)
+        runner = self._runner(table)
         t0 = time.perf_counter()
         try:
-            if self.gpu is not None:
-                groups = self.gpu.run(plan, store, stats)
-            else:
-                from bamql.engine.cpu import run_cpu
-
-                groups = run_cpu(plan, store, stats)
-        except BamqlError:
-            raise
+            partials = runner.run(table, plan, self._medium())
         except MemoryError:
             raise DeviceError("out of host memory while running the query") from None
-        if not stats.seconds:  # the GPU engine times its kernel itself
-            stats.seconds = time.perf_counter() - t0 - stats.compile_seconds
-        table = assemble(finish(groups, q, plan.key_domains), q, store.columns)
-        return Result(table, stats, explain_text(plan, store))
-
-    def _execute_partitioned(self, q: ir.Query, store: PartitionedTable) -> Result:
-        from bamql.engine.distributed import run_partitioned
-
-        domains = self._domains(q, store)
-        where = "dask" if self.cluster is not None else "local"
-        stats = QueryStats(f"{self.device}/{where}", self.backend, store.rows)
-        t0 = time.perf_counter()
-        gpu = self.gpu
-        acc = run_partitioned([str(p) for p in store.paths], q, domains, self._medium(), self.cluster,
-                              stats, device=self.device, backend=self.backend if gpu else None,
-                              cache=gpu.cache_bytes if gpu else None, engine=gpu,
-                              spin_s=self.config.dask_spin_s)
-        stats.seconds = time.perf_counter() - t0
-        table = assemble(finish(acc, q, domains), q, store.columns)
-        return Result(table, stats, self.explain_query(q))
+        acc, stats = merge(table, partials, f"{self.device}/{runner.where}", self.backend,
+                           time.perf_counter() - t0)
+        out = assemble(finish(acc, q, plan.key_domains), q, table.columns)
+        return Result(out, stats, self.explain_query(q))
 
     def table(self, name: str):
         """A dataframe-like handle on a table (see bamql.engine.frame)."""

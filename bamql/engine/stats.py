@@ -56,8 +56,8 @@ class QueryStats:
     io_reads: int = 0  # GPU file backend: page reads the kernel put on the submission queue
     io_depth: int = 0  # ... and the deepest queue (the host workers' peaks, summed)
     partition_seconds: list = field(default_factory=list)  # each partition's own time
-    #: a partition's whole call on its worker (plan lookup, engine, statistics): what the
-    #: engine's own time leaves out of it is per-partition overhead
+    #: a partition's whole run (its statistics set up, the engine): what the engine's own
+    #: time leaves out of it is per-partition overhead
     wall_seconds: float = 0.0
     partition_wall_seconds: list = field(default_factory=list)
     #: distributed: the client's wait for every worker's answer (Dask round trips included)

@@ -63,17 +63,14 @@ class GpuEngine:
 
     Parameters
     ----------
-    session
-        The owning session, or None on a Dask worker.
     config
         Its backend (``host`` when it names none), page-cache size and launch settings.
     """
 
-    def __init__(self, session, config: Config) -> None:
+    def __init__(self, config: Config) -> None:
         from numba import cuda
 
         self.cuda = cuda
-        self.session = session
         self.config = config
         dev = cuda.get_current_device()
         name = getattr(dev, "name", "CUDA simulator")  # the simulator's device has no name
@@ -91,11 +88,6 @@ class GpuEngine:
         # a cache clear and a kernel never overlap: a clear under a running kernel leaves
         # pages VALID with no slot (wrong reads) or slots no claim can take (a hang)
         self._cache_lock = threading.RLock()
-
-    @property
-    def kind(self) -> Backend:
-        """The backend's name."""
-        return self.backend.kind
 
     # -- setting a table up ----------------------------------------------------------------
     def _table(self, store: PageStore) -> Table:

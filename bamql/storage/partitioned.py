@@ -1,4 +1,5 @@
-"""Partitioned tables: contiguous row ranges, each a page store, under ``partitions.json``.
+"""Tables as lists of partitions: contiguous row ranges, each a page store, listed in
+``partitions.json``; a table of one page store is a table of one partition.
 
 All partitions come from one ingest and share column widths and dictionaries, so one
 query plan shape serves them all and their partial aggregates merge.
@@ -33,24 +34,32 @@ def write_partitions(root: Path, table: str, parts: list[tuple[str, int, int]]) 
 
 
 class PartitionedTable:
-    """A table split by row ranges; ``columns`` describe the whole table."""
+    """A table as a list of partitions, each a page store over a contiguous row range.
+
+    A table ingested with ``--partitions`` lists its partitions in ``partitions.json``
+    (``PartitionedTable(path)``); a table of one page store is a table of one partition
+    (:meth:`of_store`). Either way ``columns`` describe the whole table and ``parts`` are
+    the stores that the engines run.
+    """
 
     def __init__(self, path: str | os.PathLike) -> None:
-        self.path = Path(path)
+        """Open the partitions that ``path``'s ``partitions.json`` lists."""
+        path = Path(path)
         try:
-            doc = json.loads(read_member(self.path, PARTITIONS, "partition list"))
+            doc = json.loads(read_member(path, PARTITIONS, "partition list"))
         except (OSError, ValueError) as e:
-            raise StoreError(f"table {self.path}: {PARTITIONS} is unreadable ({e})") from None
-        self.name = doc.get("table") if isinstance(doc, dict) else None
-        self.paths = _checked_paths(self.path, doc)
-        self.parts = []
+            raise StoreError(f"table {path}: {PARTITIONS} is unreadable ({e})") from None
+        name = doc.get("table") if isinstance(doc, dict) else None
+        paths = _checked_paths(path, doc)
+        parts: list[PageStore] = []
         try:
-            for p in self.paths:
-                self.parts.append(PageStore(p))
+            for p in paths:
+                parts.append(PageStore(p))
         except BaseException:
-            self.close()
+            for s in parts:
+                s.close()
             raise
-        self.rows = sum(p.rows for p in self.parts)
+        self._assemble(path, name, parts, listed=True)
         first_rows = [p["first_row"] for p in doc["partitions"]]
         if (self.rows != doc["rows"] or first_rows != [sum(p.rows for p in self.parts[:k])
                                                        for k in range(len(self.parts))]
@@ -59,12 +68,36 @@ class PartitionedTable:
             self.close()
             raise StoreError(f"table {self.path}: partitions hold {self.rows:,} rows, "
                              f"{PARTITIONS} says otherwise (rows or row ranges differ)")
-        first = self.parts[0]
-        self.page_size = first.page_size
-        self.columns: dict[str, ColumnMeta] = {}
-        for name, c in first.columns.items():
+        self.columns = self._merged_columns()
+
+    @classmethod
+    def of_store(cls, store: PageStore) -> PartitionedTable:
+        """``store`` as a table of one partition (its columns are the store's own)."""
+        t = cls.__new__(cls)
+        t._assemble(store.path, store.name, [store], listed=False)
+        t.columns = store.columns
+        return t
+
+    def _assemble(self, path: Path, name: str | None, parts: list[PageStore], listed: bool) -> None:
+        self.path = path
+        self.name = name
+        self.parts = parts
+        self.paths = [p.path for p in parts]
+        #: whether the table was ingested as partitions (``partitions.json``); EXPLAIN and
+        #: the statistics speak of partitions, and a Dask cluster runs them, only then
+        self.partitioned = listed
+        self.rows = sum(p.rows for p in parts)
+        self.page_size = parts[0].page_size
+        self.value_sets = parts[0].value_sets  # one ingest: the partitions share a layout
+
+    def _merged_columns(self) -> dict[str, ColumnMeta]:
+        """The whole table's column metadata: page and null counts, ranges and histograms
+        over all partitions."""
+        columns: dict[str, ColumnMeta] = {}
+        for name, c in self.parts[0].columns.items():
             metas = [p.column(name) for p in self.parts]
             if any(m.dtype != c.dtype or m.dictionary != c.dictionary for m in metas):
+                self.close()
                 raise StoreError(f"table {self.path}: partitions disagree on column {name!r}")
             mins = [m.min for m in metas if m.min is not None]
             maxs = [m.max for m in metas if m.max is not None]
@@ -74,9 +107,10 @@ class PartitionedTable:
                 for m in metas:
                     for k, v in m.histogram.items():
                         hist[k] = hist.get(k, 0) + v
-            self.columns[name] = replace(
+            columns[name] = replace(
                 c, n_pages=sum(m.n_pages for m in metas), nulls=sum(m.nulls for m in metas),
                 min=min(mins) if mins else None, max=max(maxs) if maxs else None, histogram=hist)
+        return columns
 
     def column(self, name: str) -> ColumnMeta:
         try:
@@ -85,6 +119,9 @@ class PartitionedTable:
             raise StoreError(f"table {self.name!r} has no column {name!r}") from None
 
     def verify(self) -> list[str]:
+        """The problems of every partition (named by its directory where there are several)."""
+        if not self.partitioned:
+            return self.parts[0].verify()
         return [f"{p.path.name}: {x}" for p in self.parts for x in p.verify()]
 
     def close(self) -> None:
@@ -139,8 +176,8 @@ def is_table(path: Path) -> bool:
     return (path / MANIFEST).exists() or (path / PARTITIONS).exists()
 
 
-def open_table(path: str | os.PathLike) -> PageStore | PartitionedTable:
-    """Open a table directory, partitioned or not.
+def open_table(path: str | os.PathLike) -> PartitionedTable:
+    """Open a table directory, partitioned or not (then a table of one partition).
 
     A table replaced or removed while it is being opened (its files vanish between the
     manifest and the volumes) is a clear error, not an internal one.
@@ -149,7 +186,7 @@ def open_table(path: str | os.PathLike) -> PageStore | PartitionedTable:
     try:
         if (p / PARTITIONS).exists():
             return PartitionedTable(p)
-        return PageStore(p)
+        return PartitionedTable.of_store(PageStore(p))
     except FileNotFoundError as e:
         raise StoreError(f"table {p} changed or was removed while it was being opened "
                          f"({Path(e.filename or '').name or e.strerror}); open it again") from None

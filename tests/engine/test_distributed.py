@@ -70,7 +70,7 @@ def test_repeated_queries_run_on_the_workers_event_loop(parted, single, monkeypa
     from bamql.engine import dask_worker
 
     monkeypatch.setattr(dask_worker, "INLINE_S", 30.0)  # "quick" whatever this machine's speed
-
+    dask_worker._calls.clear()
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                                   dashboard_address=None) as cluster, distributed.Client(cluster) as client:
         with bamql.connect(parted, device="cpu", cluster=client) as con:
@@ -78,37 +78,35 @@ def test_repeated_queries_run_on_the_workers_event_loop(parted, single, monkeypa
                 for name in ("q01", "q14"):
                     sql = QUERIES[name]
                     assert_same_rows(con.sql(sql).rows(), single[name], ordered="ORDER BY" in sql)
-
-        def quick(dask_worker) -> int:
-            return dask_worker.extensions["bamql"].quick_calls
-
-        # each worker ran both queries' calls inline once they were known to be quick
-        assert list(client.run(quick).values()) == [2, 2]
+    # both workers (threads of this process) ran both queries' calls inline once they were
+    # known to be quick
+    assert sum(quick for _, quick in dask_worker._calls.values()) == 4
 
 
-@pytest.mark.parametrize("direct,spin", [(False, 0.0), (True, 0.0), (True, 0.05)],
-                         ids=["relayed", "direct", "direct-polled"])
-def test_a_worker_killed_mid_query(parted, single, direct, spin, monkeypatch):
-    # relayed: calls pass through the scheduler; direct: client to worker (the clients
-    # bamql makes itself), waited for by the Client's loop or polled from the query's thread
-    monkeypatch.setenv("BAMQL_DASK_SPIN_S", str(spin))  # read by connect()
+@pytest.mark.parametrize("direct", [False, True], ids=["relayed", "direct"])
+def test_a_worker_killed_mid_query(parted, single, direct):
+    # relayed: answers pass through the scheduler; direct: from the worker to the client
     sql = QUERIES["q06"]
 
     def hold_partitions_back(seconds: float) -> None:
-        """On a worker: each partition task of its process sleeps ``seconds`` first (the
-        test-only seam ``distributed.before_partition``); defined here, so that it travels
-        by value."""
-        import functools
+        """On a worker: each partition of its process sleeps ``seconds`` first (its module's
+        ``run_partition`` wrapped); defined here, so that it travels by value."""
         import time
 
-        from bamql.engine import distributed as dist
+        from bamql.engine import dask_worker
 
-        dist.before_partition = functools.partial(time.sleep, seconds)
+        run = dask_worker.run_partition
+
+        def slow(*args, **kwargs):
+            time.sleep(seconds)
+            return run(*args, **kwargs)
+
+        dask_worker.run_partition = slow
 
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster, direct_to_workers=direct) as client:
-        client.run(hold_partitions_back, 3.0)  # each partition task sleeps 3 s first
+        client.run(hold_partitions_back, 3.0)  # each partition sleeps 3 s first
         with bamql.connect(parted, device="cpu", cluster=client) as con:
             out: dict = {}
 
@@ -121,7 +119,7 @@ def test_a_worker_killed_mid_query(parted, single, direct, spin, monkeypatch):
             pids = client.run(os.getpid)  # worker address -> process id
             th = threading.Thread(target=query)
             th.start()
-            time.sleep(1.5)  # tasks are running (each sleeps 3 s first)
+            time.sleep(1.5)  # tasks are running (each partition sleeps 3 s first)
             os.kill(next(iter(pids.values())), signal.SIGKILL)
             th.join(timeout=300)
             assert not th.is_alive()
@@ -150,9 +148,9 @@ def test_one_worker_per_gpu_cluster_and_affinity(parted, single, capfd):
                 sql = QUERIES[name]
                 assert_same_rows(con.sql(sql).rows(), single[name], ordered="ORDER BY" in sql)
         # partition i goes to worker i mod n: each worker opened only its own partitions
-        from bamql.engine import distributed as dist
+        from bamql.engine import dask_worker
 
-        opened = client.run(lambda: sorted(os.path.basename(p) for p in dist._stores))
+        opened = client.run(lambda: sorted(os.path.basename(p) for p in dask_worker._stores))
         seen = sorted(p for ps in opened.values() for p in ps)
         assert seen == ["part-000", "part-001", "part-002", "part-003"]
         assert all(len(ps) == 2 for ps in opened.values())
@@ -206,7 +204,7 @@ def test_a_session_closes_the_cluster_it_started(parted, single):
     con = bamql.connect(parted, device="cpu", cluster="local-gpus:2")
     client = con.cluster
     assert len(client.scheduler_info()["workers"]) == 2
-    assert client.direct_to_workers  # calls skip the scheduler
+    assert client.direct_to_workers  # answers skip the scheduler
     assert_same_rows(con.sql(QUERIES["q01"]).rows(), single["q01"], ordered=False)
     con.close()
     assert client.status == "closed"
@@ -229,71 +227,34 @@ def test_partitioned_ingest_from_a_program_read_from_stdin(tmp_path, taxi_orc):
         assert con.sql("SELECT COUNT(*) FROM p").rows() == [(60000,)]
 
 
-def test_unreachable_workers_fall_back_to_the_scheduler_relaying(monkeypatch):
-    # a client that cannot reach the workers directly: the first call fails with OSError
-    # while the scheduler still lists the same workers; the retry goes relayed
-    import pickle
+def _runner(client):
+    from bamql.config import Backend, Device
+    from bamql.engine.distributed import DaskRunner
 
-    from bamql.engine import distributed as dist
-
-    monkeypatch.setattr(dist.time, "sleep", lambda s: None)
-    now = time.monotonic()
-    done = pickle.dumps(("ok", ("acc", ["stats"]), 0.001, (now + 1.0, now + 1.001)))
-
-    class Rpc:
-        async def bamql_partitions(self, blob):
-            raise OSError("Timed out trying to connect to tcp://w1")
-
-    class Scheduler:
-        async def proxy(self, msg, worker):
-            assert msg["op"] == "bamql_partitions" and worker == "tcp://w1"
-            return done
-
-    class Client:
-        direct_to_workers = True
-        scheduler = Scheduler()
-        plugins: list = []
-
-        def scheduler_info(self):
-            return {"workers": {"tcp://w1": {}}}
-
-        def register_plugin(self, plugin):
-            self.plugins.append(plugin.name)
-
-        def rpc(self, address):
-            return Rpc()
-
-        def sync(self, fn, *args):
-            import asyncio
-
-            return asyncio.run(fn(*args))
-
-    client = Client()
-    accs, stats, seconds, spans, answers_s = dist._run_on_workers(client, ["p0"], ())
-    assert (accs, stats, seconds) == (["acc"], ["stats"], [0.001]) and answers_s >= 0
-    assert len(spans) == 1 and 0 < spans[0][0] < spans[0][1]  # from the client's send
-    assert client.direct_to_workers is False
-    assert client.plugins == ["bamql-partitions"] * 2  # registered, and again on the retry
+    return DaskRunner(client, Device.CPU, Backend.FILE, None)
 
 
 def test_a_worker_error_is_raised_on_the_client_as_it_was(parted):
     # an error on a worker comes back as an answer and is raised as itself, not retried
+    from types import SimpleNamespace
+
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
                                   dashboard_address=None) as cluster, distributed.Client(cluster) as client:
-        from bamql.engine import distributed as dist
-
+        with bamql.connect(parted, device="cpu") as con:
+            plan = con.plan(con._translate(QUERIES["q06"]))
+        runner = _runner(client)
         with pytest.raises(bamql.BamqlError, match="no-such-partition"):
-            dist._run_on_workers(client, [str(parted / "no-such-partition")], (None,) * 6)
+            runner.run(SimpleNamespace(paths=[parted / "no-such-partition"]), plan, "file")
         # any other error of a partition: one line naming the worker, at once, not retried
         t0 = time.perf_counter()
         with pytest.raises(bamql.BamqlError, match="a partition failed on worker .*: KeyError"):
-            dist._run_on_workers(client, [str(parted / "trips" / "part-000")], ("not a query",) + (None,) * 5)
+            runner.run(SimpleNamespace(paths=[parted / "trips" / "part-000"]), plan, "no medium")
         assert time.perf_counter() - t0 < 5
 
 
-def test_workers_that_join_later_get_the_handler(parted, single):
-    # the plugin reaches workers started after the first query; the next query (after the
-    # worker list is checked again) deals partitions to them too, with the same answers
+def test_workers_that_join_later_get_partitions(parted, single):
+    # the next query after the worker list is checked again deals partitions to workers
+    # started after the first query, with the same answers
     from bamql.engine import distributed as dist
 
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
@@ -307,26 +268,23 @@ def test_workers_that_join_later_get_the_handler(parted, single):
                 assert_same_rows(con.sql(QUERIES[name]).rows(), single[name], ordered=False)
             st = con.sql(QUERIES["q01"]).stats
             assert len(st.worker_seconds) == 3  # every worker answered a share
-        runners = client.run(lambda dask_worker: "bamql" in dask_worker.extensions)
-        assert list(runners.values()) == [True] * 3
 
 
-def test_polled_calls_give_the_same_answers(parted, single, monkeypatch):
-    # direct calls polled from the querying thread (the default on machines of 8+ cores)
-    from bamql.engine import distributed as dist
-
-    monkeypatch.setenv("BAMQL_DASK_SPIN_S", "0.05")  # read by connect()
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, \
-            distributed.Client(cluster, direct_to_workers=True) as client:
+def test_queries_are_tasks_the_scheduler_sees(parted, single):
+    # each query is one task per worker, through the scheduler (the dashboard's task stream
+    # shows them), and always on the same workers; clear_caches reaches every worker
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
         with bamql.connect(parted, device="cpu", cluster=client) as con:
-            for name, sql in QUERIES.items():
-                assert_same_rows(con.sql(sql).rows(), single[name], ordered="ORDER BY" in sql)
-            assert client in dist._pollers.by_client  # this thread's poller answered them
-            poller = dist._pollers.by_client[client]
-    poller.close()  # also after its cluster is gone, and twice
-    poller.close()
-    assert poller.loop.is_closed()
+            with distributed.get_task_stream(client) as stream:
+                for _ in range(3):
+                    assert_same_rows(con.sql(QUERIES["q01"]).rows(), single["q01"], ordered=False)
+            runner = con._dask
+            workers = runner.workers()
+            assert runner.clear_caches() == {w: 0 for w in workers}  # no GPU engines here
+    tasks = [t for t in stream.data if str(t["key"]).startswith("bamql_partitions")]
+    assert len(tasks) == 6  # three queries, two workers each
+    assert sorted(t["worker"] for t in tasks) == sorted(workers * 3)
 
 
 def test_a_bad_polling_setting_is_a_clear_error(parted, monkeypatch):
@@ -349,27 +307,24 @@ def test_a_worker_merges_its_partitions_before_answering(parted):
 
     import numpy as np
 
+    from bamql.config import Backend, Device
     from bamql.engine import accumulate
-    from bamql.engine import distributed as dist
-    from bamql.engine.dask_worker import PartitionRunner
+    from bamql.engine.dask_worker import bamql_partitions
+    from bamql.engine.runner import LocalRunner
 
     with bamql.connect(parted, device="cpu") as con:
         q = con._translate(QUERIES["q06"])
-        store = con.store(q.table)
-        domains = con._domains(q, store)
-        paths = [str(p) for p in store.paths]
-        args = (q, domains, con._medium(), "cpu", None, None)
-        one = [dist.run_partition(p, *args) for p in paths[:3]]
-    runner = PartitionRunner()
-    try:
-        status, (acc, stats), seconds, (start, end) = pickle.loads(
-            asyncio.run(runner.run(pickle.dumps((paths[:3], args)))))
-    finally:
-        runner.close()
+        table = con.store(q.table)
+        plan = con.plan(q)
+        one = LocalRunner(Device.CPU, Backend.FILE).run(table, plan, con._medium())
+        paths = [str(p) for p in table.paths]
+        args = (q, plan.key_domains, con._medium(), Device.CPU, Backend.FILE, None)
+    status, (acc, stats), seconds, (start, end) = pickle.loads(
+        asyncio.run(bamql_partitions(pickle.dumps((paths[:3], args)))))
     assert status == "ok" and 0 < seconds and start <= end
-    want = accumulate.combine(accumulate.combine(one[0][0], one[1][0]), one[2][0])
+    want = accumulate.combine(accumulate.combine(one.accs[0], one.accs[1]), one.accs[2])
     assert accumulate.combine_all([]) is None
     assert sorted(acc) == sorted(want)
     for k in want:
         np.testing.assert_allclose(acc[k], want[k], rtol=1e-12)
-    assert [s.rows for s in stats] == [s.rows for _, s in one] and sum(s.rows for s in stats) > 0
+    assert [s.rows for s in stats] == [s.rows for s in one.stats[:3]] and sum(s.rows for s in stats) > 0

@@ -1,0 +1,112 @@
+"""Runners: where a table's partitions run, and how their partial results merge.
+
+The session plans a query on a table's first partition and hands the table's partitions to
+a runner: :class:`LocalRunner` runs them one after another in this process (on the CPU
+engine or the session's GPU engine), ``bamql.engine.distributed.DaskRunner`` on a Dask
+cluster's workers. Both return :class:`Partials`, which :func:`merge` turns into the
+query's accumulators and statistics the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from bamql.config import Backend, Device, Medium
+from bamql.engine import accumulate
+from bamql.engine.partition import plan_partition, run_partition
+from bamql.engine.stats import QueryStats
+from bamql.lru import LRU
+from bamql.planner.physical import PhysicalPlan
+from bamql.storage.partitioned import PartitionedTable
+
+
+@dataclass
+class Dispatch:
+    """How a cluster's answers came back (see the fields of the same names in QueryStats)."""
+
+    dispatch_seconds: float
+    worker_seconds: list[float]
+    worker_spans: list[tuple[float, float]]
+    answers_seconds: float
+
+
+@dataclass
+class Partials:
+    """What a runner brings back: partial aggregates of disjoint rows (one set per
+    partition, or per worker that merged its own), each partition's statistics, and on a
+    cluster how the answers came back."""
+
+    accs: list[dict[str, np.ndarray]]
+    stats: list[QueryStats]
+    dispatch: Dispatch | None = field(default=None)
+
+
+class Runner(Protocol):
+    """Runs a table's partitions."""
+
+    #: the statistics' device suffix (``cpu/local``, ``gpu/dask``)
+    where: str
+    #: EXPLAIN's words for where the partitions run
+    place: str
+
+    def run(self, table: PartitionedTable, plan: PhysicalPlan, medium: Medium) -> Partials:
+        """Every partition of ``table``; ``plan`` is the first partition's."""
+        ...
+
+
+class LocalRunner:
+    """The partitions one after another in this process, on ``engine`` (a GPU engine) or
+    the CPU engine (``engine`` None)."""
+
+    where = "local"
+    place = "in this process"
+
+    def __init__(self, device: Device, backend: Backend, engine=None) -> None:
+        self.device, self.backend, self.engine = device, backend, engine
+        #: plans of the partitions after the first (the session keeps the first's):
+        #: (partition, query, medium) -> plan; an open store's metadata does not change
+        self._plans = LRU(1024)
+
+    def _plan(self, store, plan: PhysicalPlan, medium: Medium) -> PhysicalPlan:
+        key = (str(store.path), plan.query, medium)
+        p = self._plans.get(key)
+        if p is None:
+            p = plan_partition(store, plan.query, plan.key_domains, medium)
+            self._plans.put(key, p)
+        return p
+
+    def run(self, table: PartitionedTable, plan: PhysicalPlan, medium: Medium) -> Partials:
+        accs, stats = [], []
+        for i, store in enumerate(table.parts):
+            acc, st = run_partition(store, plan if i == 0 else self._plan(store, plan, medium),
+                                    self.device, self.backend, self.engine)
+            accs.append(acc)
+            stats.append(st)
+        return Partials(accs, stats)
+
+
+def merge(table: PartitionedTable, partials: Partials, label: str, backend: Backend,
+          seconds: float) -> tuple[dict[str, np.ndarray] | None, QueryStats]:
+    """The query's accumulators and statistics from its partitions'.
+
+    A table of one store reports its partition's statistics as they are; a partitioned
+    table's sum its partitions' I/O under ``label`` (such as ``cpu/dask``), with the whole
+    run's ``seconds`` and each partition's own time.
+    """
+    acc = accumulate.combine_all(partials.accs)
+    if not table.partitioned:
+        return acc, partials.stats[0]
+    stats = QueryStats(label, backend, table.rows)
+    for st in partials.stats:
+        stats.absorb(st)
+    stats.seconds = seconds
+    d = partials.dispatch
+    if d is not None:
+        stats.dispatch_seconds = d.dispatch_seconds
+        stats.worker_seconds = d.worker_seconds
+        stats.worker_spans = d.worker_spans
+        stats.answers_seconds = d.answers_seconds
+    return acc, stats

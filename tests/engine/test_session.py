@@ -1,0 +1,85 @@
+"""Sessions: every table runs as a list of partitions through a runner."""
+
+from __future__ import annotations
+
+import pytest
+
+import bamql
+from bamql.engine import runner
+from bamql.errors import BamqlError
+from bamql.queries import all_queries
+from bamql.storage.ingest import ingest
+
+QUERIES = all_queries()
+
+
+@pytest.fixture(scope="module")
+def parted(tmp_path_factory, taxi_orc):
+    d = tmp_path_factory.mktemp("parted3")
+    ingest(taxi_orc, d / "trips", partitions=3)
+    return d
+
+
+def test_a_store_is_a_table_of_one_partition(taxi_store):
+    with bamql.connect(taxi_store, device="cpu") as con:
+        table = con.store("trips")
+        assert len(table.parts) == 1 and not table.partitioned
+        assert table.columns is table.parts[0].columns and table.rows == table.parts[0].rows
+        res = con.sql(QUERIES["q06"])
+        # its statistics are its partition's own, and EXPLAIN speaks of no partitions
+        assert res.stats.device == "cpu" and res.stats.partition_wall_seconds == []
+        assert not res.plan_text.startswith("1 partitions")
+        assert "partitions" not in con.sql("EXPLAIN ANALYZE " + QUERIES["q06"]).plan_text
+
+
+def test_partitions_are_planned_once_each(parted):
+    with bamql.connect(parted, device="cpu") as con:
+        table = con.store("trips")
+        assert len(table.parts) == 3 and table.partitioned
+        for _ in range(3):
+            st = con.sql(QUERIES["q06"]).stats
+        assert st.device == "cpu/local" and len(st.partition_wall_seconds) == 3
+        # the session keeps the first partition's plan, the runner the others'
+        assert len(con._local._plans) == 2
+
+
+def test_faults_are_injected_by_wrapping_the_partition_run(parted, monkeypatch):
+    # no hook in the engine: a test wraps the function the runner calls per partition
+    calls = []
+    run = runner.run_partition
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return run(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "run_partition", counted)
+    with bamql.connect(parted, device="cpu") as con:
+        con.sql("SELECT COUNT(*) FROM trips")
+        assert len(calls) == 3
+
+        def fail(*args, **kwargs):
+            raise BamqlError("injected")
+
+        monkeypatch.setattr(runner, "run_partition", fail)
+        with pytest.raises(BamqlError, match="injected"):
+            con.sql("SELECT COUNT(*) FROM trips")
+
+
+def test_out_of_memory_is_a_device_error(taxi_store, monkeypatch):
+    def oom(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr(runner, "run_partition", oom)
+    with bamql.connect(taxi_store, device="cpu") as con:
+        with pytest.raises(bamql.DeviceError, match="out of host memory"):
+            con.sql("SELECT COUNT(*) FROM trips")
+
+
+def test_a_store_runs_here_even_with_a_cluster(taxi_store):
+    # only partitioned tables go to the cluster: a single store is opened in this process
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        with bamql.connect(taxi_store, device="cpu", cluster=client) as con:
+            assert con.sql(QUERIES["q06"]).stats.device == "cpu"
+            assert "partitions" not in con.explain(QUERIES["q06"])
