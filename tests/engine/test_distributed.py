@@ -86,7 +86,8 @@ def test_repeated_queries_run_on_the_workers_event_loop(parted, single, monkeypa
         assert list(client.run(quick).values()) == [2, 2]
 
 
-@pytest.mark.parametrize("direct,spin", [(False, 0.0), (True, 0.0), (True, 0.05)],
+@pytest.mark.parametrize("direct,spin", [pytest.param(False, 0.0, marks=pytest.mark.slow), (True, 0.0),
+                                         pytest.param(True, 0.05, marks=pytest.mark.slow)],
                          ids=["relayed", "direct", "direct-polled"])
 def test_a_worker_killed_mid_query(parted, single, direct, spin, monkeypatch):
     # relayed: calls pass through the scheduler; direct: client to worker (the clients
