@@ -12,6 +12,9 @@
   tables, over a subset of the corpus.
 - The refused queries: one line from ``bamql.errors``, never a traceback or an answer.
 
+The CPU matrix and the simulator's part are marked ``slow`` (``python -m pytest -m slow``);
+the default run takes a sample of the CPU matrix, over every data set and store setting.
+
 A failing test lists every mismatch of its configuration (query, data set, ours, DuckDB's).
 """
 
