@@ -9,10 +9,24 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.orc as paorc
 import pytest
+from hypothesis import is_hypothesis_test, settings
 
 from bamql.datasets.generator import GenParams, generate_chunk
 from bamql.datasets.orc import write_orc
 from bamql.storage.ingest import ingest
+
+# Hypothesis example counts: "quick" in the default run, "full" in a run that selects the
+# slow tests (``-m slow``); a test that names its own ``max_examples`` keeps it in both.
+settings.register_profile("quick", max_examples=6)
+settings.register_profile("full", max_examples=40)
+
+
+def selects_slow(config) -> bool:
+    """Whether this run's ``-m`` expression selects a test marked only ``slow``."""
+    from _pytest.mark.expression import Expression
+
+    expr = config.option.markexpr
+    return bool(expr) and Expression.compile(expr).evaluate(lambda name, **kw: name == "slow" and not kw)
 
 
 def pytest_configure(config):
@@ -20,6 +34,45 @@ def pytest_configure(config):
     # subprocesses started by tests share it
     if "BAMQL_CACHE_DIR" not in os.environ:
         os.environ["BAMQL_CACHE_DIR"] = tempfile.mkdtemp(prefix="bamql-test-cache-")
+    if not config.getoption("hypothesis_profile", None):
+        settings.load_profile("full" if selects_slow(config) else "quick")
+
+
+def _named(config) -> list[str]:
+    """The test ids named on the command line (``file::test`` or ``file::test[param]``), as
+    node ids relative to the root directory."""
+    out = []
+    for arg in config.args:
+        if "::" in arg:
+            path, rest = arg.split("::", 1)
+            full = (Path(config.invocation_params.dir) / path).resolve()
+            try:
+                out.append(f"{full.relative_to(config.rootpath).as_posix()}::{rest}")
+            except ValueError:
+                continue
+    return out
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """The default run (no ``-m``) leaves out the tests marked ``slow`` unless they are named
+    by id; ``-m`` chooses by its expression alone (``-m slow``: the slow rest, ``-m gpu``:
+    every GPU test, slow or not). A run that selects slow tests also runs the Hypothesis
+    tests again, with the full profile's example counts."""
+    if config.option.markexpr:
+        if selects_slow(config):
+            for item in items:
+                if is_hypothesis_test(getattr(item, "obj", None)):
+                    item.add_marker(pytest.mark.slow)
+        return
+    named = _named(config)
+    keep, slow = [], []
+    for item in items:
+        wanted = any(item.nodeid == n or item.nodeid.startswith((n + "[", n + "::")) for n in named)
+        (slow if item.get_closest_marker("slow") and not wanted else keep).append(item)
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = keep
 
 
 SAMPLE_DIR = Path(__file__).resolve().parents[1] / "tests" / "data" / "tlc-sample"

@@ -118,6 +118,7 @@ def test_scaleout_bench_runs_on_cpu_workers(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["so-time.png", "so.json", "w"]
 
 
+@pytest.mark.slow
 def test_scaleout_bench_prepares_only_then_reuses_the_table(tmp_path, capsys):
     pytest.importorskip("distributed")
     pytest.importorskip("duckdb")
@@ -140,6 +141,7 @@ def test_scaleout_bench_prepares_only_then_reuses_the_table(tmp_path, capsys):
     assert f"results: {tmp_path / 'so'}.json\n" in out
 
 
+@pytest.mark.slow
 def test_scaleout_bench_on_an_existing_cluster(tmp_path):
     distributed = pytest.importorskip("distributed")
     pytest.importorskip("duckdb")
@@ -156,6 +158,7 @@ def test_scaleout_bench_on_an_existing_cluster(tmp_path):
     assert [r["gpus"] for r in res["runs"]] == [3] and res["runs"][0]["ok"]
 
 
+@pytest.mark.slow
 def test_scaleout_bench_interleaves_the_gpu_counts(tmp_path, monkeypatch):
     pytest.importorskip("distributed")
     pytest.importorskip("duckdb")

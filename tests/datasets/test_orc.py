@@ -48,7 +48,7 @@ def test_parquet_holds_the_same_rows_as_orc(tmp_path):
         generate_orc(tmp_path / "x", params, fmt="csv")
 
 
-@pytest.mark.parametrize("files", [1, 2])
+@pytest.mark.parametrize("files", [pytest.param(1, marks=pytest.mark.slow), 2])
 def test_a_subset_of_the_columns_holds_the_same_rows(tmp_path, files):
     import pyarrow as pa
     import pyarrow.parquet as pq

@@ -83,7 +83,8 @@ def test_repeated_queries_run_on_the_workers_event_loop(parted, single, monkeypa
     assert sum(quick for _, quick in dask_worker._calls.values()) == 4
 
 
-@pytest.mark.parametrize("direct", [False, True], ids=["relayed", "direct"])
+@pytest.mark.parametrize("direct", [pytest.param(False, marks=pytest.mark.slow), True],
+                         ids=["relayed", "direct"])
 def test_a_worker_killed_mid_query(parted, single, direct):
     # relayed: answers pass through the scheduler; direct: from the worker to the client
     sql = QUERIES["q06"]

@@ -94,7 +94,7 @@ def env(taxi_store, taxi_orc):
         yield c, read_orc(taxi_orc)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(sql=query())
 def test_random_queries_match_duckdb(env, sql):
     con, table = env

@@ -68,7 +68,7 @@ def test_kernel_source_does_not_grow_with_an_in_list():
     assert list(p2.arrays()[2]) == list(range(0, 30_000, 3))
 
 
-@pytest.mark.parametrize("negated", [False, True])
+@pytest.mark.parametrize("negated", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_long_in_lists_match_duckdb(con, sample_table, negated):
     rnd = random.Random(9)
     vals = rnd.sample(range(-50_000, 50_000), 20_000) + [236, 161, 237, 0, -1]

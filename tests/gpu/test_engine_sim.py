@@ -184,6 +184,7 @@ ROW_GROUPS_ON_SAMPLE = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_file_backend_reads_row_groups_of_the_real_sample():
     # the host I/O workers checked block_bytes // page_size pages of a row group's block, not
     # its members' pages: the padding was hashed as the next group's page, a false "checksum

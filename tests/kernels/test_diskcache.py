@@ -168,7 +168,8 @@ def test_a_cache_file_swapped_between_kernels_is_not_loaded(cache):
     assert out["hits"] == 0
 
 
-@pytest.mark.parametrize("victim", ["k_*.py", "__pycache__/k_*.nbi", "__pycache__/k_*.nbc"])
+@pytest.mark.parametrize("victim", ["k_*.py", pytest.param("__pycache__/k_*.nbi", marks=pytest.mark.slow),
+                                    pytest.param("__pycache__/k_*.nbc", marks=pytest.mark.slow)])
 def test_a_truncated_cache_file_is_rebuilt(cache, victim):
     for f in _files(cache, victim):
         f.write_bytes(f.read_bytes()[: f.stat().st_size // 2])

@@ -12,6 +12,9 @@
   tables, over a subset of the corpus.
 - The refused queries: one line from ``bamql.errors``, never a traceback or an answer.
 
+The CPU matrix and the simulator's part are marked ``slow`` (``python -m pytest -m slow``);
+the default run takes a sample of the CPU matrix, over every data set and store setting.
+
 A failing test lists every mismatch of its configuration (query, data set, ours, DuckDB's).
 """
 
@@ -41,10 +44,16 @@ from tests.sql.corpus import (
 )
 
 QUERIES = load_queries()
+SAMPLE_EVERY = 27
 REFUSED = load_queries(include_refused=True)
 #: (shape, data set, queries) of the CPU matrix: a third of the corpus on every CI shape
 #: (``corpus.ci_plan`` says why a third; the command line runs all of it).
 PLAN = ci_plan(QUERIES, dataset_names())
+#: The default run's sample of that matrix: every data set on the first four CI shapes
+#: (every page size, row-group, float, compression and partition setting), fewer queries.
+SAMPLE = ci_plan(QUERIES, dataset_names(), CI_SHAPES[:4], every=SAMPLE_EVERY)
+CPU_CASES = [pytest.param(s, n, qs, id=f"sample-{s.name}-{n}") for s, n, qs in SAMPLE] + [
+    pytest.param(s, n, qs, id=f"{s.name}-{n}", marks=pytest.mark.slow) for s, n, qs in PLAN]
 GEN_ROWS = 8_000
 REPO = Path(__file__).resolve().parents[2]
 
@@ -115,8 +124,7 @@ def test_refused_queries_fail_with_one_line(workdir, datasets, ds_name):
     assert not answered and not crashed, (answered, crashed)
 
 
-@pytest.mark.parametrize(("shape", "ds_name", "queries"), PLAN,
-                         ids=[f"{s.name}-{n}" for s, n, _ in PLAN])
+@pytest.mark.parametrize(("shape", "ds_name", "queries"), CPU_CASES)
 def test_cpu_matches_duckdb(workdir, datasets, refs, shape, ds_name, queries):
     ds = datasets[ds_name]
     out = run_queries(queries, ds, shape, Engine(), workdir, refs)
@@ -137,6 +145,7 @@ SIM_ARGS = ["--device", "gpu", "--shapes", "p4096-gnone-fauto-cnone-x1,p512-gaut
             "--quiet", "--hang-s", "300"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cache", ["4", "default"], ids=["4slots", "default-cache"])
 @pytest.mark.parametrize("backend", ["host", "gpu", "file"])
 def test_simulated_gpu_matches_duckdb(tmp_path, backend, cache):

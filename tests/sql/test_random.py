@@ -123,7 +123,7 @@ def check(table: pa.Table, sqls: list[str], page_size: int, floats: str, device:
                 assert_same_rows(ours, duck_tables(sql, {"r": table}), ordered="ORDER BY" in sql)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(deadline=None, suppress_health_check=list(HealthCheck))
 @given(table=tables(), sqls=st.lists(queries(), min_size=1, max_size=2),
        page_size=st.sampled_from([512, 4096]), floats=st.sampled_from(["auto", "plain"]))
 def test_random_tables_and_queries_on_the_cpu(table, sqls, page_size, floats):
