@@ -200,7 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--volumes", type=int, default=1, help="volume files to stripe over (default 1)")
     i.add_argument("--table", default=None, help="table name (default: the directory's name)")
     i.add_argument("--partitions", type=int, default=1,
-                   help="split into N row-range partitions (one Dask task each; default 1)")
+                   help="split into N row-range partitions (dealt out to Dask workers; default 1)")
     i.add_argument("--groups", default="none", metavar="SPEC",
                    help="row groups: second copies of columns laid out so that a cold gather from "
                    "disk reads a row's values of every member at once. auto (float columns, as many "

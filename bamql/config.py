@@ -10,9 +10,6 @@ The environment variables:
 ``BAMQL_CACHE_DIR``
     Where the generated kernels are kept (``<dir>/kernels``); by default
     ``$XDG_CACHE_HOME/bamql``, else ``~/.cache/bamql``.
-``BAMQL_DASK_SPIN_S``
-    Seconds a query's thread polls for the Dask workers' answers before it sleeps until
-    they come (0: no polling); by default 0.05 on machines of 8 cores or more, else 0.
 ``BAMQL_GPU_PREPARED``
     ``0`` turns off the GPU engine's prepared launches (every launch goes through numba's
     argument conversion); on by default.
@@ -185,29 +182,11 @@ def _flag(value: bool | str, setting: str) -> bool:
     raise ConfigError(f"{setting} takes 1 or 0 (true/false, yes/no, on/off), not {value!r}")
 
 
-def _seconds(value: float | str, setting: str) -> float:
-    try:
-        if isinstance(value, bool):
-            raise ValueError
-        s = float(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{setting} takes seconds, such as 0.05 or 0, not {value!r}") from None
-    if not s >= 0 or s == float("inf"):  # NaN fails the comparison
-        raise ConfigError(f"{setting} takes seconds, such as 0.05 or 0, not {value!r}")
-    return s
-
-
 def _path(value: str | os.PathLike, setting: str) -> Path:
     if isinstance(value, bytes) or not isinstance(value, (str, os.PathLike)) \
             or not os.fspath(value):
         raise ConfigError(f"{setting} takes a path, not {value!r}")
     return Path(value).expanduser()
-
-
-def _default_spin() -> float:
-    # a polling client takes a core while it waits: only where cores are plenty, not where
-    # it would slow down workers sharing a few cores with it
-    return 0.05 if (os.cpu_count() or 1) >= 8 else 0.0
 
 
 def _default_cache_dir(xdg: str | None = None) -> Path:
@@ -246,8 +225,6 @@ class Config:
         (checked when the session connects to it).
     cache_dir
         The kernel cache's base directory (``BAMQL_CACHE_DIR``).
-    dask_spin_s
-        Seconds a direct Dask call polls for its answers (``BAMQL_DASK_SPIN_S``).
     gpu_prepared
         Whether GPU launches reuse numba's prepared arguments (``BAMQL_GPU_PREPARED``).
     debug
@@ -263,7 +240,6 @@ class Config:
     page_size: int | None = None
     cluster: object = field(default=None, compare=False, repr=False)
     cache_dir: Path = field(default_factory=_default_cache_dir)
-    dask_spin_s: float = field(default_factory=_default_spin)
     gpu_prepared: bool = True
     debug: bool = False
     history: Path = field(default_factory=_default_history)
@@ -319,9 +295,7 @@ class Config:
 
 
 #: setting -> the environment variable it is read from
-ENV_VARS = {"cache_dir": "BAMQL_CACHE_DIR", "dask_spin_s": "BAMQL_DASK_SPIN_S",
-            "gpu_prepared": "BAMQL_GPU_PREPARED", "debug": "BAMQL_DEBUG",
-            "history": "BAMQL_HISTORY"}
+ENV_VARS = {"cache_dir": "BAMQL_CACHE_DIR", "gpu_prepared": "BAMQL_GPU_PREPARED",
+            "debug": "BAMQL_DEBUG", "history": "BAMQL_HISTORY"}
 #: setting -> its check, (value, the name an error gives it) -> the normalized value
-_CHECKS = {"cache_dir": _path, "dask_spin_s": _seconds, "gpu_prepared": _flag, "debug": _flag,
-           "history": _path}
+_CHECKS = {"cache_dir": _path, "gpu_prepared": _flag, "debug": _flag, "history": _path}

@@ -119,24 +119,21 @@ def test_plans_use_the_enums(taxi_store):
 
 
 # -- the Config ----------------------------------------------------------------------------
-def test_defaults(clean_env, monkeypatch):
-    monkeypatch.setattr(config.os, "cpu_count", lambda: 2)
+def test_defaults(clean_env):
     c = Config.from_env()
     assert c == Config()
     assert (c.device, c.backend, c.cache, c.medium, c.page_size, c.cluster) == (
         Device.AUTO, None, None, None, None, None)
     assert c.cache_dir == Path.home() / ".cache" / "bamql"
     assert c.history == Path.home() / ".bamql_history"
-    assert (c.dask_spin_s, c.gpu_prepared, c.debug) == (0.0, True, False)
-    monkeypatch.setattr(config.os, "cpu_count", lambda: 16)
-    assert Config.from_env().dask_spin_s == 0.05  # many cores: polling pays
+    assert (c.gpu_prepared, c.debug) == (True, False)
 
 
 def test_settings_are_normalized_and_frozen():
     c = Config(device="gpu", backend="file", medium="queue", cache=4096, page_size="512",
-               cache_dir="/tmp/x", history="~/h", dask_spin_s="0.5", gpu_prepared="off", debug="yes")
+               cache_dir="/tmp/x", history="~/h", gpu_prepared="off", debug="yes")
     assert c.device is Device.GPU and c.backend is Backend.FILE and c.medium is Medium.QUEUE
-    assert (c.cache, c.page_size, c.dask_spin_s, c.gpu_prepared, c.debug) == (4096, 512, 0.5, False, True)
+    assert (c.cache, c.page_size, c.gpu_prepared, c.debug) == (4096, 512, False, True)
     assert c.cache_dir == Path("/tmp/x") and c.history == Path.home() / "h"
     with pytest.raises(AttributeError):
         c.device = Device.CPU  # type: ignore[misc]
@@ -150,10 +147,6 @@ def test_settings_are_normalized_and_frozen():
     ("cache", "8 GiBs", DeviceError, "cache: not a size: '8 GiBs'"),
     ("cache", -5, DeviceError, "cache: not a size: -5"),
     ("page_size", "lots", PlanError, "page_size: not a size: 'lots'"),
-    ("dask_spin_s", "fast", ConfigError, "dask_spin_s takes seconds, such as 0.05 or 0, not 'fast'"),
-    ("dask_spin_s", -0.1, ConfigError, "dask_spin_s takes seconds"),
-    ("dask_spin_s", "nan", ConfigError, "dask_spin_s takes seconds"),
-    ("dask_spin_s", True, ConfigError, "dask_spin_s takes seconds"),
     ("gpu_prepared", "maybe", ConfigError, "gpu_prepared takes 1 or 0"),
     ("debug", 2, ConfigError, "debug takes 1 or 0 (true/false, yes/no, on/off), not 2"),
     ("cache_dir", "", ConfigError, "cache_dir takes a path, not ''"),
@@ -174,8 +167,6 @@ def test_an_unknown_setting_is_a_usage_error():
 # -- the environment -----------------------------------------------------------------------
 @pytest.mark.parametrize("var,value,setting,want", [
     ("BAMQL_CACHE_DIR", "/tmp/bq", "cache_dir", Path("/tmp/bq")),
-    ("BAMQL_DASK_SPIN_S", "0.2", "dask_spin_s", 0.2),
-    ("BAMQL_DASK_SPIN_S", "0", "dask_spin_s", 0.0),
     ("BAMQL_GPU_PREPARED", "0", "gpu_prepared", False),
     ("BAMQL_GPU_PREPARED", "1", "gpu_prepared", True),
     ("BAMQL_DEBUG", "1", "debug", True),
@@ -193,7 +184,6 @@ def test_variables_are_read_when_a_config_is_built(clean_env, var, value, settin
 
 
 @pytest.mark.parametrize("var,value,text", [
-    ("BAMQL_DASK_SPIN_S", "fast", "BAMQL_DASK_SPIN_S takes seconds, such as 0.05 or 0, not 'fast'"),
     ("BAMQL_GPU_PREPARED", "no way", "BAMQL_GPU_PREPARED takes 1 or 0"),
     ("BAMQL_DEBUG", "2", "BAMQL_DEBUG takes 1 or 0 (true/false, yes/no, on/off), not '2'"),
 ])
@@ -205,9 +195,9 @@ def test_a_bad_variable_is_one_line_naming_the_variable(clean_env, var, value, t
 
 
 def test_keywords_win_over_variables_and_empty_variables_are_unset(clean_env):
-    clean_env.setenv("BAMQL_DASK_SPIN_S", "fast")
-    assert Config.from_env(dask_spin_s=0.5).dask_spin_s == 0.5  # the variable is not read
-    clean_env.setenv("BAMQL_DASK_SPIN_S", "")
+    clean_env.setenv("BAMQL_GPU_PREPARED", "maybe")
+    assert Config.from_env(gpu_prepared=False).gpu_prepared is False  # the variable is not read
+    clean_env.setenv("BAMQL_GPU_PREPARED", "")
     clean_env.setenv("BAMQL_CACHE_DIR", "")
     assert Config.from_env() == Config()
 

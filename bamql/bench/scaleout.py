@@ -197,7 +197,7 @@ def _time_queries(counts: dict, queries: Sequence[str], reps: int, want: dict, r
                   say: Callable[[str], None]) -> None:
     """Time each query ``reps`` times on each GPU count's ``(client, session)``, the counts
     taking turns in each repetition (first to last, then last to first)."""
-    from bamql.engine.distributed import clear_caches
+    from bamql.engine.dask_worker import clear_caches
 
     order = list(counts)
     for q in queries:
@@ -234,7 +234,8 @@ def _time_queries(counts: dict, queries: Sequence[str], reps: int, want: dict, r
 
 def _busiest(seconds: list[float], workers: int) -> float:
     """The most time one worker spent. Partition ``i`` runs on worker ``i mod workers``, and
-    the statistics come back worker by worker (``engine.distributed._run_on_workers``)."""
+    the statistics come back worker by worker, each worker's in its partitions' order
+    (``engine.distributed.DaskRunner.run``)."""
     sizes = [len(range(w, len(seconds), workers)) for w in range(workers)]
     starts = [sum(sizes[:w]) for w in range(workers)]
     return max(sum(seconds[a : a + k]) for a, k in zip(starts, sizes, strict=True))

@@ -50,7 +50,7 @@ def _common(p: argparse.ArgumentParser) -> None:
                    "at most 8 GiB)")
     p.add_argument("--cluster", default=None, metavar="ADDRESS",
                    help="Dask scheduler address, or local-gpus[:N] for one worker per GPU here: "
-                   "partitioned tables run one task per partition there")
+                   "partitioned tables run on its workers")
 
 
 def add_sql_commands(sub) -> None:

@@ -251,7 +251,7 @@ class Session:
         if txt is None:  # made once: every query's result carries it
             txt = explain_text(self.plan(q), table.parts[0])
             if table.partitioned:
-                txt = (f"{len(table.parts)} partitions of {table.rows:,} rows, one task each "
+                txt = (f"{len(table.parts)} partitions of {table.rows:,} rows, run "
                        f"{runner.place}; partition 1:\n" + txt)
             self._explained.put(key, txt)
         return txt
@@ -329,8 +329,9 @@ def connect(path: str | os.PathLike, device: str = "auto", backend: str | None =
         picks gather vs stream per column.
     cluster
         A Dask ``Client``, a scheduler address, or ``"local-gpus"`` (one worker per GPU of
-        this machine): partitioned tables then run one task per partition on the cluster,
-        on the CPU or GPU engine as ``device`` says (otherwise one after another here).
+        this machine): partitioned tables then run on the cluster's workers (partition
+        ``i`` on worker ``i mod n``, one task per worker and query), on the CPU or GPU
+        engine as ``device`` says (otherwise one after another here).
     page_size
         The page size the tables must have (e.g. ``4096`` or ``"4KiB"``); a table ingested
         with another is a clear error. Pages are laid out at ingest (``--page-size``).

@@ -94,7 +94,7 @@ def ingest(
         Called with the number of rows of each batch written.
     partitions
         Split the rows into this many contiguous partitions, each a page store of its own
-        (``part-NNN/``) under one ``partitions.json``, for one task each on Dask.
+        (``part-NNN/``) under one ``partitions.json``, dealt out to a Dask cluster's workers.
     groups
         Row groups (``storage.groups``): ``"auto"`` (float columns of one width, as many per
         group as pages fit in 4 KiB), ``"a,b,c;d,e"`` or lists of names; None for none.

@@ -1,7 +1,7 @@
 """What a worker's answer costs to pickle and unpickle: one accumulator set per partition
-(bamql before session 14) against the partitions' sets merged on the worker (now), on the
-same partition results, in one process. Usage:
-``python bench/diag/answer_pickling.py PARTITIONED_TABLE_DIR [query ...]``.
+(bamql before session 14) against the partitions' sets merged on the worker (what
+``dask_worker.bamql_partitions`` returns), on the same partition results, in one process.
+Usage: ``python bench/diag/answer_pickling.py PARTITIONED_TABLE_DIR [query ...]``.
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ import time
 
 import bamql
 from bamql import queries
+from bamql.config import Backend, Device
 from bamql.engine import accumulate
-from bamql.engine import distributed as dist
+from bamql.engine.runner import LocalRunner
 
 
 def _us(f, n: int = 500) -> float:
@@ -28,12 +29,12 @@ def main(path: str, names: list[str]) -> None:
     with bamql.connect(path, device="cpu") as con:
         for name in names:
             q = con._translate(queries.load(name))
-            store = con.store(q.table)
-            dom = con._domains(q, store)
-            res = [dist.run_partition(str(p), q, dom, con._medium()) for p in store.paths]
-            merged = accumulate.combine_all(acc for acc, _ in res)
+            table = con.store(q.table)
+            got = LocalRunner(Device.CPU, Backend.FILE).run(table, con.plan(q), con._medium())
+            res = list(zip(got.accs, got.stats, strict=True))
+            merged = accumulate.combine_all(got.accs)
             ways = {"per partition": ("ok", res, 0.1, (1.0, 2.0)),
-                    "merged": ("ok", (merged, [st for _, st in res]), 0.1, (1.0, 2.0))}
+                    "merged": ("ok", (merged, got.stats), 0.1, (1.0, 2.0))}
             cells = []
             for way, answer in ways.items():
                 blob = pickle.dumps(answer, protocol=5)

@@ -3,17 +3,17 @@
 On one cluster of ``n`` workers (one per GPU) and a partitioned table, each query's
 partitions run three ways, in turns, caches emptied before each: every worker alone (the
 others idle), then all workers at once. Each partition's kernel and engine time are
-compared: the same processes, the same memory, only the concurrency differs. In the
-scale-out bench each partition's kernel took 1-18% longer on two GPUs than on one, varying
-from run to run (README, scale-out results). The kernel's time is split into the device's
-own (CUDA events around the launch) and the host's around it (the accumulators' copies,
-the launch call, the wait): a slower device points at the shared host memory and PCIe, a
-slower host side at the CPUs. ``--pin`` measures once more with each worker bound to its
-own share of the CPUs and this process to the rest. ``--loads seq,rnd`` then runs worker
-0's partitions once more while a process of this script keeps the last GPU reading its own
-pinned host buffer (``host_read_latency``'s load: a stream, or scattered pages) in place of
-the engine: if worker 0 slows as much as beside the engine, the host traffic of any GPU is
-to blame; if not, something the engines share.
+compared: the same processes, the same memory, only the concurrency differs (the scale-out
+bench's kernels take longer on two GPUs than on one: docs/measurements.md). The kernel's
+time is split into the device's own (CUDA events around the launch) and the host's around
+it (the accumulators' copies, the launch call, the wait): a slower device points at the
+shared host memory and PCIe, a slower host side at the CPUs. ``--pin`` measures once more
+with each worker bound to its own share of the CPUs and this process to the rest.
+``--loads seq,rnd`` then runs worker 0's partitions once more while a process of this
+script keeps the last GPU reading its own pinned host buffer (``host_read_latency``'s
+load: a stream, or scattered pages) in place of the engine: if worker 0 slows as much as
+beside the engine, the host traffic of any GPU is to blame; if not, something the engines
+share.
 
 Usage (GPU machine): ``python bench/diag/scaleout_concurrency.py TABLE_DIR [--gpus 2]
 [--reps 9] [--queries q01,q03] [--device gpu|cpu] [--backend host] [--pin]
@@ -31,8 +31,8 @@ import distributed
 
 import bamql
 from bamql import queries
-from bamql.config import Config
 from bamql.engine import distributed as dist
+from bamql.engine.dask_worker import bamql_partitions, clear_caches
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> None:
     with dist.local_gpu_cluster(a.gpus) as cluster, \
             distributed.Client(cluster, direct_to_workers=True) as client:
         client.wait_for_workers(a.gpus, timeout=120)
-        workers = list(dist._workers_for(client, fresh=True))
+        workers = sorted(client.scheduler_info()["workers"])  # as DaskRunner deals them
         with bamql.connect(a.table_dir, device=a.device, backend=backend, cluster=client) as con:
             for setting in ("free", "pinned") if a.pin else ("free",):
                 if setting == "pinned":
@@ -75,22 +75,30 @@ def _pin(client, workers: list[str]) -> None:
           f"{len(cpus) - len(workers) * k}", flush=True)
 
 
-def _query_calls(con, workers: list[str], name: str, a) -> list[tuple[str, bytes]]:
-    """Query ``name``'s calls, one per worker, as the engine deals them."""
+def _query_calls(con, workers: list[str], name: str) -> list[tuple[str, bytes]]:
+    """Query ``name``'s calls, one per worker that holds partitions, as ``DaskRunner``
+    deals them: partition ``i`` to worker ``i mod n``, the pickled ``(paths, arguments)``
+    that ``dask_worker.bamql_partitions`` takes."""
     sql = queries.load(name)
     con.sql(sql)  # loads the partitions, compiles the kernel
     q = con._translate(sql)
-    store = con.store(q.table)
-    backend = a.backend if a.device == "gpu" else None
-    args = (q, con._domains(q, store), con._medium(), a.device, backend, None)
-    return dist._calls(tuple(workers), [str(p) for p in store.paths], args)
+    table, plan, runner = con.store(q.table), con.plan(q), con._dask
+    args = (q, plan.key_domains, con._medium(), runner.device, runner.backend, runner.cache)
+    share: list[list[str]] = [[] for _ in workers]
+    for i, p in enumerate(table.paths):
+        share[i % len(workers)].append(str(p))
+    return [(w, pickle.dumps((ps, args), protocol=5))
+            for w, ps in zip(workers, share, strict=True) if ps]
 
 
 def _times(client, calls: list[tuple[str, bytes]], name: str) -> list[tuple[float, float, float]]:
-    """Caches emptied, ``calls`` run at once: each partition's (kernel, device, engine) s."""
-    client.run(dist.clear_caches)
+    """Caches emptied, ``calls`` run at once (one task each, pinned to its worker): each
+    partition's (kernel, device, engine) s."""
+    client.run(clear_caches)
+    futures = [client.submit(bamql_partitions, blob, workers=[w], allow_other_workers=False,
+                             pure=False) for w, blob in calls]
     row = []
-    for answer in dist._answers(client, calls, Config.from_env().dask_spin_s):
+    for answer in client.gather(futures):
         status, out, *_ = pickle.loads(answer)
         if status != "ok":
             raise SystemExit(f"{name}: a worker failed: {out}")
@@ -118,7 +126,7 @@ def _beside_load(client, con, workers: list[str], name: str, a, load: str) -> No
 
     from host_read_latency import _load  # this script's folder is on the path
 
-    calls = _query_calls(con, workers, name, a)[:1]
+    calls = _query_calls(con, workers, name)[:1]
     alone = [_times(client, calls, name) for _ in range(a.reps)]
     ctx = mp.get_context("spawn")
     ready, stop, out = ctx.Barrier(2), ctx.Event(), ctx.Queue()
@@ -152,7 +160,7 @@ def _beside_load(client, con, workers: list[str], name: str, a, load: str) -> No
 
 
 def _measure(client, con, workers: list[str], name: str, a, setting: str) -> None:
-    calls = _query_calls(con, workers, name, a)
+    calls = _query_calls(con, workers, name)
     modes = {f"worker {i} alone": [c] for i, c in enumerate(calls)}
     modes["all at once"] = calls
     # per mode, per repetition: each partition's (kernel, device, engine) seconds

@@ -288,18 +288,6 @@ def test_queries_are_tasks_the_scheduler_sees(parted, single):
     assert sorted(t["worker"] for t in tasks) == sorted(workers * 3)
 
 
-def test_a_bad_polling_setting_is_a_clear_error(parted, monkeypatch):
-    from bamql.config import Config
-
-    monkeypatch.setenv("BAMQL_DASK_SPIN_S", "fast")
-    with pytest.raises(bamql.BamqlError, match="BAMQL_DASK_SPIN_S takes seconds"):
-        Config.from_env()
-    with pytest.raises(bamql.BamqlError, match="BAMQL_DASK_SPIN_S takes seconds"):
-        bamql.connect(parted, device="cpu")
-    monkeypatch.setenv("BAMQL_DASK_SPIN_S", "0")
-    assert Config.from_env().dask_spin_s == 0.0
-
-
 def test_a_worker_merges_its_partitions_before_answering(parted):
     # one accumulator set per worker, the same as merging the partitions' own; each
     # partition's statistics still come back, in partition order
