@@ -85,7 +85,8 @@ class ExprTranslator:
     def bool_expr(self, node) -> ir.Expr:
         e = self.expr(node)
         if e.kind != "bool":
-            raise self.fail(f"expected a condition, got a {e.kind} expression", node)
+            what = {"strlit": "string constant", "null": "NULL"}.get(e.kind, f"{e.kind} expression")
+            raise self.fail(f"expected a condition, got a {what}", node)
         return e
 
     def expr(self, node) -> ir.Expr:
@@ -193,7 +194,11 @@ class ExprTranslator:
     def _(self, node: exp.In) -> ir.Expr:
         if node.args.get("query") is not None or node.args.get("unnest") is not None:
             raise self.fail("IN (subquery) is not supported", node)
+        if not node.expressions:
+            raise self.fail("IN needs a list of values: IN (1, 2)", node)
         a = self.expr(node.this)
+        if a.kind == "strlit":  # a string constant is comparable with a string column only
+            raise self.fail("IN of a string constant is not supported", node)
         vals = []
         lifted = (self.lists.get(node.expressions[0].name) if len(node.expressions) == 1
                   and isinstance(node.expressions[0], exp.Column) else None)
@@ -253,7 +258,10 @@ class ExprTranslator:
     def is_null(self, node: exp.Is, negated: bool) -> ir.Expr:
         if not isinstance(node.expression, exp.Null):
             raise self.fail("IS takes only NULL / NOT NULL", node)
-        return ir.IsNull(self.expr(node.this), negated)
+        e = self.expr(node.this)
+        if e.kind == "strlit":  # a string constant is comparable with a string column only
+            raise self.fail("IS NULL of a string constant is not supported", node)
+        return ir.IsNull(e, negated)
 
     def need_numeric(self, e: ir.Expr, node) -> None:
         if e.kind not in ("int", "float", "null"):
