@@ -194,8 +194,6 @@ class ExprTranslator:
     def _(self, node: exp.In) -> ir.Expr:
         if node.args.get("query") is not None or node.args.get("unnest") is not None:
             raise self.fail("IN (subquery) is not supported", node)
-        if not node.expressions:
-            raise self.fail("IN needs a list of values: IN (1, 2)", node)
         a = self.expr(node.this)
         if a.kind == "strlit":  # a string constant is comparable with a string column only
             raise self.fail("IN of a string constant is not supported", node)
