@@ -170,7 +170,10 @@ def test_a_semicolon_inside_a_string_does_not_split_the_statement(monkeypatch, t
 
 def test_ctrl_c_in_a_real_terminal_cancels_the_query(taxi_store, tmp_path):
     # a statement that sleeps stands in for a long query; SIGINT comes through the pty
-    code = ("import sys, time\n"
+    # SIGINT's default handler set again: a test run started in the background of a
+    # non-interactive shell inherits SIGINT ignored, and Python keeps an ignored SIGINT
+    code = ("import signal, sys, time\n"
+            "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
             "from bamql.engine.session import Session\n"
             "real = Session.sql\n"
             "def sql(self, t):\n"
