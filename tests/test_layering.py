@@ -36,13 +36,6 @@ MAY_IMPORT = {
 #: shares with the CPU engine; everything else of the engine sits above it).
 GPU_MAY_IMPORT_FROM_ENGINE = {"bamql.engine.accumulate", "bamql.engine.stats"}
 
-#: Import circles that others are removing now, allowed until their branches merge. Each is a
-#: set of modules; a circle within one of them passes. Delete an entry when its circle is
-#: gone: ``test_allowances_are_still_needed`` fails once nothing needs it.
-EXPECTED_TO_BE_GONE = [
-]
-
-
 def modules() -> dict[str, Path]:
     """Every module of bamql by dotted name (a package by its own name)."""
     out = {}
@@ -132,15 +125,9 @@ def layer(m: str) -> str:
 
 def test_no_import_cycles():
     edges = imports(modules())
-    found = [c for c in cycles(edges) if not any(c <= allowed for allowed in EXPECTED_TO_BE_GONE)]
+    found = cycles(edges)
     assert not found, "import circles: " + "; ".join(
         " <-> ".join(sorted(c)) for c in found)
-
-
-def test_allowances_are_still_needed():
-    found = cycles(imports(modules()))
-    stale = [a for a in EXPECTED_TO_BE_GONE if not any(c <= a for c in found)]
-    assert not stale, f"these circles are gone; delete their allowance: {stale}"
 
 
 def test_imports_go_down_the_layers():

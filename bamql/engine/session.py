@@ -193,11 +193,7 @@ class Session:
         """The cost model's medium: the user's, else the backend's."""
         if self.medium:
             return Medium(self.medium)
-        if self.gpu is not None:
-            return self.gpu.backend.medium
-        if self.device == Device.GPU and self.backend == Backend.FILE:  # a GPU cluster's
-            return Medium.QUEUE
-        return Medium(self.backend)
+        return self.gpu.backend.medium if self.gpu is not None else Medium.FILE
 
     def _check_open(self) -> None:
         """A clean error for a session used after :meth:`close`."""

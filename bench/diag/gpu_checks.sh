@@ -17,7 +17,7 @@ out=${OUT:-/tmp/out}
 mkdir -p "$out"
 rev=${BAMQL_REV:-$(git rev-parse --short HEAD 2>/dev/null || echo worktree)}
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-case ${1:?tests, corpus, shapes, bench, run-bench or bench-ab} in
+case ${1:?tests, corpus, shapes, bench or run-bench} in
   tests)
     { echo "# GPU tests, build $rev (+ working tree), $gpu: python -m pytest -m gpu tests"
       timeout "${2:-560}" python -m pytest -q -m gpu tests --durations=5 -p no:cacheprovider; } \
@@ -43,15 +43,4 @@ if [[ ${1} == run-bench ]]; then
     --engines "$3" --modes "$4" --page-sizes 512 --compress zstd --selectivity 0.0005 \
     --reps ${BAMQL_AB_REPS:-3} --workdir /tmp/bench-data --no-plots \
     --out "$out/bench-${5:-new}${BAMQL_AB_TAG:-}" 2>&1 | tail -25)
-fi
-# (a session's A/B run: `bench-ab N` times the working tree and a copy of an earlier build
-# placed in old_bamql/, each on its own data, in one call)
-if [[ ${1} == bench-ab ]]; then
-  for side in ${BAMQL_AB_ORDER:-new old}; do
-    dir=$PWD; [[ $side == old ]] && dir=$PWD/old_bamql  # python -m imports from the cwd first
-    (cd "$dir" && PYTHONPATH=/tmp/site:$dir timeout 270 python -m bamql.cli bench \
-      --rows "${2:-20000000}" --engines bamql-gpu-host,duckdb --page-sizes 512 \
-      --selectivity 0.0005 --modes warm --reps ${BAMQL_AB_REPS:-5} --workdir /tmp/bench-$side --no-plots \
-      --out "$out/bench-$side${BAMQL_AB_TAG:-}" 2>&1 | tail -3)
-  done
 fi
