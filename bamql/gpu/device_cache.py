@@ -155,15 +155,26 @@ def release(p, state):
     cuda.atomic.sub(state, p, 1)
 
 
-@cuda.jit(device=True, inline=True)
-def fill_from_words(slot, pg, slot_words, io, wpp, lane):
-    """The whole warp copies page ``pg`` (``wpp`` 8-byte words) from ``io[0]``, the store's
-    pages in GPU memory or in mapped host memory, into its slot."""
-    src_words = io[0]
-    base = slot * wpp
-    sbase = pg * wpp
-    for j in range(lane, wpp, 32):
-        slot_words[base + j] = src_words[sbase + j]
+if SIMULATOR:
+
+    @cuda.jit(device=True)
+    def fill_from_words(slot, pg, slot_words, io, wpp, lane):
+        """Simulator stand-in: lane 0 copies the whole page as one slice (a Python loop over
+        the words would make every miss cost thousands of simulated loads)."""
+        if lane == 0:
+            slot_words[slot * wpp:(slot + 1) * wpp] = io[0][pg * wpp:(pg + 1) * wpp]
+
+else:
+
+    @cuda.jit(device=True, inline=True)
+    def fill_from_words(slot, pg, slot_words, io, wpp, lane):
+        """The whole warp copies page ``pg`` (``wpp`` 8-byte words) from ``io[0]``, the store's
+        pages in GPU memory or in mapped host memory, into its slot."""
+        src_words = io[0]
+        base = slot * wpp
+        sbase = pg * wpp
+        for j in range(lane, wpp, 32):
+            slot_words[base + j] = src_words[sbase + j]
 
 
 def _make_warp_read(fill):
@@ -223,8 +234,9 @@ def _make_warp_read(fill):
 
 def _make_lane_read(fill):
     """``warp_read`` for numba's CUDA simulator, which has no warp intrinsics: each lane
-    acquires its own page and fills a miss alone (calling ``fill`` as each of the 32 lanes),
-    so the cache protocol and the generated kernels run in CI, without warp coalescing."""
+    acquires its own page and fills a miss alone (the simulator's fills copy the whole page
+    when called as lane 0), so the cache protocol and the generated kernels run in CI,
+    without warp coalescing."""
 
     @cuda.jit(device=True)
     def warp_read(want, page, idx, slot_typed, state, page_slot, slot_page, slot_lock, clock,
@@ -233,8 +245,7 @@ def _make_lane_read(fill):
             return zero
         slot, loader = acquire(page, state, page_slot, slot_page, slot_lock, clock, n_slots)
         if loader:
-            for lane in range(32):
-                fill(slot, page, slot_words, io, wpp, lane)
+            fill(slot, page, slot_words, io, wpp, 0)
             publish(page, state)
             stat[1] += 1
         else:

@@ -120,8 +120,8 @@ if SIMULATOR:
 
     @cuda.jit(device=True)
     def fill_from_queue(slot, pg, slot_words, io, wpp, lane):
-        """Simulator stand-in (the lane-by-lane read calls it as lanes 0..31 of one thread):
-        every thread has a staging page of its own and copies it alone, on the lane-0 call."""
+        """Simulator stand-in (the lane-by-lane read calls it as lane 0): every thread has a
+        staging page of its own and copies the page from it as one slice."""
         (staging_words, sq_page, sq_staging, sq_seq, sq_turn, sq_tail, cq_done, warp_seq, qsize,
          staged, g_first, g_pages, stage_wpp, vol_pages) = io
         if lane == 0:
@@ -133,8 +133,8 @@ if SIMULATOR:
                 submit(pg, w, seq, sq_page, sq_staging, sq_seq, sq_turn, sq_tail, qsize)
                 wait_done(w, seq, cq_done)
                 staged[w] = key
-            for j in range(wpp):
-                slot_words[slot * wpp + j] = load_cv(staging_words, w * stage_wpp + off + j)
+            src = w * stage_wpp + off
+            slot_words[slot * wpp:(slot + 1) * wpp] = staging_words[src:src + wpp]
 
 else:
 
