@@ -26,7 +26,7 @@ from bamql.planner import ir
 #: Compiled kernels by source; constants are arguments, so a source is a query shape.
 _cache: LRU = LRU(256)
 _lock = threading.Lock()
-BLOCK = 256
+BLOCK = 32 if SIMULATOR else 256
 
 
 def _zero(dtype: np.dtype) -> str:
