@@ -148,6 +148,8 @@ def constant(value: object, label: str = "the parameter") -> exp.Expression:
     if isinstance(value, bool):
         return exp.Boolean(this=value)
     if isinstance(value, int):
+        if abs(value) >= 1 << 127:  # DuckDB binds Python integers up to HUGEINT
+            raise UsageError(f"parameter {label} is an integer beyond HUGEINT (128 bits)")
         return _signed(str(abs(value)), value < 0)
     if isinstance(value, float):
         if not math.isfinite(value):

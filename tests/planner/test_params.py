@@ -42,6 +42,9 @@ def duck():
 CASES = [
     ("SELECT COUNT(*), AVG(fare_amount) FROM trips WHERE passenger_count = ?", [2]),
     ("SELECT COUNT(*) FROM trips WHERE extra > ?", [-1]),
+    ("SELECT COUNT(*) FROM trips WHERE passenger_count < ?", [2**70]),
+    ("SELECT SUM(passenger_count) + ? FROM trips", [2**62]),
+    ("SELECT COUNT(*) FROM trips WHERE pickup_datetime < ?", ["2019-01-10"]),
     ("SELECT COUNT(*) FROM trips WHERE pickup_location_id = ?", [np.int64(236)]),
     ("SELECT COUNT(*), SUM(tip_amount) FROM trips WHERE trip_distance > ?", [2.5]),
     ("SELECT COUNT(*) FROM trips WHERE trip_distance < ?", [1e-3]),
@@ -150,6 +153,7 @@ def test_without_parameters_text_is_untouched():
     ("SELECT COUNT(*) FROM trips WHERE passenger_count = ?", [{1}], "is a set"),
     ("SELECT COUNT(*) FROM trips WHERE passenger_count = ?", [[1]], "only to IN ?"),
     ("SELECT COUNT(*) FROM trips WHERE passenger_count IN ?", [[[1]]], "is a list"),
+    ("SELECT COUNT(*) FROM trips WHERE fare_amount < ?", [10**40], "beyond HUGEINT"),
     ("SELECT COUNT(*) FROM trips WHERE fare_amount = ?", [float("nan")], "NaN and infinite"),
     ("SELECT COUNT(*) FROM trips WHERE fare_amount = ?", [float("-inf")], "NaN and infinite"),
     ("SELECT COUNT(*) FROM trips WHERE fare_amount = ?", [Decimal("NaN")], "NaN and infinite"),
