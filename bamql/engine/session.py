@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import threading
@@ -18,6 +19,7 @@ from bamql.engine.runner import LocalRunner, Runner, merge
 from bamql.errors import DeviceError, PlanError, StoreError, UsageError
 from bamql.lru import LRU
 from bamql.planner import ir
+from bamql.planner.params import Params, bind
 from bamql.planner.physical import PhysicalPlan, explain_text
 from bamql.planner.translate import translate
 from bamql.storage.partitioned import PartitionedTable, is_table, open_table
@@ -69,6 +71,8 @@ class Session:
         self.note = ""
         self.gpu = self._gpu_engine(config)
         self.device = Device.GPU if self.gpu is not None else Device.CPU
+        if self.note:  # the CLI prints it; a program sees it through logging
+            logging.getLogger("bamql").info(self.note)
         self.backend = self.gpu.backend.kind if self.gpu is not None else Backend.FILE
         self._local = LocalRunner(self.device, self.backend, self.gpu)
         if config.cluster is not None:
@@ -205,13 +209,17 @@ class Session:
         if not isinstance(text, str):
             raise UsageError(f"a query is SQL text (str), not {type(text).__name__}")
 
-    def sql(self, text: str) -> Result:
-        """Run a query (or EXPLAIN / EXPLAIN ANALYZE of one); returns a Result."""
+    def sql(self, text: str, params: Params = None) -> Result:
+        """Run a query (or EXPLAIN / EXPLAIN ANALYZE of one); returns a Result.
+
+        ``params`` binds the query's placeholders, as DuckDB does: a list or tuple for
+        ``?`` or ``$1``, a dict for ``$name`` or ``:name`` (see ``bamql.planner.params``).
+        """
         self._check_text(text)
         self._check_open()
         m = _EXPLAIN.match(text)
         body = text[m.end():] if m else text
-        q = self._translate(body.strip().rstrip(";"))
+        q = self._translate(bind(body.strip().rstrip(";"), params))
         if m and not m.group(1):
             txt = self.explain_query(q)
             return Result(pa.table({"explain": txt.splitlines()}), None, txt, is_explain=True)
@@ -222,11 +230,11 @@ class Session:
                           is_explain=True)
         return res
 
-    def explain(self, text: str) -> str:
-        """The EXPLAIN text of a query."""
+    def explain(self, text: str, params: Params = None) -> str:
+        """The EXPLAIN text of a query (``params`` as for :meth:`sql`)."""
         self._check_text(text)
         self._check_open()
-        return self.explain_query(self._translate(text.strip().rstrip(";")))
+        return self.explain_query(self._translate(bind(text.strip().rstrip(";"), params)))
 
     def _translate(self, text: str) -> ir.Query:
         """SQL -> IR, remembered per text: the catalog of an open session does not change

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 import bamql
@@ -83,3 +85,17 @@ def test_a_store_runs_here_even_with_a_cluster(taxi_store):
         with bamql.connect(taxi_store, device="cpu", cluster=client) as con:
             assert con.sql(QUERIES["q06"]).stats.device == "cpu"
             assert "partitions" not in con.explain(QUERIES["q06"])
+
+
+def test_the_note_goes_to_logging(taxi_store, monkeypatch, caplog):
+    from bamql.engine import session
+
+    monkeypatch.setattr(session, "gpu_unavailable_reason", lambda: "no driver here")
+    with caplog.at_level(logging.INFO, logger="bamql"), bamql.connect(taxi_store) as con:
+        assert con.note == "using the CPU engine (no usable GPU: no driver here)"
+    assert [(r.name, r.levelno, r.getMessage()) for r in caplog.records] == [
+        ("bamql", logging.INFO, con.note)]
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="bamql"), bamql.connect(taxi_store, device="cpu"):
+        pass
+    assert caplog.records == []  # no note, nothing logged
