@@ -122,11 +122,19 @@ class FileSet:
     mtimes: tuple[int, ...]
 
     @classmethod
-    def resolve(cls, specs: Sequence[str | os.PathLike]) -> FileSet:
-        """The files ``specs`` name (see :func:`expand`), as absolute paths, statted now."""
+    def resolve(cls, specs: Sequence[str | os.PathLike],
+                fmt: FileFormat | None = None) -> FileSet:
+        """The files ``specs`` name (see :func:`expand`), as absolute paths, statted now;
+        each must be of format ``fmt`` when it is given, else of a format bamql reads."""
         files = tuple(f.resolve() for f in expand_all(specs))
         stats = []
         for f in files:
+            have = format_of(f)
+            if have is None or (fmt is not None and have != fmt):
+                want = ("an ORC" if fmt == FileFormat.ORC else f"a {fmt.label}") if fmt \
+                    else "a Parquet, ORC or CSV"
+                raise IngestError(f"{f} is not {want} file by its extension (.parquet, .pq, "
+                                  ".orc or .csv)")
             try:
                 st = f.stat()
             except OSError as e:
@@ -145,6 +153,11 @@ class FileSet:
     def version_key(self) -> str:
         """A hash of the files' sizes and modification times (which contents)."""
         return _hash([list(self.sizes), list(self.mtimes)])
+
+    @property
+    def table_name(self) -> str:
+        """The name of the table that serves these files in this version."""
+        return f"files_{self.names_key}_{self.version_key}"
 
     @property
     def nbytes(self) -> int:
