@@ -83,7 +83,9 @@ def expand(spec: str | os.PathLike) -> list[Path]:
         raise IngestError(f"a source is a path (str), not {type(spec).__name__}")
     path = local_path(text)
     if _GLOB.search(path):
-        hits = sorted(Path(h) for h in glob.glob(path, recursive=True) if os.path.isfile(h))
+        # hidden files match as in DuckDB (a directory, read whole, skips them)
+        hits = sorted(Path(h) for h in glob.glob(path, recursive=True, include_hidden=True)
+                      if os.path.isfile(h))
         if not hits:
             raise IngestError(f"no files match {text}")
         return hits
