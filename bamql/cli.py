@@ -46,12 +46,20 @@ def _names(text: str | None) -> tuple[str, ...] | None:
 
 def cmd_ingest(a: argparse.Namespace) -> int:
     from bamql.progress import ingest_progress
-    from bamql.storage.ingest import ingest
+    from bamql.storage.files import expand_all
+    from bamql.storage.ingest import append, ingest
     from bamql.storage.sources import open_source
 
-    rows = sum(open_source(s).num_rows for s in a.sources)
+    sources = expand_all(a.sources)
+    rows = sum(open_source(s).num_rows for s in sources)
+    if a.append:
+        with ingest_progress("appending", rows) as bars:
+            r = append(sources, a.out, **bars)
+        print(f"appended {rows:,} rows to {r.path}: {r.rows:,} rows now ({r.store_bytes / 1e6:,.1f} "
+              f"MB store) in {r.seconds:.2f} s")
+        return 0
     with ingest_progress("ingesting", rows) as bars:
-        r = ingest(a.sources, a.out, page_size=a.page_size, volumes=a.volumes, table=a.table,
+        r = ingest(sources, a.out, page_size=a.page_size, volumes=a.volumes, table=a.table,
                    partitions=a.partitions, groups=a.groups, floats=a.floats,
                    compress=a.compress, columns=_names(a.columns), **bars)
     print(f"ingested {r.rows:,} rows into {r.path} ({r.store_bytes / 1e6:,.1f} MB store, "
@@ -192,8 +200,14 @@ def build_parser() -> argparse.ArgumentParser:
     i = sub.add_parser("ingest", help="lay ORC/Parquet/CSV files out as a page store",
                        description="Ingest source files of one schema into a page store "
                        "directory (atomic: the table appears only when complete).")
-    i.add_argument("sources", nargs="+", metavar="SRC", help=".orc, .parquet or .csv files")
+    i.add_argument("sources", nargs="+", metavar="SRC",
+                   help=".orc, .parquet or .csv files, directories (their files of those kinds) "
+                   "or globs (*, **, ?; quote them and bamql expands them)")
     i.add_argument("--out", required=True, help="table directory to create, e.g. data/trips")
+    i.add_argument("--append", action="store_true",
+                   help="add the sources' rows to the existing table --out (atomically: it is "
+                   "rewritten beside the old one and swapped in; the other options are the "
+                   "table's own)")
     i.add_argument("--page-size", type=_size, default=4096, metavar="B",
                    help="page size, a power of two from 512 B to 1 MiB: bytes, or e.g. 4KiB "
                    "(KiB = 1024 B; KB = 1000 B) (default 4096)")

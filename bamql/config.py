@@ -225,6 +225,9 @@ class Config:
         (checked when the session connects to it).
     cache_dir
         The kernel cache's base directory (``BAMQL_CACHE_DIR``).
+    file_cache
+        Where files queried in place (``FROM 'x.parquet'``) are kept as page stores
+        (``BAMQL_FILE_CACHE``); None: ``cache_dir / "files"`` (see :attr:`file_cache_dir`).
     gpu_prepared
         Whether GPU launches reuse numba's prepared arguments (``BAMQL_GPU_PREPARED``).
     debug
@@ -240,6 +243,7 @@ class Config:
     page_size: int | None = None
     cluster: object = field(default=None, compare=False, repr=False)
     cache_dir: Path = field(default_factory=_default_cache_dir)
+    file_cache: Path | None = None
     gpu_prepared: bool = True
     debug: bool = False
     history: Path = field(default_factory=_default_history)
@@ -258,7 +262,13 @@ class Config:
         if self.page_size is not None:
             put("page_size", parse_size(self.page_size, "page_size", PlanError))
         for name, check in _CHECKS.items():
-            put(name, check(getattr(self, name), name))
+            if getattr(self, name) is not None or name not in _OPTIONAL:
+                put(name, check(getattr(self, name), name))
+
+    @property
+    def file_cache_dir(self) -> Path:
+        """The directory of the page stores made from files queried in place."""
+        return self.file_cache if self.file_cache is not None else self.cache_dir / "files"
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **settings) -> Config:
@@ -295,7 +305,10 @@ class Config:
 
 
 #: setting -> the environment variable it is read from
-ENV_VARS = {"cache_dir": "BAMQL_CACHE_DIR", "gpu_prepared": "BAMQL_GPU_PREPARED",
-            "debug": "BAMQL_DEBUG", "history": "BAMQL_HISTORY"}
+ENV_VARS = {"cache_dir": "BAMQL_CACHE_DIR", "file_cache": "BAMQL_FILE_CACHE",
+            "gpu_prepared": "BAMQL_GPU_PREPARED", "debug": "BAMQL_DEBUG", "history": "BAMQL_HISTORY"}
+#: settings whose None (the default) is left as it is
+_OPTIONAL = frozenset({"file_cache"})
 #: setting -> its check, (value, the name an error gives it) -> the normalized value
-_CHECKS = {"cache_dir": _path, "gpu_prepared": _flag, "debug": _flag, "history": _path}
+_CHECKS = {"cache_dir": _path, "file_cache": _path, "gpu_prepared": _flag, "debug": _flag,
+           "history": _path}

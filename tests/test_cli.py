@@ -162,7 +162,7 @@ def test_duplicate_headers_are_one_line_errors_and_empty_sources_empty_tables(tm
         assert r.returncode == 0 and r.stdout.split()[-1] == "0,0", r.stdout
 
 
-@pytest.mark.parametrize("path", [None, b"data", 5])
+@pytest.mark.parametrize("path", [b"data", 5])  # None: a session with no stored tables
 def test_connect_with_a_path_of_the_wrong_type_is_a_clean_error(path):
     import bamql
     from bamql.errors import UsageError
@@ -202,3 +202,39 @@ def test_an_open_kernel_directory_is_one_note_and_the_query_runs(taxi_store, tmp
         f"bamql: note: kernel cache off, compiling in memory: kernel directory "
         f"{tmp_path / 'kernels'} is open to other users (mode 0777; chmod 700 it)"]
     assert not list((tmp_path / "kernels").iterdir())  # nothing written there
+
+
+def test_sql_on_files_with_no_directory_and_ingest_of_globs_with_append(tmp_path):
+    import duckdb
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    from tests.conftest import SAMPLES
+
+    t = pacsv.read_csv(SAMPLES[0]).slice(0, 1500)
+    (tmp_path / "d").mkdir()
+    pq.write_table(t.slice(0, 1000), tmp_path / "d" / "a.parquet")
+    pq.write_table(t.slice(1000), tmp_path / "d" / "b.parquet")
+    env_cache = {"BAMQL_FILE_CACHE": str(tmp_path / "cache")}
+    q = "SELECT COUNT(*), SUM(passenger_count) FROM 'd/*.parquet'"
+    r = subprocess.run([sys.executable, "-m", "bamql.cli", "sql", "--device", "cpu",
+                        "--format", "csv", q], capture_output=True, text=True, cwd=tmp_path,
+                       timeout=300, env={**__import__("os").environ, **env_cache})
+    assert r.returncode == 0, r.stderr
+    want = duckdb.sql(q.replace("'d/", f"'{tmp_path}/d/")).fetchall()[0]
+    assert r.stdout.splitlines()[-1] == f"{want[0]},{want[1]}"
+    assert (tmp_path / "cache").is_dir()
+    r = bamql("sql", "--help")
+    assert "read_parquet" in r.stdout and "BAMQL_FILE_CACHE" in r.stdout
+    # a quoted glob is expanded by bamql; --append adds the next file atomically
+    r = bamql("ingest", "d/a*.parquet", "--out", "data/trips", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    r = bamql("ingest", "--append", "d/b.parquet", "--out", "data/trips", cwd=tmp_path)
+    assert r.returncode == 0 and "1,500 rows now" in r.stdout, r.stderr
+    r = bamql("sql", "data", "SELECT COUNT(*), SUM(passenger_count) FROM trips", "--format",
+              "csv", "--device", "cpu", cwd=tmp_path)
+    assert r.stdout.splitlines()[-1] == f"{want[0]},{want[1]}", r.stderr
+    r = bamql("ingest", "--append", "d/none*.parquet", "--out", "data/trips", cwd=tmp_path)
+    _one_line_error(r, "no files match d/none*.parquet")
+    r = bamql("sql", "--device", "cpu", "SELECT COUNT(*) FROM 's3://bucket/x.parquet'")
+    _one_line_error(r, "s3:// is not supported")

@@ -224,7 +224,7 @@ def test_only_config_reads_bamql_variables():
 def test_connect_keeps_its_signature():
     sig = inspect.signature(bamql.connect)
     assert [(p.name, p.default) for p in sig.parameters.values()] == [
-        ("path", inspect.Parameter.empty), ("device", "auto"), ("backend", None), ("cache", None),
+        ("path", None), ("device", "auto"), ("backend", None), ("cache", None),
         ("medium", None), ("cluster", None), ("page_size", None)]
 
 
@@ -265,3 +265,15 @@ def test_a_bad_variable_is_one_line_from_the_cli(clean_env, capsys, tmp_path):
     assert main(["verify", str(tmp_path / "none")]) == 1
     err = capsys.readouterr().err
     assert err.startswith("bamql: error: BAMQL_GPU_PREPARED takes 1 or 0") and err.count("\n") == 1
+
+
+def test_the_file_cache_is_under_the_cache_dir_unless_bamql_file_cache_names_one(tmp_path):
+    from pathlib import Path
+
+    from bamql.config import Config
+
+    c = Config.from_env({"BAMQL_CACHE_DIR": str(tmp_path)})
+    assert c.file_cache is None and c.file_cache_dir == tmp_path / "files"
+    c = Config.from_env({"BAMQL_FILE_CACHE": "~/fc", "BAMQL_CACHE_DIR": str(tmp_path)})
+    assert c.file_cache_dir == Path("~/fc").expanduser()
+    assert Config(file_cache=tmp_path / "x").file_cache_dir == tmp_path / "x"

@@ -11,8 +11,10 @@ from bamql.engine.output import FORMATS, render
 
 def _connect(a: argparse.Namespace):
     from bamql.engine.session import connect
+    from bamql.progress import ingest_progress
 
     s = connect(a.data, device=a.device, backend=a.backend, cache=a.cache, cluster=a.cluster)
+    s.file_progress = ingest_progress  # files named in FROM: their first ingest's bars
     if s.note:
         print(f"bamql: {s.note}", file=sys.stderr)
     return s
@@ -39,7 +41,9 @@ def cmd_shell(a: argparse.Namespace) -> int:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("data", help="a table directory or a directory of tables")
+    p.add_argument("data", nargs="?", default=None,
+                   help="a table directory or a directory of tables (optional: a query may "
+                   "name files in FROM, e.g. 'trips/*.parquet', read_csv('x.csv'), a directory)")
     p.add_argument("--device", default="auto", choices=[d.value for d in Device],
                    help="auto (GPU if one works, else CPU), cpu or gpu")
     p.add_argument("--backend", default=None, choices=[b.value for b in Backend],
@@ -56,7 +60,12 @@ def _common(p: argparse.ArgumentParser) -> None:
 def add_sql_commands(sub) -> None:
     """Register ``sql`` and ``shell`` on the CLI's subparsers."""
     q = sub.add_parser("sql", help="run one query", description="Run one SQL query (or EXPLAIN "
-                       "[ANALYZE] of one) and print the result.")
+                       "[ANALYZE] of one) and print the result. FROM takes a table, or files in "
+                       "place: 'trips/*.parquet' (globs: *, **, ?), a directory, "
+                       "read_parquet(['a.parquet', 'b.parquet']), read_csv('x.csv'), "
+                       "read_orc('x.orc'); the first query over them ingests them into a page "
+                       "store cached under BAMQL_FILE_CACHE (default ~/.cache/bamql/files), "
+                       "reused while the files are unchanged.")
     _common(q)
     q.add_argument("query", help="the SQL text, e.g. \"SELECT AVG(trip_distance) FROM trips\"")
     q.add_argument("--format", default="table", choices=FORMATS, help="output format (default table)")

@@ -22,6 +22,8 @@ from bamql.planner import ir
 from bamql.planner.params import Params, bind
 from bamql.planner.physical import PhysicalPlan, explain_text
 from bamql.planner.translate import translate
+from bamql.storage.filecache import ProgressFactory, cached_store
+from bamql.storage.files import FileSet
 from bamql.storage.partitioned import PartitionedTable, is_table, open_table
 
 _EXPLAIN = re.compile(r"^\s*explain\s+(analyze\s+)?", re.IGNORECASE)
@@ -35,18 +37,28 @@ def gpu_unavailable_reason() -> str | None:
 
 
 class Session:
-    """A connection to a directory of tables (or one table directory).
+    """A connection to a directory of tables (or one table directory), or to none: files
+    named in FROM are served either way.
 
     Thread-safe: queries from many threads share the stores and the compiled kernels.
     """
 
-    def __init__(self, path: str | os.PathLike, device: str = "auto", backend: str | None = None,
-                 cache: int | str | None = None, medium: str | None = None, cluster=None,
-                 page_size: int | str | None = None, config: Config | None = None) -> None:
+    def __init__(self, path: str | os.PathLike | None = None, device: str = "auto",
+                 backend: str | None = None, cache: int | str | None = None,
+                 medium: str | None = None, cluster=None, page_size: int | str | None = None,
+                 config: Config | None = None) -> None:
         """Open the tables under ``path`` with ``config``, or with a Config made from the
         keywords and the ``BAMQL_*`` variables (see :func:`connect`)."""
         self._closed = False
-        if not isinstance(path, (str, os.PathLike)) or isinstance(os.fspath(path), bytes):
+        #: files named in FROM: their tables by name (``files_<list>_<version>``) and the
+        #: EXPLAIN line of each
+        self._files: dict[str, PartitionedTable] = {}
+        self._file_notes: dict[str, str] = {}
+        #: the CLI's progress bars for the ingest of files named in FROM; None: silent
+        self.file_progress: ProgressFactory | None = None
+        self.stores: dict[str, PartitionedTable] = {}
+        if path is not None and (not isinstance(path, (str, os.PathLike))
+                                 or isinstance(os.fspath(path), bytes)):
             raise UsageError(f"connect() takes a directory path (str or pathlib.Path), not "
                              f"{type(path).__name__}")
         if config is not None and (device != "auto" or any(
@@ -56,9 +68,10 @@ class Session:
             config = Config.from_env(device=device, backend=backend, cache=cache, medium=medium,
                                      cluster=cluster, page_size=page_size)
         self.config = config
-        self.path = Path(path)
+        self.path = Path(path) if path is not None else None
         self.medium = config.medium  # the cost model's medium; None: the backend's
-        self.stores = self._open_tables(config.page_size)
+        if self.path is not None:
+            self.stores = self._open_tables(config.page_size)
         self.cluster = None
         self._dask: Runner | None = None
         # a client this session made (from an address or "local-gpus") is closed with it
@@ -153,7 +166,7 @@ class Session:
         """A table by name: its partitions (one, for a table of one store) and the whole
         table's columns."""
         try:
-            return self.stores[table]
+            return self.stores[table] if table in self.stores else self._files[table]
         except KeyError:
             raise PlanError(f"unknown table {table!r} (tables: {', '.join(self.tables())})") from None
 
@@ -174,7 +187,31 @@ class Session:
         return pa.schema(fields)
 
     def catalog(self) -> dict:
-        return {name: s.columns for name, s in self.stores.items()}
+        return {name: s.columns for name, s in (*self._files.items(), *self.stores.items())}
+
+    def _bind_files(self, text: str) -> str:
+        """``text`` with the files it names in FROM replaced by the tables that serve them
+        (page stores made on demand and cached: ``storage.filecache``)."""
+        from bamql.planner.files import bind_files
+
+        return bind_files(text, self.stores, self._file_table)
+
+    def _file_table(self, ref) -> str:
+        """The name of the table that serves the files of ``ref`` (a ``FileRef``), opened
+        in this session; the versions of the same files made stale by a change are dropped
+        (their stores close once no query holds them)."""
+        files = FileSet.resolve(ref.specs, ref.format)
+        cached = cached_store(files, self.config.file_cache_dir, self.file_progress)
+        name = files.table_name
+        with self._lock:
+            if name not in self._files:
+                table = open_table(cached.store)
+                stale = [n for n in self._files if n.startswith(f"files_{files.names_key}_")]
+                for n in stale:
+                    del self._files[n], self._file_notes[n]
+                self._files[name] = table
+                self._file_notes[name] = cached.describe()
+        return name
 
     # -- queries -------------------------------------------------------------------------
     def plan(self, q: ir.Query) -> PhysicalPlan:
@@ -202,7 +239,8 @@ class Session:
     def _check_open(self) -> None:
         """A clean error for a session used after :meth:`close`."""
         if self._closed:
-            raise UsageError(f"the session on {self.path} is closed; connect() again to query it")
+            on = f" on {self.path}" if self.path is not None else ""
+            raise UsageError(f"the session{on} is closed; connect() again to query it")
 
     @staticmethod
     def _check_text(text) -> None:
@@ -219,7 +257,7 @@ class Session:
         self._check_open()
         m = _EXPLAIN.match(text)
         body = text[m.end():] if m else text
-        q = self._translate(bind(body.strip().rstrip(";"), params))
+        q = self._translate(self._bind_files(bind(body.strip().rstrip(";"), params)))
         if m and not m.group(1):
             txt = self.explain_query(q)
             return Result(pa.table({"explain": txt.splitlines()}), None, txt, is_explain=True)
@@ -234,7 +272,8 @@ class Session:
         """The EXPLAIN text of a query (``params`` as for :meth:`sql`)."""
         self._check_text(text)
         self._check_open()
-        return self.explain_query(self._translate(bind(text.strip().rstrip(";"), params)))
+        return self.explain_query(
+            self._translate(self._bind_files(bind(text.strip().rstrip(";"), params))))
 
     def _translate(self, text: str) -> ir.Query:
         """SQL -> IR, remembered per text: the catalog of an open session does not change
@@ -257,6 +296,8 @@ class Session:
             if table.partitioned:
                 txt = (f"{len(table.parts)} partitions of {table.rows:,} rows, run "
                        f"{runner.place}; partition 1:\n" + txt)
+            if q.table in self._file_notes:
+                txt = self._file_notes[q.table] + "\n" + txt
             self._explained.put(key, txt)
         return txt
 
@@ -291,7 +332,7 @@ class Session:
         if self.gpu is not None:
             self.gpu.close()
             self.gpu = None
-        for s in self.stores.values():
+        for s in (*self.stores.values(), *getattr(self, "_files", {}).values()):
             s.close()
         if getattr(self, "_own_cluster", False):
             cluster = getattr(self.cluster, "cluster", None)
@@ -307,7 +348,7 @@ class Session:
         self.close()
 
 
-def connect(path: str | os.PathLike, device: str = "auto", backend: str | None = None,
+def connect(path: str | os.PathLike | None = None, device: str = "auto", backend: str | None = None,
             cache: int | str | None = None, medium: str | None = None, cluster=None,
             page_size: int | str | None = None) -> Session:
     """Open a directory of bamql tables.
@@ -315,7 +356,11 @@ def connect(path: str | os.PathLike, device: str = "auto", backend: str | None =
     Parameters
     ----------
     path
-        A table directory (made by ``bamql ingest``) or a directory of them.
+        A table directory (made by ``bamql ingest``) or a directory of them; None: no
+        stored tables. Either way a query may name files in FROM (``'trips/*.parquet'``,
+        ``read_parquet([...])``, ``read_csv(...)``, ``read_orc(...)``, a directory): they
+        are ingested on first use into a page store cached under ``BAMQL_FILE_CACHE``
+        (default ``~/.cache/bamql/files``) and read from it while they are unchanged.
     device
         ``"auto"`` (the GPU if one works, else the CPU; ``session.note`` says which),
         ``"cpu"`` or ``"gpu"``.

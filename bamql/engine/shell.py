@@ -169,7 +169,8 @@ class Shell:
                 pass
         except ImportError:  # pragma: no cover - readline is missing on some platforms
             readline, hist = None, None
-        self.say(f"bamql shell on {self.s.path} ({self.s.device}); .help for help, .quit to leave")
+        on = self.s.path if self.s.path is not None else "files (FROM 'x.parquet')"
+        self.say(f"bamql shell on {on} ({self.s.device}); .help for help, .quit to leave")
         if self.s.note:
             self.say(self.s.note)
         buf: list[str] = []

@@ -9,7 +9,10 @@ ingest of the same name removes.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import errno
+import fcntl
 import hashlib
 import io
 import os
@@ -21,9 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 
 from bamql.errors import IngestError
 from bamql.storage.columnplans import column_plans, select, to_storage, unify_schemas
+from bamql.storage.files import expand_all
 from bamql.storage.format import (
     DEFAULT_PAGE_SIZE,
     MANIFEST,
@@ -34,9 +39,9 @@ from bamql.storage.format import (
     check_page_size,
 )
 from bamql.storage.pagemath import column_range
-from bamql.storage.partitioned import write_partitions
+from bamql.storage.partitioned import is_table, open_table, write_partitions
 from bamql.storage.scratch import Scratch, clean_stale, die_with_parent, sigterm_as_interrupt
-from bamql.storage.sources import open_source
+from bamql.storage.sources import ProjectedSource, Source, TableSource, open_source
 from bamql.storage.writer import PageWriter
 
 
@@ -81,7 +86,8 @@ def ingest(
     Parameters
     ----------
     sources
-        Input files, concatenated in order.
+        Input files, directories (their Parquet, ORC and CSV files) or globs (``*``,
+        ``**``, ``?``), concatenated in order.
     out
         The table directory to create; it must not exist.
     page_size
@@ -130,8 +136,75 @@ def ingest(
         raise IngestError(f"--floats must be auto or plain, got {floats!r}")
     if compress not in ("zstd", "none"):
         raise IngestError(f"--compress must be zstd or none, got {compress!r}")
-    srcs = [open_source(s) for s in sources]
+    srcs = [open_source(s) for s in expand_all(sources)]
     cols = select(unify_schemas(srcs), columns, srcs[0].path.name)
+    return _build(srcs, cols, out, page_size, volumes, table or out.name,
+                  tuple(str(s.path.name) for s in srcs), progress, partitions, groups, floats,
+                  scan_progress, compress, t0, replace=False)
+
+
+def append(
+    sources: Sequence[str | os.PathLike],
+    out: str | os.PathLike,
+    progress: Callable[[int], None] | None = None,
+    scan_progress: Callable[[int], None] | None = None,
+) -> IngestReport:
+    """Add the rows of ``sources`` (files, directories or globs) to the table at ``out``.
+
+    The table is rewritten whole with the same settings (page size, volumes, partitions,
+    row groups, compressed copies), its dictionaries and column widths made anew for the
+    old and new rows together, into a scratch directory beside it that then takes its
+    place in one rename (``RENAME_EXCHANGE``): a reader sees the old table or the new one,
+    and an append that fails or is killed leaves the old table as it was. Appends to one
+    table run one at a time (a lock beside it).
+
+    A source that lacks one of the table's columns, or whose column has another kind
+    (a string where the table has an integer), is a one-line error before anything is
+    written; columns beyond the table's are left out.
+    """
+    t0 = time.perf_counter()
+    out = Path(out)
+    if not is_table(out):
+        raise IngestError(f"{out} is not a bamql table; ingest without --append to create it")
+    paths = expand_all(sources)
+    with _append_lock(out):
+        t = open_table(out)
+        try:
+            m = t.parts[0].manifest
+            name, cols = t.name or out.name, list(t.columns)
+            stored = pa.concat_tables([p.to_table(cols) for p in t.parts])
+            settings = dict(page_size=m.page_size, volumes=m.n_volumes,
+                            partitions=len(t.parts) if t.partitioned else 1,
+                            groups=[g.members for g in m.groups] if m.groups else None,
+                            compress="zstd" if m.streams is not None else "none")
+            before = tuple(x for p in t.parts for x in p.manifest.sources)
+        finally:
+            t.close()
+        new = [ProjectedSource(open_source(p), cols, name) for p in paths]
+        srcs = [TableSource(stored, f"{name} (stored)"), *new]
+        unified = unify_schemas(srcs)
+        names = tuple(dict.fromkeys(before + tuple(s.path.name for s in new)))
+        return _build(srcs, unified, out, settings["page_size"], settings["volumes"], name,
+                      names, progress, settings["partitions"], settings["groups"], "auto",
+                      scan_progress, settings["compress"], t0, replace=True)
+
+
+@contextlib.contextmanager
+def _append_lock(out: Path):
+    """An exclusive lock beside ``out`` for the length of one append."""
+    fd = os.open(out.parent / f".{out.name}.append.lock", os.O_CREAT | os.O_RDWR, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _build(srcs, cols, out: Path, page_size: int, volumes: int, name: str,
+           names: tuple[str, ...], progress, partitions: int, groups, floats: str,
+           scan_progress, compress: str, t0: float, replace: bool) -> IngestReport:
+    """Write ``srcs`` as a table at ``out``: a new one, or (``replace``) in place of the
+    table there, exchanged in one rename."""
     plans = column_plans(srcs, cols, floats, scan_progress)
     rows = sum(s.num_rows for s in srcs)
     if partitions < 1 or partitions > max(rows, 1):
@@ -142,8 +215,6 @@ def ingest(
         parse_groups(groups, [ColumnMeta(pl.name, pl.kind, pl.dtype.name, 0, 0,
                                          page_size // pl.dtype.itemsize) for pl in plans],
                      page_size)
-    name = table or out.name
-    names = tuple(str(s.path.name) for s in srcs)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         clean_stale(out)
@@ -161,10 +232,14 @@ def ingest(
         with sigterm_as_interrupt():  # SIGTERM cleans up as Ctrl-C does
             _write(srcs, plans, bounds, dirs, rows, page_size, volumes, name, names, progress,
                    groups, compress, writers)
-        if out.exists():
-            raise IngestError(f"output {out} appeared while ingesting; not replacing it")
-        scratch.finish()
-        os.rename(tmp, out)
+        if replace:
+            scratch.finish()
+            exchange(tmp, out)  # tmp now holds the old table
+        else:
+            if out.exists():
+                raise IngestError(f"output {out} appeared while ingesting; not replacing it")
+            scratch.finish()
+            os.rename(tmp, out)
     except BaseException as e:
         for w in writers:
             w.abort()
@@ -175,9 +250,28 @@ def ingest(
         raise
     finally:
         scratch.release()
+    if replace:
+        shutil.rmtree(tmp, ignore_errors=True)
     store_bytes = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
-    src_bytes = sum(s.path.stat().st_size for s in srcs)
+    src_bytes = sum(s.nbytes for s in srcs)
     return IngestReport(out, rows, src_bytes, store_bytes, time.perf_counter() - t0)
+
+
+def exchange(a: Path, b: Path) -> None:
+    """Swap two directories in one rename (Linux ``renameat2(RENAME_EXCHANGE)``): no moment
+    where ``b`` is missing. Where the call is missing, two renames do it."""
+    fn = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
+    if fn is not None:
+        at_fdcwd, rename_exchange = -100, 2
+        if fn(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
+            return
+        err = ctypes.get_errno()
+        if err not in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+            raise OSError(err, os.strerror(err), str(b))
+    old = a.parent / f"{a.name}.old"
+    os.rename(b, old)
+    os.rename(a, b)
+    os.rename(old, a)
 
 
 def _write(srcs, plans, bounds: list[int], dirs: list[Path], rows: int, page_size: int,
@@ -202,7 +296,7 @@ def _write(srcs, plans, bounds: list[int], dirs: list[Path], rows: int, page_siz
                                      for k, d in enumerate(dirs)])
 
 
-def _ingest_partition(sources: list[str], plans, bounds: list[int], k: int, d: str,
+def _ingest_partition(sources: list[str | Source], plans, bounds: list[int], k: int, d: str,
                       page_size: int, volumes: int, table: str, names: tuple[str, ...],
                       groups=None, compress: str = "none") -> int:
     """Write partition ``k`` (rows ``bounds[k]:bounds[k+1]``) as a store in ``d``, reading
@@ -244,11 +338,13 @@ def _ingest_partitions(srcs, plans, bounds, dirs, page_size, volumes, table, nam
     from concurrent.futures.process import BrokenProcessPool
     from multiprocessing import get_context
 
-    paths = [str(s.path) for s in srcs]
+    # files are reopened by path in each worker; rows in memory keep the work in this process
+    in_memory = any(isinstance(s, (TableSource, ProjectedSource)) for s in srcs)
+    paths: list[str | Source] = list(srcs) if in_memory else [str(s.path) for s in srcs]
     args = [(paths, plans, bounds, k, str(d), page_size, volumes, table, names, groups, compress)
             for k, d in enumerate(dirs)]
     workers = min(len(dirs), os.cpu_count() or 1)
-    if workers == 1 or not _spawn_can_start():
+    if workers == 1 or in_memory or not _spawn_can_start():
         for a in args:
             n = _ingest_partition(*a)
             if progress:

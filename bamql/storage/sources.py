@@ -28,6 +28,11 @@ class Source:
         """Per integer column ``(min, max)`` from the file's own statistics, when it has them."""
         return {}
 
+    @property
+    def nbytes(self) -> int:
+        """The source's size in bytes (of its file)."""
+        return self.path.stat().st_size
+
     def describe(self) -> str:
         return f"{self.path.name} ({type(self).__name__[:-6].upper()}, {self.num_rows:,} rows)"
 
@@ -144,8 +149,55 @@ class CsvSource(Source):
                 yield b
 
 
-def open_source(path: str | Path) -> Source:
-    """Open one input file by its extension (.orc, .parquet/.pq, .csv)."""
+class TableSource(Source):
+    """Rows already in memory (an Arrow table), under a name that errors and the manifest
+    give it: the existing rows of a table that ``ingest --append`` rewrites."""
+
+    def __init__(self, table: pa.Table, name: str) -> None:
+        super().__init__(Path(name))
+        self._t = table
+        self.schema = table.schema
+        self.num_rows = table.num_rows
+
+    @property
+    def nbytes(self) -> int:
+        return self._t.nbytes
+
+    def batches(self, columns=None):
+        t = self._t.select(columns) if columns is not None else self._t
+        yield from t.to_batches(max_chunksize=1 << 20)
+
+
+class ProjectedSource(Source):
+    """A source seen through the columns ``names`` (in that order); a column it lacks is a
+    one-line error naming the file and the column."""
+
+    def __init__(self, inner: Source, names: Sequence[str], table: str) -> None:
+        super().__init__(inner.path)
+        missing = [n for n in names if n not in inner.schema.names]
+        if missing:
+            raise IngestError(f"{inner.path.name} has no column {missing[0]!r}, which table "
+                              f"{table!r} has; nothing was appended")
+        self._inner = inner
+        self.schema = pa.schema([inner.schema.field(n) for n in names])
+        self.num_rows = inner.num_rows
+
+    @property
+    def nbytes(self) -> int:
+        return self._inner.nbytes
+
+    def batches(self, columns=None):
+        yield from self._inner.batches(columns=list(columns or self.schema.names))
+
+    def int_stats(self):
+        return {k: v for k, v in self._inner.int_stats().items() if k in self.schema.names}
+
+
+def open_source(path: str | Path | Source) -> Source:
+    """Open one input file by its extension (.orc, .parquet/.pq, .csv); a Source is
+    returned as it is."""
+    if isinstance(path, Source):
+        return path
     p = Path(path)
     if not p.exists():
         raise IngestError(f"source {p} does not exist")

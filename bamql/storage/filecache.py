@@ -1,0 +1,109 @@
+"""Files queried in place, through page stores made on demand and kept in a cache directory.
+
+The first query over a set of files ingests them (default settings) into
+``<cache>/<names>-<version>``: ``names`` hashes the resolved file list, ``version`` each
+file's size and modification time. Later queries find that store while the files are
+unchanged; once one changes, the next query makes a new store (ingest is atomic: it
+appears whole or not at all) and removes the stale versions of the same list.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+
+from bamql.errors import IngestError
+from bamql.storage.files import FileSet
+from bamql.storage.partitioned import is_table
+
+#: ``(description, rows)`` -> a context yielding ``ingest``'s progress keywords
+ProgressFactory = Callable[[str, int], AbstractContextManager[dict]]
+
+#: Stores made by this process (tests check reuse with it).
+INGESTS = 0
+_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class CachedFiles:
+    """A file set and the page store that serves it."""
+
+    files: FileSet
+    store: Path
+    made: bool  # whether this call ingested it
+
+    def describe(self) -> str:
+        """The EXPLAIN line: ``files: 3 Parquet files, 1.2 MB, read through a store cached
+        at ...``."""
+        return f"files: {self.files.describe()}, read through a store cached at {self.store}"
+
+
+def cached_store(files: FileSet, root: Path, progress: ProgressFactory | None = None) -> CachedFiles:
+    """The page store of ``files`` under ``root``, made now if the files are new or changed.
+
+    Parameters
+    ----------
+    files
+        The resolved files (their list, sizes and modification times are the key).
+    root
+        The cache directory (``Config.file_cache_dir``).
+    progress
+        Makes the bars of an ingest (the CLI's, on stderr); None: silent.
+    """
+    global INGESTS
+    out = root / f"{files.names_key}-{files.version_key}"
+    if is_table(out):
+        return CachedFiles(files, out, False)
+    from bamql.storage.ingest import ingest
+
+    with _lock:  # one ingest per process at a time; other processes race benignly
+        if is_table(out):
+            return CachedFiles(files, out, False)
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise IngestError(f"cannot make the file cache {root}: {e.strerror} (set "
+                              f"BAMQL_FILE_CACHE to a writable directory)") from None
+        ctx = nullcontext({}) if progress is None else progress(
+            f"reading {files.describe()}", _rows(files))
+        try:
+            with ctx as bars:
+                ingest([str(f) for f in files.files], out, table=files.table_name, **bars)
+        except IngestError:
+            if is_table(out):  # another process made it first
+                return CachedFiles(files, out, False)
+            raise
+        INGESTS += 1
+        _drop_stale(root, files.names_key, out)
+    return CachedFiles(files, out, True)
+
+
+def _rows(files: FileSet) -> int:
+    """The rows of ``files`` for a progress bar (footers only: no data is read for it
+    except a CSV's counting pass, which ingest repeats)."""
+    from bamql.storage.sources import open_source
+
+    return sum(open_source(f).num_rows for f in files.files)
+
+
+def _drop_stale(root: Path, names_key: str, keep: Path) -> None:
+    """Remove the other versions of the same file list: each is first renamed to a hidden
+    name (at once invisible) and then deleted; sessions that have it open keep reading
+    their open files."""
+    for d in _versions(root, names_key):
+        if d != keep:
+            hidden = root / f".stale-{d.name}-{os.getpid()}"
+            try:
+                os.rename(d, hidden)
+            except OSError:
+                continue
+            shutil.rmtree(hidden, ignore_errors=True)
+
+
+def _versions(root: Path, names_key: str) -> Iterator[Path]:
+    return (d for d in root.glob(f"{names_key}-*") if d.is_dir())

@@ -1,0 +1,184 @@
+"""Source files named by the user: paths, directories, globs and ``file://`` URIs resolved
+to a sorted list of Parquet, ORC and CSV files (a :class:`FileSet`), with what identifies
+their contents (size and modification time per file)."""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+from bamql.errors import IngestError
+
+
+class FileFormat(StrEnum):
+    """The source formats bamql reads, by file extension."""
+
+    PARQUET = "parquet"
+    ORC = "orc"
+    CSV = "csv"
+
+    @property
+    def label(self) -> str:
+        return {"parquet": "Parquet", "orc": "ORC", "csv": "CSV"}[self.value]
+
+
+#: file extension -> format
+EXTENSIONS = {".parquet": FileFormat.PARQUET, ".pq": FileFormat.PARQUET,
+              ".orc": FileFormat.ORC, ".csv": FileFormat.CSV}
+
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+_GLOB = re.compile(r"[*?\[]")
+
+
+def format_of(path: str | os.PathLike) -> FileFormat | None:
+    """The format a file's extension names, or None."""
+    return EXTENSIONS.get(Path(path).suffix.lower())
+
+
+def looks_like_files(name: str) -> bool:
+    """Whether a FROM name reads as files rather than a table: a URL, a path with a
+    directory separator, a glob, or a name ending in a source format's extension."""
+    return bool(_SCHEME.match(name) or "/" in name or _GLOB.search(name)
+                or format_of(name) is not None)
+
+
+def local_path(spec: str) -> str:
+    """``spec`` as a local path: a ``file://`` URI through ``pyarrow.fs``; any other URL
+    scheme is a one-line error (object stores are not read yet), never a mangled path."""
+    m = _SCHEME.match(spec)
+    if m is None:
+        return os.path.expanduser(spec)
+    if m.group(1).lower() == "file":
+        from pyarrow import fs
+
+        try:
+            filesystem, path = fs.FileSystem.from_uri(spec)
+        except (ValueError, OSError) as e:
+            raise IngestError(f"{spec}: not a usable file URI ({e})") from None
+        if isinstance(filesystem, fs.LocalFileSystem):
+            return path
+    raise IngestError(f"{spec}: bamql reads local files only ({m.group(1)}:// is not "
+                      "supported); copy the files to a local directory first")
+
+
+def _visible(p: Path, root: Path) -> bool:
+    """Whether ``p`` below ``root`` is a data file: no part of its path under ``root`` is
+    hidden (``.x``) or a marker (``_SUCCESS``, ``_temporary``), as Spark and DuckDB skip."""
+    return not any(part.startswith((".", "_")) for part in p.relative_to(root).parts)
+
+
+def expand(spec: str | os.PathLike) -> list[Path]:
+    """The files that one path, directory, glob (``*``, ``**``, ``?``, ``[..]``) or
+    ``file://`` URI names, sorted; a directory gives its Parquet, ORC and CSV files,
+    recursively. A name that matches nothing is a one-line error."""
+    text = os.fspath(spec)
+    if isinstance(text, bytes):
+        raise IngestError(f"a source is a path (str), not {type(spec).__name__}")
+    path = local_path(text)
+    if _GLOB.search(path):
+        # hidden files match as in DuckDB (a directory, read whole, skips them)
+        hits = sorted(Path(h) for h in glob.glob(path, recursive=True, include_hidden=True)
+                      if os.path.isfile(h))
+        if not hits:
+            raise IngestError(f"no files match {text}")
+        return hits
+    p = Path(path)
+    if p.is_dir():
+        hits = sorted(f for f in p.rglob("*") if f.is_file() and format_of(f) is not None
+                      and _visible(f, p))
+        if not hits:
+            raise IngestError(f"directory {text} holds no Parquet, ORC or CSV files")
+        return hits
+    if not p.exists():
+        raise IngestError(f"source {text} does not exist")
+    return [p]
+
+
+def expand_all(specs: Sequence[str | os.PathLike]) -> list[Path]:
+    """:func:`expand` of every spec, in order, each file once."""
+    out: list[Path] = []
+    seen: set[Path] = set()
+    for s in specs:
+        for f in expand(s):
+            key = f.resolve()
+            if key not in seen:
+                seen.add(key)
+                out.append(f)
+    return out
+
+
+@dataclass(frozen=True)
+class FileSet:
+    """Resolved source files with their sizes and modification times (what a cached store
+    of them is keyed by)."""
+
+    files: tuple[Path, ...]
+    sizes: tuple[int, ...]
+    mtimes: tuple[int, ...]
+
+    @classmethod
+    def resolve(cls, specs: Sequence[str | os.PathLike],
+                fmt: FileFormat | None = None) -> FileSet:
+        """The files ``specs`` name (see :func:`expand`), as absolute paths, statted now;
+        each must be of format ``fmt`` when it is given, else of a format bamql reads."""
+        files = tuple(f.resolve() for f in expand_all(specs))
+        stats = []
+        for f in files:
+            have = format_of(f)
+            if have is None or (fmt is not None and have != fmt):
+                want = ("an ORC" if fmt == FileFormat.ORC else f"a {fmt.label}") if fmt \
+                    else "a Parquet, ORC or CSV"
+                raise IngestError(f"{f} is not {want} file by its extension (.parquet, .pq, "
+                                  ".orc or .csv)")
+            try:
+                st = f.stat()
+            except OSError as e:
+                raise IngestError(f"cannot read {f}: {e.strerror}") from None
+            if not os.access(f, os.R_OK):
+                raise IngestError(f"cannot read {f}: permission denied")
+            stats.append(st)
+        return cls(files, tuple(s.st_size for s in stats), tuple(s.st_mtime_ns for s in stats))
+
+    @property
+    def names_key(self) -> str:
+        """A hash of the file list alone (which files)."""
+        return _hash([str(f) for f in self.files])
+
+    @property
+    def version_key(self) -> str:
+        """A hash of the files' sizes and modification times (which contents)."""
+        return _hash([list(self.sizes), list(self.mtimes)])
+
+    @property
+    def table_name(self) -> str:
+        """The name of the table that serves these files in this version."""
+        return f"files_{self.names_key}_{self.version_key}"
+
+    @property
+    def nbytes(self) -> int:
+        return sum(self.sizes)
+
+    def describe(self) -> str:
+        """E.g. ``3 Parquet files, 1.2 MB``."""
+        kinds = sorted({format_of(f).label for f in self.files if format_of(f) is not None})
+        n = len(self.files)
+        what = f"{n} {'/'.join(kinds) or 'source'} file{'s' if n != 1 else ''}"
+        return f"{what}, {_size(self.nbytes)}"
+
+
+def _hash(obj) -> str:
+    return hashlib.sha256(json.dumps(obj).encode()).hexdigest()[:16]
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:,.1f} {unit}"
+    return f"{n} B"
