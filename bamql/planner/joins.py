@@ -122,11 +122,12 @@ class Joined:
 @dataclass(frozen=True)
 class KeyMap:
     """How an output group key comes from the fact query's keys: fact key ``fact_index``
-    itself (``dim_keys`` empty), or the dimension value of the row whose key is that fact
+    itself, or (``dim``) the dimension value of the row whose key is that fact
     key's value: its output slot ``slots[i]`` where the key equals ``dim_keys[i]`` (sorted),
     the NULL slot where no row has it."""
 
     fact_index: int
+    dim: bool = False
     dim_keys: tuple[int, ...] = ()
     slots: tuple[int, ...] = ()
 
@@ -151,7 +152,7 @@ class JoinQuery:
     @property
     def regroups(self) -> bool:
         """Whether groups move: some output key is a dimension column."""
-        return any(m.dim_keys or m.slots for m in self.key_maps) or \
+        return any(m.dim for m in self.key_maps) or \
             [m.fact_index for m in self.key_maps] != list(range(len(self.fact.keys)))
 
     def slots(self, fact_domains, out_domains) -> np.ndarray:
@@ -163,7 +164,7 @@ class JoinQuery:
         out = np.zeros(len(g), np.int64)
         for m, (_, osize), ost in zip(self.key_maps, out_domains, _strides(out_domains), strict=True):
             fs = fact_slot[m.fact_index]
-            if not m.dim_keys and not m.slots:
+            if not m.dim:
                 out += fs * ost
                 continue
             base, size = fact_domains[m.fact_index]
@@ -387,9 +388,10 @@ def rewrite(q: ir.Query, t: JoinTranslator) -> JoinQuery:
         elif len(aliases) == 1 and all(x in alias_of for x in cols):
             terms[aliases.pop()].append(c)
         else:
-            raise PlanError(f"a WHERE condition ({show(c)}) mixes columns of "
-                            f"{' and '.join(sorted(aliases | ({t.qualifier} if len(aliases) == 1 else set())))}"
-                            ": a condition on a joined table may name only that table's columns")
+            names = sorted(aliases) + ([t.qualifier] if len(aliases) == 1 else [])
+            raise PlanError(f"a WHERE condition ({t.texts.get(c, show(c))}) mixes columns of "
+                            f"{' and '.join(names)}: a condition on a joined table may name only "
+                            "that table's columns")
     steps = []
     for j in t.joins:
         cond, step = _key_condition(j, terms[j.alias], t.dims[j.table], t.texts,
@@ -414,13 +416,13 @@ def rewrite(q: ir.Query, t: JoinTranslator) -> JoinQuery:
     for k in fact_keys:
         total *= key_domain(k, t.fact_cols)[1] + 1
     if total > MAX_GROUPS:
-        raise PlanError(f"GROUP BY a joined column groups by the join keys ({', '.join(show(k) for k in fact_keys)}), "
-                        f"up to {total:,} groups; bamql groups only small domains (at most {MAX_GROUPS:,})")
-    fact = ir.Query(q.table, pred, tuple(fact_keys), q.aggs,
-                    tuple(f"key{i}" for i in range(len(fact_keys))) + tuple(f"agg{i}" for i in range(len(q.aggs))),
-                    tuple(ir.KeyRef(i, k.kind) for i, k in enumerate(fact_keys))
-                    + tuple(ir.AggRef(i, a.kind) for i, a in enumerate(q.aggs)),
-                    None, (), None)
+        keys = ", ".join(show(k) for k in fact_keys)
+        raise PlanError(f"GROUP BY a joined column groups by the join keys ({keys}), up to "
+                        f"{total:,} groups; bamql groups only small domains (at most {MAX_GROUPS:,})")
+    names = tuple(f"key{i}" for i in range(len(fact_keys))) + tuple(f"agg{i}" for i in range(len(q.aggs)))
+    refs = tuple(ir.KeyRef(i, k.kind) for i, k in enumerate(fact_keys)) + \
+        tuple(ir.AggRef(i, a.kind) for i, a in enumerate(q.aggs))
+    fact = ir.Query(q.table, pred, tuple(fact_keys), q.aggs, names, refs, None, (), None)
     return JoinQuery(fact, q, tuple(maps), dict(t.dim_metas), tuple(steps))
 
 
@@ -432,7 +434,8 @@ def _key_map(i: int, j: Joined, k: ir.Col, t: JoinTranslator) -> KeyMap:
     base, size = key_domain(k, t.dim_metas)
     slot = np.where(ok, v - base, size)
     order = np.argsort(kv[kok], kind="stable")
-    return KeyMap(i, tuple(int(x) for x in kv[kok][order]), tuple(int(x) for x in slot[kok][order]))
+    return KeyMap(i, True, tuple(int(x) for x in kv[kok][order]),
+                  tuple(int(x) for x in slot[kok][order]))
 
 
 def _key_condition(j: Joined, terms: list[ir.Expr], dim: Dimension,
@@ -448,8 +451,8 @@ def _key_condition(j: Joined, terms: list[ir.Expr], dim: Dimension,
     if not terms:
         if j.kind is JoinKind.LEFT:
             return None, f"{head}: every {j.fact_key} kept"
-        if not fact.nulls and fact.min is not None and _contiguous(keys) \
-                and keys[0] <= fact.min and fact.max <= keys[-1]:
+        if not fact.nulls and fact.min is not None and np.count_nonzero(
+                (keys >= fact.min) & (keys <= fact.max)) == int(fact.max) - int(fact.min) + 1:
             return None, f"{head}: every {j.fact_key} ({fact.min}..{fact.max}) has a row"
         return _in(key, keys), f"{head}: {show(_in(key, keys))}"
     p = terms[0] if len(terms) == 1 else ir.And(tuple(terms))
