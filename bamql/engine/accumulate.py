@@ -167,3 +167,26 @@ def order_keys(a: np.ndarray) -> np.ndarray:
     k = a.view(np.int64)
     k ^= (k >> 63) & _LOW63
     return k if a.dtype == np.float64 else k.view(np.float64)
+
+
+def regroup(acc: dict[str, np.ndarray], slots: np.ndarray, groups: int) -> dict[str, np.ndarray]:
+    """Reduced accumulators with group ``g`` moved into group ``slots[g]`` of ``groups``,
+    the groups that land together combined as ``combine`` combines them (a join's GROUP BY
+    a dimension column: the kernel groups by the join key, ``planner.joins``)."""
+    out = {}
+    for k, v in acc.items():
+        if k == "E" or v.shape[0] != len(slots):  # the error counts; an array no aggregate uses
+            out[k] = v
+            continue
+        if k == "MNF":
+            new, at = np.full((groups, *v.shape[1:]), np.nan), np.fmin.at
+        elif k.startswith("MN"):
+            new, at = np.full((groups, *v.shape[1:]), _I_MAX, v.dtype), np.minimum.at
+        elif k.startswith("MX"):  # np.maximum keeps NaN, the largest float (as in DuckDB)
+            new = np.full((groups, *v.shape[1:]), -_F_MAX if k == "MXF" else _I_MIN, v.dtype)
+            at = np.maximum.at
+        else:
+            new, at = np.zeros((groups, *v.shape[1:]), v.dtype), np.add.at
+        at(new, slots, v)
+        out[k] = new
+    return out

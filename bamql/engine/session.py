@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
@@ -12,21 +13,39 @@ from pathlib import Path
 import pyarrow as pa
 
 from bamql.config import Backend, Config, Device, Medium
-from bamql.engine.accumulate import finish
+from bamql.engine.accumulate import finish, n_groups, regroup
 from bamql.engine.partition import plan_partition, table_domains
 from bamql.engine.result import Result, assemble
 from bamql.engine.runner import LocalRunner, Runner, merge
 from bamql.errors import DeviceError, PlanError, StoreError, UsageError
 from bamql.lru import LRU
 from bamql.planner import ir
+from bamql.planner.joins import Dimension, JoinQuery, dimension, translate_joins
 from bamql.planner.params import Params, bind
 from bamql.planner.physical import PhysicalPlan, explain_text
-from bamql.planner.translate import translate
 from bamql.storage.filecache import ProgressFactory, cached_store
 from bamql.storage.files import FileSet
 from bamql.storage.partitioned import PartitionedTable, is_table, open_table
 
 _EXPLAIN = re.compile(r"^\s*explain\s+(analyze\s+)?", re.IGNORECASE)
+
+#: The TLC's 265-zone lookup shipped with the package (a data file: the engine does not
+#: import ``bamql.datasets``), registered as ``zones`` under the TLC's column names.
+_ZONES_CSV = Path(__file__).resolve().parents[1] / "datasets" / "taxi_zone_lookup.csv"
+ZONE_COLUMNS = ("LocationID", "Borough", "Zone", "service_zone")
+
+
+@functools.lru_cache(maxsize=1)
+def _zones() -> Dimension:
+    import pyarrow.csv as pacsv
+
+    return dimension("zones", pacsv.read_csv(_ZONES_CSV).rename_columns(list(ZONE_COLUMNS)))
+
+
+def zones_table() -> pa.Table:
+    """The taxi zone lookup every session registers as ``zones`` (columns LocationID,
+    Borough, Zone, service_zone)."""
+    return _zones().table
 
 
 def gpu_unavailable_reason() -> str | None:
@@ -72,6 +91,8 @@ class Session:
         self.medium = config.medium  # the cost model's medium; None: the backend's
         if self.path is not None:
             self.stores = self._open_tables(config.page_size)
+        #: registered dimension tables by name (``register``): a stored table's name wins
+        self.dimensions: dict[str, Dimension] = {} if "zones" in self.stores else {"zones": _zones()}
         self.cluster = None
         self._dask: Runner | None = None
         # a client this session made (from an address or "local-gpus") is closed with it
@@ -186,6 +207,32 @@ class Session:
             fields.append(pa.field(c.name, t, metadata=meta))
         return pa.schema(fields)
 
+    def register(self, name: str, table) -> None:
+        """Register a small in-memory table under ``name``, to be joined to stored tables
+        as a dimension table (``... JOIN name d ON t.column = d.key``).
+
+        Parameters
+        ----------
+        name
+            The table's name in SQL; a stored table of that name is an error.
+        table
+            A pyarrow Table, a pandas or polars DataFrame, or anything with
+            ``__arrow_c_stream__`` (read with ``pyarrow.table``).
+        """
+        self._check_open()
+        if not isinstance(name, str) or not name.isidentifier():
+            raise UsageError(f"a table's name is an identifier such as 'zones', not {name!r}")
+        if name in self.stores:
+            raise UsageError(f"{name!r} is a stored table of this session; register the table "
+                             "under another name")
+        try:
+            dim = dimension(name, table)
+        except PlanError as e:
+            raise UsageError(str(e)) from None
+        with self._lock:
+            self.dimensions[name] = dim
+            self._parsed.clear()  # a join's key sets are computed when it is translated
+
     def catalog(self) -> dict:
         return {name: s.columns for name, s in (*self._files.items(), *self.stores.items())}
 
@@ -280,13 +327,16 @@ class Session:
         and IR nodes are immutable, so a repeated query skips parsing."""
         q = self._parsed.get(text)
         if q is None:
-            q = translate(text, self.catalog())
+            q = translate_joins(text, self.catalog(), self.dimensions)
             self._parsed.put(text, q)
         return q
 
-    def explain_query(self, q: ir.Query) -> str:
+    def explain_query(self, q: ir.Query | JoinQuery) -> str:
         """The EXPLAIN text of a logical query (a partitioned table's: of its first
-        partition, after a line on the partitions and where they run)."""
+        partition, after a line on the partitions and where they run); a join's starts
+        with what each join became."""
+        if isinstance(q, JoinQuery):
+            return "\n".join((*q.steps, self.explain_query(q.fact)))
         table = self.store(q.table)
         runner = self._runner(table)
         key = (q, self._medium(), runner.where)
@@ -301,10 +351,11 @@ class Session:
             self._explained.put(key, txt)
         return txt
 
-    def execute(self, q: ir.Query) -> Result:
+    def execute(self, query: ir.Query | JoinQuery) -> Result:
         """Plan and run a logical query: the table's partitions through its runner, their
-        partial aggregates merged."""
+        partial aggregates merged (a join's regrouped by its dimension columns)."""
         self._check_open()
+        q = query.fact if isinstance(query, JoinQuery) else query
         table = self.store(q.table)
         plan = self.plan(q)
         runner = self._runner(table)
@@ -315,8 +366,15 @@ class Session:
             raise DeviceError("out of host memory while running the query") from None
         acc, stats = merge(table, partials, f"{self.device}/{runner.where}", self.backend,
                            time.perf_counter() - t0)
-        out = assemble(finish(acc, q, plan.key_domains), q, table.columns)
-        return Result(out, stats, self.explain_query(q))
+        if isinstance(query, JoinQuery):
+            cols = {**table.columns, **query.columns}
+            domains = table_domains(query.out, cols)
+            if query.regroups:
+                acc = regroup(acc, query.slots(plan.key_domains, domains), n_groups(domains))
+            out = assemble(finish(acc, query.out, domains), query.out, cols)
+        else:
+            out = assemble(finish(acc, q, plan.key_domains), q, table.columns)
+        return Result(out, stats, self.explain_query(query))
 
     def table(self, name: str):
         """A dataframe-like handle on a table (see bamql.engine.frame)."""

@@ -62,6 +62,8 @@ class ExprTranslator:
         self.catalog = catalog
         self.cols: Mapping[str, ColumnMeta] = {}
         self.table = ""
+        #: the name that qualifies the table's columns: its alias in FROM, else its name
+        self.qualifier = ""
         #: exact values of the decimal constants (SQL's ``2.5``, a DECIMAL, not a DOUBLE):
         #: id(Lit) -> (the Lit, kept alive, and its value as a Fraction)
         self.decimals: dict[int, tuple[ir.Lit, Fraction]] = {}
@@ -74,7 +76,7 @@ class ExprTranslator:
     # -- expressions -------------------------------------------------------------------
     def column(self, node: exp.Column) -> ir.Col:
         name = node.name
-        if node.table and node.table != self.table:
+        if node.table and node.table != (self.qualifier or self.table):
             raise self.fail(f"unknown table {node.table!r} in column {node.sql()}", node)
         if name not in self.cols:
             close = difflib.get_close_matches(name, list(self.cols), n=1)

@@ -6,7 +6,7 @@ construct and where it is in the query."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import sqlglot
 from sqlglot import exp
@@ -45,7 +45,7 @@ class Translator(ExprTranslator):
         s = stmts[0]
         if not isinstance(s, exp.Select):
             raise self.fail(f"only SELECT queries are supported, not {s.key.upper()}", s)
-        for arg, what in (("with_", "WITH (common table expressions)"), ("joins", "JOIN"),
+        for arg, what in (("with_", "WITH (common table expressions)"),
                           ("windows", "WINDOW"), ("distinct", "SELECT DISTINCT"),
                           ("qualify", "QUALIFY"), ("offset", "OFFSET")):
             if s.args.get(arg) or s.args.get(arg.rstrip("_")):
@@ -54,6 +54,8 @@ class Translator(ExprTranslator):
                 raise self.fail(f"{what} is not supported", node if isinstance(node, exp.Expression)
                                 else s)
         for sub in s.find_all(exp.Subquery, exp.Window, exp.Join, exp.Union):
+            if isinstance(sub, exp.Join) and sub.parent is s:
+                continue  # the query's own joins: ``bind``
             raise self.fail(f"{sub.key.upper()} is not supported (bamql runs single-table "
                             "filter-aggregate queries)", sub)
         frm = s.args.get("from_") or s.args.get("from")
@@ -64,9 +66,10 @@ class Translator(ExprTranslator):
             raise self.fail("FROM must name one table", t)
         self.table = t.name
         if self.table not in self.catalog:
-            known = ", ".join(sorted(self.catalog)) or "none"
-            raise self.fail(f"unknown table {self.table!r} (tables: {known})", t)
+            raise self.unknown_table(t)
         self.cols = self.catalog[self.table]
+        self.qualifier = t.alias_or_name
+        self.bind(s)
 
         where = s.args.get("where")
         pred = self.bool_expr(where.this) if where is not None else None
@@ -121,6 +124,17 @@ class Translator(ExprTranslator):
             limit = int(lim.this)
         return ir.Query(self.table, pred, tuple(keys), tuple(aggs), tuple(names), tuple(exprs),
                         having, tuple(order), limit)
+
+    def unknown_table(self, t: exp.Table) -> PlanError:
+        """The error for a FROM table that is not in the catalog."""
+        known = ", ".join(sorted(self.catalog)) or "none"
+        return self.fail(f"unknown table {t.name!r} (tables: {known})", t)
+
+    def bind(self, s: exp.Select) -> None:
+        """Bind what FROM adds to the table's columns: here nothing, so a JOIN is refused
+        (``planner.joins`` binds joins with registered dimension tables)."""
+        if s.args.get("joins"):
+            raise self.fail("JOIN is not supported", s.args["joins"][0])
 
     def check_domain(self, keys: list[ir.Expr], node) -> None:
         total = 1
@@ -250,8 +264,10 @@ def key_domain(k: ir.Expr, cols: Mapping[str, ColumnMeta]) -> tuple[int, int]:
     return int(c.min), int(c.max) - int(c.min) + 1
 
 
-def translate(sql: str, catalog: Mapping[str, Mapping[str, ColumnMeta]]) -> ir.Query:
-    """Translate SQL text into a logical query over ``catalog`` (table -> columns)."""
+def translate(sql: str, catalog: Mapping[str, Mapping[str, ColumnMeta]],
+              translator: Callable[..., Translator] = Translator):
+    """Translate SQL text into a logical query over ``catalog`` (table -> columns), with
+    ``translator(sql, catalog)`` (a subclass of ``Translator`` may translate more)."""
     if not sql or not sql.strip():
         raise PlanError("empty query")
     # sqlglot's parser recurses about 16 frames per level of parentheses: Python's default
@@ -259,7 +275,7 @@ def translate(sql: str, catalog: Mapping[str, Mapping[str, ColumnMeta]]) -> ir.Q
     if sys.getrecursionlimit() < _RECURSION_LIMIT:
         sys.setrecursionlimit(_RECURSION_LIMIT)
     try:
-        return Translator(sql, catalog).query()
+        return translator(sql, catalog).query()
     except RecursionError:
         raise PlanError("the query nests too deeply (parentheses, NOT or arithmetic some "
                         "hundreds of levels deep); write it flatter") from None

@@ -59,3 +59,13 @@ SELECT AVG(fare_amount) FROM trips WHERE '' IN;
 SELECT AVG(fare_amount) FROM trips WHERE 'a' IN ('a', 'b');
 SELECT AVG(fare_amount) FROM trips WHERE NOT '' IN ('x');
 SELECT AVG(fare_amount) FROM trips WHERE '' IS NULL;
+;
+SELECT COUNT(*) FROM trips t RIGHT JOIN zones z ON t.pickup_location_id = z.LocationID;
+SELECT COUNT(*) FROM trips t FULL OUTER JOIN zones z ON t.pickup_location_id = z.LocationID;
+SELECT COUNT(*) FROM trips t JOIN zones z ON t.pickup_location_id = z.LocationID OR t.dropoff_location_id = z.LocationID;
+SELECT COUNT(*) FROM trips t JOIN zones z ON t.pickup_location_id > z.LocationID;
+SELECT COUNT(*) FROM trips t JOIN zones z ON t.trip_distance = z.LocationID;
+SELECT COUNT(*) FROM trips t JOIN zones z ON t.pickup_location_id = z.LocationID WHERE z.Borough = 'Queens' OR t.fare_amount > 5;
+SELECT SUM(z.LocationID) FROM trips t JOIN zones z ON t.pickup_location_id = z.LocationID;
+SELECT z.Zone, COUNT(*) FROM trips t JOIN zones z ON t.pickup_location_id = z.LocationID GROUP BY z.Borough;
+SELECT COUNT(*) FROM zones
