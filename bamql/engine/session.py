@@ -73,6 +73,8 @@ class Session:
         #: EXPLAIN line of each
         self._files: dict[str, PartitionedTable] = {}
         self._file_notes: dict[str, str] = {}
+        #: a file table's name -> the FROM text that named its files, for error messages
+        self._file_labels: dict[str, str] = {}
         #: the CLI's progress bars for the ingest of files named in FROM; None: silent
         self.file_progress: ProgressFactory | None = None
         self.stores: dict[str, PartitionedTable] = {}
@@ -255,9 +257,10 @@ class Session:
                 table = open_table(cached.store)
                 stale = [n for n in self._files if n.startswith(f"files_{files.names_key}_")]
                 for n in stale:
-                    del self._files[n], self._file_notes[n]
+                    del self._files[n], self._file_notes[n], self._file_labels[n]
                 self._files[name] = table
                 self._file_notes[name] = cached.describe()
+                self._file_labels[name] = ", ".join(f"'{x}'" for x in ref.specs)
         return name
 
     # -- queries -------------------------------------------------------------------------
@@ -327,7 +330,15 @@ class Session:
         and IR nodes are immutable, so a repeated query skips parsing."""
         q = self._parsed.get(text)
         if q is None:
-            q = translate_joins(text, self.catalog(), self.dimensions)
+            try:
+                q = translate_joins(text, self.catalog(), self.dimensions)
+            except PlanError as e:  # name files as the query did, not by their table's name
+                msg = str(e)
+                for name, label in self._file_labels.items():
+                    msg = msg.replace(f"'{name}'", label).replace(name, label)
+                if msg == str(e):
+                    raise
+                raise PlanError(msg) from None
             self._parsed.put(text, q)
         return q
 

@@ -218,3 +218,21 @@ def test_an_unreadable_file_is_one_line(session, tmp_path):
 def test_a_zero_row_parquet_file_is_an_empty_table(session, files):
     sql = f"SELECT COUNT(*), SUM(total_amount) FROM '{files}/trips/empty.parquet'"
     assert_same_rows(_ours(session, sql), _duck(sql), ordered=True)
+
+
+def test_an_unknown_column_of_files_names_the_files_not_their_store(session, files):
+    src = f"{files}/trips/**/*.parquet"
+    with pytest.raises(PlanError) as e:
+        session.sql(f"SELECT SUM(nope) FROM '{src}'")
+    msg = str(e.value)
+    assert "unknown column 'nope'" in msg and src in msg and "files_" not in msg, msg
+
+
+def test_files_join_the_zone_table_as_duckdb(session, files):
+    zones = session.dimensions["zones"].table
+    sql = (f"SELECT z.Borough, COUNT(*), SUM(t.fare_amount) FROM '{files}/trips/**/*.parquet' t "
+           "JOIN zones z ON t.pickup_location_id = z.LocationID WHERE z.Zone LIKE '%a%' "
+           "GROUP BY z.Borough ORDER BY z.Borough")
+    con = duckdb.connect()
+    con.register("zones", zones)
+    assert_same_rows(_ours(session, sql), con.sql(sql).fetchall(), ordered=True)
