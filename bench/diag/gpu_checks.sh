@@ -2,8 +2,11 @@
 # The GPU checks of a session, run on the GPU machine from the project root (device tool),
 # with the staged wheels installed (../shared/device/README.md). Logs go to $OUT.
 #   bash bench/diag/gpu_checks.sh tests     the GPU tests (pytest -m gpu)
-#   bash bench/diag/gpu_checks.sh corpus S  the differential corpus on host/gpu/file with 4-slot
-#                                           and default caches, time-boxed to S seconds
+#   bash bench/diag/gpu_checks.sh corpus S [Q] [TAG]
+#                                           the differential corpus on host/gpu/file with 4-slot
+#                                           and default caches, time-boxed to S seconds (only the
+#                                           query ids starting with one of Q, comma-separated;
+#                                           logs named corpus-gpu-TAG)
 #   bash bench/diag/gpu_checks.sh shapes    bench/diag/query_shapes.py on the host backend
 #   bash bench/diag/gpu_checks.sh bench N   bamql bench: Q1-Q6, warm, host backend and DuckDB, N rows
 #   bash bench/diag/gpu_checks.sh run-bench N ENGINES MODES [old]
@@ -24,10 +27,11 @@ case ${1:?tests, corpus, shapes, bench or run-bench} in
       > "$out/gpu-tests.log" 2>&1
     tail -15 "$out/gpu-tests.log" ;;
   corpus)
+    log="$out/corpus-gpu${4:+-$4}"
     timeout $(( ${2:-400} + 60 )) python -m tests.sql.corpus --device gpu --backends host,gpu,file \
-      --caches 4,default --shapes ci --budget-s "${2:-400}" --log "$out/corpus-gpu.jsonl" --quiet \
-      > "$out/corpus-gpu.txt" 2>&1
-    tail -5 "$out/corpus-gpu.txt"; tail -1 "$out/corpus-gpu.jsonl"; gzip -f "$out/corpus-gpu.jsonl" ;;
+      --caches 4,default --shapes ci --budget-s "${2:-400}" --log "$log.jsonl" --quiet \
+      ${3:+--queries "$3"} > "$log.txt" 2>&1
+    tail -5 "$log.txt"; tail -1 "$log.jsonl"; gzip -f "$log.jsonl" ;;
   shapes)
     timeout "${2:-150}" python bench/diag/query_shapes.py --device gpu --backend host --rows 2000000 \
       --queries 2000 --in-sizes 1000,100000 --or-sizes 100,1000 --depth 1000 \
