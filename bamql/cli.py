@@ -1,4 +1,4 @@
-"""The ``bamql`` command: gen, ingest, verify, sql, shell, demo."""
+"""The ``bamql`` command: gen, ingest, verify, sql, shell, serve, demo."""
 
 from __future__ import annotations
 
@@ -314,6 +314,10 @@ def build_parser() -> argparse.ArgumentParser:
     from bamql.engine.cli_sql import add_sql_commands
 
     add_sql_commands(sub)
+
+    from bamql.engine.server import add_serve_command
+
+    add_serve_command(sub)
 
     return p
 

@@ -17,6 +17,9 @@ The environment variables:
     ``1`` makes the CLI and the shell show a traceback instead of a one-line error.
 ``BAMQL_HISTORY``
     The shell's history file; by default ``~/.bamql_history``.
+``BAMQL_SERVER_TOKEN``
+    The bearer token of ``bamql serve`` (clients send it, the server requires it); none by
+    default.
 
 A variable set to the empty string counts as not set. Booleans take 1/0, true/false,
 yes/no or on/off, in any case.
@@ -189,6 +192,13 @@ def _path(value: str | os.PathLike, setting: str) -> Path:
     return Path(value).expanduser()
 
 
+def _token(value: str, setting: str) -> str:
+    if not isinstance(value, str) or not value.isprintable() or value != value.strip():
+        raise ConfigError(f"{setting} takes a token of printable characters without spaces "
+                          "around it")
+    return value
+
+
 def _default_cache_dir(xdg: str | None = None) -> Path:
     return Path(xdg) / "bamql" if xdg else Path.home() / ".cache" / "bamql"
 
@@ -234,6 +244,8 @@ class Config:
         Tracebacks instead of one-line errors in the CLI and the shell (``BAMQL_DEBUG``).
     history
         The shell's history file (``BAMQL_HISTORY``).
+    server_token
+        The bearer token of a bamql server and its clients (``BAMQL_SERVER_TOKEN``); None: none.
     """
 
     device: Device = Device.AUTO
@@ -247,6 +259,7 @@ class Config:
     gpu_prepared: bool = True
     debug: bool = False
     history: Path = field(default_factory=_default_history)
+    server_token: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         def put(name: str, value) -> None:  # frozen: normalized values go in this way
@@ -306,9 +319,10 @@ class Config:
 
 #: setting -> the environment variable it is read from
 ENV_VARS = {"cache_dir": "BAMQL_CACHE_DIR", "file_cache": "BAMQL_FILE_CACHE",
-            "gpu_prepared": "BAMQL_GPU_PREPARED", "debug": "BAMQL_DEBUG", "history": "BAMQL_HISTORY"}
+            "gpu_prepared": "BAMQL_GPU_PREPARED", "debug": "BAMQL_DEBUG", "history": "BAMQL_HISTORY",
+            "server_token": "BAMQL_SERVER_TOKEN"}
 #: settings whose None (the default) is left as it is
-_OPTIONAL = frozenset({"file_cache"})
+_OPTIONAL = frozenset({"file_cache", "server_token"})
 #: setting -> its check, (value, the name an error gives it) -> the normalized value
 _CHECKS = {"cache_dir": _path, "file_cache": _path, "gpu_prepared": _flag, "debug": _flag,
-           "history": _path}
+           "history": _path, "server_token": _token}

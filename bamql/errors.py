@@ -41,3 +41,8 @@ class UsageError(BamqlError):
 class OutOfRangeError(BamqlError):
     """A value does not fit its SQL type: an integer overflow while running a query (as
     DuckDB's "Out of Range Error"), or a constant beyond what its type holds."""
+
+
+class ServerError(BamqlError):
+    """A bamql server cannot be reached, refused the client's token, or failed on its side
+    (``bamql serve``; a query's own error arrives as its own class)."""

@@ -7,12 +7,21 @@ import sys
 
 from bamql.config import Backend, Device
 from bamql.engine.output import FORMATS, render
+from bamql.errors import UsageError
 
 
 def _connect(a: argparse.Namespace):
     from bamql.engine.session import connect
     from bamql.progress import ingest_progress
 
+    if getattr(a, "server", None):  # the server holds the tables and the settings
+        from bamql.engine.remote import RemoteSession
+
+        if a.data is not None or a.device != "auto" or a.backend or a.cache or a.cluster:
+            raise UsageError("with --server, the tables and the device are the server's "
+                             "(bamql serve DIR --device ...): give no DIR, --device, --backend, "
+                             "--cache or --cluster")
+        return RemoteSession(a.server, token=a.token, tls_root_certs=a.tls_root_certs)
     s = connect(a.data, device=a.device, backend=a.backend, cache=a.cache, cluster=a.cluster)
     s.file_progress = ingest_progress  # files named in FROM: their first ingest's bars
     if s.note:
@@ -55,6 +64,13 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cluster", default=None, metavar="ADDRESS",
                    help="Dask scheduler address, or local-gpus[:N] for one worker per GPU here: "
                    "partitioned tables run on its workers")
+    p.add_argument("--server", default=None, metavar="URL",
+                   help="run on a bamql server (bamql serve) at grpc://HOST:PORT or "
+                   "grpc+tls://HOST:PORT instead of in this process")
+    p.add_argument("--token", default=None,
+                   help="the server's token (default: BAMQL_SERVER_TOKEN)")
+    p.add_argument("--tls-root-certs", default=None, metavar="PEM",
+                   help="the certificate that signed a TLS server's (e.g. its self-signed one)")
 
 
 def add_sql_commands(sub) -> None:

@@ -419,8 +419,9 @@ class Session:
 
 def connect(path: str | os.PathLike | None = None, device: str = "auto", backend: str | None = None,
             cache: int | str | None = None, medium: str | None = None, cluster=None,
-            page_size: int | str | None = None) -> Session:
-    """Open a directory of bamql tables.
+            page_size: int | str | None = None, token: str | None = None,
+            tls_root_certs: str | os.PathLike | bytes | None = None):
+    """Open a directory of bamql tables, or a bamql server's session.
 
     Parameters
     ----------
@@ -456,6 +457,22 @@ def connect(path: str | os.PathLike | None = None, device: str = "auto", backend
 
     Every value is checked here (``bamql.config.Config``): a typo in a name or a size is
     one clear error. The ``BAMQL_*`` environment variables are read now, too.
+
+    A ``path`` of ``grpc://host:port`` (``grpc+tls://`` for TLS) connects to a server
+    (``bamql serve``) and returns a :class:`bamql.engine.remote.RemoteSession`, whose
+    ``sql``, ``explain``, ``tables`` and ``schema`` run there; ``token`` is the server's
+    (default ``BAMQL_SERVER_TOKEN``) and ``tls_root_certs`` a PEM file of the certificate
+    that signed its own. The other settings are the server's.
     """
+    if isinstance(path, str) and path.startswith(("grpc://", "grpc+tcp://", "grpc+tls://")):
+        from bamql.engine.remote import RemoteSession
+
+        if device != "auto" or any(v is not None for v in (backend, cache, medium, cluster,
+                                                            page_size)):
+            raise UsageError("a server's session has the server's settings (bamql serve "
+                             "--device ...); connect() to it takes token= and tls_root_certs=")
+        return RemoteSession(path, token=token, tls_root_certs=tls_root_certs)
+    if token is not None or tls_root_certs is not None:
+        raise UsageError("token= and tls_root_certs= are for a server's URL (grpc://host:port)")
     return Session(path, device=device, backend=backend, cache=cache, medium=medium,
                    cluster=cluster, page_size=page_size)

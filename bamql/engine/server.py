@@ -1,0 +1,306 @@
+"""``bamql serve``: one warm session shared by many clients over Arrow Flight.
+
+The server speaks plain Arrow Flight (see ``bamql.engine.wire`` for the messages):
+
+- ``do_get(ticket)``: the ticket is a command (JSON ``{"sql", "params"}``); the answer
+  streams back as Arrow record batches. One round trip per query.
+- ``get_flight_info(command descriptor)``: runs the query and holds its answer for one
+  ``do_get`` of the ticket it returns (the flow of generic Flight clients).
+- ``list_flights``: one flight per table (its path, schema and row count).
+- ``do_action``: ``health``, ``tables``, ``schema``, ``explain`` (``wire.ACTIONS``).
+
+A query's bamql error reaches the client as a Flight error carrying its one-line message
+and class; any other failure is logged here and reported as one line, and the server goes
+on. With a token, every call must carry ``authorization: Bearer <token>``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hmac
+import json
+import logging
+import re
+import secrets
+import signal
+import sys
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.flight as fl
+
+from bamql.config import Backend, Device
+from bamql.engine import wire
+from bamql.engine.result import Result
+from bamql.engine.session import Session
+from bamql.errors import BamqlError, PlanError, UsageError
+
+log = logging.getLogger("bamql.server")
+
+_EXPLAIN = re.compile(r"^\s*explain\s+(analyze\s+)?", re.IGNORECASE)
+#: answers of get_flight_info held for their do_get (the oldest go first)
+_HELD = 64
+
+
+class _TokenCheck(fl.ServerMiddlewareFactory):
+    """Refuses every call that does not carry ``authorization: Bearer <token>``."""
+
+    def __init__(self, token: str) -> None:
+        self._want = f"Bearer {token}".encode()
+
+    def start_call(self, info, headers):
+        got = [v for k, vs in headers.items() if k.lower() == "authorization" for v in vs]
+        if not got:
+            raise fl.FlightUnauthenticatedError("this bamql server needs a token "
+                                                "(authorization: Bearer <token>)")
+        value = got[0].encode() if isinstance(got[0], str) else got[0]
+        if not hmac.compare_digest(value, self._want):
+            raise fl.FlightUnauthenticatedError("wrong token for this bamql server")
+        return None
+
+
+class BamqlServer(fl.FlightServerBase):
+    """An Arrow Flight server over one Session; it listens from construction on.
+
+    Parameters
+    ----------
+    session
+        The session every client shares (thread-safe); the server does not close it.
+    host, port
+        Where to listen; port 0 picks a free port (``self.port`` says which).
+    token
+        If given, the bearer token every call must carry.
+    tls
+        ``(certificate PEM, private key PEM)`` bytes: listen with TLS (``grpc+tls://``).
+    allow_files
+        Whether queries may name files in FROM (they read the server's file system); off,
+        such a query is a PlanError.
+    """
+
+    def __init__(self, session: Session, host: str = "127.0.0.1", port: int = 0,
+                 token: str | None = None, tls: tuple[bytes, bytes] | None = None,
+                 allow_files: bool = False) -> None:
+        scheme = "grpc+tls" if tls else "grpc"
+        middleware = {"auth": _TokenCheck(token)} if token else {}
+        certs = [fl.CertKeyPair(cert=tls[0], key=tls[1])] if tls else []
+        super().__init__(f"{scheme}://{host}:{port}", tls_certificates=certs,
+                         middleware=middleware)
+        self.session = session
+        self.allow_files = allow_files
+        self.url = f"{scheme}://{host}:{self.port}"
+        self._held: OrderedDict[bytes, Result] = OrderedDict()
+        self._lock = threading.Lock()
+
+    # -- queries -----------------------------------------------------------------------------
+    def _check_files(self, text: str) -> None:
+        """Refuse a query that names files in FROM unless the server allows them."""
+        if self.allow_files:
+            return
+        from bamql.planner.files import bind_files
+
+        def refuse(ref) -> str:
+            raise PlanError(f"this server answers queries over its tables only, not files "
+                            f"({', '.join(ref.specs)}); bamql serve --allow-files serves them")
+
+        m = _EXPLAIN.match(text)
+        bind_files(text[m.end():] if m else text, self.session.stores, refuse)
+
+    def _run(self, command: bytes) -> Result:
+        text, params = wire.decode_command(command)
+        self._check_files(text)
+        return self.session.sql(text, params)
+
+    def _answer(self, command: bytes) -> pa.Table:
+        return wire.result_table(self._run(command))
+
+    def do_get(self, context, ticket):
+        return _guard(self._do_get, ticket)
+
+    def _do_get(self, ticket):
+        with self._lock:
+            held = self._held.pop(ticket.ticket, None)
+        t = wire.result_table(held) if held is not None else self._answer(ticket.ticket)
+        return fl.RecordBatchStream(t)
+
+    def get_flight_info(self, context, descriptor):
+        return _guard(self._get_flight_info, descriptor)
+
+    def _get_flight_info(self, descriptor):
+        if descriptor.descriptor_type != fl.DescriptorType.CMD:
+            name = self._path_name(descriptor)
+            return self._table_info(name)
+        res = self._run(descriptor.command)
+        handle = b"held:" + secrets.token_hex(16).encode()
+        with self._lock:
+            self._held[handle] = res
+            while len(self._held) > _HELD:
+                self._held.popitem(last=False)
+        t = wire.result_table(res)
+        return fl.FlightInfo(t.schema, descriptor, [fl.FlightEndpoint(handle, [])],
+                             t.num_rows, t.nbytes)
+
+    def get_schema(self, context, descriptor):
+        return _guard(self._get_schema, descriptor)
+
+    def _get_schema(self, descriptor):
+        if descriptor.descriptor_type == fl.DescriptorType.CMD:
+            return fl.SchemaResult(self._answer(descriptor.command).schema)
+        return fl.SchemaResult(self.session.schema(self._path_name(descriptor)))
+
+    # -- the catalog -------------------------------------------------------------------------
+    @staticmethod
+    def _path_name(descriptor) -> str:
+        if len(descriptor.path) != 1:
+            raise UsageError("a path descriptor names one table")
+        return descriptor.path[0].decode()
+
+    def _table_info(self, name: str) -> fl.FlightInfo:
+        store = self.session.store(name)
+        return fl.FlightInfo(self.session.schema(name), fl.FlightDescriptor.for_path(name), [],
+                             store.rows, -1)
+
+    def list_flights(self, context, criteria):
+        return _guard(lambda: [self._table_info(n) for n in self.session.tables()])
+
+    def list_actions(self, context):
+        return list(wire.ACTIONS.items())
+
+    def do_action(self, context, action):
+        return _guard(self._do_action, action)
+
+    def _do_action(self, action) -> list[bytes]:
+        kind, body = action.type, action.body.to_pybytes() if action.body else b""
+        s = self.session
+        if kind == "health":
+            from bamql import __version__
+
+            out = {"status": "ok", "path": str(s.path) if s.path is not None else None,
+                   "device": str(s.device), "backend": str(s.backend), "tables": s.tables(),
+                   "version": __version__}
+        elif kind == "tables":
+            out = [{"name": n, "rows": s.store(n).rows, "page_size": s.store(n).page_size}
+                   for n in s.tables()]
+        elif kind == "schema":
+            return [s.schema(body.decode()).serialize().to_pybytes()]
+        elif kind == "explain":
+            text, params = wire.decode_command(body)
+            self._check_files(text)
+            return [s.explain(text, params).encode()]
+        else:
+            raise UsageError(f"unknown action {kind!r} (actions: {', '.join(wire.ACTIONS)})")
+        return [json.dumps(out).encode()]
+
+
+def _guard(fn: Callable, *args):
+    """``fn(*args)``, its failures as Flight errors of one line: a bamql error with its class,
+    any other one logged here (with its traceback) and reported as an internal error."""
+    try:
+        return fn(*args)
+    except fl.FlightError:
+        raise
+    except BamqlError as e:
+        msg, info = wire.error_info(e)
+        raise fl.FlightServerError(msg, extra_info=info) from None
+    except Exception as e:
+        log.exception("a call failed")
+        first = (str(e).strip().splitlines() or [""])[0]
+        raise fl.FlightInternalError(f"internal error: {type(e).__name__}: {first}") from None
+
+
+# -- bamql serve -----------------------------------------------------------------------------
+def serve(session: Session, say: Callable[[str], None], stop: threading.Event | None = None,
+          **server) -> None:
+    """Serve ``session`` until SIGINT or SIGTERM (or ``stop`` is set), then finish the calls
+    in flight and close the session.
+
+    Parameters
+    ----------
+    session
+        The session to share.
+    say
+        Prints the readiness and shutdown lines.
+    stop
+        An event that also stops the server (signals set it).
+    **server
+        :class:`BamqlServer`'s keywords (host, port, token, tls, allow_files).
+    """
+    stop = stop or threading.Event()
+    try:
+        srv = BamqlServer(session, **server)
+    except BaseException:
+        session.close()
+        raise
+    old = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        where = session.path if session.path is not None else "files only"
+        auth = "token required" if server.get("token") else "no token"
+        say(f"serving {where} on {srv.url} ({session.device}, {auth}, "
+            f"tables: {', '.join(session.tables()) or 'none'})")
+        while not stop.wait(0.5):
+            pass
+        say("stopping: finishing the queries in flight")
+        srv.shutdown()  # returns once the calls in flight have finished
+    finally:
+        for sig, h in old.items():
+            signal.signal(sig, h)
+        session.close()
+    say("stopped")
+
+
+def cmd_serve(a: argparse.Namespace) -> int:
+    from bamql.config import Config
+    from bamql.engine.session import connect
+
+    token = a.token or Config.from_env().server_token
+    if bool(a.tls_cert) != bool(a.tls_key):
+        raise UsageError("TLS takes both --tls-cert and --tls-key")
+    tls = None
+    if a.tls_cert:
+        try:
+            tls = (Path(a.tls_cert).read_bytes(), Path(a.tls_key).read_bytes())
+        except OSError as e:
+            raise UsageError(f"cannot read the TLS certificate or key: {e}") from None
+    if a.host not in ("127.0.0.1", "localhost", "::1") and not token:
+        print("bamql: note: listening beyond localhost without a token: anyone who reaches "
+              "the port can query", file=sys.stderr)
+    s = connect(a.data, device=a.device, backend=a.backend, cache=a.cache)
+    if s.note:
+        print(f"bamql: {s.note}", file=sys.stderr)
+    serve(s, lambda m: print(f"bamql: {m}", file=sys.stderr, flush=True), host=a.host,
+          port=a.port, token=token, tls=tls, allow_files=a.allow_files)
+    return 0
+
+
+def add_serve_command(sub) -> None:
+    """Register ``serve`` on the CLI's subparsers."""
+    p = sub.add_parser(
+        "serve", help="serve tables to many clients over Arrow Flight",
+        description="Open DIR once (compiled kernels, caches and pinned tables stay warm) and "
+        "answer queries from many clients over Arrow Flight (gRPC). Clients: bamql sql "
+        "--server URL, bamql shell --server URL, bamql.connect('grpc://HOST:PORT', token=...), "
+        "or any Flight client (do_get with a ticket of JSON {\"sql\": ..., \"params\": [...]}). "
+        "SIGINT or SIGTERM finish the queries in flight, close the session and stop.")
+    p.add_argument("data", metavar="DIR", help="a table directory or a directory of tables")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1: this machine only; 0.0.0.0: all)")
+    p.add_argument("--port", type=int, default=8815, help="port (default 8815; 0: any free one)")
+    p.add_argument("--token", default=None,
+                   help="require this bearer token of every client (default: BAMQL_SERVER_TOKEN, "
+                   "else none); clients pass --token or set BAMQL_SERVER_TOKEN")
+    p.add_argument("--tls-cert", default=None, metavar="PEM",
+                   help="serve over TLS (grpc+tls://) with this certificate chain ...")
+    p.add_argument("--tls-key", default=None, metavar="PEM", help="... and this private key")
+    p.add_argument("--allow-files", action="store_true",
+                   help="let queries name files in FROM ('x.parquet'), read from the server's "
+                   "file system (off: only DIR's tables)")
+    p.add_argument("--device", default="auto", choices=[d.value for d in Device],
+                   help="auto (GPU if one works, else CPU), cpu or gpu")
+    p.add_argument("--backend", default=None, choices=[b.value for b in Backend],
+                   help="GPU: where page misses come from (default host)")
+    p.add_argument("--cache", default=None, metavar="SIZE",
+                   help="GPU page-cache size per table: bytes, or e.g. 8GiB (default: a quarter "
+                   "of free GPU memory, at most 8 GiB)")
+    p.set_defaults(func=cmd_serve)
