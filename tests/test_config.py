@@ -225,7 +225,8 @@ def test_connect_keeps_its_signature():
     sig = inspect.signature(bamql.connect)
     assert [(p.name, p.default) for p in sig.parameters.values()] == [
         ("path", None), ("device", "auto"), ("backend", None), ("cache", None),
-        ("medium", None), ("cluster", None), ("page_size", None)]
+        ("medium", None), ("cluster", None), ("page_size", None), ("token", None),
+        ("tls_root_certs", None)]
 
 
 def test_connect_checks_every_setting(taxi_store):

@@ -175,8 +175,12 @@ class BamqlServer(fl.FlightServerBase):
         kind, body = action.type, action.body.to_pybytes() if action.body else b""
         s = self.session
         if kind == "health":
-            from bamql import __version__
+            from importlib.metadata import PackageNotFoundError, version
 
+            try:
+                __version__ = version("bamql")
+            except PackageNotFoundError:  # run from a source tree
+                __version__ = None
             out = {"status": "ok", "path": str(s.path) if s.path is not None else None,
                    "device": str(s.device), "backend": str(s.backend), "tables": s.tables(),
                    "version": __version__}
