@@ -234,6 +234,11 @@ def serve(session: Session, say: Callable[[str], None], stop: threading.Event | 
     stop = stop or threading.Event()
     try:
         srv = BamqlServer(session, **server)
+    except pa.ArrowException:  # gRPC says why on stderr; the usual cause is a port in use
+        session.close()
+        raise UsageError(f"cannot listen on {server.get('host', '127.0.0.1')}:"
+                         f"{server.get('port', 0)} (the port in use, or TLS files that are no "
+                         "certificate and key?)") from None
     except BaseException:
         session.close()
         raise

@@ -287,3 +287,13 @@ def test_the_shell_runs_on_a_remote_session(remote, session):
     local = io.StringIO()
     Shell(session, out=local).run_sql("SELECT vendor_id, COUNT(*) FROM trips GROUP BY 1 ORDER BY 1")
     assert local.getvalue() in text
+
+
+def test_serve_on_a_port_in_use_is_one_line(taxi_store, server):
+    from bamql.engine.server import serve
+
+    s = bamql.connect(taxi_store, device="cpu")
+    with pytest.raises(UsageError, match="cannot listen on 127.0.0.1:"):
+        serve(s, print, port=server.port)
+    with pytest.raises(UsageError, match="is closed"):  # serve() closed the session it was given
+        s.sql("SELECT COUNT(*) FROM trips")
