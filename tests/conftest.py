@@ -58,7 +58,12 @@ def pytest_collection_modifyitems(config, items):
     """The default run (no ``-m``) leaves out the tests marked ``slow`` unless they are named
     by id; ``-m`` chooses by its expression alone (``-m slow``: the slow rest, ``-m gpu``:
     every GPU test, slow or not). A run that selects slow tests also runs the Hypothesis
-    tests again, with the full profile's example counts."""
+    tests again, with the full profile's example counts. Under pytest-xdist
+    (``--dist loadgroup``) the GPU tests share one worker: one process at a time holds a
+    page cache on the card."""
+    for item in items:
+        if item.get_closest_marker("gpu"):
+            item.add_marker(pytest.mark.xdist_group("gpu"))
     if config.option.markexpr:
         if selects_slow(config):
             for item in items:
