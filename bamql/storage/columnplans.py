@@ -17,8 +17,9 @@ from bamql.storage.encoding import float_storage, narrow_int_dtype, sentinel_for
 from bamql.storage.sources import Source, select_columns
 from bamql.storage.writer import ColumnPlan
 
-#: Dictionary-coded strings are for small domains (flags, codes): at most this many values.
-MAX_DICTIONARY = 32767
+#: Strings are dictionary-coded (int8, int16 or int32 codes by the dictionary's size); the
+#: dictionary lives in the manifest, read whole when a table opens, so its size is bounded.
+MAX_DICTIONARY = 1 << 20
 
 
 def _kind(t: pa.DataType) -> str | None:
@@ -154,8 +155,9 @@ def column_plans(sources: Sequence[Source], cols, floats: str = "auto",
                         distinct[n].update(x for x in pc.unique(a).to_pylist() if x is not None)
                         if len(distinct[n]) > MAX_DICTIONARY:
                             raise IngestError(
-                                f"column {n!r} has more than {MAX_DICTIONARY} distinct strings; "
-                                "bamql stores only small-domain strings (dictionary codes)"
+                                f"{s.path.name}: column {n!r} has more than {MAX_DICTIONARY:,} "
+                                "distinct strings, which bamql does not store (dictionary "
+                                "codes); leave it out with --columns"
                             )
                     else:
                         mm = pc.min_max(a.cast(pa.int64()) if pa.types.is_boolean(a.type) else a)
@@ -181,7 +183,7 @@ def column_plans(sources: Sequence[Source], cols, floats: str = "auto",
             plans.append(ColumnPlan(n, k, np.dtype(np.int64)))
         else:
             d = tuple(sorted(distinct[n]))  # sorted: code order is string order
-            dt = np.dtype(np.int8) if len(d) < 127 else np.dtype(np.int16)
+            dt = narrow_int_dtype(0, max(len(d) - 1, 0))  # the minimum is NULL's code
             plans.append(ColumnPlan(n, k, dt, 0, max(len(d) - 1, 0), d))
     return plans
 

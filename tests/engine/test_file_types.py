@@ -102,3 +102,67 @@ def test_types_no_type_holds_both_of_are_one_line(session, tmp_path, first, seco
     msg = str(e.value)
     assert isinstance(e.value, BamqlError) and "\n" not in msg
     assert "'col_x'" in msg and "m1.parquet" in msg and "m2.parquet" in msg
+
+
+def _types_table(n: int = 40_000) -> pa.Table:
+    """Booleans, a decimal(10,2), instants in a time zone, a string of more than 32,767
+    distinct values and a mixed-case name, each with NULLs."""
+    import decimal
+
+    d = decimal.Decimal
+    return pa.table({
+        "flag": pa.array([True, False, None, True] * (n // 4)),
+        "amt": pa.array([d("1.25"), None, d("-3.10"), d("100.99")] * (n // 4), pa.decimal128(10, 2)),
+        "ts": pa.array([0, 3_600_000_000, None, 86_400_000_000] * (n // 4),
+                       pa.timestamp("us", tz="America/New_York")),
+        "big": pa.array([f"s{i}" if i % 7 else None for i in range(n)]),
+        "Fare_Amount": pa.array([1.5, None] * (n // 2)),
+    })
+
+
+TYPE_QUERIES = [
+    "SELECT COUNT(flag), COUNT(*) FROM {src}",
+    "SELECT COUNT(*) FROM {src} WHERE flag = 1",
+    "SELECT flag, COUNT(*) FROM {src} GROUP BY flag",
+    "SELECT SUM(amt), MIN(amt), MAX(amt), COUNT(amt) FROM {src}",
+    "SELECT COUNT(*) FROM {src} WHERE amt > 1.25",
+    "SELECT MIN(ts), MAX(ts), COUNT(ts) FROM {src}",
+    "SELECT COUNT(*) FROM {src} WHERE ts >= TIMESTAMP '1970-01-01 01:00:00'",
+    "SELECT COUNT(big), MIN(big), MAX(big) FROM {src}",
+    "SELECT COUNT(*) FROM {src} WHERE big = 's12345' OR big IS NULL",
+    "SELECT COUNT(*), SUM(amt) FROM {src} WHERE big IN ('s39999', 's7', 's1')",
+]
+
+
+def _no_tz(rows: list[tuple]) -> list[tuple]:
+    """DuckDB's TIMESTAMPTZ answers (session time zone UTC) as the UTC instants bamql gives."""
+    return [tuple(x.replace(tzinfo=None) if getattr(x, "tzinfo", None) else x for x in r)
+            for r in rows]
+
+
+def test_types_real_files_carry_answer_as_duckdb(session, tmp_path):
+    pq.write_table(_types_table(), tmp_path / "types.parquet", row_group_size=10_000)
+    src = tmp_path / "types.parquet"
+    for q in TYPE_QUERIES:
+        ours = _ours(session, q.format(src=f"'{src}'"))
+        ref = _no_tz(_duck(q.format(src=f"'{src}'")))
+        assert_same_rows(ours, [tuple(float(x) if hasattr(x, "as_tuple") else x for x in r)
+                                for r in ref], ordered=False)
+
+
+def test_a_zero_row_file_answers_as_duckdb(session, tmp_path):
+    pq.write_table(_types_table().slice(0, 0), tmp_path / "none.parquet")
+    for q in ["SELECT COUNT(*), SUM(amt), MIN(ts), COUNT(big) FROM {src}",
+              "SELECT big, COUNT(*) FROM {src} GROUP BY big"]:
+        q = q.format(src=f"'{tmp_path}/none.parquet'")
+        assert_same_rows(_ours(session, q), _duck(q), ordered=False)
+
+
+@pytest.mark.parametrize("typ", [pa.date32(), pa.date64(), pa.time64("us"),
+                                 pa.list_(pa.int64()), pa.binary()])
+def test_types_bamql_does_not_store_are_one_line_naming_file_and_column(session, tmp_path, typ):
+    pq.write_table(pa.table({"k": [1], "odd_col": pa.nulls(1, typ)}), tmp_path / "odd.parquet")
+    with pytest.raises(IngestError) as e:
+        session.sql(f"SELECT COUNT(*) FROM '{tmp_path}/odd.parquet'")
+    msg = str(e.value)
+    assert "\n" not in msg and "odd.parquet" in msg and "'odd_col'" in msg
