@@ -166,3 +166,12 @@ def test_types_bamql_does_not_store_are_one_line_naming_file_and_column(session,
         session.sql(f"SELECT COUNT(*) FROM '{tmp_path}/odd.parquet'")
     msg = str(e.value)
     assert "\n" not in msg and "odd.parquet" in msg and "'odd_col'" in msg
+
+
+def test_column_names_match_without_regard_to_case(session, tmp_path):
+    pq.write_table(_types_table(400), tmp_path / "case.parquet")
+    src = f"'{tmp_path}/case.parquet'"
+    for q in ["SELECT SUM(FARE_AMOUNT), COUNT(fare_amount), MAX(Fare_Amount) FROM {src}",
+              "SELECT BIG, COUNT(*) FROM {src} WHERE FLAG = 1 AND fare_AMOUNT > 1 GROUP BY BIG"]:
+        q = q.format(src=src)
+        assert_same_rows(_ours(session, q), _duck(q), ordered=False)
