@@ -99,7 +99,7 @@ def test_more_one_line_errors(tmp_path, taxi_orc, taxi_store):
     fake.write_text("not orc at all\n")
     _one_line_error(bamql("ingest", fake, "--out", tmp_path / "o1"), "not a readable ORC file")
     other = tmp_path / "other.parquet"
-    pq.write_table(pa.table({"a": [1]}), other)
+    pq.write_table(pa.table({"vendor_id": ["x"]}), other)  # a string where the ORC has integers
     _one_line_error(bamql("ingest", taxi_orc[0], other, "--out", tmp_path / "o2"), "schemas disagree")
     nested = tmp_path / "nested.parquet"
     pq.write_table(pa.table({"a": [[1]]}), nested)

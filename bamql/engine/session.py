@@ -23,7 +23,7 @@ from bamql.planner import ir
 from bamql.planner.joins import Dimension, JoinQuery, dimension, translate_joins
 from bamql.planner.params import Params, bind
 from bamql.planner.physical import PhysicalPlan, explain_text
-from bamql.storage.filecache import ProgressFactory, cached_store
+from bamql.storage.filecache import ProgressFactory, cached_store, cached_table
 from bamql.storage.files import FileSet
 from bamql.storage.partitioned import PartitionedTable, is_table, open_table
 
@@ -243,7 +243,24 @@ class Session:
         (page stores made on demand and cached: ``storage.filecache``)."""
         from bamql.planner.files import bind_files
 
-        return bind_files(text, self.stores, self._file_table)
+        return bind_files(text, self.stores, self._file_table, self._registered_table)
+
+    def _registered_table(self, name: str) -> str | None:
+        """The name of the table that serves the registered table ``name`` queried as a
+        table (its rows ingested into a store in the file cache, keyed by their content),
+        or None where ``name`` is not registered."""
+        dim = self.dimensions.get(name)
+        if dim is None:
+            return None
+        store = cached_table(dim.table.select(list(dim.metas)), self.config.file_cache_dir)
+        table = f"mem_{store.name.removeprefix('mem-')}"
+        with self._lock:
+            if table not in self._files:
+                self._files[table] = open_table(store)
+                self._file_notes[table] = f"registered table {name!r}, read through a store " \
+                                          f"cached at {store}"
+                self._file_labels[table] = repr(name)
+        return table
 
     def _file_table(self, ref) -> str:
         """The name of the table that serves the files of ``ref`` (a ``FileRef``), opened

@@ -78,6 +78,8 @@ class ExprTranslator:
         name = node.name
         if node.table and node.table != (self.qualifier or self.table):
             raise self.fail(f"unknown table {node.table!r} in column {node.sql()}", node)
+        if name not in self.cols:  # matched without regard to case, as DuckDB does
+            name = next((c for c in self.cols if c.lower() == name.lower()), name)
         if name not in self.cols:
             close = difflib.get_close_matches(name, list(self.cols), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""

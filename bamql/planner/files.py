@@ -29,10 +29,15 @@ class FileRef:
     format: FileFormat | None = None
 
 
-def bind_files(text: str, tables: Collection[str], table_for: Callable[[FileRef], str]) -> str:
+def bind_files(text: str, tables: Collection[str], table_for: Callable[[FileRef], str],
+               registered: Callable[[str], str | None] | None = None) -> str:
     """``text`` with each FROM item that names files replaced by ``table_for(ref)``, the
     name of a table that serves them; ``text`` itself when it names no files (or does not
-    parse: translation then reports the syntax error)."""
+    parse: translation then reports the syntax error).
+
+    ``registered(name)``: the table that serves the in-memory table registered as ``name``
+    (None where none is), put in place of that name where it is the query's FROM table (a
+    JOIN's table stays a dimension); it keeps the name as its alias."""
     try:
         stmts = sqlglot.parse(text, read="duckdb")
     except (ParseError, TokenError):
@@ -40,6 +45,15 @@ def bind_files(text: str, tables: Collection[str], table_for: Callable[[FileRef]
     found = False
     for s in stmts:
         for t in list(s.find_all(exp.Table)) if s is not None else ():
+            if registered is not None and isinstance(t.parent, exp.From) and not t.args.get("db") \
+                    and isinstance(t.this, exp.Identifier) and t.name not in tables:
+                served = registered(t.name)
+                if served is not None:
+                    if not t.alias:
+                        t.set("alias", exp.TableAlias(this=exp.to_identifier(t.name)))
+                    t.set("this", exp.to_identifier(served))
+                    found = True
+                    continue
             ref = file_ref(t, tables)
             if ref is not None:
                 t.set("this", exp.to_identifier(table_for(ref)))

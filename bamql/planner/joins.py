@@ -317,8 +317,10 @@ class JoinTranslator(Translator):
             if not joined:
                 raise self.fail(f"unknown table {q!r} in column {node.sql()}", node)
             return self._dim_col(joined[0], node)
-        if node.name in self.fact_cols:
-            return ir.Col(node.name, self.fact_cols[node.name].kind)
+        fact = next((c for c in self.fact_cols if c.lower() == node.name.lower()), None)
+        if node.name in self.fact_cols or fact is not None:  # without regard to case
+            fact = node.name if node.name in self.fact_cols else fact
+            return ir.Col(fact, self.fact_cols[fact].kind)
         if not q:
             owners = [x for x in self.joins if self.dims[x.table].column(node.name) is not None]
             if len(owners) > 1:

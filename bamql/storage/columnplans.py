@@ -17,8 +17,9 @@ from bamql.storage.encoding import float_storage, narrow_int_dtype, sentinel_for
 from bamql.storage.sources import Source, select_columns
 from bamql.storage.writer import ColumnPlan
 
-#: Dictionary-coded strings are for small domains (flags, codes): at most this many values.
-MAX_DICTIONARY = 32767
+#: Strings are dictionary-coded (int8, int16 or int32 codes by the dictionary's size); the
+#: dictionary lives in the manifest, read whole when a table opens, so its size is bounded.
+MAX_DICTIONARY = 1 << 20
 
 
 def _kind(t: pa.DataType) -> str | None:
@@ -33,36 +34,69 @@ def _kind(t: pa.DataType) -> str | None:
     return None
 
 
+def _family(t: pa.DataType) -> str:
+    """What a source type may be widened with: types of one family unify; an integer and a
+    float unify as a double; a column with no value at all (type null) unifies with any."""
+    if pa.types.is_boolean(t):
+        return "boolean"
+    if pa.types.is_timestamp(t):
+        return "timestamptz" if t.tz is not None else "timestamp"
+    if pa.types.is_null(t):
+        return "null"
+    return _kind(t) or str(t)
+
+
+def _widen(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
+    """The type that holds values of both ``a`` and ``b`` (as DuckDB's
+    ``union_by_name``: int32 and int64 -> int64, integer and double -> double, timestamp
+    units -> microseconds), or None where none does (a string and an integer)."""
+    if a == b:
+        return pa.float64() if pa.types.is_decimal(a) else a
+    fa, fb = _family(a), _family(b)
+    if fa == "null" or fb == "null":
+        t = b if fa == "null" else a
+        return pa.float64() if pa.types.is_decimal(t) else t
+    if fa == fb == "int":
+        return pa.int64()
+    if {fa, fb} <= {"int", "float"}:
+        return pa.float32() if pa.types.is_float32(a) and pa.types.is_float32(b) else pa.float64()
+    if fa == fb and fa in ("timestamp", "timestamptz"):
+        if fa == "timestamptz" and a.tz != b.tz:
+            return pa.timestamp("us", tz="UTC")
+        return pa.timestamp("us", tz=a.tz)
+    if fa == fb == "string":
+        return pa.large_string() if pa.types.is_large_string(a) else a
+    return None
+
+
 def unify_schemas(sources: Sequence[Source]) -> list[tuple[str, str, pa.DataType]]:
-    """Check that all sources share one schema; return (name, kind, widest type) per column."""
-    first = sources[0]
-    cols = []
-    for f in first.schema:
-        k = _kind(f.type)
-        if k is None:
-            raise IngestError(
-                f"{first.path.name}: column {f.name!r} has type {f.type}, which bamql cannot store "
-                "(supported: integers, booleans, float32/64, decimals, timestamps, small-domain "
-                "strings)"
-            )
-        cols.append((f.name, k, pa.float64() if pa.types.is_decimal(f.type) else f.type))
-    for s in sources[1:]:
-        names = s.schema.names
-        if names != [c[0] for c in cols]:
-            raise IngestError(
-                f"schemas disagree: {s.path.name} has columns {names}, "
-                f"{first.path.name} has {[c[0] for c in cols]}"
-            )
-        for j, f in enumerate(s.schema):
-            name, k, t = cols[j]
-            if _kind(f.type) != k:
+    """The columns of all sources together, matched by name as DuckDB's
+    ``read_parquet(..., union_by_name=true)`` does: (name, kind, widest type) per column,
+    in the order they first appear. A column some sources lack is NULL in their rows
+    (``sources.FilledSource``); types that no type holds both of (a string and an
+    integer) are a one-line error naming the column and the two files."""
+    types: dict[str, pa.DataType] = {}
+    first: dict[str, Source] = {}
+    for s in sources:
+        for f in s.schema:
+            if _kind(f.type) is None:
                 raise IngestError(
-                    f"schemas disagree: column {name!r} is {t} in {first.path.name} "
-                    f"but {f.type} in {s.path.name}"
+                    f"{s.path.name}: column {f.name!r} has type {f.type}, which bamql cannot "
+                    "store (supported: integers, booleans, float32/64, decimals, timestamps, "
+                    "strings); leave it out with --columns"
                 )
-            if k == "float" and (pa.types.is_float64(f.type) or pa.types.is_decimal(f.type)):
-                cols[j] = (name, k, pa.float64())
-    return cols
+            if f.name not in types:
+                types[f.name], first[f.name] = f.type, s
+                continue
+            t = _widen(types[f.name], f.type)
+            if t is None:
+                raise IngestError(
+                    f"schemas disagree: column {f.name!r} is {types[f.name]} in "
+                    f"{first[f.name].path.name} but {f.type} in {s.path.name}"
+                )
+            types[f.name] = t
+    return [(n, _kind(t), pa.float64() if pa.types.is_decimal(t) else t)
+            for n, t in types.items()]
 
 
 def _scan_floats(sources: Sequence[Source], names: list[str],
@@ -121,8 +155,9 @@ def column_plans(sources: Sequence[Source], cols, floats: str = "auto",
                         distinct[n].update(x for x in pc.unique(a).to_pylist() if x is not None)
                         if len(distinct[n]) > MAX_DICTIONARY:
                             raise IngestError(
-                                f"column {n!r} has more than {MAX_DICTIONARY} distinct strings; "
-                                "bamql stores only small-domain strings (dictionary codes)"
+                                f"{s.path.name}: column {n!r} has more than {MAX_DICTIONARY:,} "
+                                "distinct strings, which bamql does not store (dictionary "
+                                "codes); leave it out with --columns"
                             )
                     else:
                         mm = pc.min_max(a.cast(pa.int64()) if pa.types.is_boolean(a.type) else a)
@@ -148,14 +183,21 @@ def column_plans(sources: Sequence[Source], cols, floats: str = "auto",
             plans.append(ColumnPlan(n, k, np.dtype(np.int64)))
         else:
             d = tuple(sorted(distinct[n]))  # sorted: code order is string order
-            dt = np.dtype(np.int8) if len(d) < 127 else np.dtype(np.int16)
+            dt = narrow_int_dtype(0, max(len(d) - 1, 0))  # the minimum is NULL's code
             plans.append(ColumnPlan(n, k, dt, 0, max(len(d) - 1, 0), d))
     return plans
+
+
+#: the type a column of no values (Arrow's null type) is read as, per kind
+_NULL_AS = {"int": pa.int64(), "float": pa.float64(), "timestamp": pa.timestamp("us"),
+            "string": pa.string()}
 
 
 def to_storage(a: pa.Array, pl: ColumnPlan) -> np.ndarray:
     """One batch's column ``a`` as stored under plan ``pl`` (NULLs as the sentinel)."""
     sent = sentinel_for(pl.dtype)
+    if pa.types.is_null(a.type):  # a column with no value in this file
+        a = pa.nulls(len(a), _NULL_AS[pl.kind])
     if pl.kind == "int":
         if pa.types.is_boolean(a.type):
             a = a.cast(pa.int8())

@@ -9,6 +9,7 @@ appears whole or not at all) and removes the stale versions of the same list.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import threading
@@ -16,6 +17,8 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
+
+import pyarrow as pa
 
 from bamql.errors import IngestError
 from bamql.storage.files import FileSet
@@ -81,6 +84,40 @@ def cached_store(files: FileSet, root: Path, progress: ProgressFactory | None = 
         INGESTS += 1
         _drop_stale(root, files.names_key, out)
     return CachedFiles(files, out, True)
+
+
+def cached_table(table: pa.Table, root: Path) -> Path:
+    """The page store of the in-memory ``table`` under ``root`` (``<root>/mem-<key>``), made
+    now if no store of the same content is there. ``key`` hashes the table's Arrow IPC
+    bytes: registered tables are small (dimensions), and a content key serves the same
+    rows registered again, in any session, without a second ingest."""
+    global INGESTS
+    from bamql.storage.ingest import ingest
+    from bamql.storage.sources import TableSource
+
+    table = pa.table({n: c.cast(c.type.value_type) if pa.types.is_dictionary(c.type) else c
+                      for n, c in zip(table.column_names, table.columns, strict=True)})
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as w:
+        w.write_table(table)
+    key = hashlib.sha256(sink.getvalue()).hexdigest()[:16]
+    out = root / f"mem-{key}"
+    with _lock:
+        if is_table(out):
+            return out
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise IngestError(f"cannot make the file cache {root}: {e.strerror} (set "
+                              f"BAMQL_FILE_CACHE to a writable directory)") from None
+        try:
+            ingest([TableSource(table, "registered table")], out, table=f"mem_{key}")
+        except IngestError:
+            if is_table(out):  # another process made it first
+                return out
+            raise
+        INGESTS += 1
+    return out
 
 
 def _rows(files: FileSet) -> int:

@@ -59,7 +59,7 @@ MAX_DECIMALS = 4
 KINDS = ("int", "float", "timestamp", "string")
 #: Storage types of each kind (a string's are those of its dictionary codes).
 STORAGE_TYPES = {"int": ("int8", "int16", "int32", "int64"), "float": ("float32", "float64"),
-                 "timestamp": ("int64",), "string": ("int8", "int16")}
+                 "timestamp": ("int64",), "string": ("int8", "int16", "int32")}
 #: Storage types of a float column stored as scaled integers (``scale >= 1``).
 SCALED_TYPES = ("int16", "int32")
 #: Most volumes a store may have.

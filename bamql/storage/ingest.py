@@ -41,7 +41,13 @@ from bamql.storage.format import (
 from bamql.storage.pagemath import column_range
 from bamql.storage.partitioned import is_table, open_table, write_partitions
 from bamql.storage.scratch import Scratch, clean_stale, die_with_parent, sigterm_as_interrupt
-from bamql.storage.sources import ProjectedSource, Source, TableSource, open_source
+from bamql.storage.sources import (
+    FilledSource,
+    ProjectedSource,
+    Source,
+    TableSource,
+    open_source,
+)
 from bamql.storage.writer import PageWriter
 
 
@@ -136,8 +142,11 @@ def ingest(
         raise IngestError(f"--floats must be auto or plain, got {floats!r}")
     if compress not in ("zstd", "none"):
         raise IngestError(f"--compress must be zstd or none, got {compress!r}")
-    srcs = [open_source(s) for s in expand_all(sources)]
-    cols = select(unify_schemas(srcs), columns, srcs[0].path.name)
+    srcs = [s if isinstance(s, Source) else open_source(s)
+            for s in _given_sources(sources)]
+    unified = unify_schemas(srcs)
+    cols = select(unified, columns, srcs[0].path.name)
+    srcs = filled(srcs, unified)
     return _build(srcs, cols, out, page_size, volumes, table or out.name,
                   tuple(str(s.path.name) for s in srcs), progress, partitions, groups, floats,
                   scan_progress, compress, t0, replace=False)
@@ -183,10 +192,26 @@ def append(
         new = [ProjectedSource(open_source(p), cols, name) for p in paths]
         srcs = [TableSource(stored, f"{name} (stored)"), *new]
         unified = unify_schemas(srcs)
+        srcs = filled(srcs, unified)
         names = tuple(dict.fromkeys(before + tuple(s.path.name for s in new)))
         return _build(srcs, unified, out, settings["page_size"], settings["volumes"], name,
                       names, progress, settings["partitions"], settings["groups"], "auto",
                       scan_progress, settings["compress"], t0, replace=True)
+
+
+def _given_sources(sources) -> list:
+    """The files ``sources`` name (paths, directories, globs), with any ``Source`` among
+    them (rows in memory) kept as it is, in order."""
+    out: list = []
+    for s in sources:
+        out.extend([s] if isinstance(s, Source) else expand_all([s]))
+    return out
+
+
+def filled(srcs: list[Source], unified) -> list[Source]:
+    """``srcs`` with each that lacks some of the ``unified`` columns reading NULLs there."""
+    types = {n: t for n, _, t in unified}
+    return [s if set(types) <= set(s.schema.names) else FilledSource(s, types) for s in srcs]
 
 
 @contextlib.contextmanager
@@ -283,11 +308,15 @@ def _write(srcs, plans, bounds: list[int], dirs: list[Path], rows: int, page_siz
         w = PageWriter(tmp, plans, rows, page_size, volumes)
         writers.append(w)
         keep = [pl.name for pl in plans]
-        for b in (b for s in srcs for b in s.batches(columns=keep)):
-            for i, pl in enumerate(plans):
-                w.append(i, to_storage(b.column(pl.name), pl))
-            if progress:
-                progress(b.num_rows)
+        for s in srcs:
+            for b in s.batches(columns=keep):
+                try:
+                    for i, pl in enumerate(plans):
+                        w.append(i, to_storage(b.column(pl.name), pl))
+                except IngestError as e:  # name the file whose values were refused
+                    raise IngestError(f"{s.path.name}: {e}") from None
+                if progress:
+                    progress(b.num_rows)
         _finish_store(tmp, w, plans, rows, page_size, volumes, name, names, groups, compress)
     else:
         _ingest_partitions(srcs, plans, bounds, dirs, page_size, volumes, name, names, progress,
@@ -318,8 +347,11 @@ def _ingest_partition(sources: list[str | Source], plans, bounds: list[int], k: 
                 start, end = max(pos, lo), min(pos + b.num_rows, hi)
                 if start < end:
                     part = b.slice(start - pos, end - start)
-                    for i, pl in enumerate(plans):
-                        w.append(i, to_storage(part.column(pl.name), pl))
+                    try:
+                        for i, pl in enumerate(plans):
+                            w.append(i, to_storage(part.column(pl.name), pl))
+                    except IngestError as e:
+                        raise IngestError(f"{s.path.name}: {e}") from None
                 pos += b.num_rows
                 if pos >= hi:
                     break
@@ -338,8 +370,9 @@ def _ingest_partitions(srcs, plans, bounds, dirs, page_size, volumes, table, nam
     from concurrent.futures.process import BrokenProcessPool
     from multiprocessing import get_context
 
-    # files are reopened by path in each worker; rows in memory keep the work in this process
-    in_memory = any(isinstance(s, (TableSource, ProjectedSource)) for s in srcs)
+    # files are reopened by path in each worker; rows in memory, and files seen through
+    # other columns, keep the work in this process
+    in_memory = any(isinstance(s, (TableSource, ProjectedSource, FilledSource)) for s in srcs)
     paths: list[str | Source] = list(srcs) if in_memory else [str(s.path) for s in srcs]
     args = [(paths, plans, bounds, k, str(d), page_size, volumes, table, names, groups, compress)
             for k, d in enumerate(dirs)]

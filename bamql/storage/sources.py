@@ -193,6 +193,50 @@ class ProjectedSource(Source):
         return {k: v for k, v in self._inner.int_stats().items() if k in self.schema.names}
 
 
+class FilledSource(Source):
+    """A source seen through the unified columns ``types`` (name -> Arrow type): a column
+    it lacks reads as NULLs of that type, as DuckDB's ``union_by_name`` gives."""
+
+    def __init__(self, inner: Source, types: dict[str, pa.DataType]) -> None:
+        super().__init__(inner.path)
+        self._inner = inner
+        self._have = set(inner.schema.names)
+        self.schema = pa.schema([inner.schema.field(n) if n in self._have else pa.field(n, t)
+                                 for n, t in types.items()])
+        self.num_rows = inner.num_rows
+
+    @property
+    def nbytes(self) -> int:
+        return self._inner.nbytes
+
+    def describe(self) -> str:
+        return self._inner.describe()
+
+    def batches(self, columns=None):
+        names = list(columns or self.schema.names)
+        read = [n for n in names if n in self._have]
+        if self.num_rows == 0:
+            return
+        if not read:  # none of these columns is in the file: only its row count matters
+            yield from _null_batches(self.schema, names, self.num_rows)
+            return
+        for b in self._inner.batches(columns=read):
+            yield pa.RecordBatch.from_arrays(
+                [b.column(n) if n in self._have else pa.nulls(b.num_rows, self.schema.field(n).type)
+                 for n in names], names=names)
+
+    def int_stats(self):
+        return self._inner.int_stats()
+
+
+def _null_batches(schema: pa.Schema, names: list[str], rows: int) -> Iterator[pa.RecordBatch]:
+    step = 1 << 20
+    for lo in range(0, rows, step):
+        n = min(step, rows - lo)
+        yield pa.RecordBatch.from_arrays([pa.nulls(n, schema.field(c).type) for c in names],
+                                         names=names)
+
+
 def open_source(path: str | Path | Source) -> Source:
     """Open one input file by its extension (.orc, .parquet/.pq, .csv); a Source is
     returned as it is."""

@@ -178,7 +178,6 @@ def test_a_stored_table_named_zones_wins(tmp_path, joined):
 
 
 @pytest.mark.parametrize("sql, text", [
-    ("SELECT COUNT(*) FROM zones", "registered dimension table"),
     ("SELECT COUNT(*) FROM trips t JOIN trips u ON t.vendor_id = u.vendor_id", "two stored tables"),
     ("SELECT COUNT(*) FROM trips t RIGHT JOIN zones z ON t.pickup_location_id = z.LocationID", "RIGHT JOIN"),
     ("SELECT COUNT(*) FROM trips t FULL JOIN zones z ON t.pickup_location_id = z.LocationID", "FULL JOIN"),

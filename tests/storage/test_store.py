@@ -152,7 +152,7 @@ def test_ingest_errors(tmp_path, taxi_orc):
     with pytest.raises(IngestError, match="not a readable ORC file"):
         ingest([fake], tmp_path / "o2")
     other = tmp_path / "other.parquet"
-    pq.write_table(pa.table({"a": [1, 2]}), other)
+    pq.write_table(pa.table({"vendor_id": ["x", "y"]}), other)  # string vs integer
     with pytest.raises(IngestError, match="schemas disagree"):
         ingest([taxi_orc[0], other], tmp_path / "o3")
     nested = tmp_path / "nested.parquet"
