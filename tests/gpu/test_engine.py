@@ -339,3 +339,40 @@ def test_queries_and_cache_clears_from_other_threads(stores, cpu_answers):
             assert "error" not in out, out.get("error")
             for rows in (first, *out["rows"]):
                 assert_same_rows(rows, cpu_answers["q06"], ordered=False)
+
+
+def test_int32_string_codes_joins_and_registered_tables_on_the_gpu(tmp_path):
+    """Strings of more than 32,767 distinct values (int32 codes), a join with the zone table
+    and a registered table, on every backend, against DuckDB."""
+    import duckdb
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from bamql.storage.ingest import ingest
+
+    rng = np.random.default_rng(5)
+    n = 120_000
+    t = pa.table({"s": [f"v{x}" for x in rng.integers(0, 50_000, n)],
+                  "pickup_location_id": rng.integers(-3, 270, n).astype(np.int16),
+                  "fare_amount": np.round(rng.uniform(-5, 90, n), 2)})
+    pq.write_table(t, tmp_path / "t.parquet")
+    ingest([tmp_path / "t.parquet"], tmp_path / "data" / "trips", page_size=4096)
+    queries = ["SELECT COUNT(*), SUM(fare_amount) FROM trips WHERE s = 'v123' OR s >= 'v49990'",
+               "SELECT COUNT(*) FROM trips WHERE s IN ('v1', 'v40000', 'nope')",
+               "SELECT z.Borough, COUNT(*), SUM(t.fare_amount) FROM trips t JOIN zones z "
+               "ON t.pickup_location_id = z.LocationID WHERE z.Zone LIKE '%Park%' "
+               "GROUP BY z.Borough ORDER BY z.Borough",
+               "SELECT z.Borough, COUNT(*) FROM trips t LEFT JOIN zones z "
+               "ON t.pickup_location_id = z.LocationID GROUP BY z.Borough ORDER BY z.Borough"]
+    for backend in ("host", "gpu", "file"):
+        with bamql.connect(tmp_path / "data", device="gpu", backend=backend, cache="1MiB") as con:
+            duck = duckdb.connect()
+            duck.register("trips", t)
+            duck.register("zones", con.dimensions["zones"].table)
+            for sql in queries:
+                assert_same_rows(con.sql(sql).rows(), duck.sql(sql).fetchall(),
+                                 ordered="ORDER BY" in sql)
+            con.register("small", t.slice(0, 5000))
+            duck.register("small", t.slice(0, 5000))
+            sql = "SELECT COUNT(*), MAX(fare_amount) FROM small WHERE s < 'v2'"
+            assert_same_rows(con.sql(sql).rows(), duck.sql(sql).fetchall(), ordered=False)
