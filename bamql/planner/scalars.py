@@ -10,15 +10,26 @@ functions."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
+from typing import Protocol
 
 from sqlglot import exp
 
+from bamql.errors import PlanError
 from bamql.planner import ir
+from bamql.storage.format import ColumnMeta
 
-if TYPE_CHECKING:
-    from bamql.planner.expressions import ExprTranslator
+
+class ExprTranslator(Protocol):
+    """What these rules use of ``planner.expressions.ExprTranslator`` (which imports them)."""
+
+    cols: Mapping[str, ColumnMeta]
+
+    def fail(self, what: str, node=None) -> PlanError: ...
+
+    def compare(self, op: str, a: ir.Expr, b: ir.Expr, node) -> ir.Expr: ...
+
+    def need_numeric(self, e: ir.Expr, node) -> None: ...
 
 Sub = Callable[[exp.Expression], ir.Expr]
 
