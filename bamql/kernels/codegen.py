@@ -25,9 +25,10 @@ from bamql.planner import ir
 _CMP = {"=": "==", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 
 #: What a kernel flags in its error counters (``flag``): a group key outside its domain,
-#: an int64 overflow of +, -, * or negation. ``check_errors`` turns them into one error.
-ERR_KEY, ERR_ADD, ERR_SUB, ERR_MUL, ERR_NEG = range(5)
-N_ERRORS = 5
+#: an int64 overflow of +, -, * or negation, ABS of int64's minimum, a CAST out of the range
+#: of BIGINT or INTEGER. ``check_errors`` turns them into one error.
+ERR_KEY, ERR_ADD, ERR_SUB, ERR_MUL, ERR_NEG, ERR_ABS, ERR_CAST64, ERR_CAST32 = range(8)
+N_ERRORS = 8
 _ERR_OF = {"+": ERR_ADD, "-": ERR_SUB, "*": ERR_MUL}
 _I64_MIN = -(1 << 63)
 _I64_MAX = (1 << 63) - 1
@@ -116,6 +117,8 @@ class ExprCompiler:
         self.prologue: list[str] = []
         self._n = 0
         self._cols: dict[str, tuple[str, str]] = {}
+        #: variables that must all be true for an error to count: the branch a CASE takes
+        self._active: list[str] = []
 
     def _var(self) -> tuple[str, str]:
         self._n += 1
@@ -251,12 +254,212 @@ class ExprCompiler:
     def _(self, e: ir.Extract) -> tuple[str, str]:
         v, ok = self._var()
         a, oa = self.compile(e.arg)
+        day = f"({a} // 86400000000)"
         if e.part == "hour":
             self.emit(f"{v} = ({a} // 3600000000) % 24")
         elif e.part == "minute":
             self.emit(f"{v} = ({a} // 60000000) % 60")
+        elif e.part == "second":
+            self.emit(f"{v} = ({a} // 1000000) % 60")
+        elif e.part == "dow":
+            self.emit(f"{v} = ({day} + 4) % 7")  # 1970-01-01 was a Thursday
+        elif e.part == "isodow":
+            self.emit(f"{v} = ({day} + 3) % 7 + 1")
+        elif e.part in ("week", "isoyear"):  # ISO 8601: the week of the Thursday
+            th = f"th{v}"
+            self.emit(f"{th} = {day} - ({day} + 3) % 7 + 3")
+            y, _, _ = self._civil(th, v)
+            if e.part == "isoyear":
+                self.emit(f"{v} = {y}")
+            else:
+                self.emit(f"{v} = ({th} - {self._days(y, '1', v + 'j')}) // 7 + 1")
         else:
-            self.emit(f"{v} = ({a} // 86400000000 + 4) % 7")
+            d0 = f"d{v}"
+            self.emit(f"{d0} = {day}")
+            y, m, d = self._civil(d0, v)
+            if e.part == "year":
+                self.emit(f"{v} = {y}")
+            elif e.part == "month":
+                self.emit(f"{v} = {m}")
+            elif e.part == "quarter":
+                self.emit(f"{v} = ({m} - 1) // 3 + 1")
+            elif e.part == "day":
+                self.emit(f"{v} = {d}")
+            else:  # doy
+                self.emit(f"{v} = {d0} - {self._days(y, '1', v + 'j')} + 1")
+        self.emit(f"{ok} = {oa}")
+        return v, ok
+
+    def _civil(self, days: str, tag: str) -> tuple[str, str, str]:
+        """Emit the (year, month, day) of day number ``days`` (1970-01-01 is 0), proleptic
+        Gregorian, in integer arithmetic (H. Hinnant's civil_from_days); return their names."""
+        z, era, doe, yoe, doy, mp = (f"{x}{tag}" for x in ("z", "era", "doe", "yoe", "doy", "mp"))
+        y, m, d = f"yy{tag}", f"mm{tag}", f"dd{tag}"
+        self.emit(f"{z} = {days} + 719468")
+        self.emit(f"{era} = {z} // 146097")
+        self.emit(f"{doe} = {z} - {era} * 146097")
+        self.emit(f"{yoe} = ({doe} - {doe} // 1460 + {doe} // 36524 - {doe} // 146096) // 365")
+        self.emit(f"{doy} = {doe} - (365 * {yoe} + {yoe} // 4 - {yoe} // 100)")
+        self.emit(f"{mp} = (5 * {doy} + 2) // 153")
+        self.emit(f"{d} = {doy} - (153 * {mp} + 2) // 5 + 1")
+        self.emit(f"{m} = {mp} + 3 - 12 * ({mp} // 10)")
+        self.emit(f"{y} = {yoe} + {era} * 400 + int({m} <= 2)")
+        return y, m, d
+
+    def _days(self, y: str, m: str, tag: str) -> str:
+        """Emit the day number of the first of month ``m`` of year ``y`` (Hinnant's
+        days_from_civil); return its name."""
+        yy, era, yoe, doe, out = (f"{x}{tag}" for x in ("y", "era", "yoe", "doe", "days"))
+        self.emit(f"{yy} = {y} - int({m} <= 2)")
+        self.emit(f"{era} = {yy} // 400")
+        self.emit(f"{yoe} = {yy} - {era} * 400")
+        self.emit(f"{doe} = {yoe} * 365 + {yoe} // 4 - {yoe} // 100 + "
+                  f"(153 * ({m} - 3 + 12 * int({m} <= 2)) + 2) // 5")
+        self.emit(f"{out} = {era} * 146097 + {doe} - 719468")
+        return out
+
+    @_node.register
+    def _(self, e: ir.Trunc) -> tuple[str, str]:
+        v, ok = self._var()
+        a, oa = self.compile(e.arg)
+        step = {"second": 1_000_000, "minute": 60_000_000, "hour": 3_600_000_000,
+                "day": 86_400_000_000}.get(e.unit)
+        if step is not None:
+            self.emit(f"{v} = ({a} // {step}) * {step}")
+        else:
+            day = f"dy{v}"
+            self.emit(f"{day} = {a} // 86400000000")
+            if e.unit == "week":
+                self.emit(f"{v} = ({day} - ({day} + 3) % 7) * 86400000000")
+            else:
+                y, m, _ = self._civil(day, v)
+                first = {"year": "1", "quarter": f"(({m} - 1) // 3 * 3 + 1)", "month": m}[e.unit]
+                self.emit(f"{v} = {self._days(y, first, v + 'j')} * 86400000000")
+        self.emit(f"{ok} = {oa}")
+        return v, ok
+
+    @_node.register
+    def _(self, e: ir.Case) -> tuple[str, str]:
+        v, ok = self._var()
+        rest = f"r{v}"  # no branch taken yet
+        self.emit(f"{rest} = True")
+        taken, values = [], []
+        for i, (cond, _) in enumerate(e.whens):
+            self._active.append(rest)
+            c, oc = self.compile(cond)
+            self._active.pop()
+            t = f"t{v}_{i}"
+            self.emit(f"{t} = {rest} & {oc} & {c}")
+            self.emit(f"{rest} = {rest} & (not {t})")
+            taken.append(t)
+        for t, (_, val) in zip(taken, e.whens, strict=True):
+            self._active.append(t)
+            values.append(self.compile(val))
+            self._active.pop()
+        conv = {"float": "float", "bool": "bool"}.get(e.kind, "int")
+        if e.default is None:
+            self.emit(f"{v} = {conv}(0)")
+            self.emit(f"{ok} = False")
+        else:
+            self._active.append(rest)
+            d, od = self.compile(e.default)
+            self._active.pop()
+            self.emit(f"{v} = {conv}({d})")
+            self.emit(f"{ok} = {od}")
+        for t, (b, ob) in reversed(list(zip(taken, values, strict=True))):
+            self.emit(f"{v} = {conv}({b}) if {t} else {v}")
+            self.emit(f"{ok} = {ob} if {t} else {ok}")
+        return v, ok
+
+    def _round(self, x: str, v: str, how: str) -> str:
+        """Emit ``x`` (a float) rounded to a whole number: ``floor``, ``ceil``, ``half_away``
+        from zero (C's round) or ``half_even``, a float that keeps the sign of ``x`` (also
+        for a zero); NaN and infinities stay. Plain arithmetic (a guarded int truncation),
+        which numba compiles alike for the CPU and for CUDA."""
+        t, d, r = f"tr{v}", f"df{v}", f"rd{v}"
+        self.emit(f"{t} = float(int({x})) if abs({x}) < 4503599627370496.0 else {x}")
+        self.emit(f"{d} = {x} - {t}")  # exact: |d| < 1
+        if how == "floor":
+            self.emit(f"{r} = {t} - 1.0 if {d} < 0.0 else {t}")
+        elif how == "ceil":
+            self.emit(f"{r} = {t} + 1.0 if {d} > 0.0 else {t}")
+        elif how == "half_away":
+            self.emit(f"{r} = {t} + 1.0 if {d} >= 0.5 else ({t} - 1.0 if {d} <= -0.5 else {t})")
+        else:  # half to even: a tie (|x| < 2**52 then) goes to the even neighbour
+            odd = f"int({t}) % 2 != 0"
+            self.emit(f"{r} = {t} + 1.0 if ({d} > 0.5 or ({d} == 0.5 and {odd})) else "
+                      f"({t} - 1.0 if ({d} < -0.5 or ({d} == -0.5 and {odd})) else {t})")
+        self.emit(f"{r} = math.copysign({r}, {x})")
+        return r
+
+    @_node.register
+    def _(self, e: ir.Math) -> tuple[str, str]:
+        v, ok = self._var()
+        a, oa = self.compile(e.arg)
+        arg_int = e.arg.kind != "float"
+        if e.func == ir.MathFunc.ABS:
+            if arg_int:
+                o = "o" + v
+                self.emit(f"{o} = int({a}) == {_I64_MIN}")
+                self.emit(f"{v} = 0 if {o} else abs(int({a}))")
+                self._flag_if(ERR_ABS, o, oa)
+            else:
+                self.emit(f"{v} = abs(float({a}))")
+        elif arg_int:  # FLOOR/CEIL of an integer: a DOUBLE; ROUND: the integer itself
+            self.emit(f"{v} = int({a})" if e.func == ir.MathFunc.ROUND else f"{v} = float({a})")
+        elif e.func == ir.MathFunc.ROUND and e.digits:
+            # the exact product a * 10^d rounded, halves away from zero: y = fl(a * m) plus
+            # its rounding error (Dekker's product, plain arithmetic) decides a y that looks
+            # like a half (0.15 * 10 is 1.5 as a double, 1.4999... exactly: down)
+            x, m = f"x{v}", self._constant(float(10 ** e.digits))
+            f, ah, al, mh, ml, err = (f"{n}{v}" for n in ("f", "ah", "al", "mh", "ml", "er"))
+            self.emit(f"{f} = float({a})")
+            self.emit(f"{x} = {f} * {m}")
+            self.emit(f"{ah} = 134217729.0 * {f}")
+            self.emit(f"{ah} = {ah} - ({ah} - {f})")
+            self.emit(f"{al} = {f} - {ah}")
+            self.emit(f"{mh} = 134217729.0 * {m}")
+            self.emit(f"{mh} = {mh} - ({mh} - {m})")
+            self.emit(f"{ml} = {m} - {mh}")
+            self.emit(f"{err} = (({ah} * {mh} - {x}) + {ah} * {ml} + {al} * {mh}) + {al} * {ml}")
+            r = self._round(x, v, "half_away")
+            self.emit(f"{r} = {r} - 1.0 if ({x} - {r} == -0.5 and {err} < 0.0) else "
+                      f"({r} + 1.0 if ({x} - {r} == 0.5 and {err} > 0.0) else {r})")
+            self.emit(f"{v} = {r} / {m}")
+            self.emit(f"{v} = {f} if ({v} != {v} or abs({v}) == math.inf) else {v}")
+        else:
+            how = {"floor": "floor", "ceil": "ceil", "round": "half_away"}[e.func]
+            x = f"x{v}"
+            self.emit(f"{x} = float({a})")
+            self.emit(f"{v} = {self._round(x, v, how)}")
+        self.emit(f"{ok} = {oa}")
+        return v, ok
+
+    @_node.register
+    def _(self, e: ir.Cast) -> tuple[str, str]:
+        v, ok = self._var()
+        a, oa = self.compile(e.arg)
+        if e.to == ir.CastTo.DOUBLE:
+            self.emit(f"{v} = float({a})")
+        elif e.arg.kind == "float":  # half to even, then the range of the target
+            x = f"x{v}"
+            self.emit(f"{x} = float({a})")
+            r = self._round(x, v, "half_even")
+            if e.to == ir.CastTo.INTEGER:
+                code, test = ERR_CAST32, f"{r} >= -2147483648.0 and {r} <= 2147483647.0"
+            else:  # 2**63 is the first double past BIGINT's maximum
+                code, test = ERR_CAST64, f"{r} >= -9223372036854775808.0 and {r} < 9223372036854775808.0"
+            o = "o" + v
+            self.emit(f"{o} = not ({test})")  # NaN fails it
+            self.emit(f"{v} = 0 if {o} else int({r})")
+            self._flag_if(code, o, oa)
+        elif e.to == ir.CastTo.INTEGER:
+            o = "o" + v
+            self.emit(f"{o} = int({a}) < -2147483648 or int({a}) > 2147483647")
+            self.emit(f"{v} = int({a})")
+            self._flag_if(ERR_CAST32, o, oa)
+        else:
+            self.emit(f"{v} = int({a})")
         self.emit(f"{ok} = {oa}")
         return v, ok
 
@@ -312,9 +515,14 @@ class ExprCompiler:
         o = "o" + v
         self.emit(f"{o} = {test}")
         self.emit(f"{v} = 0 if {o} else {op}")
+        self._flag_if(code, o, valid)
+
+    def _flag_if(self, code: int, test: str, valid: str) -> None:
+        """Emit: flag error ``code`` where ``test`` and ``valid`` hold, the row counts and the
+        CASE branches around the expression are taken."""
         if self.flag is not None:
-            guard = f"{self.guard} and " if self.guard else ""
-            self.emit(f"if {guard}{o} and {valid}:")
+            guard = "".join(f"{g} and " for g in ([self.guard] if self.guard else []) + self._active)
+            self.emit(f"if {guard}{test} and {valid}:")
             self.emit(f"    {self.flag(code)}")
 
     def group_slot(self, keys, domains) -> None:
@@ -404,6 +612,12 @@ def check_errors(counts) -> None:
                        (ERR_MUL, "multiplication"), (ERR_NEG, "negation")):
         if counts[code]:
             raise OutOfRangeError(f"Out of Range Error: Overflow in {what} of INT64")
+    if counts[ERR_ABS]:
+        raise OutOfRangeError("Out of Range Error: Overflow on abs(-9223372036854775808)")
+    for code, to in ((ERR_CAST64, "INT64"), (ERR_CAST32, "INT32")):
+        if counts[code]:
+            raise OutOfRangeError("Conversion Error: a value can't be cast because it is out of "
+                                  f"range for the destination type {to}")
     if counts[ERR_KEY]:
         raise StoreError(f"{counts[ERR_KEY]:,} row(s) hold a GROUP BY key outside the range "
                          "that the table's metadata records: the store does not match its "

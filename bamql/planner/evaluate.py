@@ -7,6 +7,7 @@ select list over aggregate results. Kernels compile the same IR instead (kernels
 from __future__ import annotations
 
 from collections.abc import Mapping
+from decimal import ROUND_HALF_UP, Decimal, localcontext
 from functools import singledispatch
 
 import numpy as np
@@ -127,6 +128,108 @@ def _(e: ir.Extract, env: Mapping, n: int) -> Vec:
     return extract_np(e.part, v.astype(np.int64)), ok
 
 
+@evaluate.register
+def _(e: ir.Trunc, env: Mapping, n: int) -> Vec:
+    v, ok = evaluate(e.arg, env, n)
+    return trunc_np(e.unit, v.astype(np.int64)), ok
+
+
+@evaluate.register
+def _(e: ir.Case, env: Mapping, n: int) -> Vec:
+    # each branch over the rows that take it only (an overflow elsewhere raises nothing)
+    dtype = {"float": np.float64, "bool": bool}.get(e.kind, np.int64)
+    parts: list[tuple[np.ndarray, Vec]] = []
+    rest = np.ones(n, dtype=bool)
+    for cond, val in e.whens:
+        c, oc = _on(cond, env, rest)
+        t = np.zeros(n, dtype=bool)
+        t[rest] = c.astype(bool) & oc
+        rest &= ~t
+        parts.append((t, _on(val, env, t)))
+    if e.default is not None:
+        parts.append((rest.copy(), _on(e.default, env, rest)))
+    if any(vals.dtype == object for _, (vals, _) in parts):
+        dtype = object  # exact integers (an integer SUM)
+    out, ok = np.zeros(n, dtype=dtype), np.zeros(n, dtype=bool)
+    for t, (vals, valid) in parts:
+        out[t] = vals.astype(dtype) if dtype is not object else vals
+        ok[t] = valid
+    return out, ok
+
+
+def _on(e: ir.Expr, env: Mapping, rows: np.ndarray) -> Vec:
+    """``e`` evaluated over the rows where ``rows`` holds."""
+    m = int(rows.sum())
+    sub = {k: (v[rows], o[rows]) for k, (v, o) in env.items()}
+    return evaluate(e, sub, m)
+
+
+@evaluate.register
+def _(e: ir.Math, env: Mapping, n: int) -> Vec:
+    v, ok = evaluate(e.arg, env, n)
+    if e.arg.kind != "float":
+        ints = v if v.dtype == object else v.astype(np.int64)
+        if e.func == ir.MathFunc.ABS:
+            if ints.dtype != object and np.any((ints == I64_MIN) & ok):
+                raise OutOfRangeError("Out of Range Error: Overflow on abs(-9223372036854775808)")
+            with np.errstate(all="ignore"):
+                return np.abs(ints), ok
+        if e.func == ir.MathFunc.ROUND:
+            return ints, ok
+        return ints.astype(np.float64), ok  # FLOOR/CEIL of an integer: a DOUBLE
+    x = v.astype(np.float64)
+    with np.errstate(all="ignore"):
+        if e.func == ir.MathFunc.ABS:
+            return np.abs(x), ok
+        if e.func == ir.MathFunc.FLOOR:
+            return np.floor(x), ok
+        if e.func == ir.MathFunc.CEIL:
+            return np.ceil(x), ok
+        if not e.digits:
+            return round_half_away(x), ok
+        q = Decimal(1).scaleb(-e.digits)  # the double's exact value rounded, halves away
+        with localcontext(prec=100):  # from 2**52 on a double is a whole number already
+            r = np.array([float(Decimal(y).quantize(q, ROUND_HALF_UP)) if abs(y) < 2.0**52
+                          else y for y in x.tolist()], dtype=np.float64)
+        return np.copysign(r, x), ok
+
+
+def round_half_away(x: np.ndarray) -> np.ndarray:
+    """C's ``round``: to the nearest whole number, halves away from zero (NumPy's rounds
+    them to even), the sign of a zero kept."""
+    t = np.trunc(x)
+    with np.errstate(invalid="ignore"):
+        d = x - t
+        r = np.where(d >= 0.5, t + 1.0, np.where(d <= -0.5, t - 1.0, t))
+    return np.copysign(r, x)
+
+
+@evaluate.register
+def _(e: ir.Cast, env: Mapping, n: int) -> Vec:
+    v, ok = evaluate(e.arg, env, n)
+    if e.to == ir.CastTo.DOUBLE:
+        return v.astype(np.float64), ok
+    if e.arg.kind == "float":
+        with np.errstate(invalid="ignore"):
+            r = np.rint(v.astype(np.float64))  # half to even, as DuckDB casts
+        hi = 2.0**31 if e.to == ir.CastTo.INTEGER else 2.0**63
+        with np.errstate(invalid="ignore"):
+            bad = ~((r >= -hi) & (r < hi)) & ok
+        _cast_check(bad, e.to)
+        return np.where(bad | ~ok, 0.0, r).astype(np.int64), ok
+    ints = v if v.dtype == object else v.astype(np.int64)
+    lo, hi = (-(2**31), 2**31 - 1) if e.to == ir.CastTo.INTEGER else (I64_MIN, I64_MAX)
+    _cast_check(((ints < lo) | (ints > hi)) & ok, e.to)
+    return np.where(ok, ints, 0).astype(np.int64), ok
+
+
+def _cast_check(bad: np.ndarray, to: ir.CastTo) -> None:
+    if np.any(bad):
+        raise OutOfRangeError("Conversion Error: a value can't be cast because it is out of "
+                              f"range for the destination type "
+                              f"{'INT32' if to == ir.CastTo.INTEGER else 'INT64'}")
+
+
 def int_arith(op: str, a: np.ndarray | None, b: np.ndarray, valid: np.ndarray) -> np.ndarray:
     """Integer ``a op b`` (``a`` None: ``-b``) that never wraps. Over exact integers (object
     arrays: an integer SUM, DuckDB's 128-bit HUGEINT) it is exact; over int64 a valid row that
@@ -187,13 +290,63 @@ def compare(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return gt if op == ">" else gt | eq
 
 
+def civil_np(days: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(year, month, day) of day numbers (1970-01-01 is 0), proleptic Gregorian (H. Hinnant's
+    civil_from_days, as ``kernels.codegen`` emits it)."""
+    z = days + 719468
+    era = z // 146097
+    doe = z - era * 146097
+    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    d = doy - (153 * mp + 2) // 5 + 1
+    m = np.where(mp < 10, mp + 3, mp - 9)
+    return yoe + era * 400 + (m <= 2), m, d
+
+
+def days_np(y: np.ndarray, m: np.ndarray | int) -> np.ndarray:
+    """Day number of the first of month ``m`` of year ``y`` (Hinnant's days_from_civil)."""
+    y = y - (np.asarray(m) <= 2)
+    era = y // 400
+    yoe = y - era * 400
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + (153 * np.where(np.asarray(m) > 2, m - 3, m + 9) + 2) // 5
+    return era * 146097 + doe - 719468
+
+
 def extract_np(part: str, us: np.ndarray) -> np.ndarray:
-    """Hour, minute or day of week (Sunday = 0) of int64 microsecond timestamps."""
+    """A calendar field (``ir.EXTRACT_PARTS``) of int64 microsecond timestamps."""
     if part == "hour":
         return (us // 3_600_000_000) % 24
     if part == "minute":
         return (us // 60_000_000) % 60
-    return (us // 86_400_000_000 + 4) % 7  # 1970-01-01 was a Thursday
+    if part == "second":
+        return (us // 1_000_000) % 60
+    day = us // 86_400_000_000
+    if part == "dow":
+        return (day + 4) % 7  # 1970-01-01 was a Thursday
+    if part == "isodow":
+        return (day + 3) % 7 + 1
+    if part in ("week", "isoyear"):  # ISO 8601: the week of the Thursday
+        th = day - (day + 3) % 7 + 3
+        y = civil_np(th)[0]
+        return y if part == "isoyear" else (th - days_np(y, 1)) // 7 + 1
+    y, m, d = civil_np(day)
+    return {"year": y, "month": m, "quarter": (m - 1) // 3 + 1, "day": d,
+            "doy": day - days_np(y, 1) + 1 if part == "doy" else None}[part]
+
+
+def trunc_np(unit: str, us: np.ndarray) -> np.ndarray:
+    """``date_trunc(unit, ts)`` of int64 microsecond timestamps."""
+    step = {"second": 1_000_000, "minute": 60_000_000, "hour": 3_600_000_000,
+            "day": 86_400_000_000}.get(unit)
+    if step is not None:
+        return (us // step) * step
+    day = us // 86_400_000_000
+    if unit == "week":
+        return (day - (day + 3) % 7) * 86_400_000_000
+    y, m, _ = civil_np(day)
+    first = {"year": np.ones_like(m), "quarter": (m - 1) // 3 * 3 + 1, "month": m}[unit]
+    return days_np(y, first) * 86_400_000_000
 
 
 def predicate_mask(e: ir.Expr, env: Mapping, n: int) -> np.ndarray:

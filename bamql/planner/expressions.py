@@ -17,7 +17,7 @@ from sqlglot import exp
 
 from bamql.errors import PlanError
 from bamql.intmath import fits_int64
-from bamql.planner import ir, lists
+from bamql.planner import ir, lists, scalars
 from bamql.planner.constants import int_compare, timestamp_us
 from bamql.storage.format import ColumnMeta
 
@@ -141,7 +141,7 @@ class ExprTranslator:
         to = node.to.this.name.lower() if node.to is not None else ""
         if isinstance(inner, exp.Literal) and inner.is_string and ("timestamp" in to or to == "date"):
             return ir.Lit(timestamp_us(inner.this), "timestamp")
-        raise self.fail(f"CAST to {node.to.sql()} is not supported", node)
+        return scalars.scalar(self, node, self.expr)
 
     @_expr.register
     def _(self, node: exp.Neg) -> ir.Expr:
@@ -219,18 +219,16 @@ class ExprTranslator:
             vals.append(self.coerce_literal(lit, a, v))
         return self.in_list(a, vals, node)
 
-    @_expr.register
-    def _(self, node: exp.Extract) -> ir.Expr:
-        part = node.this.name.lower() if isinstance(node.this, exp.Var | exp.Identifier) else ""
-        return self.extract(part, node.expression, node)
+    def _scalar(self, node) -> ir.Expr:
+        return scalars.scalar(self, node, self.expr)
 
-    def _calendar(self, node) -> ir.Expr:
-        """HOUR(ts), MINUTE(ts), DAYOFWEEK(ts) and DOW(ts) as EXTRACT."""
-        fname = (node.name if isinstance(node, exp.Anonymous) else type(node).__name__).lower()
-        part = {"hour": "hour", "minute": "minute", "dayofweek": "dow", "dow": "dow"}.get(fname)
-        if part:
-            arg = node.expressions[0] if isinstance(node, exp.Anonymous) else node.this
-            return self.extract(part, arg, node)
+    def _calendar(self, node: exp.Anonymous) -> ir.Expr:
+        """HOUR(ts), MINUTE(ts), DAYOFWEEK(ts) and DOW(ts) that sqlglot leaves unparsed."""
+        part = {"hour": "hour", "minute": "minute", "second": "second", "dayofweek": "dow",
+                "dow": "dow", "isodow": "isodow", "doy": "doy", "isoyear": "isoyear",
+                "yearweek": ""}.get(node.name.lower())
+        if part and len(node.expressions) == 1:
+            return self.extract(part, node.expressions[0], node)
         return self._unsupported(node)
 
     def _aggregate_here(self, node) -> ir.Expr:
@@ -242,20 +240,16 @@ class ExprTranslator:
         _expr.register(_cls, _comparison)
     for _cls in (exp.And, exp.Or):
         _expr.register(_cls, _junction)
-    for _cls in (exp.Anonymous, *(getattr(exp, n) for n in ("Hour", "Minute", "DayOfWeek")
-                                  if hasattr(exp, n))):
-        _expr.register(_cls, _calendar)
+    _expr.register(exp.Anonymous, _calendar)
+    for _cls in scalars.NODES:
+        if _cls is not exp.Cast:
+            _expr.register(_cls, _scalar)
     for _cls in AGGREGATES:
         _expr.register(_cls, _aggregate_here)
     del _cls
 
     def extract(self, part: str, arg_node, node) -> ir.Expr:
-        if part not in ir.EXTRACT_PARTS:
-            raise self.fail(f"EXTRACT({part.upper() or '?'}) is not supported (HOUR, MINUTE, DOW)", node)
-        a = self.expr(arg_node)
-        if a.kind != "timestamp":
-            raise self.fail(f"EXTRACT needs a timestamp, got {a.kind}", node)
-        return ir.Extract(part, a)
+        return scalars.extract(self, part, arg_node, node, self.expr)
 
     def is_null(self, node: exp.Is, negated: bool) -> ir.Expr:
         if not isinstance(node.expression, exp.Null):

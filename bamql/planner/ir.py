@@ -11,11 +11,46 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
+from enum import StrEnum
 
 ARITH_OPS = ("+", "-", "*", "/")
 CMP_OPS = ("=", "<>", "<", "<=", ">", ">=")
 AGG_FUNCS = ("count", "sum", "avg", "min", "max")
-EXTRACT_PARTS = {"hour": 24, "minute": 60, "dow": 7}
+#: The calendar fields EXTRACT computes, and the slots each takes as a group key (its largest
+#: value + 1); None: no small domain (not a group key).
+EXTRACT_PARTS = {"hour": 24, "minute": 60, "second": 60, "dow": 7, "isodow": 8, "day": 32,
+                 "doy": 367, "week": 54, "month": 13, "quarter": 5, "year": None,
+                 "isoyear": None}
+
+
+class MathFunc(StrEnum):
+    """The rounding functions of ``Math``."""
+
+    ABS = "abs"
+    FLOOR = "floor"
+    CEIL = "ceil"
+    ROUND = "round"
+
+
+class CastTo(StrEnum):
+    """The types a ``Cast`` converts to: DuckDB's INTEGER (int32 range), BIGINT and DOUBLE."""
+
+    INTEGER = "integer"
+    BIGINT = "bigint"
+    DOUBLE = "double"
+
+
+class TruncUnit(StrEnum):
+    """The units of ``date_trunc``."""
+
+    YEAR = "year"
+    QUARTER = "quarter"
+    MONTH = "month"
+    WEEK = "week"
+    DAY = "day"
+    HOUR = "hour"
+    MINUTE = "minute"
+    SECOND = "second"
 
 
 class Expr:
@@ -145,11 +180,70 @@ class InList(Expr):
 
 @dataclass(frozen=True)
 class Extract(Expr):
-    """A calendar field of a timestamp (UTC): hour, minute or day of week (Sunday = 0)."""
+    """A calendar field of a timestamp (UTC, proleptic Gregorian): one of ``EXTRACT_PARTS``
+    (``dow``: Sunday = 0; ``isodow``: Monday = 1; ``week``/``isoyear``: ISO 8601)."""
 
     part: str
     arg: Expr
     kind: str = "int"
+
+    def children(self):
+        return (self.arg,)
+
+
+@dataclass(frozen=True)
+class Trunc(Expr):
+    """``date_trunc(unit, arg)``: a timestamp rounded down to the start of its ``unit``
+    (``week``: the Monday)."""
+
+    unit: TruncUnit
+    arg: Expr
+    kind: str = "timestamp"
+
+    def children(self):
+        return (self.arg,)
+
+
+@dataclass(frozen=True)
+class Case(Expr):
+    """``CASE WHEN c1 THEN v1 ... ELSE default END``: the value of the first condition that
+    is TRUE (not NULL), else ``default`` (None: NULL). A branch is evaluated only for the
+    rows that take it: an overflow in a branch not taken raises nothing, as in DuckDB.
+    COALESCE and NULLIF are written as CASEs."""
+
+    whens: tuple[tuple[Expr, Expr], ...]
+    default: Expr | None
+    kind: str
+
+    def children(self):
+        parts = tuple(x for w in self.whens for x in w)
+        return parts if self.default is None else (*parts, self.default)
+
+
+@dataclass(frozen=True)
+class Math(Expr):
+    """ABS, FLOOR, CEIL or ROUND of a number, as DuckDB computes them: ROUND(x, ``digits``)
+    of a DOUBLE is ``round(x * 10^d) / 10^d`` halves away from zero (``x`` itself where that
+    is not finite), of an integer the integer; FLOOR/CEIL return DOUBLE; ABS of BIGINT's
+    minimum is an overflow error."""
+
+    func: MathFunc
+    arg: Expr
+    kind: str
+    digits: int = 0
+
+    def children(self):
+        return (self.arg,)
+
+
+@dataclass(frozen=True)
+class Cast(Expr):
+    """``CAST(arg AS to)``: a DOUBLE to an integer rounds half to even and errors out of
+    range (NaN, infinities included); an integer to INTEGER errors outside int32."""
+
+    arg: Expr
+    to: CastTo
+    kind: str
 
     def children(self):
         return (self.arg,)

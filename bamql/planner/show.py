@@ -84,6 +84,29 @@ def _(e: ir.Extract) -> str:
 
 
 @show.register
+def _(e: ir.Trunc) -> str:
+    return f"date_trunc('{e.unit}', {show(e.arg)})"
+
+
+@show.register
+def _(e: ir.Case) -> str:
+    whens = " ".join(f"WHEN {show(c)} THEN {show(v)}" for c, v in e.whens)
+    default = "" if e.default is None else f" ELSE {show(e.default)}"
+    return f"CASE {whens}{default} END"
+
+
+@show.register
+def _(e: ir.Math) -> str:
+    digits = f", {e.digits}" if e.digits else ""
+    return f"{e.func.upper()}({show(e.arg)}{digits})"
+
+
+@show.register
+def _(e: ir.Cast) -> str:
+    return f"CAST({show(e.arg)} AS {e.to.upper()})"
+
+
+@show.register
 def _(e: ir.Agg) -> str:
     return f"{e.func.upper()}({'*' if e.arg is None else show(e.arg)})"
 

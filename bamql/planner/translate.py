@@ -13,7 +13,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from bamql.errors import PlanError
-from bamql.planner import ir
+from bamql.planner import ir, scalars
 from bamql.planner.expressions import AGGREGATES, ARITH_OPS, CMP_OPS, ExprTranslator
 from bamql.storage.format import ColumnMeta
 
@@ -167,10 +167,10 @@ class Translator(ExprTranslator):
         """``e`` as a group key, or the error that says what a key may be (SQL and frames)."""
         if isinstance(e, ir.Col) and e.kind in ("int", "string"):
             return e
-        if isinstance(e, ir.Extract):
+        if isinstance(e, ir.Extract) and ir.EXTRACT_PARTS[e.part] is not None:
             return e
-        raise self.fail("GROUP BY takes integer or dictionary-string columns, or EXTRACT(HOUR|"
-                        "MINUTE|DOW FROM timestamp)", node)
+        raise self.fail("GROUP BY takes integer or dictionary-string columns, or EXTRACT of a "
+                        "timestamp's field other than YEAR", node)
 
     # -- after aggregation -------------------------------------------------------------
     def outer(self, node, keys, aggs, names=None, exprs=None) -> ir.Expr:
@@ -207,12 +207,16 @@ class Translator(ExprTranslator):
             if isinstance(node, exp.Neg):
                 a = self.outer(node.this, keys, aggs, names, exprs)
                 return ir.Neg(a, a.kind)
+            if isinstance(node, scalars.NODES):
+                return scalars.scalar(self, node, lambda n: self.outer(n, keys, aggs, names, exprs))
             raise self.fail(f"{type(node).__name__.upper()} over aggregates is not supported", node)
         e = self.expr(node)
         if isinstance(e, ir.Lit):
             return ir.Lit(e.value, "string") if e.kind == "strlit" else e
         if e in keys:
             return ir.KeyRef(keys.index(e), e.kind)
+        if isinstance(node, scalars.NODES):  # a function of group keys
+            return scalars.scalar(self, node, lambda n: self.outer(n, keys, aggs, names, exprs))
         cols = ir.columns_of(e)
         if cols:
             raise self.fail(f"column {cols[0]!r} must appear in GROUP BY or inside an aggregate", node)
