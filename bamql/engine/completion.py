@@ -97,7 +97,7 @@ def _files(prefix: str) -> list[str]:
     return out
 
 
-def completions(text_before_cursor: str, session) -> list[str]:
+def completions(text_before_cursor: str, session, text_after_cursor: str = "") -> list[str]:
     """The words that may replace :func:`word_before` of ``text_before_cursor``.
 
     Parameters
@@ -107,6 +107,9 @@ def completions(text_before_cursor: str, session) -> list[str]:
     session
         The shell's session: ``tables()``, ``schema(name)`` and ``dimensions`` name what
         may be completed.
+    text_after_cursor
+        The rest of the statement: its FROM may name the alias that the text before the
+        cursor qualifies a column with (``SELECT t.| FROM trips t``).
 
     Returns
     -------
@@ -133,7 +136,7 @@ def completions(text_before_cursor: str, session) -> list[str]:
     qualifier, prefix = (m.group(1), m.group(2) or "") if m else (None, "")
     tables = _tables(session)
     named: dict[str, str] = {}  # alias or table name -> table, for the tables this statement names
-    for t, alias in _NAMED.findall(text_before_cursor):
+    for t, alias in _NAMED.findall(text_before_cursor + text_after_cursor):
         if t in tables:
             named[t] = t
             if alias and alias.upper() not in _KEYWORD_SET:

@@ -89,8 +89,9 @@ ALL_ROWS = 0
 
 def _line_editor(shell: Shell) -> Callable[[str], str] | None:
     """A prompt_toolkit prompt (history, multi-line input ending at ``;``, Tab completion)
-    when that optional package is installed and the shell talks to a terminal; None
-    otherwise, and the shell reads with ``input()``."""
+    when that optional package is installed and the shell talks to a terminal that moves
+    its cursor; None otherwise (a pipe, a file, a dumb terminal such as Emacs' shell), and
+    the shell reads with ``input()``."""
     if shell.out is not sys.stdout or not (sys.stdin.isatty() and sys.stdout.isatty()):
         return None
     try:
@@ -98,14 +99,17 @@ def _line_editor(shell: Shell) -> Callable[[str], str] | None:
         from prompt_toolkit.completion import Completer, Completion
         from prompt_toolkit.filters import Condition
         from prompt_toolkit.history import FileHistory, InMemoryHistory
+        from prompt_toolkit.utils import is_dumb_terminal
     except ImportError:
+        return None
+    if is_dumb_terminal():
         return None
 
     class SqlCompleter(Completer):
         def get_completions(self, document, complete_event):
             before = document.text_before_cursor
             start = -len(word_before(before))
-            for c in completions(before, shell.s):
+            for c in completions(before, shell.s, document.text_after_cursor):
                 yield Completion(c, start_position=start)
 
     try:
