@@ -16,7 +16,8 @@ The environment variables:
 ``BAMQL_DEBUG``
     ``1`` makes the CLI and the shell show a traceback instead of a one-line error.
 ``BAMQL_HISTORY``
-    The shell's history file; by default ``~/.bamql_history``.
+    The shell's history file; by default ``$XDG_DATA_HOME/bamql/history``, else
+    ``~/.local/share/bamql/history``.
 ``BAMQL_SERVER_TOKEN``
     The bearer token of ``bamql serve`` (clients send it, the server requires it); none by
     default.
@@ -203,8 +204,8 @@ def _default_cache_dir(xdg: str | None = None) -> Path:
     return Path(xdg) / "bamql" if xdg else Path.home() / ".cache" / "bamql"
 
 
-def _default_history() -> Path:
-    return Path.home() / ".bamql_history"
+def _default_history(xdg: str | None = None) -> Path:
+    return (Path(xdg) if xdg else Path.home() / ".local" / "share") / "bamql" / "history"
 
 
 # -- the configuration ---------------------------------------------------------------------
@@ -314,6 +315,8 @@ class Config:
                 values[name] = _CHECKS[name](raw, var)
         if "cache_dir" not in values and env.get("XDG_CACHE_HOME"):
             values["cache_dir"] = _default_cache_dir(env["XDG_CACHE_HOME"])
+        if "history" not in values and env.get("XDG_DATA_HOME"):
+            values["history"] = _default_history(env["XDG_DATA_HOME"])
         return cls(**values)
 
 

@@ -19,8 +19,8 @@ PACKAGE = Path(bamql.__file__).resolve().parent
 
 @pytest.fixture
 def clean_env(monkeypatch):
-    """No BAMQL_* variable (nor XDG_CACHE_HOME) set: the defaults show."""
-    for var in (*config.ENV_VARS.values(), "XDG_CACHE_HOME"):
+    """No BAMQL_* variable (nor XDG_CACHE_HOME, XDG_DATA_HOME) set: the defaults show."""
+    for var in (*config.ENV_VARS.values(), "XDG_CACHE_HOME", "XDG_DATA_HOME"):
         monkeypatch.delenv(var, raising=False)
     return monkeypatch
 
@@ -125,7 +125,7 @@ def test_defaults(clean_env):
     assert (c.device, c.backend, c.cache, c.medium, c.page_size, c.cluster) == (
         Device.AUTO, None, None, None, None, None)
     assert c.cache_dir == Path.home() / ".cache" / "bamql"
-    assert c.history == Path.home() / ".bamql_history"
+    assert c.history == Path.home() / ".local" / "share" / "bamql" / "history"
     assert (c.gpu_prepared, c.debug) == (True, False)
 
 
@@ -207,6 +207,13 @@ def test_the_kernel_cache_dir_follows_xdg(clean_env, tmp_path):
     assert Config.from_env().cache_dir == tmp_path / "bamql"
     clean_env.setenv("BAMQL_CACHE_DIR", str(tmp_path / "mine"))
     assert Config.from_env().cache_dir == tmp_path / "mine"
+
+
+def test_the_shell_history_follows_xdg(clean_env, tmp_path):
+    clean_env.setenv("XDG_DATA_HOME", str(tmp_path))
+    assert Config.from_env().history == tmp_path / "bamql" / "history"
+    clean_env.setenv("BAMQL_HISTORY", str(tmp_path / "mine"))
+    assert Config.from_env().history == tmp_path / "mine"
 
 
 def test_only_config_reads_bamql_variables():

@@ -202,3 +202,162 @@ def test_ctrl_c_in_a_real_terminal_cancels_the_query(taxi_store, tmp_path):
     sh.expect(pexpect.EOF)
     sh.close()
     assert sh.exitstatus == 0
+
+
+# -- dot-commands over a real session: .read, .output, .maxrows, .explain, .timer, .help ---
+@pytest.fixture(scope="module")
+def session(taxi_store):
+    from bamql.engine.session import connect
+
+    with connect(taxi_store, device="cpu") as s:
+        yield s
+
+
+def _drive(monkeypatch, tmp_path, session, lines):
+    """The shell's output for ``lines`` typed into it over ``session``."""
+    from bamql.engine.shell import Shell
+
+    monkeypatch.setenv("BAMQL_HISTORY", str(tmp_path / "hist"))
+    feed = iter(lines)
+
+    def fake_input(prompt=""):
+        try:
+            return next(feed)
+        except StopIteration:
+            raise EOFError from None
+
+    monkeypatch.setattr("builtins.input", fake_input)
+    out = io.StringIO()
+    assert Shell(session, out=out).loop() == 0
+    return out.getvalue()
+
+
+BY_VENDOR = "SELECT vendor_id, COUNT(*) AS n FROM trips GROUP BY vendor_id ORDER BY vendor_id"
+BY_PAYMENT = "SELECT payment_type, COUNT(*) AS n FROM trips GROUP BY payment_type ORDER BY payment_type"
+
+
+def test_read_runs_a_files_statements_and_goes_on_after_a_bad_one(monkeypatch, tmp_path, session):
+    script = tmp_path / "q.sql"
+    script.write_text("SELECT COUNT(*) AS n\nFROM trips;\nSELECT AVG(nope) FROM trips;\n"
+                      f".mode csv\n{BY_VENDOR}\n")  # the last statement without its ';'
+    out = _drive(monkeypatch, tmp_path, session, [f".read {script}", "SELECT COUNT(*) AS two FROM trips;",
+                                                  ".read /no/such/file.sql", ".read"])
+    lines = out.splitlines()
+    rows = session.store("trips").rows
+    assert f"| {rows} |" in lines
+    assert "error: unknown column 'nope'" in out and "Traceback" not in out
+    want = session.sql(BY_VENDOR).table.to_pylist()
+    assert '"vendor_id","n"' in lines
+    assert [f"{r['vendor_id']},{r['n']}" for r in want] == \
+        lines[lines.index('"vendor_id","n"') + 1:][:len(want)]
+    i = lines.index('"two"')  # the shell goes on in the mode the file set
+    assert lines[i + 1] == str(rows)
+    assert "error: cannot read '/no/such/file.sql': No such file or directory" in lines
+    assert "usage: .read FILE" in lines
+
+
+def test_read_of_a_file_that_reads_itself_stops(monkeypatch, tmp_path, session):
+    script = tmp_path / "loop.sql"
+    script.write_text(f".read {script}\n")
+    out = _drive(monkeypatch, tmp_path, session, [f".read {script}", "SELECT COUNT(*) AS three FROM trips;"])
+    assert "more than 16 deep" in out and "| three |" in out
+
+
+def test_output_to_a_file_and_back(monkeypatch, tmp_path, session):
+    dest = tmp_path / "out.csv"
+    out = _drive(monkeypatch, tmp_path, session, [
+        ".mode csv", f".output {dest}", f"{BY_VENDOR};", "SELECT AVG(nope) FROM trips;",
+        ".output", f"{BY_PAYMENT};", ".output /no/such/dir/x.csv", "SELECT COUNT(*) AS seven FROM trips;"])
+    import pyarrow.csv as pacsv
+
+    got = pacsv.read_csv(dest).to_pylist()
+    assert got == session.sql(BY_VENDOR).table.to_pylist()
+    assert '"vendor_id","n"' not in out  # the file's result, not the terminal's
+    assert "error: unknown column 'nope'" in out  # errors stay on the terminal
+    assert '"payment_type","n"' in out and '"payment_type"' not in dest.read_text()
+    assert "error: cannot write to '/no/such/dir/x.csv': No such file or directory" in out
+    rows = session.store("trips").rows
+    assert out.splitlines()[-3:-1] == ['"seven"', str(rows)]  # results still come to the terminal
+
+
+def test_maxrows(monkeypatch, tmp_path, session):
+    n = session.sql(BY_PAYMENT).table.num_rows
+    assert n > 2
+    out = _drive(monkeypatch, tmp_path, session, [".maxrows 2", f"{BY_PAYMENT};", ".maxrows",
+                                                  ".maxrows x", ".maxrows 0", f"{BY_PAYMENT};"])
+    assert f"({n} rows, 2 shown)" in out
+    assert "maxrows 2" in out and "usage: .maxrows N (0: every row)" in out
+    assert out.rstrip().endswith(f"({n} rows)")
+
+
+def test_explain_prints_the_plan_before_the_result(monkeypatch, tmp_path, session):
+    q = "SELECT AVG(trip_distance) AS d FROM trips WHERE pickup_location_id = 255"
+    plan = session.explain(q)
+    out = _drive(monkeypatch, tmp_path, session, [".explain on", f"{q};", ".explain off", f"{q};",
+                                                  ".explain maybe"])
+    assert out.count(plan) == 1 and out.index(plan) < out.index("| d ")
+    assert out.count("| d ") == 2
+    assert "usage: .explain on|off" in out
+
+
+def test_timer_and_help(monkeypatch, tmp_path, session):
+    from bamql.engine.completion import DOT_COMMANDS
+
+    q = "SELECT COUNT(*) AS one FROM trips;"
+    out = _drive(monkeypatch, tmp_path, session, [".timer on", q, ".timer off", q, ".timer", ".help"])
+    assert out.count("Run Time: ") == 1 and "usage: .timer on|off" in out
+    helptext = out[out.index("Enter SQL"):]
+    assert all(c in helptext for c in DOT_COMMANDS if c != ".exit")
+
+
+# -- the line editor: prompt_toolkit when installed and on a terminal, input() otherwise ----
+def _tty(monkeypatch, term):
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True, raising=False)
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True, raising=False)
+    monkeypatch.setenv("TERM", term)
+
+
+def test_input_is_the_fallback(monkeypatch, tmp_path):
+    from bamql.config import Config
+    from bamql.engine.shell import Shell, _line_editor
+
+    cfg = Config(history=tmp_path / "hist")
+    assert _line_editor(Shell(FakeSession(), out=io.StringIO(), config=cfg)) is None  # not a tty
+    _tty(monkeypatch, "xterm-256color")
+    monkeypatch.setitem(sys.modules, "prompt_toolkit", None)  # not installed
+    assert _line_editor(Shell(FakeSession(), out=sys.stdout, config=cfg)) is None
+
+
+def test_prompt_toolkit_on_a_terminal(monkeypatch, tmp_path):
+    pytest.importorskip("prompt_toolkit")
+    from bamql.config import Config
+    from bamql.engine.shell import Shell, _line_editor
+
+    cfg = Config(history=tmp_path / "d" / "hist")
+    _tty(monkeypatch, "dumb")  # no cursor movement: input() and readline
+    assert _line_editor(Shell(FakeSession(), out=sys.stdout, config=cfg)) is None
+    _tty(monkeypatch, "xterm-256color")
+    monkeypatch.setenv("PROMPT_TOOLKIT_NO_CPR", "1")
+    assert callable(_line_editor(Shell(FakeSession(), out=sys.stdout, config=cfg)))
+
+
+def test_prompt_toolkit_through_a_pty(taxi_store, tmp_path):
+    pytest.importorskip("prompt_toolkit")
+    env = {"BAMQL_HISTORY": str(tmp_path / "hist"), "PATH": "/usr/bin:/bin",
+           "TERM": "xterm-256color", "PROMPT_TOOLKIT_NO_CPR": "1", "PYTHONPATH": ":".join(sys.path)}
+    sh = pexpect.spawn(sys.executable, ["-m", "bamql.cli", "shell", str(taxi_store), "--device", "cpu"],
+                       env=env, encoding="utf-8", timeout=60, dimensions=(40, 200))
+    sh.expect("bamql>")
+    sh.send("SELECT COUNT(*) AS n\r")  # Enter before the ';' starts a new line
+    sh.expect(r"\.\.\.>")
+    sh.send("FROM trips t WHERE t.passenger_c")
+    sh.send("\t")  # completes the column through the alias named in FROM
+    sh.expect("ount")
+    sh.send(" >= 0;\r")
+    sh.expect(r"\|\s+60000\s+\|")
+    sh.expect("bamql>")
+    sh.send("\x04")  # Ctrl-D leaves
+    sh.expect(pexpect.EOF)
+    sh.close()
+    assert sh.exitstatus == 0
+    assert "+FROM trips t WHERE t.passenger_count >= 0;" in (tmp_path / "hist").read_text()
