@@ -8,6 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import bamql
+from bamql.errors import UsageError
 from tests.conftest import read_orc
 from tests.reference import assert_same_rows, duck
 
@@ -118,3 +119,5 @@ def test_any_text_answers_or_fails_clearly(env, text):
         con.sql(text)
     except bamql.PlanError as e:
         assert str(e) and "\n" not in str(e)
+    except UsageError as e:  # text with placeholders ($0, ?) and no values for them
+        assert "placeholders" in str(e) and "\n" not in str(e)
