@@ -14,7 +14,9 @@ from dataclasses import dataclass
 
 ARITH_OPS = ("+", "-", "*", "/")
 CMP_OPS = ("=", "<>", "<", "<=", ">", ">=")
-AGG_FUNCS = ("count", "sum", "avg", "min", "max")
+AGG_FUNCS = ("count", "sum", "avg", "min", "max", "var_samp", "var_pop", "stddev_samp", "stddev_pop")
+#: Aggregates kept as a count, a shift and the sums of (x - shift) and (x - shift)**2
+VARIANCES = ("var_samp", "var_pop", "stddev_samp", "stddev_pop")
 EXTRACT_PARTS = {"hour": 24, "minute": 60, "dow": 7}
 
 
@@ -157,14 +159,16 @@ class Extract(Expr):
 
 @dataclass(frozen=True)
 class Agg(Expr):
-    """An aggregate; ``arg`` None is COUNT(*)."""
+    """An aggregate; ``arg`` None is COUNT(*). With a ``filter`` (``FILTER (WHERE ...)``) it
+    takes only the rows where the condition is TRUE."""
 
     func: str
     arg: Expr | None
     kind: str
+    filter: Expr | None = None
 
     def children(self):
-        return () if self.arg is None else (self.arg,)
+        return tuple(e for e in (self.arg, self.filter) if e is not None)
 
 
 @dataclass(frozen=True)

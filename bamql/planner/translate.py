@@ -25,6 +25,12 @@ MAX_GROUPS = 1 << 20
 #: whose compile time grows faster than linearly with its length.
 MAX_AGG_NODES = 200
 
+#: Aggregate functions in the select list, HAVING and ORDER BY: ``AGGREGATES`` and the
+#: variances (STDDEV and VARIANCE are the sample ones, as in DuckDB).
+QUERY_AGGREGATES = {**AGGREGATES, exp.Stddev: "stddev_samp", exp.StddevSamp: "stddev_samp",
+                    exp.StddevPop: "stddev_pop", exp.Variance: "var_samp",
+                    exp.VariancePop: "var_pop"}
+
 #: Python frames translation may use (see ``translate``)
 _RECURSION_LIMIT = 6000
 
@@ -197,7 +203,8 @@ class Translator(ExprTranslator):
         """An expression over group keys and aggregates (select list, HAVING, ORDER BY)."""
         if isinstance(node, exp.Paren):
             return self.outer(node.this, keys, aggs, names, exprs)
-        if isinstance(node, tuple(AGGREGATES)):
+        if isinstance(node, tuple(QUERY_AGGREGATES)) or (
+                isinstance(node, exp.Filter) and isinstance(node.this, tuple(QUERY_AGGREGATES))):
             a = self.aggregate(node)
             if a not in aggs:
                 aggs.append(a)
@@ -241,12 +248,22 @@ class Translator(ExprTranslator):
     def over_aggregates(self, node, names) -> bool:
         """Whether ``node`` reads an aggregate or a select-list alias (HAVING and ORDER BY may
         name an output column, as in DuckDB), so it is evaluated after aggregation."""
-        return any(isinstance(n, tuple(AGGREGATES)) or (
+        return any(isinstance(n, tuple(QUERY_AGGREGATES)) or (
             names is not None and isinstance(n, exp.Column) and n.name in names
             and n.name not in self.cols) for n in node.walk())
 
     def aggregate(self, node) -> ir.Agg:
-        func = AGGREGATES[type(node)]
+        """An aggregate call, with its ``FILTER (WHERE ...)`` if it has one."""
+        if isinstance(node, exp.Filter):
+            cond = node.expression.this if isinstance(node.expression, exp.Where) else node.expression
+            if any(isinstance(n, tuple(QUERY_AGGREGATES)) for n in cond.walk()):
+                raise self.fail("aggregates cannot be nested", node)
+            if ir.size(f := self.bool_expr(cond)) > MAX_AGG_NODES:
+                raise self.fail(f"the FILTER condition is too large ({ir.size(f)} terms; "
+                                f"at most {MAX_AGG_NODES})", node)
+            a = self.aggregate(node.this)
+            return ir.Agg(a.func, a.arg, a.kind, f)
+        func = QUERY_AGGREGATES[type(node)]
         arg = node.this
         if func == "count" and (arg is None or isinstance(arg, exp.Star)):
             return ir.Agg("count", None, "int")
@@ -254,7 +271,7 @@ class Translator(ExprTranslator):
             raise self.fail(f"{func.upper()}(DISTINCT ...) is not supported", node)
         if node.args.get("expressions"):
             raise self.fail(f"{func.upper()} takes one argument", node)
-        if any(isinstance(n, tuple(AGGREGATES)) for n in arg.walk()):
+        if any(isinstance(n, tuple(QUERY_AGGREGATES)) for n in arg.walk()):
             raise self.fail("aggregates cannot be nested", node)
         return self.agg_of(func, self.expr(arg), node)
 
@@ -268,10 +285,10 @@ class Translator(ExprTranslator):
                             f"at most {MAX_AGG_NODES})", node)
         if func == "count":
             return ir.Agg("count", e, "int")
-        if func in ("sum", "avg"):
+        if func in ("sum", "avg", *ir.VARIANCES):
             if e.kind not in ("int", "float"):
                 raise self.fail(f"{func.upper()} needs a number, got {e.kind}", node)
-            return ir.Agg(func, e, "float" if func == "avg" or e.kind == "float" else "int")
+            return ir.Agg(func, e, "int" if func == "sum" and e.kind == "int" else "float")
         if e.kind == "bool":
             raise self.fail(f"{func.upper()} of a condition is not supported", node)
         return ir.Agg(func, e, e.kind)

@@ -18,3 +18,15 @@ SELECT DISTINCT payment_type AS p FROM trips ORDER BY p DESC;
 SELECT DISTINCT store_and_fwd_flag FROM trips;
 SELECT DISTINCT EXTRACT(HOUR FROM pickup_datetime) AS h, vendor_id FROM trips WHERE trip_distance > 10;
 SELECT DISTINCT vendor_id FROM trips WHERE vendor_id < 0;
+-- STDDEV and VARIANCE (sample and population), grouped and not
+SELECT STDDEV(fare_amount), VARIANCE(tip_amount), VAR_POP(passenger_count), STDDEV_POP(trip_distance), STDDEV_SAMP(fare_amount + 1e9) FROM trips;
+SELECT payment_type, STDDEV(fare_amount) AS s, VAR_SAMP(trip_distance), VAR_POP(total_amount), COUNT(*) FROM trips GROUP BY payment_type ORDER BY s;
+SELECT vendor_id, STDDEV_SAMP(passenger_count), STDDEV_POP(pickup_location_id) FROM trips WHERE trip_distance > 30 GROUP BY vendor_id;
+SELECT STDDEV(fare_amount), VAR_POP(fare_amount) FROM trips WHERE vendor_id = 99;
+SELECT EXTRACT(HOUR FROM pickup_datetime) AS h, STDDEV(tip_amount) AS s FROM trips GROUP BY h HAVING s > 1 ORDER BY h;
+-- aggregate FILTER (WHERE ...)
+SELECT COUNT(*) FILTER (WHERE tip_amount > 0), SUM(fare_amount) FILTER (WHERE payment_type = 2), COUNT(*) FROM trips;
+SELECT vendor_id, COUNT(*) FILTER (WHERE tip_amount > 0) AS n, AVG(tip_amount) FILTER (WHERE tip_amount > 0), STDDEV(tip_amount) FILTER (WHERE tip_amount > 0) FROM trips GROUP BY vendor_id ORDER BY 1;
+SELECT payment_type, MIN(fare_amount) FILTER (WHERE trip_distance > 5), MAX(pickup_datetime) FILTER (WHERE store_and_fwd_flag = 'Y') FROM trips GROUP BY payment_type;
+SELECT COUNT(*) FILTER (WHERE trip_distance > 1000), SUM(passenger_count) FILTER (WHERE FALSE) FROM trips;
+SELECT payment_type, COUNT(*) FILTER (WHERE tip_amount > 0) AS tipped FROM trips GROUP BY payment_type HAVING tipped > 0 ORDER BY tipped DESC;

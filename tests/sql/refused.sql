@@ -75,3 +75,7 @@ SELECT DISTINCT vendor_id, COUNT(*) FROM trips GROUP BY vendor_id;
 SELECT DISTINCT ON (vendor_id) vendor_id FROM trips;
 SELECT DISTINCT trip_distance FROM trips;
 SELECT DISTINCT * FROM trips;
+SELECT STDDEV(store_and_fwd_flag) FROM trips;
+SELECT VARIANCE(pickup_datetime) FROM trips;
+SELECT COUNT(*) FILTER (WHERE SUM(fare_amount) > 1) FROM trips;
+SELECT COUNT(*) FROM trips WHERE STDDEV(fare_amount) > 1;
