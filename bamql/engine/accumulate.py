@@ -94,7 +94,8 @@ def variance_states(acc: dict[str, np.ndarray]) -> np.ndarray:
         s1, s2 = VF[..., :a], VF[..., a:]
         shift = np.where(n > 0, VS.view(np.float64), 0.0)
         off = np.where(n > 0, s1 / np.maximum(n, 1), 0.0)
-        m2 = np.where(n > 0, s2 - s1 * off, 0.0)
+        # finite values whose squares overflow: their spread does too (DuckDB's is inf)
+        m2 = np.where(n > 0, np.where(np.isinf(s2) & np.isfinite(s1), np.inf, s2 - s1 * off), 0.0)
     t = n[0], shift[0], off[0], m2[0]
     for i in range(1, len(n)):
         t = _chan(*t, n[i], shift[i], off[i], m2[i])
