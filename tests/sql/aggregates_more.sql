@@ -18,8 +18,9 @@ SELECT DISTINCT payment_type AS p FROM trips ORDER BY p DESC;
 SELECT DISTINCT store_and_fwd_flag FROM trips;
 SELECT DISTINCT EXTRACT(HOUR FROM pickup_datetime) AS h, vendor_id FROM trips WHERE trip_distance > 10;
 SELECT DISTINCT vendor_id FROM trips WHERE vendor_id < 0;
--- STDDEV and VARIANCE (sample and population), grouped and not
-SELECT STDDEV(fare_amount), VARIANCE(tip_amount), VAR_POP(passenger_count), STDDEV_POP(trip_distance), STDDEV_SAMP(fare_amount + 1e9) FROM trips;
+-- STDDEV and VARIANCE (sample and population), grouped and not (a tiny spread far from 0,
+-- where DuckDB's own answer is off by 1e-9 or more, is checked exactly in tests/engine/test_accumulate.py)
+SELECT STDDEV(fare_amount), VARIANCE(tip_amount), VAR_POP(passenger_count), STDDEV_POP(trip_distance) FROM trips;
 SELECT payment_type, STDDEV(fare_amount) AS s, VAR_SAMP(trip_distance), VAR_POP(total_amount), COUNT(*) FROM trips GROUP BY payment_type ORDER BY s;
 SELECT vendor_id, STDDEV_SAMP(passenger_count), STDDEV_POP(pickup_location_id) FROM trips WHERE trip_distance > 30 GROUP BY vendor_id;
 SELECT STDDEV(fare_amount), VAR_POP(fare_amount) FROM trips WHERE vendor_id = 99;
