@@ -1,7 +1,8 @@
 """Aggregate accumulators: allocation, merging and turning them into result columns.
 
 The layout is shared by the CPU and GPU templates: ``R[g]`` rows per group and per aggregate
-``j``: ``C`` non-null count, ``SF``/``SI`` sums, ``MNF``/``MXF``/``MNI``/``MXI`` min/max.
+``j``: ``C`` non-null count, ``SF``/``SI`` sums, ``MNF``/``MXF``/``MNI``/``MXI`` min/max,
+``VS``/``VF`` a variance's shift and shifted sums (``variance_states``).
 An integer sum takes two slots of ``SI``, so that it is exact as DuckDB's 128-bit one is
 (``int_sums``); ``E`` counts the errors the kernels flag (``codegen.check_errors``).
 """
@@ -16,6 +17,11 @@ from bamql.kernels.codegen import N_ERRORS, check_errors
 from bamql.planner import ir
 
 _F_MAX, _I_MAX, _I_MIN = np.inf, np.iinfo(np.int64).max, np.iinfo(np.int64).min
+
+
+#: ``VS`` before a group's first value: the bits of a signalling NaN, which no arithmetic
+#: makes (a value with these bits is a NaN, whose variance is NaN anyway)
+NO_SHIFT = 0x7FF4_0000_0000_0001
 
 
 def n_groups(domains) -> int:
@@ -33,12 +39,15 @@ def alloc(nch: int, groups: int, aggs) -> dict[str, np.ndarray]:
             used.add("S" + f)
         elif g.func in ("min", "max"):
             used.add(("MN" if g.func == "min" else "MX") + f)
+        elif g.func in ir.VARIANCES:
+            used.update(("VS", "VF"))
     # NaN is the largest float (as in DuckDB): MNF starts at NaN, so that a MIN of NaNs only
     # is NaN, and merges with np.fmin (another chunk's value wins over NaN)
-    init = {"C": 0, "SF": 0.0, "SI": 0, "MNF": np.nan, "MXF": -_F_MAX, "MNI": _I_MAX, "MXI": _I_MIN}
+    init = {"C": 0, "SF": 0.0, "SI": 0, "MNF": np.nan, "MXF": -_F_MAX, "MNI": _I_MAX, "MXI": _I_MIN,
+            "VS": NO_SHIFT, "VF": 0.0}
     out = {"R": np.zeros((nch, groups), np.int64)}
     for k, v in init.items():
-        shape = (nch, groups, 2 * a if k == "SI" else a) if k in used else (1, 1, 1)
+        shape = (nch, groups, 2 * a if k in ("SI", "VF") else a) if k in used else (1, 1, 1)
         out[k] = np.full(shape, v, dtype=np.float64 if k.endswith("F") else np.int64)
     out["E"] = np.zeros((nch, N_ERRORS), np.int64)
     return out
@@ -66,10 +75,61 @@ def _int_avgs(sums: np.ndarray, cnt: np.ndarray) -> np.ndarray:
                     dtype=np.float64)
 
 
+def variance_states(acc: dict[str, np.ndarray]) -> np.ndarray:
+    """The chunks' variance accumulators as one ``VM`` (groups, 3 * aggregates): each
+    aggregate's shift, its mean less the shift, then its sum of squared deviations (M2).
+
+    In a chunk (the GPU has one), a group's first value is its shift ``VS`` (float64 bits)
+    and ``VF`` sums ``x - shift`` and ``(x - shift)**2``: a shift inside the group's values
+    keeps the squares from cancelling, as they do for values far from 0 with a small
+    spread. Chunks merge with Chan's formula (as DuckDB merges its Welford states), the
+    difference of two means taken as the difference of their shifts plus that of their
+    offsets, which a mean rounded to a large value's precision would lose."""
+    C, VS, VF = acc["C"], acc["VS"], acc["VF"]
+    if VF.shape[-1] != 2 * C.shape[-1]:  # no variance in the query: VS and VF are stand-ins
+        return np.zeros((1, 0))
+    a = C.shape[-1]
+    n = C.astype(np.float64)
+    with np.errstate(all="ignore"):
+        s1, s2 = VF[..., :a], VF[..., a:]
+        shift = np.where(n > 0, VS.view(np.float64), 0.0)
+        off = np.where(n > 0, s1 / np.maximum(n, 1), 0.0)
+        # finite values whose squares overflow: their spread does too (DuckDB's is inf)
+        m2 = np.where(n > 0, np.where(np.isinf(s2) & np.isfinite(s1), np.inf, s2 - s1 * off), 0.0)
+    t = n[0], shift[0], off[0], m2[0]
+    for i in range(1, len(n)):
+        t = _chan(*t, n[i], shift[i], off[i], m2[i])
+    return np.concatenate(t[1:], axis=-1)
+
+
+def _chan(na, sa, oa, qa, nb, sb, ob, qb):
+    """Two (count, shift, mean - shift, M2) states of disjoint rows as one, with ``a``'s shift
+    (an empty side leaves the other)."""
+    nt = na + nb
+    with np.errstate(all="ignore"):
+        d = (sb - sa) + (ob - oa)
+        w = nb / np.maximum(nt, 1)
+        s = np.where(na == 0, sb, sa)
+        o = np.where(na == 0, ob, np.where(nb == 0, oa, oa + d * w))
+        q = np.where(na == 0, qb, np.where(nb == 0, qa, qa + qb + d * d * na * w))
+    return nt, s, o, q
+
+
+def _combine_vm(red: dict[str, np.ndarray], into: dict[str, np.ndarray]) -> np.ndarray:
+    vm, other = red["VM"], into["VM"]
+    if vm.shape[-1] == 0:  # no variance in the query
+        return vm
+    na, nb = red["C"].astype(np.float64), into["C"].astype(np.float64)
+    _, *t = _chan(na, *np.split(vm, 3, axis=-1), nb, *np.split(other, 3, axis=-1))
+    return np.concatenate(t, axis=-1)
+
+
 def merge(acc: dict[str, np.ndarray], into: dict[str, np.ndarray] | None) -> dict[str, np.ndarray]:
     """Reduce the chunk axis of ``acc`` and add it to ``into`` (already reduced)."""
     red = {}
     for k, v in acc.items():
+        if k in ("VS", "VF"):
+            continue
         if k == "MNF":
             red[k] = np.fmin.reduce(v, axis=0)
         elif k.startswith("MN"):
@@ -78,13 +138,19 @@ def merge(acc: dict[str, np.ndarray], into: dict[str, np.ndarray] | None) -> dic
             red[k] = np.where(np.isnan(v).any(axis=0), np.nan, v.max(axis=0)) if k == "MXF" else v.max(0)
         else:
             red[k] = v.sum(axis=0)
+    if "VS" in acc:
+        red["VM"] = variance_states(acc)
     return red if into is None else combine(red, into)
 
 
 def combine(red: dict[str, np.ndarray], into: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Two reduced accumulator sets as one (partial aggregates of disjoint rows)."""
     red = dict(red)
+    if "VM" in red:  # before the counts are added up
+        red["VM"] = _combine_vm(red, into)
     for k in red:
+        if k == "VM":
+            continue
         if k == "MNF":
             red[k] = np.fmin(red[k], into[k])
         elif k.startswith("MN"):
@@ -148,10 +214,26 @@ def finish(acc: dict[str, np.ndarray], q: ir.Query, domains) -> Grouped:
             s = acc["S" + f][present, j].astype(np.float64)
             with np.errstate(all="ignore"):
                 aggs.append((np.where(has, s / np.maximum(cnt, 1), 0.0), has))
+        elif a.func in ir.VARIANCES:
+            aggs.append(_variance(acc["VM"], present, j, 2 * len(q.aggs), cnt, a.func))
         else:
             arr = acc[("MN" if a.func == "min" else "MX") + f][present, j]
             aggs.append((arr, has))
     return Grouped(keys, aggs, len(present))
+
+
+def _variance(vm: np.ndarray, rows: np.ndarray, j: int, at: int, cnt: np.ndarray,
+              func: str) -> tuple[np.ndarray, np.ndarray]:
+    """VAR/STDDEV (``func``) of aggregate ``j`` in groups ``rows`` from its M2 in ``vm``:
+    NULL below two values (one for the population ones), as in DuckDB."""
+    pop = func.endswith("pop")
+    m2 = vm[rows, at + j]
+    with np.errstate(all="ignore"):
+        m2 = np.where(m2 < 0, 0.0, m2)  # rounding, where the spread is 0
+        v = m2 / np.maximum(cnt - (0 if pop else 1), 1)
+        if func.startswith("stddev"):
+            v = np.sqrt(v)
+    return v, cnt > (0 if pop else 1)
 
 
 #: Low 63 bits: flipped in a negative float's bits to order them as integers.
@@ -175,6 +257,9 @@ def regroup(acc: dict[str, np.ndarray], slots: np.ndarray, groups: int) -> dict[
     a dimension column: the kernel groups by the join key, ``planner.joins``)."""
     out = {}
     for k, v in acc.items():
+        if k == "VM" and v.shape[0] == len(slots):
+            out[k] = _regroup_vm(v, acc["C"], slots, groups)
+            continue
         if k == "E" or v.shape[0] != len(slots):  # the error counts; an array no aggregate uses
             out[k] = v
             continue
@@ -189,4 +274,17 @@ def regroup(acc: dict[str, np.ndarray], slots: np.ndarray, groups: int) -> dict[
             new, at = np.zeros((groups, *v.shape[1:]), v.dtype), np.add.at
         at(new, slots, v)
         out[k] = new
+    return out
+
+
+def _regroup_vm(vm: np.ndarray, C: np.ndarray, slots: np.ndarray, groups: int) -> np.ndarray:
+    """``regroup`` of the variance states: the groups that land together merged by Chan's
+    formula, one group at a time (only groups with a value count)."""
+    a = vm.shape[-1] // 3
+    n = np.zeros((groups, a))
+    out = np.zeros((groups, 3 * a))
+    for g in np.nonzero(C.sum(axis=1) > 0)[0]:
+        t = slots[g]
+        n[t], *st = _chan(n[t], *np.split(out[t], 3), C[g].astype(np.float64), *np.split(vm[g], 3))
+        out[t] = np.concatenate(st)
     return out

@@ -17,6 +17,7 @@ import threading
 
 import numpy as np
 
+from bamql.engine.accumulate import NO_SHIFT
 from bamql.gpu.device import SIMULATOR
 from bamql.kernels import wide
 from bamql.kernels.codegen import PARAM_ARGS, ExprCompiler, Params, safe_name
@@ -140,10 +141,16 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
         flush.append(("R", "(0, 0)", "nrows", "add"))
     for j, a in enumerate(q.aggs):
         f = "F" if a.arg is not None and a.arg.kind == "float" else "I"
+        # the condition and the argument outside any branch (kernels.cpu.agg_source)
+        fv, fok = ec.compile(a.filter) if a.filter is not None else (None, None)
+        v, ok = ec.compile(a.arg) if a.arg is not None else (None, None)
+        inner = " " * 12
+        if a.filter is not None:  # FILTER (WHERE ...): only rows where it is TRUE
+            ec.emit(f"if {fok} and {fv}:")
+            inner = ec.indent = " " * 16
         if a.arg is not None:
-            v, ok = ec.compile(a.arg)
             ec.emit(f"if {ok}:")
-            ec.indent = " " * 16
+            ec.indent = inner + "    "
         # (array, atomic op, local initial value, local update)
         updates = [("C", "add", "0", "{l} += 1", "1")]
         if a.func in ("sum", "avg") and f == "I":  # exact: two halves (kernels.cpu.agg_source)
@@ -160,6 +167,16 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
             init = str(_NEG_INF_KEY) if f == "F" else str(np.iinfo(np.int64).min)
             x = _float_key(ec, v) if f == "F" else "{v}"
             updates.append((f"MX{f}", "max", init, "{l} = max({l}, " + x + ")", x))
+        elif a.func in ir.VARIANCES:
+            # a group's first value is its shift, set once by compare-and-swap; every
+            # (group, aggregate) has one, so the sums go straight to memory, grouped or not
+            gi, nv = ("g" if grouped else "0"), len(q.aggs)
+            ec.emit(f"vx{j} = float({v})")
+            ec.emit(f"vo{j} = cuda.atomic.cas(VS, (0, {gi}, {j}), {NO_SHIFT}, "
+                    f"np.float64(vx{j}).view(np.int64))")
+            ec.emit(f"vd{j} = vx{j} - (vx{j} if vo{j} == {NO_SHIFT} else np.int64(vo{j}).view(np.float64))")
+            ec.emit(f"cuda.atomic.add(VF, (0, {gi}, {j}), vd{j})")
+            ec.emit(f"cuda.atomic.add(VF, (0, {gi}, {nv + j}), vd{j} * vd{j})")
         for arr, op, init, upd, val, *at in updates:
             vv = v if a.arg is not None else "0"
             jj = at[0] if at else j  # the aggregate's slot, or the one an update names
@@ -178,7 +195,7 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
         + "".join(f"fp_{safe_name(c)}, " for c in cached)
         + "s_int8, s_int16, s_int32, s_int64, s_float32, s_float64, state, page_slot, slot_page, "
         f"slot_lock, clock, n_slots, slot_words, {io_args}, {', '.join(PARAM_ARGS)}, "
-        "counters, R, C, SF, SI, MNF, MXF, MNI, MXI, E):",
+        "counters, R, C, SF, SI, MNF, MXF, MNI, MXI, VS, VF, E):",
         "    lane = cuda.laneid",
         f"    io = ({io_args},)",
         "    nw = (cuda.gridDim.x * cuda.blockDim.x) // 32",

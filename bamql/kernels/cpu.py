@@ -76,18 +76,20 @@ def filter_kernel(pred: ir.Expr, columns: Sequence[str], sentinels: dict,
     return _compile(src, "kern"), params.arrays()
 
 
-ACC_ARRAYS = ("C", "SF", "SI", "MNF", "MXF", "MNI", "MXI")
+ACC_ARRAYS = ("C", "SF", "SI", "MNF", "MXF", "MNI", "MXI", "VS", "VF")
 
 
 def agg_source(keys: Sequence[ir.Expr], domains: Sequence[tuple[int, int]], aggs: Sequence[ir.Agg],
                columns: Sequence[str], sentinels: dict,
                scales: dict | None = None) -> tuple[str, Params]:
     """Source of ``kern(n, nch, <columns>, PI, PF, LI, LF, R, C, SF, SI, MNF, MXF, MNI, MXI,
-    E)`` and its constants.
+    VS, VF, E)`` and its constants.
 
     Rows are split into ``nch`` chunks, each with its own accumulator row: no atomics, and
     the caller merges chunks. ``R[ch, g]`` counts rows of group ``g``; per aggregate ``j``,
-    ``C`` counts non-null inputs, ``SF``/``SI`` sum floats/ints, ``MN*``/``MX*`` min/max.
+    ``C`` counts non-null inputs, ``SF``/``SI`` sum floats/ints, ``MN*``/``MX*`` min/max,
+    ``VS``/``VF`` a variance's shift and shifted sums (``accumulate.variance_states``); an
+    aggregate with a FILTER counts only rows where its condition is TRUE.
     An integer sum is exact: ``SI[.., j]`` sums each value's high 32 bits and
     ``SI[.., len(aggs) + j]`` its low 32 bits less 2**31 (``accumulate.int_sums``).
     ``E[ch, code]`` counts errors (``codegen.check_errors``).
@@ -96,11 +98,19 @@ def agg_source(keys: Sequence[ir.Expr], domains: Sequence[tuple[int, int]], aggs
                       scales=scales, flag=lambda code: f"E[ch, {code}] += 1")
     ec.group_slot(keys, domains)
     ec.emit("R[ch, g] += 1")
+    base = ec.indent
     for j, a in enumerate(aggs):
+        ec.indent = base
+        # the condition and the argument are computed outside any branch: a column's value
+        # is loaded once per row, where the first expression that reads it is compiled
+        fv, fok = ec.compile(a.filter) if a.filter is not None else (None, None)
+        v, ok = ec.compile(a.arg) if a.arg is not None else (None, None)
+        if a.filter is not None:  # FILTER (WHERE ...): only rows where it is TRUE
+            ec.emit(f"if {fok} and {fv}:")
+            ec.indent = base + "    "
         if a.arg is None:
             ec.emit(f"C[ch, g, {j}] += 1")
             continue
-        v, ok = ec.compile(a.arg)
         ec.emit(f"if {ok}:")
         ec.emit(f"    C[ch, g, {j}] += 1")
         f = "F" if a.arg.kind == "float" else "I"
@@ -118,9 +128,18 @@ def agg_source(keys: Sequence[ir.Expr], domains: Sequence[tuple[int, int]], aggs
             nan = f" or {v} != {v}" if f == "F" else ""  # NaN is the largest, as in DuckDB
             ec.emit(f"    if {v} > MX{f}[ch, g, {j}]{nan}:")
             ec.emit(f"        MX{f}[ch, g, {j}] = {v}")
+        elif a.func in ir.VARIANCES:  # the chunk's first value is its shift (accumulate.VS)
+            ec.emit(f"    vx{j} = float({v})")
+            ec.emit(f"    if C[ch, g, {j}] == 1:")
+            ec.emit(f"        VS[ch, g, {j}] = np.float64(vx{j}).view(np.int64)")
+            ec.emit(f"    vd{j} = vx{j} - np.int64(VS[ch, g, {j}]).view(np.float64)")
+            ec.emit(f"    VF[ch, g, {j}] += vd{j}")
+            ec.emit(f"    VF[ch, g, {len(aggs) + j}] += vd{j} * vd{j}")
+    ec.indent = base
     args = ", ".join(safe_name(c) for c in columns)
     return "\n".join([
-        f"def kern(n, nch, {args}{', ' if args else ''}{_PARAMS}, R, C, SF, SI, MNF, MXF, MNI, MXI, E):",
+        f"def kern(n, nch, {args}{', ' if args else ''}{_PARAMS}, R, C, SF, SI, MNF, MXF, MNI, MXI, "
+        "VS, VF, E):",
         *[f"    {line}" for line in ec.prologue],
         "    for ch in numba.prange(nch):",
         "        lo = ch * n // nch",

@@ -15,7 +15,9 @@ from enum import StrEnum
 
 ARITH_OPS = ("+", "-", "*", "/")
 CMP_OPS = ("=", "<>", "<", "<=", ">", ">=")
-AGG_FUNCS = ("count", "sum", "avg", "min", "max")
+AGG_FUNCS = ("count", "sum", "avg", "min", "max", "var_samp", "var_pop", "stddev_samp", "stddev_pop")
+#: Aggregates kept as a count, a shift and the sums of (x - shift) and (x - shift)**2
+VARIANCES = ("var_samp", "var_pop", "stddev_samp", "stddev_pop")
 #: The calendar fields EXTRACT computes, and the slots each takes as a group key (its largest
 #: value + 1); None: no small domain (not a group key).
 EXTRACT_PARTS = {"hour": 24, "minute": 60, "second": 60, "dow": 7, "isodow": 8, "day": 32,
@@ -251,14 +253,16 @@ class Cast(Expr):
 
 @dataclass(frozen=True)
 class Agg(Expr):
-    """An aggregate; ``arg`` None is COUNT(*)."""
+    """An aggregate; ``arg`` None is COUNT(*). With a ``filter`` (``FILTER (WHERE ...)``) it
+    takes only the rows where the condition is TRUE."""
 
     func: str
     arg: Expr | None
     kind: str
+    filter: Expr | None = None
 
     def children(self):
-        return () if self.arg is None else (self.arg,)
+        return tuple(e for e in (self.arg, self.filter) if e is not None)
 
 
 @dataclass(frozen=True)

@@ -108,7 +108,8 @@ def _(e: ir.Cast) -> str:
 
 @show.register
 def _(e: ir.Agg) -> str:
-    return f"{e.func.upper()}({'*' if e.arg is None else show(e.arg)})"
+    text = f"{e.func.upper()}({'*' if e.arg is None else show(e.arg)})"
+    return text if e.filter is None else f"{text} FILTER (WHERE {show(e.filter)})"
 
 
 @show.register

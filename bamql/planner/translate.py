@@ -14,6 +14,7 @@ from sqlglot.errors import ParseError, TokenError
 
 from bamql.errors import PlanError
 from bamql.planner import ir, scalars
+from bamql.planner.ctes import inline_ctes
 from bamql.planner.expressions import AGGREGATES, ARITH_OPS, CMP_OPS, ExprTranslator
 from bamql.storage.format import ColumnMeta
 
@@ -23,6 +24,12 @@ MAX_GROUPS = 1 << 20
 #: The most nodes an aggregate's argument may have: it is compiled into the query's kernel,
 #: whose compile time grows faster than linearly with its length.
 MAX_AGG_NODES = 200
+
+#: Aggregate functions in the select list, HAVING and ORDER BY: ``AGGREGATES`` and the
+#: variances (STDDEV and VARIANCE are the sample ones, as in DuckDB).
+QUERY_AGGREGATES = {**AGGREGATES, exp.Stddev: "stddev_samp", exp.StddevSamp: "stddev_samp",
+                    exp.StddevPop: "stddev_pop", exp.Variance: "var_samp",
+                    exp.VariancePop: "var_pop"}
 
 #: Python frames translation may use (see ``translate``)
 _RECURSION_LIMIT = 6000
@@ -45,8 +52,8 @@ class Translator(ExprTranslator):
         s = stmts[0]
         if not isinstance(s, exp.Select):
             raise self.fail(f"only SELECT queries are supported, not {s.key.upper()}", s)
-        for arg, what in (("with_", "WITH (common table expressions)"),
-                          ("windows", "WINDOW"), ("distinct", "SELECT DISTINCT"),
+        s = self.distinct_as_group_by(inline_ctes(s, self.fail))
+        for arg, what in (("windows", "WINDOW"),
                           ("qualify", "QUALIFY"), ("offset", "OFFSET")):
             if s.args.get(arg) or s.args.get(arg.rstrip("_")):
                 node = s.args.get(arg) or s.args.get(arg.rstrip("_"))
@@ -125,6 +132,25 @@ class Translator(ExprTranslator):
         return ir.Query(self.table, pred, tuple(keys), tuple(aggs), tuple(names), tuple(exprs),
                         having, tuple(order), limit)
 
+    def distinct_as_group_by(self, s: exp.Select) -> exp.Select:
+        """``SELECT DISTINCT a, b ...`` as ``SELECT a, b ... GROUP BY a, b`` (the same rows);
+        DISTINCT ON, and DISTINCT over aggregates or a GROUP BY, are refused."""
+        d = s.args.get("distinct")
+        if d is None:
+            return s
+        if d.args.get("on") is not None:
+            raise self.fail("SELECT DISTINCT ON is not supported", d)
+        if s.args.get("group") is not None or any(
+                isinstance(n, tuple(AGGREGATES) + (exp.AggFunc,))
+                for i in s.expressions for n in i.walk()):
+            raise self.fail("SELECT DISTINCT with aggregates or GROUP BY is not supported", d)
+        if any(isinstance(i, exp.Star) for i in s.expressions):
+            raise self.fail("SELECT DISTINCT * is not supported: name the columns", d)
+        s = s.copy()
+        s.set("distinct", None)
+        s.set("group", exp.Group(expressions=[i.unalias().copy() for i in s.expressions]))
+        return s
+
     def unknown_table(self, t: exp.Table) -> PlanError:
         """The error for a FROM table that is not in the catalog."""
         known = ", ".join(sorted(self.catalog)) or "none"
@@ -154,7 +180,7 @@ class Translator(ExprTranslator):
             return k - 1
         if isinstance(node, exp.Column) and node.name in names:
             return names.index(node.name)
-        e = self.outer(node, keys, list(aggs))
+        e = self.outer(node, keys, list(aggs), names=names, exprs=exprs)
         if e in exprs:
             return exprs.index(e)
         raise self.fail("ORDER BY must name a column of the select list", node)
@@ -177,7 +203,8 @@ class Translator(ExprTranslator):
         """An expression over group keys and aggregates (select list, HAVING, ORDER BY)."""
         if isinstance(node, exp.Paren):
             return self.outer(node.this, keys, aggs, names, exprs)
-        if isinstance(node, tuple(AGGREGATES)):
+        if isinstance(node, tuple(QUERY_AGGREGATES)) or (
+                isinstance(node, exp.Filter) and isinstance(node.this, tuple(QUERY_AGGREGATES))):
             a = self.aggregate(node)
             if a not in aggs:
                 aggs.append(a)
@@ -185,8 +212,8 @@ class Translator(ExprTranslator):
         if isinstance(node, exp.Column) and names is not None and node.name in names \
                 and node.name not in self.cols:
             return exprs[names.index(node.name)]
-        if any(isinstance(n, tuple(AGGREGATES)) for n in node.walk()):
-            # rebuild arithmetic/comparisons over aggregates
+        if self.over_aggregates(node, names):
+            # rebuild arithmetic/comparisons over aggregates and select-list aliases
             for cls, op in ARITH_OPS.items():
                 if isinstance(node, cls):
                     a = self.outer(node.this, keys, aggs, names, exprs)
@@ -222,8 +249,25 @@ class Translator(ExprTranslator):
             raise self.fail(f"column {cols[0]!r} must appear in GROUP BY or inside an aggregate", node)
         raise self.fail("expression is not supported in the select list", node)
 
+    def over_aggregates(self, node, names) -> bool:
+        """Whether ``node`` reads an aggregate or a select-list alias (HAVING and ORDER BY may
+        name an output column, as in DuckDB), so it is evaluated after aggregation."""
+        return any(isinstance(n, tuple(QUERY_AGGREGATES)) or (
+            names is not None and isinstance(n, exp.Column) and n.name in names
+            and n.name not in self.cols) for n in node.walk())
+
     def aggregate(self, node) -> ir.Agg:
-        func = AGGREGATES[type(node)]
+        """An aggregate call, with its ``FILTER (WHERE ...)`` if it has one."""
+        if isinstance(node, exp.Filter):
+            cond = node.expression.this if isinstance(node.expression, exp.Where) else node.expression
+            if any(isinstance(n, tuple(QUERY_AGGREGATES)) for n in cond.walk()):
+                raise self.fail("aggregates cannot be nested", node)
+            if ir.size(f := self.bool_expr(cond)) > MAX_AGG_NODES:
+                raise self.fail(f"the FILTER condition is too large ({ir.size(f)} terms; "
+                                f"at most {MAX_AGG_NODES})", node)
+            a = self.aggregate(node.this)
+            return ir.Agg(a.func, a.arg, a.kind, f)
+        func = QUERY_AGGREGATES[type(node)]
         arg = node.this
         if func == "count" and (arg is None or isinstance(arg, exp.Star)):
             return ir.Agg("count", None, "int")
@@ -231,7 +275,7 @@ class Translator(ExprTranslator):
             raise self.fail(f"{func.upper()}(DISTINCT ...) is not supported", node)
         if node.args.get("expressions"):
             raise self.fail(f"{func.upper()} takes one argument", node)
-        if any(isinstance(n, tuple(AGGREGATES)) for n in arg.walk()):
+        if any(isinstance(n, tuple(QUERY_AGGREGATES)) for n in arg.walk()):
             raise self.fail("aggregates cannot be nested", node)
         return self.agg_of(func, self.expr(arg), node)
 
@@ -245,10 +289,10 @@ class Translator(ExprTranslator):
                             f"at most {MAX_AGG_NODES})", node)
         if func == "count":
             return ir.Agg("count", e, "int")
-        if func in ("sum", "avg"):
+        if func in ("sum", "avg", *ir.VARIANCES):
             if e.kind not in ("int", "float"):
                 raise self.fail(f"{func.upper()} needs a number, got {e.kind}", node)
-            return ir.Agg(func, e, "float" if func == "avg" or e.kind == "float" else "int")
+            return ir.Agg(func, e, "int" if func == "sum" and e.kind == "int" else "float")
         if e.kind == "bool":
             raise self.fail(f"{func.upper()} of a condition is not supported", node)
         return ir.Agg(func, e, e.kind)

@@ -1,12 +1,10 @@
 -- schema: trips
 -- queries bamql must refuse with one line from bamql.errors (never a traceback, never an answer)
 SELECT * FROM trips;
-SELECT DISTINCT vendor_id FROM trips;
 SELECT COUNT(DISTINCT vendor_id) FROM trips;
 SELECT COUNT(*) FROM trips t JOIN trips u ON t.vendor_id = u.vendor_id;
 SELECT COUNT(*) FROM trips WHERE vendor_id IN (SELECT vendor_id FROM trips);
 SELECT COUNT(*) FROM (SELECT vendor_id FROM trips);
-WITH t AS (SELECT vendor_id FROM trips) SELECT COUNT(*) FROM t;
 SELECT COUNT(*) OVER () FROM trips;
 SELECT COUNT(*) FROM trips UNION ALL SELECT COUNT(*) FROM trips;
 SELECT COUNT(*) FROM trips LIMIT 5 OFFSET 2;
@@ -51,7 +49,6 @@ SELECT COUNT(*) FROM trips WHERE 'Y' = 'Y';
 SELECT COUNT(*) FROM trips WHERE pickup_datetime > TIMESTAMP 'not a time';
 SELECT COUNT(*) FROM trips WHERE store_and_fwd_flag = store_and_fwd_flag || 'x';
 -- select-list aliases inside a HAVING comparison (DuckDB resolves them; bamql refuses)
-SELECT payment_type, COUNT(*) AS n FROM trips GROUP BY 1 HAVING n > 50;
 SELECT AVG(fare_amount) FROM trips WHERE '' IN;
 SELECT AVG(fare_amount) FROM trips WHERE 'a' IN ('a', 'b');
 SELECT AVG(fare_amount) FROM trips WHERE NOT '' IN ('x');
@@ -81,3 +78,16 @@ SELECT SUM(ROUND(trip_distance, passenger_count)) FROM trips;
 SELECT COUNT(*) FROM trips WHERE date_trunc('millennium', pickup_datetime) > '2000-01-01';
 SELECT COUNT(*) FROM trips WHERE EXTRACT(EPOCH FROM pickup_datetime) > 0;
 SELECT SUM(ABS(store_and_fwd_flag)) FROM trips;
+WITH t AS (SELECT vendor_id FROM trips GROUP BY vendor_id) SELECT COUNT(*) FROM t;
+WITH t AS (SELECT COUNT(*) AS n FROM trips) SELECT SUM(n) FROM t;
+WITH t AS (SELECT * FROM trips LIMIT 5) SELECT COUNT(*) FROM t;
+WITH t AS (SELECT vendor_id AS v FROM trips) SELECT COUNT(fare_amount) FROM t;
+WITH RECURSIVE t AS (SELECT * FROM trips) SELECT COUNT(*) FROM t;
+SELECT DISTINCT vendor_id, COUNT(*) FROM trips GROUP BY vendor_id;
+SELECT DISTINCT ON (vendor_id) vendor_id FROM trips;
+SELECT DISTINCT trip_distance FROM trips;
+SELECT DISTINCT * FROM trips;
+SELECT STDDEV(store_and_fwd_flag) FROM trips;
+SELECT VARIANCE(pickup_datetime) FROM trips;
+SELECT COUNT(*) FILTER (WHERE SUM(fare_amount) > 1) FROM trips;
+SELECT COUNT(*) FROM trips WHERE STDDEV(fare_amount) > 1;
