@@ -288,3 +288,15 @@ def _regroup_vm(vm: np.ndarray, C: np.ndarray, slots: np.ndarray, groups: int) -
         n[t], *st = _chan(n[t], *np.split(out[t], 3), C[g].astype(np.float64), *np.split(vm[g], 3))
         out[t] = np.concatenate(st)
     return out
+
+
+def count_present(acc: dict[str, np.ndarray], aggs) -> dict[str, np.ndarray]:
+    """Reduced accumulators with the counts of aggregates ``aggs`` as 1 where a group has
+    one, else 0 (``COUNT(DISTINCT c)``: a group of ``c``'s value counts once,
+    ``planner.distinct``)."""
+    out = dict(acc)
+    C = acc["C"].copy()
+    for j in aggs:
+        C[:, j] = C[:, j] > 0
+    out["C"] = C
+    return out

@@ -13,13 +13,14 @@ from pathlib import Path
 import pyarrow as pa
 
 from bamql.config import Backend, Config, Device, Medium
-from bamql.engine.accumulate import finish, n_groups, regroup
+from bamql.engine.accumulate import count_present, finish, n_groups, regroup
 from bamql.engine.partition import plan_partition, table_domains
 from bamql.engine.result import Result, assemble
 from bamql.engine.runner import LocalRunner, Runner, merge
 from bamql.errors import DeviceError, PlanError, StoreError, UsageError
 from bamql.lru import LRU
 from bamql.planner import ir
+from bamql.planner.distinct import distinct_slots, split_distinct
 from bamql.planner.joins import Dimension, JoinQuery, dimension, translate_joins
 from bamql.planner.params import Params, bind
 from bamql.planner.physical import PhysicalPlan, explain_text
@@ -348,7 +349,8 @@ class Session:
         q = self._parsed.get(text)
         if q is None:
             try:
-                q = translate_joins(text, self.catalog(), self.dimensions)
+                q = split_distinct(translate_joins(text, self.catalog(), self.dimensions),
+                                   self.catalog())
             except PlanError as e:  # name files as the query did, not by their table's name
                 msg = str(e)
                 for name, label in self._file_labels.items():
@@ -397,7 +399,10 @@ class Session:
         if isinstance(query, JoinQuery):
             cols = {**table.columns, **query.columns}
             domains = table_domains(query.out, cols)
-            if query.regroups:
+            if query.distinct:
+                (s1, g1), (s2, g2) = distinct_slots(query, plan.key_domains, domains)
+                acc = regroup(count_present(regroup(acc, s1, g1), query.distinct), s2, g2)
+            elif query.regroups:
                 acc = regroup(acc, query.slots(plan.key_domains, domains), n_groups(domains))
             out = assemble(finish(acc, query.out, domains), query.out, cols)
         else:

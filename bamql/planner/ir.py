@@ -16,6 +16,8 @@ from enum import StrEnum
 ARITH_OPS = ("+", "-", "*", "/")
 CMP_OPS = ("=", "<>", "<", "<=", ">", ">=")
 AGG_FUNCS = ("count", "sum", "avg", "min", "max", "var_samp", "var_pop", "stddev_samp", "stddev_pop")
+#: ``COUNT(DISTINCT x)``: never compiled; ``planner.distinct`` rewrites it before planning
+COUNT_DISTINCT = "count_distinct"
 #: Aggregates kept as a count, a shift and the sums of (x - shift) and (x - shift)**2
 VARIANCES = ("var_samp", "var_pop", "stddev_samp", "stddev_pop")
 #: The calendar fields EXTRACT computes, and the slots each takes as a group key (its largest

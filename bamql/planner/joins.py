@@ -137,13 +137,17 @@ class JoinQuery:
     """A query with joins, as what runs: ``fact`` (the fact table alone, grouped by the join
     keys) and ``out`` (the user's query, its keys including dimension columns) that the
     regrouped accumulators are finished with; ``columns`` describes the dimension columns
-    ``out`` names; ``steps`` say in words what each join became (EXPLAIN)."""
+    ``out`` names; ``steps`` say in words what each join became (EXPLAIN); ``distinct``: the
+    aggregates that count the distinct values of fact key ``distinct_key``
+    (``planner.distinct``)."""
 
     fact: ir.Query
     out: ir.Query
     key_maps: tuple[KeyMap, ...]
     columns: Mapping[str, ColumnMeta] = field(hash=False, compare=False)
     steps: tuple[str, ...]
+    distinct: tuple[int, ...] = ()
+    distinct_key: int = -1
 
     @property
     def table(self) -> str:

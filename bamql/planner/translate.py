@@ -272,12 +272,32 @@ class Translator(ExprTranslator):
         if func == "count" and (arg is None or isinstance(arg, exp.Star)):
             return ir.Agg("count", None, "int")
         if isinstance(arg, exp.Distinct):
-            raise self.fail(f"{func.upper()}(DISTINCT ...) is not supported", node)
+            return self.distinct_agg(func, arg, node)
         if node.args.get("expressions"):
             raise self.fail(f"{func.upper()} takes one argument", node)
         if any(isinstance(n, tuple(QUERY_AGGREGATES)) for n in arg.walk()):
             raise self.fail("aggregates cannot be nested", node)
         return self.agg_of(func, self.expr(arg), node)
+
+    def distinct_agg(self, func: str, d: exp.Distinct, node) -> ir.Agg:
+        """``COUNT(DISTINCT c)`` of a group-key column ``c`` (``planner.distinct`` runs it
+        grouped by ``c`` as well); ``MIN``/``MAX(DISTINCT x)`` are ``MIN``/``MAX(x)``."""
+        args = d.expressions
+        if len(args) != 1 or d.args.get("on") is not None:
+            raise self.fail(f"{func.upper()}(DISTINCT ...) takes one column", node)
+        if any(isinstance(n, tuple(QUERY_AGGREGATES)) for n in args[0].walk()):
+            raise self.fail("aggregates cannot be nested", node)
+        e = self.expr(args[0])
+        if func in ("min", "max"):
+            return self.agg_of(func, e, node)
+        if func != "count":
+            raise self.fail(f"{func.upper()}(DISTINCT ...) is not supported (COUNT(DISTINCT) "
+                            "is)", node)
+        if not (isinstance(e, ir.Col) and e.kind in ("int", "string")
+                or isinstance(e, ir.Extract) and ir.EXTRACT_PARTS[e.part] is not None):
+            raise self.fail("COUNT(DISTINCT ...) takes an integer or dictionary-string column, "
+                            "or EXTRACT of a timestamp's field other than YEAR", node)
+        return ir.Agg(ir.COUNT_DISTINCT, e, "int")
 
     def agg_of(self, func: str, e: ir.Expr, node) -> ir.Agg:
         """The aggregate ``func`` of ``e`` (not COUNT(*)), or the error that says why not: the
