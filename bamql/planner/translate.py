@@ -295,8 +295,10 @@ class Translator(ExprTranslator):
                             "is)", node)
         if not (isinstance(e, ir.Col) and e.kind in ("int", "string")
                 or isinstance(e, ir.Extract) and ir.EXTRACT_PARTS[e.part] is not None):
-            raise self.fail("COUNT(DISTINCT ...) takes an integer or dictionary-string column, "
-                            "or EXTRACT of a timestamp's field other than YEAR", node)
+            txt = args[0].sql(dialect="duckdb")
+            raise self.fail(f"COUNT(DISTINCT {txt}): {txt} is a {e.kind} expression without a "
+                            "small domain; COUNT(DISTINCT) takes an integer or dictionary-string "
+                            "column, or EXTRACT of a timestamp's field other than YEAR", node)
         return ir.Agg(ir.COUNT_DISTINCT, e, "int")
 
     def agg_of(self, func: str, e: ir.Expr, node) -> ir.Agg:

@@ -1,7 +1,6 @@
 -- schema: trips
 -- queries bamql must refuse with one line from bamql.errors (never a traceback, never an answer)
 SELECT * FROM trips;
-SELECT COUNT(DISTINCT vendor_id) FROM trips;
 SELECT COUNT(*) FROM trips t JOIN trips u ON t.vendor_id = u.vendor_id;
 SELECT COUNT(*) FROM trips WHERE vendor_id IN (SELECT vendor_id FROM trips);
 SELECT COUNT(*) FROM (SELECT vendor_id FROM trips);
@@ -91,3 +90,11 @@ SELECT STDDEV(store_and_fwd_flag) FROM trips;
 SELECT VARIANCE(pickup_datetime) FROM trips;
 SELECT COUNT(*) FILTER (WHERE SUM(fare_amount) > 1) FROM trips;
 SELECT COUNT(*) FROM trips WHERE STDDEV(fare_amount) > 1;
+SELECT COUNT(DISTINCT fare_amount) FROM trips;
+SELECT COUNT(DISTINCT pickup_datetime) FROM trips;
+SELECT COUNT(DISTINCT vendor_id), COUNT(DISTINCT payment_type) FROM trips;
+SELECT SUM(DISTINCT passenger_count) FROM trips;
+SELECT vendor_id, AVG(DISTINCT fare_amount) FROM trips GROUP BY 1;
+SELECT COUNT(DISTINCT vendor_id, payment_type) FROM trips;
+SELECT COUNT(DISTINCT vendor_id + 1) FROM trips;
+SELECT COUNT(DISTINCT z.Borough) FROM trips t JOIN zones z ON t.pickup_location_id = z.LocationID

@@ -5,4 +5,6 @@ SELECT mid, COUNT(*) FROM hostile GROUP BY mid;
 SELECT f, COUNT(*) FROM hostile GROUP BY f;
 SELECT ts, COUNT(*) FROM hostile GROUP BY ts;
 SELECT SUM(s) FROM hostile;
-SELECT COUNT(*) FROM hostile WHERE s = k
+SELECT COUNT(*) FROM hostile WHERE s = k;
+SELECT COUNT(DISTINCT big) FROM hostile;
+SELECT k, COUNT(DISTINCT mid), COUNT(*) FROM hostile GROUP BY k
