@@ -46,3 +46,21 @@ def test_order_by_nulls_first(session, tmp_path):
     pq.write_table(pa.table({"k": pa.array([3, None, 1, 1], pa.int64())}), tmp_path / "o.parquet")
     sql = f"SELECT k, COUNT(*) FROM '{tmp_path}/o.parquet' GROUP BY k ORDER BY k NULLS FIRST"
     assert _ours(session, sql) == _duck(sql)
+
+
+@pytest.mark.parametrize("q", [
+    "WITH zones AS (SELECT * FROM '{f}' WHERE k > 0) SELECT COUNT(*), SUM(k) FROM zones",
+    "WITH zones AS (SELECT * FROM '{f}') SELECT COUNT(*) FROM zones z WHERE z.k < 100",
+    # in its own body and in the CTEs before it, the name is still the registered table
+    "WITH zones AS (SELECT * FROM zones WHERE LocationID > 200) SELECT COUNT(*) FROM zones",
+    "WITH b AS (SELECT * FROM zones WHERE LocationID < 10), zones AS (SELECT * FROM '{f}') "
+    "SELECT COUNT(*) FROM b",
+])
+def test_a_cte_shadows_a_registered_table_of_its_name(session, tmp_path, q):
+    f = tmp_path / "c.parquet"
+    pq.write_table(pa.table({"k": pa.array([1, 5, None, -3, 400], pa.int64())}), f)
+    sql = q.format(f=f)
+    zones = session.dimensions["zones"].table
+    con = duckdb.connect()
+    con.register("zones", zones)
+    assert_same_rows(_ours(session, sql), con.sql(sql).fetchall(), ordered=True)
