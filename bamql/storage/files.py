@@ -86,6 +86,8 @@ def expand(spec: str | os.PathLike) -> list[Path]:
         # hidden files match as in DuckDB (a directory, read whole, skips them)
         hits = sorted(Path(h) for h in glob.glob(path, recursive=True, include_hidden=True)
                       if os.path.isfile(h))
+        if not hits and os.path.isfile(path):  # a file whose name only looks like a glob
+            return [Path(path)]
         if not hits:
             raise IngestError(f"no files match {text}")
         return hits
@@ -128,7 +130,10 @@ class FileSet:
                 fmt: FileFormat | None = None) -> FileSet:
         """The files ``specs`` name (see :func:`expand`), as absolute paths, statted now;
         each must be of format ``fmt`` when it is given, else of a format bamql reads."""
-        files = tuple(f.resolve() for f in expand_all(specs))
+        files = tuple(f.resolve() for s in specs for f in expand(s))
+        if len(set(files)) != len(files):  # DuckDB reads a file as often as it is named
+            raise IngestError("a file is named more than once (by two names or globs that "
+                              "overlap); name each file once")
         stats = []
         for f in files:
             have = format_of(f)
