@@ -118,12 +118,14 @@ def expand_all(specs: Sequence[str | os.PathLike]) -> list[Path]:
 
 @dataclass(frozen=True)
 class FileSet:
-    """Resolved source files with their sizes and modification times (what a cached store
-    of them is keyed by)."""
+    """Resolved source files with their sizes, modification times and status-change marks
+    (inode, ctime: a rewrite that keeps the size and restores the mtime still changes them),
+    what a cached store of them is keyed by."""
 
     files: tuple[Path, ...]
     sizes: tuple[int, ...]
     mtimes: tuple[int, ...]
+    changes: tuple[tuple[int, int], ...] = ()
 
     @classmethod
     def resolve(cls, specs: Sequence[str | os.PathLike],
@@ -149,7 +151,8 @@ class FileSet:
             if not os.access(f, os.R_OK):
                 raise IngestError(f"cannot read {f}: permission denied")
             stats.append(st)
-        return cls(files, tuple(s.st_size for s in stats), tuple(s.st_mtime_ns for s in stats))
+        return cls(files, tuple(s.st_size for s in stats), tuple(s.st_mtime_ns for s in stats),
+                   tuple((s.st_ino, s.st_ctime_ns) for s in stats))
 
     @property
     def names_key(self) -> str:
@@ -158,8 +161,9 @@ class FileSet:
 
     @property
     def version_key(self) -> str:
-        """A hash of the files' sizes and modification times (which contents)."""
-        return _hash([list(self.sizes), list(self.mtimes)])
+        """A hash of the files' sizes, modification times and status changes (which
+        contents)."""
+        return _hash([list(self.sizes), list(self.mtimes), [list(c) for c in self.changes]])
 
     @property
     def table_name(self) -> str:

@@ -89,3 +89,17 @@ def test_a_file_named_twice_is_refused(session, tmp_path, src):
     pq.write_table(pa.table({"a": [1, 2, 3]}), tmp_path / "a.parquet")
     with pytest.raises(BamqlError, match="named more than once"):
         session.sql(f"SELECT COUNT(*) FROM read_parquet({src.format(d=tmp_path, n=tmp_path.name)})")
+
+
+def test_a_rewrite_that_keeps_size_and_mtime_is_not_served_stale(session, tmp_path):
+    import os
+
+    p = tmp_path / "e.parquet"
+    pq.write_table(pa.table({"a": [1, 2, 3]}), p)
+    sql = f"SELECT COUNT(*), SUM(a) FROM '{p}'"
+    assert _ours(session, sql) == _duck(sql)
+    st = p.stat()
+    pq.write_table(pa.table({"a": [1, 2, 5]}), p)  # same size
+    os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))  # same mtime
+    assert p.stat().st_size == st.st_size
+    assert_same_rows(_ours(session, sql), _duck(sql), ordered=True)
