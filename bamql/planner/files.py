@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
-import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from bamql.errors import PlanError
+from bamql.planner.params import parse_statements
 from bamql.storage.files import FileFormat, looks_like_files
 
 #: table function -> the format it reads
@@ -39,7 +39,7 @@ def bind_files(text: str, tables: Collection[str], table_for: Callable[[FileRef]
     (None where none is), put in place of that name where it is the query's FROM table (a
     JOIN's table stays a dimension); it keeps the name as its alias."""
     try:
-        stmts = sqlglot.parse(text, read="duckdb")
+        stmts = parse_statements(text)
     except (ParseError, TokenError):
         return text
     found = False

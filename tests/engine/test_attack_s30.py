@@ -103,3 +103,29 @@ def test_a_rewrite_that_keeps_size_and_mtime_is_not_served_stale(session, tmp_pa
     os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))  # same mtime
     assert p.stat().st_size == st.st_size
     assert_same_rows(_ours(session, sql), _duck(sql), ordered=True)
+
+
+def test_deep_nesting_in_a_fresh_process_answers_or_refuses_in_one_line(tmp_path):
+    # a fresh interpreter: the files and parameters passes parse before translation raises
+    # Python's recursion limit, so 100 levels once failed there with a RecursionError
+    import subprocess
+    import sys
+    import textwrap
+
+    pq.write_table(pa.table({"k": [1, 2, 1]}), tmp_path / "d.parquet")
+    code = textwrap.dedent(f"""
+        from bamql.config import Config
+        from bamql.engine.session import Session
+        from bamql.errors import PlanError
+        s = Session(config=Config(device="cpu", file_cache={str(tmp_path / 'cache')!r}))
+        for n, p in ((100, None), (100, [1]), (3000, None), (3000, [1])):
+            q = "SELECT COUNT(*) FROM '{tmp_path}/d.parquet' WHERE " + "(" * n + "k = " \\
+                + ("?" if p else "1") + ")" * n
+            try:
+                print(s.sql(q, p).fetchall())
+            except PlanError as e:
+                print("refused", "too deeply" in str(e))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split("\n")[:4] == ["[(2,)]", "[(2,)]", "refused True", "refused True"]
