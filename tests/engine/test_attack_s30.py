@@ -129,3 +129,12 @@ def test_deep_nesting_in_a_fresh_process_answers_or_refuses_in_one_line(tmp_path
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split("\n")[:4] == ["[(2,)]", "[(2,)]", "refused True", "refused True"]
+
+
+def test_a_registered_table_with_a_full_range_int8_key(session):
+    t = pa.table({"id": pa.array([-128, 127, 1], pa.int8()), "name": ["lo", "hi", "one"]})
+    session.register("i8k", t)
+    con = duckdb.connect()
+    con.register("i8k", t)
+    sql = "SELECT name, COUNT(*), SUM(id) FROM i8k GROUP BY 1 ORDER BY 1"
+    assert_same_rows(_ours(session, sql), con.sql(sql).fetchall(), ordered=True)
