@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
-import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from bamql.errors import PlanError
+from bamql.planner.params import parse_statements
 from bamql.storage.files import FileFormat, looks_like_files
 
 #: table function -> the format it reads
@@ -39,12 +39,15 @@ def bind_files(text: str, tables: Collection[str], table_for: Callable[[FileRef]
     (None where none is), put in place of that name where it is the query's FROM table (a
     JOIN's table stays a dimension); it keeps the name as its alias."""
     try:
-        stmts = sqlglot.parse(text, read="duckdb")
+        stmts = parse_statements(text)
     except (ParseError, TokenError):
         return text
     found = False
     for s in stmts:
         for t in list(s.find_all(exp.Table)) if s is not None else ():
+            if isinstance(t.this, exp.Identifier) and not t.args.get("db") \
+                    and t.name in _ctes_in_scope(t):
+                continue  # a CTE's name shadows the registered table or file of that name
             if registered is not None and isinstance(t.parent, exp.From) and not t.args.get("db") \
                     and isinstance(t.this, exp.Identifier) and t.name not in tables:
                 served = registered(t.name)
@@ -63,6 +66,23 @@ def bind_files(text: str, tables: Collection[str], table_for: Callable[[FileRef]
     if not found:
         return text
     return ";\n".join(s.sql(dialect="duckdb") for s in stmts if s is not None)
+
+
+def _ctes_in_scope(t: exp.Table) -> set[str]:
+    """The names of the CTEs that ``t`` may read: in a CTE's body those defined before it,
+    in the query that follows WITH all of them."""
+    names: set[str] = set()
+    node, child = t.parent, t
+    while node is not None:
+        if isinstance(node, exp.With):
+            ctes = list(node.expressions)
+            before = ctes.index(child) if child in ctes else len(ctes)
+            names.update(c.alias_or_name for c in ctes[:before])
+        elif isinstance(node, exp.Select | exp.Union) and node.args.get("with_") is not None \
+                and child is not node.args["with_"]:
+            names.update(c.alias_or_name for c in node.args["with_"].expressions)
+        node, child = node.parent, node
+    return names
 
 
 def file_ref(t: exp.Table, tables: Collection[str]) -> FileRef | None:

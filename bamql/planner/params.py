@@ -16,6 +16,7 @@ import datetime
 import decimal
 import functools
 import math
+import sys
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -24,7 +25,8 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import TokenType
 
-from bamql.errors import UsageError
+from bamql.errors import PlanError, UsageError
+from bamql.planner.translate import _RECURSION_LIMIT
 
 #: What ``Session.sql`` takes as parameters: values by position (``?``, ``$1``) or by name
 #: (``$name``, ``:name``).
@@ -201,10 +203,23 @@ def _number_qmarks(sql: str, tree: exp.Expression) -> exp.Expression:
     return numbered
 
 
+def parse_statements(sql: str) -> list[exp.Expression | None]:
+    """sqlglot's statements of ``sql`` (DuckDB's dialect), under the recursion limit that
+    translation sets (sqlglot recurses some 16 frames per level of parentheses); a query
+    nested deeper still is a one-line PlanError, not a RecursionError."""
+    if sys.getrecursionlimit() < _RECURSION_LIMIT:
+        sys.setrecursionlimit(_RECURSION_LIMIT)
+    try:
+        return sqlglot.parse(sql, read="duckdb")
+    except RecursionError:
+        raise PlanError("the query nests too deeply (parentheses, NOT or arithmetic some "
+                        "hundreds of levels deep); write it flatter") from None
+
+
 def _parse(sql: str) -> exp.Expression | None:
     """The one statement of ``sql``, or None where it does not parse into one."""
     try:
-        stmts = [s for s in sqlglot.parse(sql, read="duckdb") if s is not None]
+        stmts = [s for s in parse_statements(sql) if s is not None]
     except (ParseError, TokenError):
         return None
     return stmts[0] if len(stmts) == 1 else None

@@ -204,7 +204,9 @@ def to_storage(a: pa.Array, pl: ColumnPlan) -> np.ndarray:
         mm = pc.min_max(a)
         if mm["min"].is_valid and (mm["min"].as_py() < pl.lo or mm["max"].as_py() > pl.hi):
             raise IngestError(f"column {pl.name!r}: values outside the range its statistics gave")
-        return a.fill_null(sent).to_numpy(zero_copy_only=False).astype(pl.dtype)
+        if a.null_count:  # in int64: the stored dtype's sentinel may not fit the source's type
+            a = a.cast(pa.int64()).fill_null(sent)
+        return a.to_numpy(zero_copy_only=False).astype(pl.dtype)
     if pl.kind == "float" and pl.scale:
         v = to_float64(a)
         if real_nans(a, v):  # scaled integers have no NaN: it would be stored as NULL

@@ -86,6 +86,8 @@ def expand(spec: str | os.PathLike) -> list[Path]:
         # hidden files match as in DuckDB (a directory, read whole, skips them)
         hits = sorted(Path(h) for h in glob.glob(path, recursive=True, include_hidden=True)
                       if os.path.isfile(h))
+        if not hits and os.path.isfile(path):  # a file whose name only looks like a glob
+            return [Path(path)]
         if not hits:
             raise IngestError(f"no files match {text}")
         return hits
@@ -116,19 +118,24 @@ def expand_all(specs: Sequence[str | os.PathLike]) -> list[Path]:
 
 @dataclass(frozen=True)
 class FileSet:
-    """Resolved source files with their sizes and modification times (what a cached store
-    of them is keyed by)."""
+    """Resolved source files with their sizes, modification times and status-change marks
+    (inode, ctime: a rewrite that keeps the size and restores the mtime still changes them),
+    what a cached store of them is keyed by."""
 
     files: tuple[Path, ...]
     sizes: tuple[int, ...]
     mtimes: tuple[int, ...]
+    changes: tuple[tuple[int, int], ...] = ()
 
     @classmethod
     def resolve(cls, specs: Sequence[str | os.PathLike],
                 fmt: FileFormat | None = None) -> FileSet:
         """The files ``specs`` name (see :func:`expand`), as absolute paths, statted now;
         each must be of format ``fmt`` when it is given, else of a format bamql reads."""
-        files = tuple(f.resolve() for f in expand_all(specs))
+        files = tuple(f.resolve() for s in specs for f in expand(s))
+        if len(set(files)) != len(files):  # DuckDB reads a file as often as it is named
+            raise IngestError("a file is named more than once (by two names or globs that "
+                              "overlap); name each file once")
         stats = []
         for f in files:
             have = format_of(f)
@@ -144,7 +151,8 @@ class FileSet:
             if not os.access(f, os.R_OK):
                 raise IngestError(f"cannot read {f}: permission denied")
             stats.append(st)
-        return cls(files, tuple(s.st_size for s in stats), tuple(s.st_mtime_ns for s in stats))
+        return cls(files, tuple(s.st_size for s in stats), tuple(s.st_mtime_ns for s in stats),
+                   tuple((s.st_ino, s.st_ctime_ns) for s in stats))
 
     @property
     def names_key(self) -> str:
@@ -153,8 +161,9 @@ class FileSet:
 
     @property
     def version_key(self) -> str:
-        """A hash of the files' sizes and modification times (which contents)."""
-        return _hash([list(self.sizes), list(self.mtimes)])
+        """A hash of the files' sizes, modification times and status changes (which
+        contents)."""
+        return _hash([list(self.sizes), list(self.mtimes), [list(c) for c in self.changes]])
 
     @property
     def table_name(self) -> str:
