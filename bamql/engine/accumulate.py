@@ -231,6 +231,8 @@ def _variance(vm: np.ndarray, rows: np.ndarray, j: int, at: int, cnt: np.ndarray
     with np.errstate(all="ignore"):
         m2 = np.where(m2 < 0, 0.0, m2)  # rounding, where the spread is 0
         v = m2 / np.maximum(cnt - (0 if pop else 1), 1)
+        if pop:  # one value has no spread, even an infinite or NaN one (DuckDB: 0)
+            v = np.where(cnt == 1, 0.0, v)
         if func.startswith("stddev"):
             v = np.sqrt(v)
     return v, cnt > (0 if pop else 1)

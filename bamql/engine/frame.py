@@ -238,7 +238,7 @@ class Frame:
         key_names = tuple(k.name if isinstance(k, ir.Col) else f"{k.part}" for k in keys)
         names = key_names + tuple(aggs)
         key_exprs = tuple(ir.KeyRef(i, k.kind) for i, k in enumerate(keys))
-        order = tuple((i, False) for i in range(len(keys)))
+        order = tuple((i, False, False) for i in range(len(keys)))
         return ir.Query(self.name, pred, keys, tuple(agg_list), names, key_exprs + tuple(exprs),
                         None, order, None)
 

@@ -68,15 +68,15 @@ def assemble(g: Grouped, q: ir.Query, cols: dict[str, ColumnMeta]) -> pa.Table:
         hv, hok = evaluate(q.having, env, n)
         keep = keep[hv.astype(bool) & hok]
     if q.order:
-        sort_keys = []  # NULLs last in either direction, as in DuckDB
-        for idx, desc in q.order:
+        sort_keys = []  # NULLs last in either direction unless NULLS FIRST, as in DuckDB
+        for idx, desc, nulls_first in q.order:
             v, ok = outs[idx][0][keep], outs[idx][1][keep]
             e = q.exprs[idx]
             if e.kind == "string" and isinstance(e, ir.KeyRef | ir.AggRef):
                 d = _dictionary_of(e, q, cols)
                 v = np.array([d[int(x)] if o else "" for x, o in zip(v, ok, strict=True)], dtype=object)
             inv = np.unique(v, return_inverse=True)[1].reshape(-1) if len(v) else v
-            sort_keys += [(~ok).astype(np.int8), -inv if desc else inv]
+            sort_keys += [(ok if nulls_first else ~ok).astype(np.int8), -inv if desc else inv]
         keep = keep[np.lexsort(sort_keys[::-1])] if len(keep) else keep
     if q.limit is not None:
         keep = keep[: q.limit]

@@ -378,5 +378,6 @@ class Query:
     names: tuple[str, ...]
     exprs: tuple[Expr, ...]
     having: Expr | None
-    order: tuple[tuple[int, bool], ...]
+    #: (select-list index, descending, NULLs first) per ORDER BY term
+    order: tuple[tuple[int, bool, bool], ...]
     limit: int | None

@@ -128,7 +128,8 @@ def show_query(q: ir.Query) -> str:
     if q.limit is not None:
         parts.append(f"Limit({q.limit})")
     if q.order:
-        parts.append("Sort(" + ", ".join(f"#{i}{' DESC' if d else ''}" for i, d in q.order) + ")")
+        parts.append("Sort(" + ", ".join(f"#{i}{' DESC' if d else ''}{' NULLS FIRST' if nf else ''}"
+                                         for i, d, nf in q.order) + ")")
     parts.append(f"Project({', '.join(q.names)}" + (", HAVING" if q.having else "") + ")")
     parts.append(f"Aggregate({len(q.keys)} keys, {len(q.aggs)} aggs)")
     if q.predicate is not None:

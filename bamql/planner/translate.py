@@ -122,7 +122,8 @@ class Translator(ExprTranslator):
         order = []
         if s.args.get("order") is not None:
             for o in s.args["order"].expressions:
-                order.append((self.order_index(o.this, names, exprs, keys, aggs), bool(o.args.get("desc"))))
+                order.append((self.order_index(o.this, names, exprs, keys, aggs), bool(o.args.get("desc")),
+                              bool(o.args.get("nulls_first"))))
         limit = None
         if s.args.get("limit") is not None:
             lim = s.args["limit"].expression
