@@ -46,6 +46,17 @@ def _where(node: exp.Expression, sql: str) -> str:
     return ""
 
 
+
+#: SQL spellings of constructs that sqlglot parses and bamql refuses (named in errors)
+_SQL_NAMES: dict[type, str] = {
+    exp.Mod: "the % operator", exp.DPipe: "the || operator", exp.IntDiv: "the // operator",
+    exp.BitwiseAnd: "the & operator", exp.BitwiseOr: "the | operator",
+    exp.BitwiseXor: "the xor operator", exp.BitwiseNot: "the ~ operator",
+    exp.BitwiseLeftShift: "the << operator", exp.BitwiseRightShift: "the >> operator",
+    exp.NullSafeEQ: "IS NOT DISTINCT FROM", exp.NullSafeNEQ: "IS DISTINCT FROM",
+    exp.SimilarTo: "SIMILAR TO", exp.RegexpLike: "regexp_matches()", exp.Pow: "the ^ operator",
+}
+
 class ExprTranslator:
     """SQL expressions over one table -> IR. Its checks (``coerce_literal``, ``compare``,
     ``in_list``) are public: the dataframe API builds its IR through them."""
@@ -102,9 +113,14 @@ class ExprTranslator:
         return self._unsupported(node)
 
     def _unsupported(self, node) -> ir.Expr:
-        what = type(node).__name__.upper()
-        if isinstance(node, exp.Func):
-            what = f"function {node.sql_name() if hasattr(node, 'sql_name') else what}"
+        what = _SQL_NAMES.get(type(node))
+        if what is None and isinstance(node, exp.Anonymous):
+            what = f"function {str(node.name).lower()}()"
+        elif what is None and isinstance(node, exp.Func):
+            what = f"function {node.sql_name().lower()}()"
+        elif what is None:  # the construct as the query wrote it
+            text = node.sql(dialect="duckdb")
+            what = repr(text if len(text) <= 40 else text[:37] + "...")
         raise self.fail(f"{what} is not supported", node)
 
     @_expr.register

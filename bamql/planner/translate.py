@@ -5,6 +5,7 @@ construct and where it is in the query."""
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable, Mapping
 
@@ -46,6 +47,10 @@ class Translator(ExprTranslator):
             stmts = [s for s in sqlglot.parse(self.text, read="duckdb") if s is not None]
         except (ParseError, TokenError) as e:
             msg = str(e).strip().splitlines()[0]
+            if "<class" in msg:  # sqlglot names its own node class: keep only the position
+                at = re.search(r"Line (\d+), Col: (\d+)", msg)
+                msg = f"at line {at[1]}, column {at[2]}" if at else "in the query"
+                raise PlanError(f"SQL syntax error {msg}") from None
             raise PlanError(f"SQL syntax error: {msg}") from None
         if len(stmts) != 1:
             raise PlanError(f"expected one SQL statement, got {len(stmts)}")

@@ -73,3 +73,16 @@ def test_fractional_positions_are_one_line_errors(sql):
     cols = {"payment_type": ColumnMeta("payment_type", "int", "int8", 0, 1, 512, min=1, max=5)}
     with pytest.raises(PlanError, match="position must be a whole number"):
         translate(sql, {"trips": cols})
+
+
+@pytest.mark.parametrize(("sql", "said"), [
+    ("SELECT SUM(fare_amount % 2) FROM trips", "the % operator is not supported"),
+    ("SELECT COUNT(*) FROM trips WHERE now() > pickup_datetime", "function now() is not supported"),
+    ("SELECT COUNT(*) FROM trips WHERE vendor_id <=> 1", "IS NOT DISTINCT FROM is not supported"),
+    ("SELECT COUNT(*) FROM trips WHERE fare_amount > %s", "SQL syntax error at line 1, column"),
+])
+def test_refusals_name_sql_not_the_parsers_classes(store, sql, said):
+    with pytest.raises(bamql.PlanError) as e:
+        translate(sql, {"trips": store.columns})
+    msg = str(e.value)
+    assert said in msg and "sqlglot" not in msg and "class" not in msg, msg
