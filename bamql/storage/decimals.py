@@ -9,6 +9,7 @@ Streams and the PCIe floor shrink with the bytes; gathers still cost one page pe
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -27,7 +28,7 @@ _WIDTHS = tuple(np.dtype(t) for t in SCALED_TYPES)
 @numba.njit(nogil=True, cache=False)
 def _scan(v: np.ndarray, pow10: np.ndarray, d0: int) -> tuple[int, float, float]:
     """Fewest decimals ``d >= d0`` with which every non-NaN value round-trips (``-1`` if
-    none does, or a value is infinite), and the min and max non-NaN value."""
+    none does, or a value is infinite or a negative zero), and the min and max non-NaN value."""
     d = d0
     top = len(pow10) - 1
     lo, hi = np.inf, -np.inf
@@ -40,8 +41,8 @@ def _scan(v: np.ndarray, pow10: np.ndarray, d0: int) -> tuple[int, float, float]
             hi = x
         if d < 0:
             continue
-        if not np.isfinite(x):
-            d = -1
+        if not np.isfinite(x) or (x == 0.0 and math.copysign(1.0, x) < 0.0):
+            d = -1  # an infinity or a negative zero has no scaled-integer form
             continue
         while d <= top and np.round(x * pow10[d]) / pow10[d] != x:
             d += 1
@@ -62,7 +63,7 @@ def _encode(v: np.ndarray, p: float, sentinel: int, out: np.ndarray) -> int:
             out[i] = sentinel
             continue
         s = np.round(x * p)
-        if s / p != x or s < lo or s > hi:
+        if s / p != x or s < lo or s > hi or (x == 0.0 and math.copysign(1.0, x) < 0.0):
             return i
         out[i] = np.int64(s)
     return -1

@@ -5,8 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 
+import bamql
 from bamql.errors import IngestError
 from bamql.storage.decimals import DecimalScan, encode, scan_all
 from bamql.storage.ingest import ingest
@@ -50,6 +52,7 @@ def test_the_fewest_decimals_and_the_narrowest_width_are_chosen():
     np.array([1.5, np.inf]),  # not finite
     np.array([0.01, 1e9]),  # does not fit int32 once scaled
     np.array([1.23456]),  # five decimals
+    np.array([1.5, -0.0]),  # a negative zero: 1 / -0.0 is -inf, 1 / 0.0 is +inf
 ])
 def test_what_does_not_fit_stays_float(values):
     assert _roundtrip(values) is None
@@ -71,6 +74,16 @@ def test_encode_refuses_values_the_scan_did_not_see():
         encode(np.array([1.25, 1.255]), 2, np.int16)
     with pytest.raises(ValueError, match="within int16"):
         encode(np.array([400.0]), 2, np.int16)
+    with pytest.raises(ValueError, match="not a 2-decimal number"):
+        encode(np.array([1.25, -0.0]), 2, np.int16)
+
+
+def test_a_negative_zero_keeps_its_sign_through_a_query(tmp_path):
+    """Found by the random-query test: AVG(i / x) over x = -0.0 gave -inf for +inf."""
+    pq.write_table(pa.table({"i": pa.array([-6, 4]), "x": pa.array([-0.0, 2.5])}), tmp_path / "r.parquet")
+    ingest([tmp_path / "r.parquet"], tmp_path / "data" / "r", page_size=512)
+    with bamql.connect(tmp_path / "data") as con:
+        assert con.sql("SELECT MIN(i / x), MAX(i / x) FROM r").rows() == [(1.6, np.inf)]
 
 
 def test_generated_money_columns_are_narrow_and_read_back_exactly(taxi_store, taxi_orc):
