@@ -161,9 +161,11 @@ def _text(raw: bytes, kind: Kind, name: str) -> str:
 
 
 def pack(msg: Message) -> bytes:
-    """A message wrapped in ``google.protobuf.Any``."""
+    """A message wrapped in ``google.protobuf.Any`` (an empty value left out, as protobuf
+    leaves it)."""
+    value = encode(msg)
     return (protowire.field(_ANY_TYPE_URL, PREFIX + msg.kind.value)
-            + protowire.field(_ANY_VALUE, encode(msg)))
+            + (protowire.field(_ANY_VALUE, value) if value else b""))
 
 
 def unpack(data: bytes) -> Message | None:
