@@ -436,6 +436,7 @@ def add_serve_command(sub) -> None:
         description="Open DIR once (compiled kernels, caches and pinned tables stay warm) and "
         "answer queries from many clients over Arrow Flight (gRPC). Clients: bamql sql "
         "--server URL, bamql shell --server URL, bamql.connect('grpc://HOST:PORT', token=...), "
+        "any Flight SQL client (ADBC, JDBC: grpc://HOST:PORT), "
         "or any Flight client (do_get with a ticket of JSON {\"sql\": ..., \"params\": [...]}). "
         "SIGINT or SIGTERM finish the queries in flight, close the session and stop.")
     p.add_argument("data", metavar="DIR", help="a table directory or a directory of tables")
