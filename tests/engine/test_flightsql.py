@@ -4,6 +4,8 @@ Flight client, and an ADBC Flight SQL client (where adbc_driver_flightsql is ins
 from __future__ import annotations
 
 import datetime
+import shutil
+import subprocess
 
 import duckdb
 import pyarrow as pa
@@ -229,6 +231,21 @@ def test_catalog_commands(server, session):
     c.close()
 
 
+def test_answers_on_the_real_sample_are_the_sessions(sample_store):
+    """Flight SQL passes a session's answer through whole: schema, NULLs and all."""
+    sql = ("SELECT payment_type, COUNT(*), AVG(congestion_surcharge), MIN(passenger_count) "
+           "FROM trips GROUP BY 1 ORDER BY 1")
+    with bamql.connect(sample_store, device="cpu") as s:
+        srv = BamqlServer(s)
+        try:
+            c = fl.FlightClient(srv.url)
+            got = _fetch(c, _cmd(Kind.STATEMENT_QUERY, query=sql))
+            c.close()
+            assert got.equals(s.sql(sql).table) and got.schema == s.sql(sql).table.schema
+        finally:
+            srv.shutdown()
+
+
 def test_plain_flight_commands_still_work(server, session):
     from bamql.engine import wire
 
@@ -292,5 +309,23 @@ def test_an_adbc_client_passes_the_token(session, monkeypatch):
         with pytest.raises(dbapi.Error, match="token"):
             with dbapi.connect(srv.url, autocommit=True) as conn, conn.cursor() as cur:
                 cur.execute("SELECT COUNT(*) FROM trips")
+    finally:
+        srv.shutdown()
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl to make a certificate")
+def test_an_adbc_client_over_tls(session, tmp_path):
+    dbapi = _adbc()
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
+                    "-keyout", key, "-out", cert], check=True, capture_output=True)
+    srv = BamqlServer(session, tls=(cert.read_bytes(), key.read_bytes()))
+    try:
+        kw = {"adbc.flight.sql.client_option.tls_root_certs": cert.read_text()}
+        with dbapi.connect(srv.url, db_kwargs=kw, autocommit=True) as conn, conn.cursor() as cur:
+            cur.execute("SELECT COUNT(*) FROM trips WHERE fare_amount > ?", (10.0,))
+            assert cur.fetchall() == session.sql(
+                "SELECT COUNT(*) FROM trips WHERE fare_amount > 10.0").rows()
     finally:
         srv.shutdown()
