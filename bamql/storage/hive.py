@@ -128,12 +128,14 @@ def _is_text(v: str) -> bool:
     if _TEXT.fullmatch(v):
         return True
     if _INT.fullmatch(v):  # an integer beyond BIGINT
-        return True
+        return not _INT64[0] <= int(v) <= _INT64[1]
     return v[0].isascii() and v[0].isalpha() and v.strip().lower() not in _DATE_WORDS
 
 
 def _typed(v: str | None, t: KeyType) -> int | str | None:
-    return None if v is None or t == KeyType.VARCHAR else int(v)
+    if v is None or t == KeyType.VARCHAR:
+        return v
+    return int(v)
 
 
 class Cmp(StrEnum):
