@@ -267,7 +267,7 @@ class Session:
         """The name of the table that serves the files of ``ref`` (a ``FileRef``), opened
         in this session; the versions of the same files made stale by a change are dropped
         (their stores close once no query holds them)."""
-        files = FileSet.resolve(ref.specs, ref.format)
+        files = FileSet.resolve(ref.specs, ref.format, ref.hive, ref.filters)
         cached = cached_store(files, self.config.file_cache_dir, self.file_progress)
         name = files.table_name
         with self._lock:

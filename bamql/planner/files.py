@@ -4,6 +4,7 @@ them, before the query is translated."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
@@ -13,6 +14,7 @@ from sqlglot.errors import ParseError, TokenError
 from bamql.errors import PlanError
 from bamql.planner.params import parse_statements
 from bamql.storage.files import FileFormat, looks_like_files
+from bamql.storage.hive import Cmp, HiveMode, KeyFilter
 
 #: table function -> the format it reads
 READERS = {"read_parquet": FileFormat.PARQUET, "parquet_scan": FileFormat.PARQUET,
@@ -22,11 +24,14 @@ READERS = {"read_parquet": FileFormat.PARQUET, "parquet_scan": FileFormat.PARQUE
 
 @dataclass(frozen=True)
 class FileRef:
-    """Files named in FROM: the paths, directories or globs given, and the format a table
-    function asks for (None: by each file's extension)."""
+    """Files named in FROM: the paths, directories or globs given, the format a table
+    function asks for (None: by each file's extension), its ``hive_partitioning`` option,
+    and the conjuncts of the query's WHERE that may prune partitions."""
 
     specs: tuple[str, ...]
     format: FileFormat | None = None
+    hive: HiveMode = HiveMode.AUTO
+    filters: tuple[KeyFilter, ...] = ()
 
 
 def bind_files(text: str, tables: Collection[str], table_for: Callable[[FileRef], str],
@@ -59,6 +64,7 @@ def bind_files(text: str, tables: Collection[str], table_for: Callable[[FileRef]
                     continue
             ref = file_ref(t, tables)
             if ref is not None:
+                ref = FileRef(ref.specs, ref.format, ref.hive, partition_filters(t))
                 t.set("this", exp.to_identifier(table_for(ref)))
                 for part in ("db", "catalog"):
                     t.set(part, None)
@@ -109,10 +115,113 @@ def file_ref(t: exp.Table, tables: Collection[str]) -> FileRef | None:
     if not args or any(a is None for a in args):
         raise PlanError(f"{fn}() needs a file, a directory, a glob or a list of them")
     first, options = args[0], args[1:]
-    if options:
-        raise PlanError(f"{fn}() takes no options in bamql (got "
-                        f"{options[0].sql(dialect='duckdb')}); give the files alone")
+    hive = HiveMode.AUTO
+    for o in options:
+        hive = _hive_option(fn, o)
     items = first.expressions if isinstance(first, exp.Array) else [first]
     if not items or not all(isinstance(i, exp.Literal) and i.is_string for i in items):
         raise PlanError(f"{fn}() takes a quoted path or a list of quoted paths")
-    return FileRef(tuple(i.this for i in items), READERS[fn])
+    return FileRef(tuple(i.this for i in items), READERS[fn], hive)
+
+
+def _hive_option(fn: str, o: exp.Expression) -> HiveMode:
+    """The mode ``hive_partitioning = true|false`` (or 1|0) sets; any other option is a
+    one-line error."""
+    if isinstance(o, exp.EQ | exp.PropertyEQ) and o.this is not None \
+            and o.this.name.lower() == "hive_partitioning":
+        v = o.expression
+        if isinstance(v, exp.Boolean):
+            return HiveMode.ON if v.this else HiveMode.OFF
+        if isinstance(v, exp.Literal) and not v.is_string and v.this in ("0", "1"):
+            return HiveMode.ON if v.this == "1" else HiveMode.OFF
+        raise PlanError(f"{fn}(): hive_partitioning takes true or false (got "
+                        f"{v.sql(dialect='duckdb')})")
+    raise PlanError(f"{fn}() takes only the option hive_partitioning in bamql (got "
+                    f"{o.sql(dialect='duckdb')})")
+
+
+_CMPS = {exp.EQ: Cmp.EQ, exp.NEQ: Cmp.NE, exp.LT: Cmp.LT, exp.LTE: Cmp.LE, exp.GT: Cmp.GT,
+         exp.GTE: Cmp.GE}
+_FLIP = {Cmp.EQ: Cmp.EQ, Cmp.NE: Cmp.NE, Cmp.LT: Cmp.GT, Cmp.LE: Cmp.GE, Cmp.GT: Cmp.LT,
+         Cmp.GE: Cmp.LE}
+
+
+def partition_filters(t: exp.Table) -> tuple[KeyFilter, ...]:
+    """The conjuncts of the WHERE of the SELECT whose only FROM item is ``t`` that compare
+    one of its columns with literals (``year = 2019``, ``month IN ('03', '04')``,
+    ``k IS NULL``, ``x BETWEEN 1 AND 3``): what can prune its partitions. Anything else
+    prunes nothing; the WHERE itself still filters every row read."""
+    sel = t.parent.parent if isinstance(t.parent, exp.From) else None
+    if not isinstance(sel, exp.Select) or sel.args.get("joins") or sel.args.get("where") is None:
+        return ()
+    aliases = {e.alias.lower() for e in sel.expressions if isinstance(e, exp.Alias)}
+    names = {t.alias_or_name.lower(), t.name.lower()} if isinstance(t.this, exp.Identifier) \
+        else {t.alias.lower()} if t.alias else set()
+    out: list[KeyFilter] = []
+    for c in sel.args["where"].this.flatten() if isinstance(sel.args["where"].this, exp.And) \
+            else [sel.args["where"].this]:
+        col = _column(c)
+        if col is None or col.name.lower() in aliases:
+            continue  # a select alias of the same name would make the column ambiguous
+        if col.table and col.table.lower() not in names:
+            continue
+        out.extend(_key_filters(c))
+    return tuple(out)
+
+
+def _column(c: exp.Expression) -> exp.Column | None:
+    cols = list(c.find_all(exp.Column))
+    return cols[0] if len(cols) == 1 else None
+
+
+def _key_filters(c: exp.Expression) -> list[KeyFilter]:
+    """``c`` as filters of one column against literals (none where it is not one)."""
+    while isinstance(c, exp.Paren):
+        c = c.this
+    if type(c) in _CMPS:
+        op = _CMPS[type(c)]
+        left, right = c.this, c.expression
+        if isinstance(right, exp.Column) and not isinstance(left, exp.Column):
+            left, right, op = right, left, _FLIP[op]
+        v = _literal(right)
+        if isinstance(left, exp.Column) and v is not _NOT:
+            return [KeyFilter(left.name, op, (v,))]
+    elif isinstance(c, exp.In) and isinstance(c.this, exp.Column) and not c.args.get("query") \
+            and not c.args.get("unnest") and c.expressions:
+        vals = [_literal(e) for e in c.expressions]
+        if all(v is not _NOT for v in vals):
+            return [KeyFilter(c.this.name, Cmp.IN, tuple(vals))]
+    elif isinstance(c, exp.Between) and isinstance(c.this, exp.Column):
+        lo, hi = _literal(c.args.get("low")), _literal(c.args.get("high"))
+        if lo is not _NOT and hi is not _NOT and not c.args.get("symmetric"):
+            return [KeyFilter(c.this.name, Cmp.GE, (lo,)), KeyFilter(c.this.name, Cmp.LE, (hi,))]
+    elif isinstance(c, exp.Is) and isinstance(c.this, exp.Column) \
+            and isinstance(c.expression, exp.Null):
+        return [KeyFilter(c.this.name, Cmp.IS_NULL)]
+    elif isinstance(c, exp.Not) and isinstance(c.this, exp.Is) \
+            and isinstance(c.this.this, exp.Column) and isinstance(c.this.expression, exp.Null):
+        return [KeyFilter(c.this.this.name, Cmp.NOT_NULL)]
+    return []
+
+
+_NOT = object()  # not a literal that a filter can use
+
+
+def _literal(e: exp.Expression | None) -> int | str | None | object:
+    """A string or integer literal's value (None for NULL); ``_NOT`` for anything else
+    (decimals, typed literals, expressions)."""
+    neg = False
+    while isinstance(e, exp.Paren):
+        e = e.this
+    if isinstance(e, exp.Neg):
+        neg, e = True, e.this
+    if isinstance(e, exp.Null) and not neg:
+        return None
+    if not isinstance(e, exp.Literal):
+        return _NOT
+    if e.is_string:
+        return _NOT if neg else e.this
+    text = e.this
+    if not re.fullmatch(r"[0-9]+", text):
+        return _NOT
+    return -int(text) if neg else int(text)

@@ -76,7 +76,7 @@ def cached_store(files: FileSet, root: Path, progress: ProgressFactory | None = 
             f"reading {files.describe()}", _rows(files))
         try:
             with ctx as bars:
-                ingest([str(f) for f in files.files], out, table=files.table_name, **bars)
+                ingest(files.sources(), out, table=files.table_name, **bars)
         except IngestError:
             if is_table(out):  # another process made it first
                 return CachedFiles(files, out, False)
@@ -123,9 +123,7 @@ def cached_table(table: pa.Table, root: Path) -> Path:
 def _rows(files: FileSet) -> int:
     """The rows of ``files`` for a progress bar (footers only: no data is read for it
     except a CSV's counting pass, which ingest repeats)."""
-    from bamql.storage.sources import open_source
-
-    return sum(open_source(f).num_rows for f in files.files)
+    return sum(s.num_rows for s in files.sources())
 
 
 def _drop_stale(root: Path, names_key: str, keep: Path) -> None:

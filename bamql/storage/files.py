@@ -15,6 +15,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from bamql.errors import IngestError
+from bamql.storage.hive import HiveMode, KeyFilter, KeyType, Partitioning, detect
 
 
 class FileFormat(StrEnum):
@@ -126,16 +127,33 @@ class FileSet:
     sizes: tuple[int, ...]
     mtimes: tuple[int, ...]
     changes: tuple[tuple[int, int], ...] = ()
+    partitioning: Partitioning | None = None
+    considered: int = 0  # the files named before partition pruning (0: none was pruned)
 
     @classmethod
-    def resolve(cls, specs: Sequence[str | os.PathLike],
-                fmt: FileFormat | None = None) -> FileSet:
+    def resolve(cls, specs: Sequence[str | os.PathLike], fmt: FileFormat | None = None,
+                hive: HiveMode = HiveMode.AUTO, filters: Sequence[KeyFilter] = ()) -> FileSet:
         """The files ``specs`` name (see :func:`expand`), as absolute paths, statted now;
-        each must be of format ``fmt`` when it is given, else of a format bamql reads."""
+        each must be of format ``fmt`` when it is given, else of a format bamql reads.
+
+        ``hive``: whether ``key=value`` directories are partition columns (see
+        ``storage.hive``); ``filters``: conjuncts of the query's WHERE, which keep only the
+        files whose partition values can pass them (at least one file stays, so that the
+        table keeps its columns; the WHERE passes none of its rows)."""
         files = tuple(f.resolve() for s in specs for f in expand(s))
         if len(set(files)) != len(files):  # DuckDB reads a file as often as it is named
             raise IngestError("a file is named more than once (by two names or globs that "
                               "overlap); name each file once")
+        part = detect([str(f) for f in files], hive)
+        considered = 0
+        if part is not None and filters:
+            keep = part.keep(filters)
+            if not all(keep):
+                considered = len(files)
+                keep = keep if any(keep) else [True] + [False] * (len(files) - 1)
+                files = tuple(f for f, k in zip(files, keep, strict=True) if k)
+                part = Partitioning(part.keys, part.types, tuple(
+                    v for v, k in zip(part.values, keep, strict=True) if k))
         stats = []
         for f in files:
             have = format_of(f)
@@ -152,12 +170,22 @@ class FileSet:
                 raise IngestError(f"cannot read {f}: permission denied")
             stats.append(st)
         return cls(files, tuple(s.st_size for s in stats), tuple(s.st_mtime_ns for s in stats),
-                   tuple((s.st_ino, s.st_ctime_ns) for s in stats))
+                   tuple((s.st_ino, s.st_ctime_ns) for s in stats), part, considered)
+
+    def sources(self) -> list:
+        """The files opened for ingest (``storage.sources``), each with its partition
+        columns where the set is partitioned."""
+        from bamql.storage.sources import open_source
+
+        return [with_partitions(open_source(f), self.partitioning, i)
+                for i, f in enumerate(self.files)]
 
     @property
     def names_key(self) -> str:
-        """A hash of the file list alone (which files)."""
-        return _hash([str(f) for f in self.files])
+        """A hash of the file list alone (which files, and their partition columns)."""
+        part = self.partitioning
+        extra = [] if part is None else [list(part.keys), [str(t) for t in part.types]]
+        return _hash([str(f) for f in self.files] + extra)
 
     @property
     def version_key(self) -> str:
@@ -179,7 +207,44 @@ class FileSet:
         kinds = sorted({format_of(f).label for f in self.files if format_of(f) is not None})
         n = len(self.files)
         what = f"{n} {'/'.join(kinds) or 'source'} file{'s' if n != 1 else ''}"
+        if self.considered:
+            what = f"{n} of {self.considered} {'/'.join(kinds) or 'source'} files after " \
+                   f"partition pruning"
+        if self.partitioning is not None:
+            what += f" (partitioned by {', '.join(self.partitioning.keys)})"
         return f"{what}, {_size(self.nbytes)}"
+
+
+def with_partitions(src, part: Partitioning | None, i: int):
+    """``src`` (a ``storage.sources.Source``) with the partition columns of file ``i`` of
+    ``part`` appended; ``src`` itself where ``part`` is None."""
+    if part is None:
+        return src
+    import pyarrow as pa
+
+    from bamql.storage.sources import HiveSource
+
+    return HiveSource(src, {k: (pa.int64() if t == KeyType.BIGINT else pa.string(), v)
+                            for k, t, v in zip(part.keys, part.types, part.values[i],
+                                               strict=True)})
+
+
+def open_all(items: Sequence) -> list:
+    """``items`` (file paths and ``Source`` objects) opened as sources; the paths carry the
+    partition columns of their ``key=value`` directories where every path has the same
+    keys (DuckDB's automatic ``hive_partitioning``)."""
+    from bamql.storage.sources import Source, open_source
+
+    paths = [os.fspath(x) for x in items if not isinstance(x, Source)]
+    part = detect(paths, HiveMode.AUTO)
+    out, k = [], 0
+    for x in items:
+        if isinstance(x, Source):
+            out.append(x)
+        else:
+            out.append(with_partitions(open_source(x), part, k))
+            k += 1
+    return out
 
 
 def _hash(obj) -> str:

@@ -28,7 +28,7 @@ import pyarrow as pa
 
 from bamql.errors import IngestError
 from bamql.storage.columnplans import column_plans, select, to_storage, unify_schemas
-from bamql.storage.files import expand_all
+from bamql.storage.files import expand_all, open_all
 from bamql.storage.format import (
     DEFAULT_PAGE_SIZE,
     MANIFEST,
@@ -43,6 +43,7 @@ from bamql.storage.partitioned import is_table, open_table, write_partitions
 from bamql.storage.scratch import Scratch, clean_stale, die_with_parent, sigterm_as_interrupt
 from bamql.storage.sources import (
     FilledSource,
+    HiveSource,
     ProjectedSource,
     Source,
     TableSource,
@@ -142,8 +143,7 @@ def ingest(
         raise IngestError(f"--floats must be auto or plain, got {floats!r}")
     if compress not in ("zstd", "none"):
         raise IngestError(f"--compress must be zstd or none, got {compress!r}")
-    srcs = [s if isinstance(s, Source) else open_source(s)
-            for s in _given_sources(sources)]
+    srcs = open_all(_given_sources(sources))  # with hive partition columns
     unified = unify_schemas(srcs)
     cols = select(unified, columns, srcs[0].path.name)
     srcs = filled(srcs, unified)
@@ -372,7 +372,8 @@ def _ingest_partitions(srcs, plans, bounds, dirs, page_size, volumes, table, nam
 
     # files are reopened by path in each worker; rows in memory, and files seen through
     # other columns, keep the work in this process
-    in_memory = any(isinstance(s, (TableSource, ProjectedSource, FilledSource)) for s in srcs)
+    in_memory = any(isinstance(s, (TableSource, ProjectedSource, FilledSource, HiveSource))
+                    for s in srcs)
     paths: list[str | Source] = list(srcs) if in_memory else [str(s.path) for s in srcs]
     args = [(paths, plans, bounds, k, str(d), page_size, volumes, table, names, groups, compress)
             for k, d in enumerate(dirs)]

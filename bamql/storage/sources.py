@@ -229,6 +229,52 @@ class FilledSource(Source):
         return self._inner.int_stats()
 
 
+class HiveSource(Source):
+    """A source with its partition columns (``year=2019/`` in its path) appended: each
+    holds one value (``None``: NULL) in every row, of type int64 or string."""
+
+    def __init__(self, inner: Source, columns: dict[str, tuple[pa.DataType, object]]) -> None:
+        super().__init__(inner.path)
+        from bamql.storage.hive import check_columns
+
+        check_columns(list(columns), inner.schema.names, str(inner.path))
+        self._inner = inner
+        self._consts = columns
+        self.schema = pa.schema([*inner.schema,
+                                 *(pa.field(n, t) for n, (t, _) in columns.items())])
+        self.num_rows = inner.num_rows
+
+    @property
+    def nbytes(self) -> int:
+        return self._inner.nbytes
+
+    def describe(self) -> str:
+        return self._inner.describe()
+
+    def batches(self, columns=None):
+        names = list(columns or self.schema.names)
+        read = [n for n in names if n not in self._consts]
+        if self.num_rows == 0:
+            return
+        inner = self._inner.batches(columns=read) if read else \
+            _null_batches(self.schema, names[:1], self.num_rows)
+        for b in inner:
+            yield pa.RecordBatch.from_arrays(
+                [self._const(n, b.num_rows) if n in self._consts else b.column(n)
+                 for n in names], names=names)
+
+    def _const(self, name: str, rows: int) -> pa.Array:
+        t, v = self._consts[name]
+        return pa.nulls(rows, t) if v is None else pa.repeat(pa.scalar(v, t), rows)
+
+    def int_stats(self):
+        out = dict(self._inner.int_stats())
+        for n, (t, v) in self._consts.items():
+            if pa.types.is_integer(t) and v is not None:
+                out[n] = (int(v), int(v))
+        return out
+
+
 def _null_batches(schema: pa.Schema, names: list[str], rows: int) -> Iterator[pa.RecordBatch]:
     step = 1 << 20
     for lo in range(0, rows, step):

@@ -177,7 +177,7 @@ def test_stored_tables_and_files_in_one_session(taxi_store, files, tmp_path):
     ("'{d}/empty_dir/'", IngestError, "holds no Parquet, ORC or CSV files"),
     ("read_parquet('{d}/csv/x1.csv')", IngestError, "is not a Parquet file"),
     ("read_csv('{d}/trips/a.parquet')", IngestError, "is not a CSV file"),
-    ("read_parquet('{d}/trips/a.parquet', hive_partitioning=true)", PlanError, "takes no options"),
+    ("read_parquet('{d}/trips/a.parquet', filename=true)", PlanError, "only the option hive"),
     ("read_json('{d}/x.json')", PlanError, "read_json() is not supported"),
     ("read_parquet(42)", PlanError, "quoted path"),
     ("'s3://bucket/trips/x.parquet'", IngestError, "s3:// is not supported"),

@@ -49,10 +49,38 @@ def test_a_table_named_like_a_file_stays_a_table():
 
 @pytest.mark.parametrize("sql, text", [
     ("SELECT COUNT(*) FROM read_json('x.json')", "read_json() is not supported"),
-    ("SELECT COUNT(*) FROM read_parquet('x.parquet', union_by_name=true)", "takes no options"),
+    ("SELECT COUNT(*) FROM read_parquet('x.parquet', union_by_name=true)", "only the option hive"),
     ("SELECT COUNT(*) FROM read_csv(x)", "quoted path"),
     ("SELECT COUNT(*) FROM read_parquet([])", "quoted path"),
 ])
 def test_what_bamql_cannot_read_is_one_line(sql, text):
     with pytest.raises(PlanError, match=text.replace("(", r"\(").replace(")", r"\)")):
         _bind(sql)
+
+
+@pytest.mark.parametrize("where, want", [
+    ("yr = 2019 AND zone IN ('03', 'x')", [("yr", "=", (2019,)), ("zone", "in", ("03", "x"))]),
+    ("2019 < yr AND f.k IS NULL AND NOT m IS NULL",
+     [("yr", ">", (2019,)), ("k", "is null", ()), ("m", "is not null", ())]),
+    ("yr BETWEEN -1 AND 3 AND v > 1.5 AND z = 'a' || 'b'", [("yr", ">=", (-1,)), ("yr", "<=", (3,))]),
+    ("yr = 2019 OR zone = 'x'", []),  # not a conjunct of one column
+    ("g.yr = 1", []),  # another table's column
+])
+def test_partition_filters_are_where_conjuncts_on_one_column(where, want):
+    from sqlglot import exp, parse_one
+
+    from bamql.planner.files import partition_filters
+
+    t = parse_one(f"SELECT COUNT(*) FROM 'd/*.parquet' AS f WHERE {where}",
+                  dialect="duckdb").find(exp.Table)
+    assert [(f.column, str(f.op), f.values) for f in partition_filters(t)] == want
+
+
+def test_no_partition_filters_through_joins_or_aliases():
+    from sqlglot import exp, parse_one
+
+    from bamql.planner.files import partition_filters
+
+    for q in ("SELECT COUNT(*) FROM 'd/*.parquet' JOIN z ON a = b WHERE yr = 1",
+              "SELECT v AS yr FROM 'd/*.parquet' WHERE yr = 1"):
+        assert partition_filters(parse_one(q, dialect="duckdb").find(exp.Table)) == ()
