@@ -134,7 +134,8 @@ def cmd_bench(a: argparse.Namespace) -> int:
     cfg = BenchConfig(rows=a.rows, queries=queries, engines=_split(a.engines), modes=_split(a.modes),
                       reps=a.reps, page_sizes=tuple(_size(x) for x in _split(a.page_sizes)),
                       shares=shares, workdir=Path(a.workdir), out=Path(a.out), plots=not a.no_plots,
-                      groups=a.groups, floats=a.floats, compress=a.compress)
+                      groups=a.groups, floats=a.floats, compress=a.compress,
+                      cluster_by=_split(a.cluster_by) if a.cluster_by else ())
     res = run(cfg, say=lambda m: print(f"bamql: {m}", file=sys.stderr))
     print(summary(res))
     print(f"results: {cfg.out}.json" + "".join(f", {p}" for p in res.get("plots", [])))
@@ -273,7 +274,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--engines",
                    default="bamql-cpu,bamql-gpu-host,bamql-gpu-gpu,rapids,rapids-stripes,duckdb",
                    help="comma-separated: bamql-cpu, bamql-gpu-host, bamql-gpu-gpu, bamql-gpu-file, "
-                   "bamql-gpu-file-gather, rapids, rapids-stripes, duckdb, pyarrow-whole")
+                   "bamql-gpu-file-gather, rapids, rapids-stripes, duckdb, duckdb-sorted (needs "
+                   "--cluster-by), pyarrow-whole")
     b.add_argument("--modes", default="warm", help="comma-separated: warm, hot, cold (cold needs root)")
     b.add_argument("--reps", type=int, default=5, help="timed repetitions, median reported")
     b.add_argument("--page-sizes", default="4096", help="store page sizes, e.g. 512,4096,65536 (a sweep)")
@@ -288,6 +290,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--compress", default="none", choices=["zstd", "none"],
                    help="compressed stream copies in the stores (default none; see bamql ingest "
                    "--compress)")
+    b.add_argument("--cluster-by", default=None, metavar="A,B",
+                   help="cluster the stores by these columns (see bamql ingest --cluster-by) and "
+                   "sort duckdb-sorted's Parquet copy by them, e.g. pickup_location_id")
     b.set_defaults(func=cmd_bench)
     so = sub.add_parser("bench-scaleout", help="benchmark a partitioned table on 1, 2, ... GPUs (Dask)",
                         description="Ingest the generated trips as partitions, then for each GPU "
