@@ -52,6 +52,9 @@ def cmd_ingest(a: argparse.Namespace) -> int:
 
     sources = expand_all(a.sources)
     rows = sum(open_source(s).num_rows for s in sources)
+    if a.append and a.cluster_by is not None:
+        raise BamqlError("--cluster-by does not go with --append: the table keeps its own keys "
+                         "(old and new rows are sorted together)")
     if a.append:
         with ingest_progress("appending", rows) as bars:
             r = append(sources, a.out, **bars)
@@ -61,7 +64,8 @@ def cmd_ingest(a: argparse.Namespace) -> int:
     with ingest_progress("ingesting", rows) as bars:
         r = ingest(sources, a.out, page_size=a.page_size, volumes=a.volumes, table=a.table,
                    partitions=a.partitions, groups=a.groups, floats=a.floats,
-                   compress=a.compress, columns=_names(a.columns), **bars)
+                   compress=a.compress, columns=_names(a.columns), cluster_by=a.cluster_by,
+                   **bars)
     print(f"ingested {r.rows:,} rows into {r.path} ({r.store_bytes / 1e6:,.1f} MB store, "
           f"page size {a.page_size} B) in {r.seconds:.2f} s: {r.rows / r.seconds:,.0f} rows/s, "
           f"{r.source_bytes / 1e6 / r.seconds:,.1f} MB/s of source")
@@ -82,9 +86,11 @@ def cmd_verify(a: argparse.Namespace) -> int:
     parts = s.parts  # a table of one store is a table of one partition
     pages = sum(p.manifest.all_pages for p in parts)
     groups = len(parts[0].manifest.groups)
+    keys = parts[0].manifest.cluster_by
     print(f"{a.store}: OK ({s.rows:,} rows, {len(s.columns)} columns, {pages:,} pages "
           f"of {s.page_size} B" + (f" ({groups} row group(s) included)" if groups else "")
-          + f", {len(parts)} partition(s))")
+          + f", {len(parts)} partition(s)" + (f", clustered by {', '.join(keys)}" if keys else "")
+          + ")")
     return 0
 
 
@@ -128,7 +134,8 @@ def cmd_bench(a: argparse.Namespace) -> int:
     cfg = BenchConfig(rows=a.rows, queries=queries, engines=_split(a.engines), modes=_split(a.modes),
                       reps=a.reps, page_sizes=tuple(_size(x) for x in _split(a.page_sizes)),
                       shares=shares, workdir=Path(a.workdir), out=Path(a.out), plots=not a.no_plots,
-                      groups=a.groups, floats=a.floats, compress=a.compress)
+                      groups=a.groups, floats=a.floats, compress=a.compress,
+                      cluster_by=_split(a.cluster_by) if a.cluster_by else ())
     res = run(cfg, say=lambda m: print(f"bamql: {m}", file=sys.stderr))
     print(summary(res))
     print(f"results: {cfg.out}.json" + "".join(f", {p}" for p in res.get("plots", [])))
@@ -229,6 +236,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "reading single pages); none (default): pages only")
     i.add_argument("--columns", default=None, metavar="A,B,...",
                    help="only these columns (default: all); the others are not even decoded")
+    i.add_argument("--cluster-by", default=None, metavar="A,B",
+                   help="sort each partition's rows by these columns (ascending, NULLs last), so "
+                   "that filters on them prune pages and gathers read few, dense pages; an "
+                   "--append sorts the table's old and new rows together")
     i.set_defaults(func=cmd_ingest)
 
     v = sub.add_parser(
@@ -263,7 +274,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--engines",
                    default="bamql-cpu,bamql-gpu-host,bamql-gpu-gpu,rapids,rapids-stripes,duckdb",
                    help="comma-separated: bamql-cpu, bamql-gpu-host, bamql-gpu-gpu, bamql-gpu-file, "
-                   "bamql-gpu-file-gather, rapids, rapids-stripes, duckdb, pyarrow-whole")
+                   "bamql-gpu-file-gather, rapids, rapids-stripes, duckdb, duckdb-sorted (needs "
+                   "--cluster-by), pyarrow-whole")
     b.add_argument("--modes", default="warm", help="comma-separated: warm, hot, cold (cold needs root)")
     b.add_argument("--reps", type=int, default=5, help="timed repetitions, median reported")
     b.add_argument("--page-sizes", default="4096", help="store page sizes, e.g. 512,4096,65536 (a sweep)")
@@ -278,6 +290,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--compress", default="none", choices=["zstd", "none"],
                    help="compressed stream copies in the stores (default none; see bamql ingest "
                    "--compress)")
+    b.add_argument("--cluster-by", default=None, metavar="A,B",
+                   help="cluster the stores by these columns (see bamql ingest --cluster-by) and "
+                   "sort duckdb-sorted's Parquet copy by them, e.g. pickup_location_id")
     b.set_defaults(func=cmd_bench)
     so = sub.add_parser("bench-scaleout", help="benchmark a partitioned table on 1, 2, ... GPUs (Dask)",
                         description="Ingest the generated trips as partitions, then for each GPU "

@@ -41,7 +41,7 @@ def partition_stats(plan: PhysicalPlan, store: PageStore, device: Device,
     for a in plan.access:
         c = store.column(a.column)
         stats.columns[a.column] = ColumnIO(a.column, a.role, a.path, c.itemsize,
-                                           c.n_pages * store.page_size)
+                                           c.n_pages * store.page_size, whole_pages=c.n_pages)
     return stats
 
 

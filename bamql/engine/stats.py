@@ -27,6 +27,8 @@ class ColumnIO:
     values_needed: int = 0
     cache_hits: int = 0
     cache_misses: int = 0
+    #: the column's pages (what a whole-column reader reads)
+    whole_pages: int = 0
 
     @property
     def bytes_needed(self) -> int:
@@ -100,6 +102,7 @@ class QueryStats:
         for name, c in other.columns.items():
             mine = self.columns.setdefault(name, ColumnIO(c.column, c.role, c.path, c.itemsize, 0))
             mine.whole_bytes += c.whole_bytes
+            mine.whole_pages += c.whole_pages
             mine.pages_read += c.pages_read
             mine.bytes_read += c.bytes_read
             mine.values_needed += c.values_needed
@@ -131,6 +134,14 @@ class QueryStats:
         return self.bytes_read / self.bytes_needed if self.bytes_needed else float("inf")
 
     @property
+    def pages_skipped(self) -> float | None:
+        """The share of the read columns' pages not read (zone maps, value sets and gathers
+        of matching rows only skip them); None when no column's pages are known."""
+        whole = sum(c.whole_pages for c in self.columns.values())
+        read = sum(c.pages_read for c in self.columns.values())
+        return max(0.0, 1.0 - read / whole) if whole else None
+
+    @property
     def whole_amplification(self) -> float:
         """What the amplification of a whole-column reader would be."""
         return self.whole_bytes / self.bytes_needed if self.bytes_needed else float("inf")
@@ -150,8 +161,10 @@ class QueryStats:
             "bytes_read": self.bytes_read,
             "whole_bytes": self.whole_bytes, "bytes_needed": self.bytes_needed,
             "amplification": self.amplification, "whole_amplification": self.whole_amplification,
+            "pages_skipped": self.pages_skipped,
             "columns": {k: {"role": c.role, "path": c.path, "pages_read": c.pages_read,
                             "bytes_read": c.bytes_read, "whole_bytes": c.whole_bytes,
+                            "whole_pages": c.whole_pages,
                             "bytes_needed": c.bytes_needed, "cache_hits": c.cache_hits,
                             "cache_misses": c.cache_misses}
                         for k, c in self.columns.items()},
@@ -184,6 +197,10 @@ class QueryStats:
                         if self.gpu_seconds else "")
                      + (f" (+{self.compile_seconds * 1e3:.0f} ms compiling)" if self.compile_seconds else "")
                      + (f" (+{self.setup_seconds:.2f} s loading the table)" if self.setup_seconds else ""))
+        if self.pages_skipped is not None:
+            whole = sum(c.whole_pages for c in self.columns.values())
+            lines.append(f"  pages read: {pages:,} of {whole:,}; {self.pages_skipped:.2%} skipped "
+                         "(pruned by zone maps and value sets, or holding no matching row)")
         if self.partition_wall_seconds:
             walls = self.partition_wall_seconds
             line = (f"  {len(walls)} partitions: {sum(self.partition_seconds) * 1e3:.1f} ms in the "

@@ -355,7 +355,9 @@ def plan_query(q: ir.Query, store: PageStore, medium: Medium = FILE,
 def explain_text(p: PhysicalPlan, store: PageStore) -> str:
     """EXPLAIN: stages, zone-map pruning, access paths and estimated bytes vs whole columns."""
     q = p.query
-    lines = [f"Aggregate over {q.table} ({p.rows:,} rows, {p.page_size} B pages, medium: {p.medium})",
+    keys = store.manifest.cluster_by
+    lines = [f"Aggregate over {q.table} ({p.rows:,} rows, {p.page_size} B pages, medium: {p.medium}"
+             + (f", clustered by {', '.join(keys)}" if keys else "") + ")",
              f"  logical: {show_query(q)}"]
     if q.keys:
         lines.append("  group by: " + ", ".join(show(k) for k in q.keys)

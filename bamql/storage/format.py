@@ -243,6 +243,8 @@ class Manifest:
     extra: dict = field(default_factory=dict)
     groups: tuple[GroupMeta, ...] = ()
     streams: StreamMeta | None = None
+    #: the clustering keys its rows are sorted by (``storage.cluster``); () for source order
+    cluster_by: tuple[str, ...] = ()
 
     @property
     def all_pages(self) -> int:
@@ -300,6 +302,7 @@ class Manifest:
                     c["dictionary"] = tuple(c["dictionary"])
                 cols.append(ColumnMeta(**c))
             d["sources"] = tuple(d.get("sources", ()))
+            d["cluster_by"] = tuple(d.get("cluster_by", ()))
             d["groups"] = tuple(GroupMeta(**{**g, "members": tuple(g["members"])})
                                 for g in d.get("groups", ()))
             if d.get("streams") is not None:
@@ -348,6 +351,8 @@ def _inconsistency(m: Manifest) -> str | None:
         nxt += c.n_pages
     if nxt != m.total_pages:
         return f"the columns hold {nxt} pages, the volumes {m.total_pages}"
+    if any(k not in names for k in m.cluster_by) or len(set(m.cluster_by)) != len(m.cluster_by):
+        return f"clustering keys {list(m.cluster_by)} are not distinct columns"
     by_name = {c.name: c for c in m.columns}
     seen: set[str] = set()
     nxt = m.total_pages  # the row groups' pages follow, group after group

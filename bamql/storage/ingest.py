@@ -19,7 +19,7 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 
 from bamql.errors import IngestError
+from bamql.storage.cluster import check_keys, parse_cluster_by, write_clustered
 from bamql.storage.columnplans import column_plans, select, to_storage, unify_schemas
 from bamql.storage.files import expand_all, open_all
 from bamql.storage.format import (
@@ -87,6 +88,7 @@ def ingest(
     scan_progress: Callable[[int], None] | None = None,
     compress: str = "none",
     columns: Sequence[str] | None = None,
+    cluster_by: str | Sequence[str] | None = None,
 ) -> IngestReport:
     """Ingest ``sources`` (ORC, Parquet or CSV files of one schema) into a page store at ``out``.
 
@@ -129,6 +131,10 @@ def ingest(
     scan_progress
         Called with the number of rows of each batch that pass over the float columns
         checked (``bamql.progress.ingest_progress`` drives both bars).
+    cluster_by
+        Clustering keys (``"a,b"`` or names): each store's rows (each partition's) sorted by
+        them, ascending, NULLs last (``storage.cluster``, which says what memory it takes);
+        None for the sources' order. The manifest records them.
     """
     t0 = time.perf_counter()
     out = Path(out)
@@ -149,7 +155,7 @@ def ingest(
     srcs = filled(srcs, unified)
     return _build(srcs, cols, out, page_size, volumes, table or out.name,
                   tuple(str(s.path.name) for s in srcs), progress, partitions, groups, floats,
-                  scan_progress, compress, t0, replace=False)
+                  scan_progress, compress, t0, replace=False, cluster=parse_cluster_by(cluster_by))
 
 
 def append(
@@ -166,6 +172,9 @@ def append(
     place in one rename (``RENAME_EXCHANGE``): a reader sees the old table or the new one,
     and an append that fails or is killed leaves the old table as it was. Appends to one
     table run one at a time (a lock beside it).
+
+    A clustered table (``ingest(cluster_by=...)``) stays clustered by the same keys: each
+    store's old and new rows are sorted together.
 
     A source that lacks one of the table's columns, or whose column has another kind
     (a string where the table has an integer), is a one-line error before anything is
@@ -185,7 +194,8 @@ def append(
             settings = dict(page_size=m.page_size, volumes=m.n_volumes,
                             partitions=len(t.parts) if t.partitioned else 1,
                             groups=[g.members for g in m.groups] if m.groups else None,
-                            compress="zstd" if m.streams is not None else "none")
+                            compress="zstd" if m.streams is not None else "none",
+                            cluster=m.cluster_by)
             before = tuple(x for p in t.parts for x in p.manifest.sources)
         finally:
             t.close()
@@ -196,7 +206,8 @@ def append(
         names = tuple(dict.fromkeys(before + tuple(s.path.name for s in new)))
         return _build(srcs, unified, out, settings["page_size"], settings["volumes"], name,
                       names, progress, settings["partitions"], settings["groups"], "auto",
-                      scan_progress, settings["compress"], t0, replace=True)
+                      scan_progress, settings["compress"], t0, replace=True,
+                      cluster=settings["cluster"])
 
 
 def _given_sources(sources) -> list:
@@ -227,9 +238,12 @@ def _append_lock(out: Path):
 
 def _build(srcs, cols, out: Path, page_size: int, volumes: int, name: str,
            names: tuple[str, ...], progress, partitions: int, groups, floats: str,
-           scan_progress, compress: str, t0: float, replace: bool) -> IngestReport:
+           scan_progress, compress: str, t0: float, replace: bool,
+           cluster: tuple[str, ...] = ()) -> IngestReport:
     """Write ``srcs`` as a table at ``out``: a new one, or (``replace``) in place of the
     table there, exchanged in one rename."""
+    if cluster:  # an unknown key fails before the sources are read
+        check_keys(cluster, [c[0] for c in cols])
     plans = column_plans(srcs, cols, floats, scan_progress)
     rows = sum(s.num_rows for s in srcs)
     if partitions < 1 or partitions > max(rows, 1):
@@ -256,7 +270,7 @@ def _build(srcs, cols, out: Path, page_size: int, volumes: int, name: str,
     try:
         with sigterm_as_interrupt():  # SIGTERM cleans up as Ctrl-C does
             _write(srcs, plans, bounds, dirs, rows, page_size, volumes, name, names, progress,
-                   groups, compress, writers)
+                   groups, compress, writers, cluster)
         if replace:
             scratch.finish()
             exchange(tmp, out)  # tmp now holds the old table
@@ -301,10 +315,17 @@ def exchange(a: Path, b: Path) -> None:
 
 def _write(srcs, plans, bounds: list[int], dirs: list[Path], rows: int, page_size: int,
            volumes: int, name: str, names: tuple[str, ...], progress, groups, compress: str,
-           writers: list[PageWriter]) -> None:
+           writers: list[PageWriter], cluster: tuple[str, ...] = ()) -> None:
     """Write the table's store (or its partitions' stores) into the scratch directory."""
     tmp = dirs[0] if len(dirs) == 1 else dirs[0].parent
-    if len(dirs) == 1:
+    if len(dirs) == 1 and cluster:
+        w = PageWriter(tmp, plans, rows, page_size, volumes)
+        writers.append(w)
+        write_clustered(lambda cols: _stored(srcs, plans, cols, 0, rows), plans, w, cluster, rows,
+                        progress)
+        _finish_store(tmp, w, plans, rows, page_size, volumes, name, names, groups, compress,
+                      cluster)
+    elif len(dirs) == 1:
         w = PageWriter(tmp, plans, rows, page_size, volumes)
         writers.append(w)
         keep = [pl.name for pl in plans]
@@ -320,21 +341,28 @@ def _write(srcs, plans, bounds: list[int], dirs: list[Path], rows: int, page_siz
         _finish_store(tmp, w, plans, rows, page_size, volumes, name, names, groups, compress)
     else:
         _ingest_partitions(srcs, plans, bounds, dirs, page_size, volumes, name, names, progress,
-                           groups, compress)
+                           groups, compress, cluster)
         write_partitions(tmp, name, [(d.name, bounds[k], bounds[k + 1] - bounds[k])
                                      for k, d in enumerate(dirs)])
 
 
 def _ingest_partition(sources: list[str | Source], plans, bounds: list[int], k: int, d: str,
                       page_size: int, volumes: int, table: str, names: tuple[str, ...],
-                      groups=None, compress: str = "none") -> int:
+                      groups=None, compress: str = "none", cluster: tuple[str, ...] = ()) -> int:
     """Write partition ``k`` (rows ``bounds[k]:bounds[k+1]``) as a store in ``d``, reading
-    only the sources that overlap it; runs in a worker process. Returns its rows."""
+    only the sources that overlap it (its rows sorted by ``cluster`` when given); runs in a
+    worker process. Returns its rows."""
     lo, hi = bounds[k], bounds[k + 1]
     d = Path(d)
     d.mkdir(exist_ok=True)
     w = PageWriter(d, plans, hi - lo, page_size, volumes)
     try:
+        if cluster:
+            write_clustered(lambda cols: _stored(sources, plans, cols, lo, hi), plans, w, cluster,
+                            hi - lo)
+            _finish_store(d, w, plans, hi - lo, page_size, volumes, table, names, groups, compress,
+                          cluster)
+            return hi - lo
         pos = 0
         for path in sources:
             if pos >= hi:
@@ -363,7 +391,7 @@ def _ingest_partition(sources: list[str | Source], plans, bounds: list[int], k: 
 
 
 def _ingest_partitions(srcs, plans, bounds, dirs, page_size, volumes, table, names, progress,
-                       groups=None, compress: str = "none") -> None:
+                       groups=None, compress: str = "none", cluster: tuple[str, ...] = ()) -> None:
     """Every partition, each in its own process when there are several cores (sources are
     decoded in parallel; a partition reads only the sources that overlap its rows)."""
     from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -375,8 +403,8 @@ def _ingest_partitions(srcs, plans, bounds, dirs, page_size, volumes, table, nam
     in_memory = any(isinstance(s, (TableSource, ProjectedSource, FilledSource, HiveSource))
                     for s in srcs)
     paths: list[str | Source] = list(srcs) if in_memory else [str(s.path) for s in srcs]
-    args = [(paths, plans, bounds, k, str(d), page_size, volumes, table, names, groups, compress)
-            for k, d in enumerate(dirs)]
+    args = [(paths, plans, bounds, k, str(d), page_size, volumes, table, names, groups, compress,
+             cluster) for k, d in enumerate(dirs)]
     workers = min(len(dirs), os.cpu_count() or 1)
     if workers == 1 or in_memory or not _spawn_can_start():
         for a in args:
@@ -404,6 +432,32 @@ def _ingest_partitions(srcs, plans, bounds, dirs, page_size, volumes, table, nam
             raise
 
 
+def _stored(sources: Sequence[str | Source], plans, names: list[str], lo: int,
+            hi: int) -> Iterator[dict[str, np.ndarray]]:
+    """Rows ``lo:hi`` of ``sources`` (files or Sources, one after another), batch by batch,
+    as the stored values of the columns ``names``; sources wholly outside are not decoded."""
+    by_name = {pl.name: pl for pl in plans}
+    pos = 0
+    for path in sources:
+        if pos >= hi:
+            return
+        s = open_source(path)
+        if pos + s.num_rows <= lo:
+            pos += s.num_rows
+            continue
+        for b in s.batches(columns=names):
+            start, end = max(pos, lo), min(pos + b.num_rows, hi)
+            if start < end:
+                part = b.slice(start - pos, end - start)
+                try:
+                    yield {n: to_storage(part.column(n), by_name[n]) for n in names}
+                except IngestError as e:  # name the file whose values were refused
+                    raise IngestError(f"{s.path.name}: {e}") from None
+            pos += b.num_rows
+            if pos >= hi:
+                return
+
+
 def _spawn_can_start() -> bool:
     """Whether spawned processes can start here: they re-import the main module from its
     file, which a program read from stdin (``python - <<EOF``) does not have."""
@@ -412,7 +466,8 @@ def _spawn_can_start() -> bool:
 
 
 def _finish_store(d: Path, writer: PageWriter, plans, rows: int, page_size: int, volumes: int,
-                  table: str, sources: tuple[str, ...], groups=None, compress: str = "none") -> None:
+                  table: str, sources: tuple[str, ...], groups=None, compress: str = "none",
+                  cluster: tuple[str, ...] = ()) -> None:
     """Flush a store's last pages, write its row groups, its page metadata and its manifest
     (last)."""
     from bamql.storage.groups import parse_groups, write_groups
@@ -452,7 +507,7 @@ def _finish_store(d: Path, writer: PageWriter, plans, rows: int, page_size: int,
         table=table, rows=rows, page_size=page_size, n_volumes=volumes,
         total_pages=writer.total_pages, columns=tuple(columns),
         pages_meta_sha256=hashlib.sha256(meta_bytes).hexdigest(), sources=sources,
-        groups=group_metas, streams=streams,
+        groups=group_metas, streams=streams, cluster_by=tuple(cluster),
     )
     mpath = d / MANIFEST
     mpath.write_text(man.to_json())

@@ -116,18 +116,20 @@ class Shape:
     floats: str = "auto"  # "auto" | "plain"
     compress: str = "none"  # "none" | "zstd"
     partitions: int = 1
+    #: rows sorted by the schema's ``CLUSTER_KEYS`` (``ingest --cluster-by``)
+    cluster: bool = False
 
     @property
     def name(self) -> str:
         return (f"p{self.page_size}-g{self.groups}-f{self.floats}-c{self.compress}"
-                f"-x{self.partitions}")
+                f"-x{self.partitions}" + ("-k" if self.cluster else ""))
 
     @classmethod
     def parse(cls, name: str) -> Shape:
-        m = re.fullmatch(r"p(\d+)-g(auto|none)-f(auto|plain)-c(none|zstd)-x(\d+)", name)
+        m = re.fullmatch(r"p(\d+)-g(auto|none)-f(auto|plain)-c(none|zstd)-x(\d+)(-k)?", name)
         if not m:
             raise ValueError(f"not a shape name: {name!r} (e.g. {BASE_SHAPE.name})")
-        return cls(int(m[1]), m[2], m[3], m[4], int(m[5]))
+        return cls(int(m[1]), m[2], m[3], m[4], int(m[5]), bool(m[6]))
 
 
 BASE_SHAPE = Shape()
@@ -143,7 +145,10 @@ CI_SHAPES: tuple[Shape, ...] = (
     Shape(65536, "none", "plain", "zstd", 1),
     Shape(65536, "auto", "auto", "none", 3),
     Shape(4096, "auto", "plain", "zstd", 3),
+    Shape(512, "none", "auto", "none", 3, cluster=True),
 )
+#: What a clustered shape sorts each schema's rows by (NULLs in the hostile keys).
+CLUSTER_KEYS = {"trips": "pickup_location_id,pickup_datetime", "hostile": "k,s"}
 
 
 @dataclass(frozen=True)
@@ -395,7 +400,8 @@ def store(ds: Dataset, shape: Shape, workdir: Path) -> Path:
         parts = max(1, min(shape.partitions, ds.rows))
         ingest(ds.files, table, page_size=shape.page_size,
                groups=None if shape.groups == "none" else shape.groups, floats=shape.floats,
-               compress=shape.compress, partitions=parts)
+               compress=shape.compress, partitions=parts,
+               cluster_by=CLUSTER_KEYS[ds.schema] if shape.cluster else None)
     return datadir
 
 
