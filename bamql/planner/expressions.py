@@ -17,7 +17,7 @@ from sqlglot import exp
 
 from bamql.errors import PlanError
 from bamql.intmath import fits_int64
-from bamql.planner import ir, lists, scalars
+from bamql.planner import ir, lists, scalars, strings
 from bamql.planner.constants import int_compare, timestamp_us
 from bamql.storage.format import ColumnMeta
 
@@ -238,8 +238,17 @@ class ExprTranslator:
     def _scalar(self, node) -> ir.Expr:
         return scalars.scalar(self, node, self.expr)
 
+    def _like(self, node) -> ir.Expr:
+        return strings.like(self, node)
+
+    def _string_function(self, node) -> ir.Expr:
+        return strings.function(self, node, strings.FUNCTIONS[type(node)])
+
     def _calendar(self, node: exp.Anonymous) -> ir.Expr:
-        """HOUR(ts), MINUTE(ts), DAYOFWEEK(ts) and DOW(ts) that sqlglot leaves unparsed."""
+        """HOUR(ts), MINUTE(ts), DAYOFWEEK(ts) and DOW(ts) that sqlglot leaves unparsed
+        (and the string tests ``prefix`` and ``suffix``)."""
+        if node.name.lower() in strings.ANONYMOUS:
+            return strings.function(self, node, strings.ANONYMOUS[node.name.lower()])
         part = {"hour": "hour", "minute": "minute", "second": "second", "dayofweek": "dow",
                 "dow": "dow", "isodow": "isodow", "doy": "doy", "isoyear": "isoyear",
                 "yearweek": ""}.get(node.name.lower())
@@ -257,6 +266,10 @@ class ExprTranslator:
     for _cls in (exp.And, exp.Or):
         _expr.register(_cls, _junction)
     _expr.register(exp.Anonymous, _calendar)
+    for _cls in (exp.Like, exp.ILike, exp.Escape):
+        _expr.register(_cls, _like)
+    for _cls in strings.FUNCTIONS:
+        _expr.register(_cls, _string_function)
     for _cls in scalars.NODES:
         if _cls is not exp.Cast:
             _expr.register(_cls, _scalar)
