@@ -212,8 +212,10 @@ class ExprTranslator:
 
     @_expr.register
     def _(self, node: exp.In) -> ir.Expr:
-        if node.args.get("query") is not None or node.args.get("unnest") is not None:
-            raise self.fail("IN (subquery) is not supported", node)
+        if node.args.get("unnest") is not None:
+            raise self.fail("IN (UNNEST ...) is not supported", node)
+        if node.args.get("query") is not None:
+            return self.in_subquery(node)
         a = self.expr(node.this)
         if a.kind == "strlit":  # a string constant is comparable with a string column only
             raise self.fail("IN of a string constant is not supported", node)
@@ -234,6 +236,11 @@ class ExprTranslator:
                 raise self.fail("IN (...) takes constants only", v)
             vals.append(self.coerce_literal(lit, a, v))
         return self.in_list(a, vals, node)
+
+    def in_subquery(self, node: exp.In) -> ir.Expr:
+        """``x IN (SELECT ...)``: refused here; ``planner.joins`` answers it over a
+        registered table (``planner.subqueries``)."""
+        raise self.fail("IN (subquery) is supported over registered tables only", node)
 
     def _scalar(self, node) -> ir.Expr:
         return scalars.scalar(self, node, self.expr)

@@ -31,6 +31,7 @@ from bamql.errors import PlanError
 from bamql.planner import ir
 from bamql.planner.evaluate import evaluate
 from bamql.planner.show import show
+from bamql.planner.subqueries import in_subquery
 from bamql.planner.translate import MAX_GROUPS, Translator, key_domain, translate
 from bamql.storage.format import ColumnMeta
 
@@ -348,6 +349,9 @@ class JoinTranslator(Translator):
         if self.joins and isinstance(node, exp.Expression):
             self.texts.setdefault(e, node.sql(dialect="duckdb"))
         return e
+
+    def in_subquery(self, node: exp.In) -> ir.Expr:
+        return in_subquery(self, node, self.dims)
 
     def query(self) -> ir.Query | JoinQuery:
         q = super().query()
