@@ -95,8 +95,8 @@ def codes_condition(col: ir.Col, codes: Sequence[int], size: int) -> ir.Expr:
 
     if not codes:  # no code is -0.5: false for every string, NULL for NULL
         return ir.Cmp("=", col, lit(-0.5))
-    if len(codes) == size:
-        return ir.IsNull(col, negated=True)
+    if len(codes) == size:  # every code is above -0.5 (not IS NOT NULL: NULL stays NULL)
+        return ir.Cmp(">", col, lit(-0.5))
     lo, hi = codes[0], codes[-1]
     if hi - lo + 1 == len(codes):
         if lo == hi:
@@ -117,7 +117,7 @@ def codes_condition(col: ir.Col, codes: Sequence[int], size: int) -> ir.Expr:
 
 def _constant(t: _Translator, node, what: str, role: str) -> str:
     if not (isinstance(node, exp.Literal) and node.is_string):
-        raise t.fail(f"{what} takes a string constant as its {role}", node)
+        raise t.fail(f"{what} takes a string constant {role}", node)
     return node.this
 
 
@@ -129,8 +129,9 @@ def _column(t: _Translator, node, what: str, whole) -> ir.Col:
         raise t.fail(f"{what} of a string constant is not supported", whole)
     if a.kind == "string":
         raise t.fail(f"{what} takes a string column, not an expression", whole)
-    raise t.fail(f"{what} needs a string column; {node.sql(dialect='duckdb')} is a "
-                 f"{a.kind.replace('strlit', 'string')} value", whole)
+    kind = a.kind.replace("strlit", "string")
+    raise t.fail(f"{what} needs a string column; {node.sql(dialect='duckdb')} is "
+                 f"{'an' if kind[0] in 'aeiou' else 'a'} {kind} value", whole)
 
 
 def like(t: _Translator, node: exp.Like | exp.ILike | exp.Escape) -> ir.Expr:
