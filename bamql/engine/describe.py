@@ -4,7 +4,8 @@ type names), ``null``, ``key``, ``default`` and ``extra``."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import Protocol
 
 import pyarrow as pa
 
@@ -12,8 +13,17 @@ from bamql.engine.result import Result
 from bamql.errors import PlanError
 from bamql.planner.describe import CatalogQuery, Statement
 
-if TYPE_CHECKING:
-    from bamql.engine.session import Session
+
+class Session(Protocol):
+    """What of ``engine.session.Session`` the answers read."""
+
+    dimensions: Mapping
+
+    def tables(self) -> list[str]: ...
+
+    def schema(self, table: str) -> pa.Schema: ...
+
+    def sql(self, text: str, params=None) -> Result: ...
 
 #: Arrow types and DuckDB's names for them.
 _NAMES = {pa.int8(): "TINYINT", pa.int16(): "SMALLINT", pa.int32(): "INTEGER",

@@ -11,7 +11,7 @@ included, as in DuckDB. A subquery over a stored table is refused."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 from sqlglot import exp
@@ -20,8 +20,18 @@ from bamql.planner import ir
 from bamql.planner.evaluate import evaluate
 from bamql.planner.expressions import ExprTranslator
 
-if TYPE_CHECKING:
-    from bamql.planner.joins import Dimension
+
+class Dimension(Protocol):
+    """What of ``planner.joins.Dimension`` (a registered table) a subquery reads."""
+
+    name: str
+    values: Mapping[str, tuple[np.ndarray, np.ndarray]]
+    metas: Mapping
+
+    @property
+    def rows(self) -> int: ...
+
+    def column(self, name: str) -> str | None: ...
 
 #: Parts of a SELECT that a subquery may not have (its rows are one column's values).
 _CLAUSES = {"joins": "JOIN", "group": "GROUP BY", "having": "HAVING", "order": "ORDER BY",
