@@ -40,6 +40,10 @@ FUNCTIONS = {exp.StartsWith: StringTest.STARTS_WITH, exp.EndsWith: StringTest.EN
              exp.Contains: StringTest.CONTAINS}
 
 
+#: The longest run of codes written as an IN list rather than as a range.
+MAX_LISTED = 64
+
+
 class _Translator(Protocol):  # what of ``planner.expressions.ExprTranslator`` is used here
     cols: dict
 
@@ -88,7 +92,8 @@ def matching_codes(dictionary: Sequence[str], test: Callable[[str], bool]) -> li
 def codes_condition(col: ir.Col, codes: Sequence[int], size: int) -> ir.Expr:
     """The condition that ``col`` (codes into a dictionary of ``size`` strings) holds one of
     ``codes`` (sorted, distinct): NULL where ``col`` is NULL, else whether it does. A run
-    of codes is a range, which zone maps prune; a set larger than its complement is written
+    of more than ``MAX_LISTED`` codes is a range (a short run stays one IN list, which
+    EXPLAIN shows as the one condition it is); a set larger than its complement is written
     as NOT IN the complement."""
     def lit(v) -> ir.Lit:
         return ir.Lit(v, "string")
@@ -98,7 +103,7 @@ def codes_condition(col: ir.Col, codes: Sequence[int], size: int) -> ir.Expr:
     if len(codes) == size:  # every code is above -0.5 (not IS NOT NULL: NULL stays NULL)
         return ir.Cmp(">", col, lit(-0.5))
     lo, hi = codes[0], codes[-1]
-    if hi - lo + 1 == len(codes):
+    if hi - lo + 1 == len(codes) and (len(codes) > MAX_LISTED or lo == hi):
         if lo == hi:
             return ir.Cmp("=", col, lit(lo))
         if lo == 0:

@@ -93,14 +93,20 @@ def test_code_conditions_are_membership_and_null_on_null(size):
             assert not nok[-1] and list(np.asarray(nv, bool)[:-1]) == [i not in chosen for i in range(size)]
 
 
-def test_a_prefix_is_a_range_of_codes():
+def test_a_prefix_is_a_list_or_a_range_of_codes():
     d = ("Astoria", "Bay Ridge", "Williamsburg (North Side)", "Williamsburg (South Side)", "Yorkville")
     cols = {"trips": {"zone": ColumnMeta("zone", "string", "int8", 0, 1, 512, dictionary=d)}}
     q = translate("SELECT COUNT(*) FROM trips WHERE zone LIKE 'Williamsburg%'", cols)
     z = ir.Col("zone", "string")
-    assert q.predicate == ir.And((ir.Cmp(">=", z, ir.Lit(2, "string")), ir.Cmp("<=", z, ir.Lit(3, "string"))))
+    assert q.predicate == ir.InList(z, (ir.Lit(2, "string"), ir.Lit(3, "string")))
     q = translate("SELECT COUNT(*) FROM trips WHERE zone NOT LIKE '%a%'", cols)
     assert q.predicate == ir.Cmp("=", z, ir.Lit(4, "string"))
+    many = tuple(f"w{i:03}" for i in range(100))
+    cols = {"trips": {"zone": ColumnMeta("zone", "string", "int8", 0, 1, 512,
+                                         dictionary=("a", *many, "z"))}}
+    q = translate("SELECT COUNT(*) FROM trips WHERE zone LIKE 'w%'", cols)
+    assert q.predicate == ir.And((ir.Cmp(">=", z, ir.Lit(1, "string")),
+                                  ir.Cmp("<=", z, ir.Lit(100, "string"))))
 
 
 @pytest.mark.parametrize("sql, text", [
