@@ -14,12 +14,14 @@ import pyarrow as pa
 
 from bamql.config import Backend, Config, Device, Medium
 from bamql.engine.accumulate import count_present, finish, n_groups, regroup
+from bamql.engine.describe import describe
 from bamql.engine.partition import plan_partition, table_domains
 from bamql.engine.result import Result, assemble
 from bamql.engine.runner import LocalRunner, Runner, merge
 from bamql.errors import DeviceError, PlanError, StoreError, UsageError
 from bamql.lru import LRU
 from bamql.planner import ir
+from bamql.planner.describe import catalog_query
 from bamql.planner.distinct import distinct_slots, split_distinct
 from bamql.planner.joins import Dimension, JoinQuery, dimension, translate_joins
 from bamql.planner.params import Params, bind
@@ -323,6 +325,9 @@ class Session:
         """
         self._check_text(text)
         self._check_open()
+        cq = catalog_query(text)
+        if cq is not None:  # SHOW TABLES, DESCRIBE ...
+            return describe(self, cq, params)
         m = _EXPLAIN.match(text)
         body = text[m.end():] if m else text
         q = self._translate(self._bind_files(bind(body.strip().rstrip(";"), params)))

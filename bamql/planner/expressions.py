@@ -17,7 +17,7 @@ from sqlglot import exp
 
 from bamql.errors import PlanError
 from bamql.intmath import fits_int64
-from bamql.planner import ir, lists, scalars
+from bamql.planner import ir, lists, scalars, strings
 from bamql.planner.constants import int_compare, timestamp_us
 from bamql.storage.format import ColumnMeta
 
@@ -212,8 +212,10 @@ class ExprTranslator:
 
     @_expr.register
     def _(self, node: exp.In) -> ir.Expr:
-        if node.args.get("query") is not None or node.args.get("unnest") is not None:
-            raise self.fail("IN (subquery) is not supported", node)
+        if node.args.get("unnest") is not None:
+            raise self.fail("IN (UNNEST ...) is not supported", node)
+        if node.args.get("query") is not None:
+            return self.in_subquery(node)
         a = self.expr(node.this)
         if a.kind == "strlit":  # a string constant is comparable with a string column only
             raise self.fail("IN of a string constant is not supported", node)
@@ -235,11 +237,25 @@ class ExprTranslator:
             vals.append(self.coerce_literal(lit, a, v))
         return self.in_list(a, vals, node)
 
+    def in_subquery(self, node: exp.In) -> ir.Expr:
+        """``x IN (SELECT ...)``: refused here; ``planner.joins`` answers it over a
+        registered table (``planner.subqueries``)."""
+        raise self.fail("IN (subquery) is supported over registered tables only", node)
+
     def _scalar(self, node) -> ir.Expr:
         return scalars.scalar(self, node, self.expr)
 
+    def _like(self, node) -> ir.Expr:
+        return strings.like(self, node)
+
+    def _string_function(self, node) -> ir.Expr:
+        return strings.function(self, node, strings.FUNCTIONS[type(node)])
+
     def _calendar(self, node: exp.Anonymous) -> ir.Expr:
-        """HOUR(ts), MINUTE(ts), DAYOFWEEK(ts) and DOW(ts) that sqlglot leaves unparsed."""
+        """HOUR(ts), MINUTE(ts), DAYOFWEEK(ts) and DOW(ts) that sqlglot leaves unparsed
+        (and the string tests ``prefix`` and ``suffix``)."""
+        if node.name.lower() in strings.ANONYMOUS:
+            return strings.function(self, node, strings.ANONYMOUS[node.name.lower()])
         part = {"hour": "hour", "minute": "minute", "second": "second", "dayofweek": "dow",
                 "dow": "dow", "isodow": "isodow", "doy": "doy", "isoyear": "isoyear",
                 "yearweek": ""}.get(node.name.lower())
@@ -257,6 +273,10 @@ class ExprTranslator:
     for _cls in (exp.And, exp.Or):
         _expr.register(_cls, _junction)
     _expr.register(exp.Anonymous, _calendar)
+    for _cls in (exp.Like, exp.ILike, exp.Escape):
+        _expr.register(_cls, _like)
+    for _cls in strings.FUNCTIONS:
+        _expr.register(_cls, _string_function)
     for _cls in scalars.NODES:
         if _cls is not exp.Cast:
             _expr.register(_cls, _scalar)

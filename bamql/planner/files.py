@@ -54,7 +54,8 @@ def bind_files(text: str, tables: Collection[str], table_for: Callable[[FileRef]
                     and t.name in _ctes_in_scope(t):
                 continue  # a CTE's name shadows the registered table or file of that name
             if registered is not None and isinstance(t.parent, exp.From) and not t.args.get("db") \
-                    and isinstance(t.this, exp.Identifier) and t.name not in tables:
+                    and isinstance(t.this, exp.Identifier) and t.name not in tables \
+                    and t.find_ancestor(exp.Subquery) is None:  # IN (SELECT ... FROM dim)
                 served = registered(t.name)
                 if served is not None:
                     if not t.alias:

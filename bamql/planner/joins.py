@@ -19,7 +19,6 @@ The fact query runs through the one fused kernel as any other query does.
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
@@ -32,6 +31,7 @@ from bamql.errors import PlanError
 from bamql.planner import ir
 from bamql.planner.evaluate import evaluate
 from bamql.planner.show import show
+from bamql.planner.subqueries import in_subquery
 from bamql.planner.translate import MAX_GROUPS, Translator, key_domain, translate
 from bamql.storage.format import ColumnMeta
 
@@ -345,30 +345,13 @@ class JoinTranslator(Translator):
         return ir.Col(name, self.dim_metas[name].kind)
 
     def expr(self, node) -> ir.Expr:
-        if isinstance(node, exp.Escape):
-            raise self.fail("LIKE ... ESCAPE is not supported", node)
-        e = self.like(node) if isinstance(node, exp.Like | exp.ILike) else super().expr(node)
+        e = super().expr(node)
         if self.joins and isinstance(node, exp.Expression):
             self.texts.setdefault(e, node.sql(dialect="duckdb"))
         return e
 
-    def like(self, node: exp.Like | exp.ILike) -> ir.Expr:
-        """``col [I]LIKE 'pattern'`` on a dimension string column: the column IN the codes
-        of the dictionary's strings that match (evaluated on the dimension's rows only)."""
-        what = "ILIKE" if isinstance(node, exp.ILike) else "LIKE"
-        a = self.expr(node.this)
-        pat = node.expression
-        if not (isinstance(pat, exp.Literal) and pat.is_string):
-            raise self.fail(f"{what} takes a string constant pattern", node)
-        if not (isinstance(a, ir.Col) and a.name in self.dim_cols and a.kind == "string"):
-            raise self.fail(f"{what} is supported on string columns of joined dimension tables "
-                            "only", node)
-        rx = re.compile("".join(".*" if ch == "%" else "." if ch == "_" else re.escape(ch)
-                                for ch in pat.this),
-                        re.DOTALL | (re.IGNORECASE if what == "ILIKE" else 0))
-        d = self.dim_metas[a.name].dictionary or ()
-        e = ir.InList(a, tuple(ir.Lit(i, "string") for i, s in enumerate(d) if rx.fullmatch(s)))
-        return ir.Not(e) if node.args.get("negate") else e
+    def in_subquery(self, node: exp.In) -> ir.Expr:
+        return in_subquery(self, node, self.dims)
 
     def query(self) -> ir.Query | JoinQuery:
         q = super().query()

@@ -68,6 +68,9 @@ class Translator(ExprTranslator):
         for sub in s.find_all(exp.Subquery, exp.Window, exp.Join, exp.Union):
             if isinstance(sub, exp.Join) and sub.parent is s:
                 continue  # the query's own joins: ``bind``
+            if isinstance(sub, exp.Subquery) and isinstance(sub.parent, exp.In) \
+                    and sub.parent.args.get("query") is sub:
+                continue  # x IN (SELECT ...): ``in_subquery``
             raise self.fail(f"{sub.key.upper()} is not supported (bamql runs single-table "
                             "filter-aggregate queries)", sub)
         frm = s.args.get("from_") or s.args.get("from")
