@@ -83,6 +83,10 @@ class _Kept:
     keys: list[Vec]
 
     def extend(self, other: _Kept) -> _Kept:
+        if not self.n:  # no concatenation with an empty start: it would widen ints
+            return other
+        if not other.n:
+            return self
         cat = [(np.concatenate([a[0], b[0]]), np.concatenate([a[1], b[1]]))
                for a, b in zip(self.outs + self.keys, other.outs + other.keys, strict=True)]
         return _Kept(cat[: len(self.outs)], cat[len(self.outs):])
