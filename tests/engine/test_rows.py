@@ -181,7 +181,7 @@ SIM = textwrap.dedent("""
     from tests.reference import assert_same_rows, duck
 
     d = Path(tempfile.mkdtemp())
-    t = rows_table(3000)
+    t = rows_table()
     pq.write_table(t, d / "t.parquet")
     ingest([d / "t.parquet"], d / "data" / "trips", page_size=512)
     with bamql.connect(d / "data", device="gpu", backend="host", cache="64KiB") as con:

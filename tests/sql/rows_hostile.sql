@@ -14,7 +14,7 @@ SELECT id, dec, m, w FROM hostile WHERE dec < 0 ORDER BY dec, id LIMIT 20;
 SELECT id, big, mid, small, neg FROM hostile ORDER BY big DESC, id LIMIT 15;
 SELECT id, f32 FROM hostile ORDER BY f32, id LIMIT 10;
 SELECT id, k * 2 + 1 AS k2, neg - small AS d, f / 2 AS half FROM hostile WHERE k IS NOT NULL ORDER BY k2 DESC, id LIMIT 30;
-SELECT id, CASE WHEN k > 3 THEN neg ELSE -small END AS band, ROUND(m, 1) AS r, EXTRACT(year FROM ts) AS y FROM hostile ORDER BY id LIMIT 50;
+SELECT id, CASE WHEN k > 3 THEN neg ELSE -small END AS band, ROUND(fx, 1) AS r, EXTRACT(year FROM ts) AS y FROM hostile ORDER BY id LIMIT 50;
 SELECT id AS i, fx AS v FROM hostile ORDER BY v, i LIMIT 5;
 SELECT id, fx FROM hostile ORDER BY 2 DESC, 1 LIMIT 5;
 SELECT id FROM hostile ORDER BY fx, id LIMIT 12;
