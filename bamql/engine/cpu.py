@@ -63,15 +63,77 @@ def warm_readers(page_size: int) -> None:
     RowRanges.of([(0, 1), (2, 3)]).row_numbers()  # the compiled row fill of morsels
 
 
+class Matches:
+    """Phase 1 of a plan on the CPU: its filter stages compiled, and per morsel the rows
+    where every stage holds, with the predicate columns' stored values at those rows.
+    ``fetch`` reads another column of the plan at any sorted subset of a morsel's rows."""
+
+    def __init__(self, plan: PhysicalPlan, store: PageStore, stats: QueryStats) -> None:
+        self.plan, self.store, self.stats = plan, store, stats
+        sent = {name: c.sentinel for name, c in store.columns.items()}
+        scales = {name: c.scale for name, c in store.columns.items()}
+        self.filters = [(s, ir.columns_of(s.predicate)) for s in plan.stages]
+        self.kernels = [None if ir.size(s.predicate) > WIDE_FILTER_NODES
+                        else kcpu.filter_kernel(s.predicate, cols, sent, scales)
+                        for s, cols in self.filters]
+        self.paths = {a.column: a.path for a in plan.access}
+        self.zst = {a.column: a.compressed for a in plan.access}  # streamed from the zstd copy
+        # where each column is read: its own extent, or its row-group copy for a group gather
+        self.src = {a.column: store.shadow[a.column] if a.shadow else store.column(a.column)
+                    for a in plan.access}
+
+    def warm(self) -> None:
+        """Compile the filter kernels (numba compiles lazily) on empty input."""
+        store = self.store
+        with kcpu.KERNEL_LOCK:
+            for (_, cols), fk in zip(self.filters, self.kernels, strict=True):
+                if fk is not None:
+                    k, params = fk
+                    k(0, *[np.empty(0, store.column(c).np_dtype) for c in cols], *params,
+                      np.empty(0, bool), np.zeros(N_ERRORS, np.int64))
+
+    def fetch(self, column: str, rows: np.ndarray, window: RowRanges) -> np.ndarray:
+        """Stored values of ``column`` at ``rows`` (sorted, within ``window``)."""
+        return fetch(self.store, self.src[column], rows, window, self.paths[column], self.stats,
+                     len(rows), self.zst[column])
+
+    def __iter__(self):
+        """(window, rows, stored values of the predicate columns at rows) per morsel with a
+        matching row; counts the matches in ``stats.rows_matched``."""
+        store, stats = self.store, self.stats
+        size = max(MORSEL_ROWS, store.page_size)
+        for window in _morsels(self.plan.ranges, size):
+            rows = window.row_numbers()
+            vals: dict[str, np.ndarray] = {}
+            for (s, cols), fk in zip(self.filters, self.kernels, strict=True):
+                for c in s.columns:
+                    vals[c] = self.fetch(c, rows, window)
+                if fk is None:
+                    mask = _filter_wide(s.predicate, store, {c: vals[c] for c in cols}, len(rows))
+                else:
+                    k, params = fk
+                    mask = np.empty(len(rows), bool)
+                    err = np.zeros(N_ERRORS, np.int64)
+                    with kcpu.KERNEL_LOCK:
+                        k(len(rows), *[vals[c] for c in cols], *params, mask, err)
+                    check_errors(err)  # an int64 overflow: one line, as in DuckDB
+                rows = rows[mask]
+                vals = {c: v[mask] for c, v in vals.items()}
+                if not len(rows):
+                    break
+            if not len(rows):
+                continue
+            stats.rows_matched += len(rows)
+            yield window, rows, vals
+
+
 def run_cpu(plan: PhysicalPlan, store: PageStore, stats: QueryStats) -> dict[str, np.ndarray]:
     """Execute ``plan`` on the CPU; fills ``stats``; returns merged accumulators."""
     q = plan.query
     sent = {name: c.sentinel for name, c in store.columns.items()}
     scales = {name: c.scale for name, c in store.columns.items()}
     t0 = time.perf_counter()
-    filters = [(s, ir.columns_of(s.predicate)) for s in plan.stages]
-    fkerns = [None if ir.size(s.predicate) > WIDE_FILTER_NODES
-              else kcpu.filter_kernel(s.predicate, cols, sent, scales) for s, cols in filters]
+    matches = Matches(plan, store, stats)
     agg_cols: list[str] = []
     for e in (*q.keys, *q.aggs):
         for c in ir.columns_of(e):
@@ -81,48 +143,17 @@ def run_cpu(plan: PhysicalPlan, store: PageStore, stats: QueryStats) -> dict[str
     groups = accumulate.n_groups(plan.key_domains)
     nch = max(1, min(4 * (os.cpu_count() or 1), (1 << 26) // max(groups * max(len(q.aggs), 1), 1)))
     # numba compiles lazily on first call; warm both kernels on empty input to time it apart
+    matches.warm()
     with kcpu.KERNEL_LOCK:
-        for (_, cols), fk in zip(filters, fkerns, strict=True):
-            if fk is not None:
-                k, params = fk
-                k(0, *[np.empty(0, store.column(c).np_dtype) for c in cols], *params,
-                  np.empty(0, bool), np.zeros(N_ERRORS, np.int64))
         empty = accumulate.alloc(1, groups, q.aggs)
         akern(0, 1, *[np.empty(0, store.column(c).np_dtype) for c in agg_cols], *aparams,
               *empty.values())
     warm_readers(store.page_size)  # the compiled page readers, too, compile on first use
     stats.compile_seconds = time.perf_counter() - t0
     total = None
-    paths = {a.column: a.path for a in plan.access}
-    zst = {a.column: a.compressed for a in plan.access}  # streamed from the zstd copy
-    # where each column is read: its own extent, or its row-group copy for a group gather
-    src = {a.column: store.shadow[a.column] if a.shadow else store.column(a.column)
-           for a in plan.access}
-    size = max(MORSEL_ROWS, store.page_size)
-    for window in _morsels(plan.ranges, size):
-        rows = window.row_numbers()
-        vals: dict[str, np.ndarray] = {}
-        for (s, cols), fk in zip(filters, fkerns, strict=True):
-            for c in s.columns:
-                vals[c] = fetch(store, src[c], rows, window, paths[c], stats, len(rows), zst[c])
-            if fk is None:
-                mask = _filter_wide(s.predicate, store, {c: vals[c] for c in cols}, len(rows))
-            else:
-                k, params = fk
-                mask = np.empty(len(rows), bool)
-                err = np.zeros(N_ERRORS, np.int64)
-                with kcpu.KERNEL_LOCK:
-                    k(len(rows), *[vals[c] for c in cols], *params, mask, err)
-                check_errors(err)  # an int64 overflow: one line, as in DuckDB
-            rows = rows[mask]
-            vals = {c: v[mask] for c, v in vals.items()}
-            if not len(rows):
-                break
-        if not len(rows):
-            continue
-        stats.rows_matched += len(rows)
+    for window, rows, vals in matches:
         for c in plan.dependent:
-            vals[c] = fetch(store, src[c], rows, window, paths[c], stats, len(rows), zst[c])
+            vals[c] = matches.fetch(c, rows, window)
         acc = accumulate.alloc(nch, groups, q.aggs)
         with kcpu.KERNEL_LOCK:
             akern(len(rows), nch, *[vals[c] for c in agg_cols], *aparams, *acc.values())

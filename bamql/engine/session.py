@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import os
@@ -17,6 +18,7 @@ from bamql.engine.accumulate import count_present, finish, n_groups, regroup
 from bamql.engine.describe import describe
 from bamql.engine.partition import plan_partition, table_domains
 from bamql.engine.result import Result, assemble
+from bamql.engine.rows import explain_rows, kernel_query, plan_rows, quantiles, run_rows
 from bamql.engine.runner import LocalRunner, Runner, merge
 from bamql.errors import DeviceError, PlanError, StoreError, UsageError
 from bamql.lru import LRU
@@ -26,6 +28,7 @@ from bamql.planner.distinct import distinct_slots, split_distinct
 from bamql.planner.joins import Dimension, JoinQuery, dimension, translate_joins
 from bamql.planner.params import Params, bind
 from bamql.planner.physical import PhysicalPlan, explain_text
+from bamql.planner.show import show
 from bamql.storage.filecache import ProgressFactory, cached_store, cached_table
 from bamql.storage.files import FileSet
 from bamql.storage.partitioned import PartitionedTable, is_table, open_table
@@ -291,7 +294,8 @@ class Session:
         p = self._plans.get(key)
         if p is None:  # an open store's metadata does not change: plans can be reused
             table = self.store(q.table)
-            p = plan_partition(table.parts[0], q, table_domains(q, table.columns), key[1])
+            kq = kernel_query(q)  # quantiles are computed beside the kernel (engine.rows)
+            p = plan_partition(table.parts[0], kq, table_domains(kq, table.columns), key[1])
             self._plans.put(key, p)
         return p
 
@@ -354,8 +358,8 @@ class Session:
         q = self._parsed.get(text)
         if q is None:
             try:
-                q = split_distinct(translate_joins(text, self.catalog(), self.dimensions),
-                                   self.catalog())
+                q = _quantiles_alone(split_distinct(
+                    translate_joins(text, self.catalog(), self.dimensions), self.catalog()))
             except PlanError as e:  # name files as the query did, not by their table's name
                 msg = str(e)
                 for name, label in self._file_labels.items():
@@ -377,7 +381,13 @@ class Session:
         key = (q, self._medium(), runner.where)
         txt = self._explained.get(key)
         if txt is None:  # made once: every query's result carries it
-            txt = explain_text(self.plan(q), table.parts[0])
+            part = table.parts[0]
+            if isinstance(q, ir.RowQuery):
+                txt = explain_rows(q, explain_text(plan_rows(part, q.table, q.predicate,
+                                                             q.columns, self._medium()), part),
+                                   self.device == Device.GPU)
+            else:
+                txt = explain_text(self.plan(q), part) + _quantile_line(q, self.device)
             if table.partitioned:
                 txt = (f"{len(table.parts)} partitions of {table.rows:,} rows, run "
                        f"{runner.place}; partition 1:\n" + txt)
@@ -390,6 +400,8 @@ class Session:
         """Plan and run a logical query: the table's partitions through its runner, their
         partial aggregates merged (a join's regrouped by its dimension columns)."""
         self._check_open()
+        if isinstance(query, ir.RowQuery):
+            return self._execute_rows(query)
         q = query.fact if isinstance(query, JoinQuery) else query
         table = self.store(q.table)
         plan = self.plan(q)
@@ -411,8 +423,21 @@ class Session:
                 acc = regroup(acc, query.slots(plan.key_domains, domains), n_groups(domains))
             out = assemble(finish(acc, query.out, domains), query.out, cols)
         else:
-            out = assemble(finish(acc, q, plan.key_domains), q, table.columns)
+            g = finish(acc, kernel_query(q), plan.key_domains)
+            if ir.quantile_aggs(q):
+                g = quantiles(table, q, plan.key_domains, g, self._medium(), self.device,
+                              self.backend, stats)
+            out = assemble(g, q, table.columns)
         return Result(out, stats, self.explain_query(query))
+
+    def _execute_rows(self, q: ir.RowQuery) -> Result:
+        """Run a query that returns rows (``engine.rows``; on the CPU on any device)."""
+        table = self.store(q.table)
+        try:
+            out, stats = run_rows(table, q, self._medium(), self.device, self.backend)
+        except MemoryError:
+            raise DeviceError("out of host memory while running the query") from None
+        return Result(out, stats, self.explain_query(q))
 
     def table(self, name: str):
         """A dataframe-like handle on a table (see bamql.engine.frame)."""
@@ -442,6 +467,28 @@ class Session:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _quantile_line(q: ir.Query, device: Device) -> str:
+    """EXPLAIN's line on a query's quantiles ('' where it has none)."""
+    js = ir.quantile_aggs(q)
+    if not js:
+        return ""
+    where = "on the CPU (no GPU kernel)" if device == Device.GPU else "on the CPU"
+    return ("\n  quantiles: " + ", ".join(show(q.aggs[j]) for j in js)
+            + f": exact, from the matching rows' values read again after the kernel, {where}")
+
+
+def _quantiles_alone(q):
+    """A join query with quantiles as the query over the fact table it is when its groups
+    do not move (a join that only filters); quantiles over regrouped joins and with
+    COUNT(DISTINCT) are refused."""
+    if not isinstance(q, JoinQuery) or not ir.quantile_aggs(q.out):
+        return q
+    if q.distinct or q.regroups:
+        raise PlanError("MEDIAN and quantiles are not supported with COUNT(DISTINCT) or "
+                        "GROUP BY a joined table's column")
+    return dataclasses.replace(q.out, predicate=q.fact.predicate)
 
 
 def connect(path: str | os.PathLike | None = None, device: str = "auto", backend: str | None = None,

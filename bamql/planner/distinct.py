@@ -28,10 +28,12 @@ from bamql.planner.translate import MAX_GROUPS, key_domain
 from bamql.storage.format import ColumnMeta
 
 
-def split_distinct(q: ir.Query | JoinQuery,
-                   catalog: Mapping[str, Mapping[str, ColumnMeta]]) -> ir.Query | JoinQuery:
+def split_distinct(q: ir.Query | ir.RowQuery | JoinQuery,
+                   catalog: Mapping[str, Mapping[str, ColumnMeta]]) -> ir.Query | ir.RowQuery | JoinQuery:
     """``q`` with its ``COUNT(DISTINCT c)`` run as grouped by ``c`` as well (see the module's
     text); ``q`` itself where it has none."""
+    if isinstance(q, ir.RowQuery):
+        return q
     out = q.out if isinstance(q, JoinQuery) else q
     js = tuple(j for j, a in enumerate(out.aggs) if a.func == ir.COUNT_DISTINCT)
     if not js:

@@ -16,6 +16,8 @@ from enum import StrEnum
 ARITH_OPS = ("+", "-", "*", "/")
 CMP_OPS = ("=", "<>", "<", "<=", ">", ">=")
 AGG_FUNCS = ("count", "sum", "avg", "min", "max", "var_samp", "var_pop", "stddev_samp", "stddev_pop")
+#: Exact quantiles: never compiled; ``engine.rows`` computes them on the matching rows' values
+QUANTILES = ("median", "quantile_cont", "quantile_disc")
 #: ``COUNT(DISTINCT x)``: never compiled; ``planner.distinct`` rewrites it before planning
 COUNT_DISTINCT = "count_distinct"
 #: Aggregates kept as a count, a shift and the sums of (x - shift) and (x - shift)**2
@@ -262,6 +264,8 @@ class Agg(Expr):
     arg: Expr | None
     kind: str
     filter: Expr | None = None
+    #: the fraction of a quantile (``QUANTILES``): 0.5 for MEDIAN
+    param: float | None = None
 
     def children(self):
         return tuple(e for e in (self.arg, self.filter) if e is not None)
@@ -381,3 +385,35 @@ class Query:
     #: (select-list index, descending, NULLs first) per ORDER BY term
     order: tuple[tuple[int, bool, bool], ...]
     limit: int | None
+
+
+@dataclass(frozen=True)
+class RowQuery:
+    """A query that returns rows, not groups: scan ``table``, keep the rows where
+    ``predicate`` is TRUE, compute ``exprs`` (over the table's columns) as ``names``, order
+    by ``order`` and keep ``limit`` rows after the first ``offset``. ``steps`` say in words
+    what a join became (EXPLAIN)."""
+
+    table: str
+    predicate: Expr | None
+    names: tuple[str, ...]
+    exprs: tuple[Expr, ...]
+    #: (expression, descending, NULLs first) per ORDER BY term
+    order: tuple[tuple[Expr, bool, bool], ...]
+    limit: int | None
+    offset: int = 0
+    steps: tuple[str, ...] = ()
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The columns the output and the order read, in first-use order."""
+        seen: dict[str, None] = {}
+        for e in (*self.exprs, *(o[0] for o in self.order)):
+            for c in columns_of(e):
+                seen.setdefault(c)
+        return tuple(seen)
+
+
+def quantile_aggs(q: Query) -> tuple[int, ...]:
+    """The indexes of ``q``'s quantile aggregates."""
+    return tuple(j for j, a in enumerate(q.aggs) if a.func in QUANTILES)

@@ -18,6 +18,7 @@ The fact query runs through the one fused kernel as any other query does.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -353,9 +354,23 @@ class JoinTranslator(Translator):
     def in_subquery(self, node: exp.In) -> ir.Expr:
         return in_subquery(self, node, self.dims)
 
-    def query(self) -> ir.Query | JoinQuery:
+    def query(self) -> ir.Query | ir.RowQuery | JoinQuery:
         q = super().query()
+        if isinstance(q, ir.RowQuery):
+            return rewrite_rows(q, self) if self.joins else q
         return rewrite(q, self) if self.joins else q
+
+
+def rewrite_rows(q: ir.RowQuery, t: JoinTranslator) -> ir.RowQuery:
+    """A row query over the fact table alone: the joins' conditions become conditions on
+    the fact keys (as ``rewrite`` makes them); a joined table's columns may not be
+    selected or ordered by."""
+    dims = [c for c in q.columns if c in t.dim_cols]
+    if dims:
+        raise PlanError(f"a query that returns rows cannot select or order by a joined table's "
+                        f"columns ({dims[0]}): name the fact table's columns")
+    j = rewrite(ir.Query(q.table, q.predicate, (), (), (), (), None, (), None), t)
+    return dataclasses.replace(q, predicate=j.fact.predicate, steps=j.steps)
 
 
 def rewrite(q: ir.Query, t: JoinTranslator) -> JoinQuery:

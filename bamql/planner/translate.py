@@ -14,7 +14,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from bamql.errors import PlanError
-from bamql.planner import ir, scalars
+from bamql.planner import ir, rows, scalars
 from bamql.planner.ctes import inline_ctes
 from bamql.planner.expressions import AGGREGATES, ARITH_OPS, CMP_OPS, ExprTranslator
 from bamql.storage.format import ColumnMeta
@@ -30,7 +30,8 @@ MAX_AGG_NODES = 200
 #: variances (STDDEV and VARIANCE are the sample ones, as in DuckDB).
 QUERY_AGGREGATES = {**AGGREGATES, exp.Stddev: "stddev_samp", exp.StddevSamp: "stddev_samp",
                     exp.StddevPop: "stddev_pop", exp.Variance: "var_samp",
-                    exp.VariancePop: "var_pop"}
+                    exp.VariancePop: "var_pop", **rows.QUANTILE_NODES,
+                    exp.WithinGroup: "quantile"}
 
 #: Python frames translation may use (see ``translate``)
 _RECURSION_LIMIT = 6000
@@ -42,7 +43,7 @@ class Translator(ExprTranslator):
     through them (``for_columns``), so both accept and refuse the same things."""
 
     # -- statements --------------------------------------------------------------------
-    def query(self) -> ir.Query:
+    def query(self) -> ir.Query | ir.RowQuery:
         try:
             stmts = [s for s in sqlglot.parse(self.text, read="duckdb") if s is not None]
         except (ParseError, TokenError) as e:
@@ -58,8 +59,7 @@ class Translator(ExprTranslator):
         if not isinstance(s, exp.Select):
             raise self.fail(f"only SELECT queries are supported, not {s.key.upper()}", s)
         s = self.distinct_as_group_by(inline_ctes(s, self.fail))
-        for arg, what in (("windows", "WINDOW"),
-                          ("qualify", "QUALIFY"), ("offset", "OFFSET")):
+        for arg, what in (("windows", "WINDOW"), ("qualify", "QUALIFY")):
             if s.args.get(arg) or s.args.get(arg.rstrip("_")):
                 node = s.args.get(arg) or s.args.get(arg.rstrip("_"))
                 node = node[0] if isinstance(node, list) else node
@@ -88,6 +88,10 @@ class Translator(ExprTranslator):
 
         where = s.args.get("where")
         pred = self.bool_expr(where.this) if where is not None else None
+        if rows.is_row_query(s, tuple(QUERY_AGGREGATES)):  # no group, no aggregate
+            return rows.row_query(self, s, pred)
+        if s.args.get("offset") is not None:
+            raise self.fail("OFFSET is not supported with aggregates", s.args["offset"])
 
         items = list(s.expressions)
         if any(isinstance(i, exp.Star) for i in items):
@@ -275,7 +279,9 @@ class Translator(ExprTranslator):
                 raise self.fail(f"the FILTER condition is too large ({ir.size(f)} terms; "
                                 f"at most {MAX_AGG_NODES})", node)
             a = self.aggregate(node.this)
-            return ir.Agg(a.func, a.arg, a.kind, f)
+            return ir.Agg(a.func, a.arg, a.kind, f, a.param)
+        if isinstance(node, tuple(rows.QUANTILE_NODES) + (exp.WithinGroup,)):
+            return rows.quantile_agg(self, node)
         func = QUERY_AGGREGATES[type(node)]
         arg = node.this
         if func == "count" and (arg is None or isinstance(arg, exp.Star)):

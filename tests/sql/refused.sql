@@ -1,6 +1,5 @@
 -- schema: trips
 -- queries bamql must refuse with one line from bamql.errors (never a traceback, never an answer)
-SELECT * FROM trips;
 SELECT COUNT(*) FROM trips t JOIN trips u ON t.vendor_id = u.vendor_id;
 SELECT COUNT(*) FROM trips WHERE vendor_id IN (SELECT vendor_id FROM trips);
 SELECT COUNT(*) FROM (SELECT vendor_id FROM trips);
@@ -9,7 +8,6 @@ SELECT COUNT(*) FROM trips UNION ALL SELECT COUNT(*) FROM trips;
 SELECT COUNT(*) FROM trips LIMIT 5 OFFSET 2;
 SELECT COUNT(*) FROM trips LIMIT -1;
 SELECT COUNT(*) FROM trips LIMIT 1 + 1;
-SELECT vendor_id FROM trips;
 SELECT trip_distance, COUNT(*) FROM trips GROUP BY trip_distance;
 SELECT pickup_datetime, COUNT(*) FROM trips GROUP BY pickup_datetime;
 SELECT vendor_id + 1, COUNT(*) FROM trips GROUP BY vendor_id;

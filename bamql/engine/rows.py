@@ -1,0 +1,311 @@
+"""Row materialization: the step beside the aggregate kernels that returns rows and exact
+quantiles, reading as late as it can.
+
+Per partition it plans the needed columns as an aggregate's dependent columns would be
+(zone maps and value sets prune, the cost model picks each column's access path), runs the
+filter stages on the predicate columns (``engine.cpu.Matches``), and per morsel of
+matching rows reads the other columns only at the rows it keeps: with ``ORDER BY ...
+LIMIT k`` it first reads the order columns, keeps the morsel's top ``k`` and reads the
+select list's columns for those rows alone. It always runs on the CPU.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import numpy as np
+import pyarrow as pa
+
+from bamql.config import Backend, Device, Medium
+from bamql.engine.accumulate import Grouped
+from bamql.engine.cpu import Matches, warm_readers
+from bamql.engine.partition import partition_stats
+from bamql.engine.result import _arrow, _unique
+from bamql.engine.stats import QueryStats
+from bamql.planner import ir
+from bamql.planner.cost import MEDIA
+from bamql.planner.evaluate import evaluate
+from bamql.planner.physical import PhysicalPlan, plan_query
+from bamql.planner.show import show
+from bamql.storage.encoding import null_mask
+from bamql.storage.partitioned import PartitionedTable
+from bamql.storage.store import PageStore
+
+Vec = tuple[np.ndarray, np.ndarray]  # (values, valid)
+
+#: EXPLAIN's line for a step that a GPU session runs on the CPU
+ON_CPU = "rows: materialized on the CPU (row queries and quantiles have no GPU kernel)"
+
+
+def plan_rows(store: PageStore, table: str, predicate: ir.Expr | None, columns: tuple[str, ...],
+              medium: Medium) -> PhysicalPlan:
+    """The plan that filters ``store`` by ``predicate`` and reads ``columns`` at the
+    matching rows: planned as an aggregate over those columns is (``COUNT(c)`` each)."""
+    aggs = tuple(ir.Agg("count", ir.Col(c, store.column(c).kind), "int") for c in columns)
+    q = ir.Query(table, predicate, (), aggs, (), (), None, (), None)
+    return plan_query(q, store, MEDIA[medium])
+
+
+def _env(store: PageStore, vals: dict[str, np.ndarray]) -> dict[str, Vec]:
+    """Stored values -> the evaluator's (values, valid) per column (floats as float64,
+    integers, timestamps and dictionary codes as int64)."""
+    env = {}
+    for c, v in vals.items():
+        meta = store.column(c)
+        x = meta.decode(v)
+        x = x.astype(np.float64) if meta.kind == "float" else x.astype(np.int64)
+        env[c] = (x, ~null_mask(v))
+    return env
+
+
+def sort_order(keys: list[tuple[Vec, bool, bool]]) -> np.ndarray:
+    """The permutation that sorts rows by ``keys`` ((values, valid), descending, NULLs
+    first) as DuckDB does: NULLs last unless NULLS FIRST, NaN above every other float."""
+    if not keys:
+        return np.empty(0, np.int64)
+    n = len(keys[0][0][0])
+    if n == 0:
+        return np.empty(0, np.int64)
+    sort_keys = []
+    for (v, ok), desc, nulls_first in keys:
+        v = np.where(ok, v, v[ok][0] if ok.any() else 0) if v.dtype != object else v
+        inv = np.unique(v, return_inverse=True)[1].reshape(-1)  # NaN: the largest rank
+        sort_keys += [(ok if nulls_first else ~ok).astype(np.int8), -inv if desc else inv]
+    return np.lexsort(sort_keys[::-1])
+
+
+@dataclasses.dataclass
+class _Kept:
+    """Rows kept so far: the output columns and the order keys, as (values, valid)."""
+
+    outs: list[Vec]
+    keys: list[Vec]
+
+    def extend(self, other: _Kept) -> _Kept:
+        if not self.n:  # no concatenation with an empty start: it would widen ints
+            return other
+        if not other.n:
+            return self
+        cat = [(np.concatenate([a[0], b[0]]), np.concatenate([a[1], b[1]]))
+               for a, b in zip(self.outs + self.keys, other.outs + other.keys, strict=True)]
+        return _Kept(cat[: len(self.outs)], cat[len(self.outs):])
+
+    def take(self, idx: np.ndarray) -> _Kept:
+        return _Kept([(v[idx], ok[idx]) for v, ok in self.outs],
+                     [(v[idx], ok[idx]) for v, ok in self.keys])
+
+    @property
+    def n(self) -> int:
+        return len(self.outs[0][0]) if self.outs else len(self.keys[0][0]) if self.keys else 0
+
+
+def _partition_rows(store: PageStore, q: ir.RowQuery, medium: Medium, device: Device,
+                    backend: Backend, want: int | None) -> tuple[_Kept, QueryStats]:
+    """The rows of one partition: all of them, or its first ``want`` in ``q``'s order."""
+    plan = plan_rows(store, q.table, q.predicate, q.columns, medium)
+    stats = partition_stats(plan, store, device, backend)
+    t0 = time.perf_counter()
+    matches = Matches(plan, store, stats)
+    matches.warm()
+    warm_readers(store.page_size)
+    stats.compile_seconds = time.perf_counter() - t0
+    order_cols = tuple(dict.fromkeys(c for e, _, _ in q.order for c in ir.columns_of(e)))
+    kept = _Kept([(np.empty(0), np.empty(0, bool)) for _ in q.exprs],
+                 [(np.empty(0), np.empty(0, bool)) for _ in q.order])
+    t1 = time.perf_counter()
+    for window, rows, vals in (matches if want != 0 else ()):
+        if q.order and want is not None and len(rows) > want:
+            # the order columns at every match, the rest only at the morsel's top ``want``
+            for c in order_cols:
+                if c not in vals:
+                    vals[c] = matches.fetch(c, rows, window)
+            env = _env(store, {c: vals[c] for c in order_cols})
+            keys = [(evaluate(e, env, len(rows)), d, nf) for e, d, nf in q.order]
+            top = np.sort(sort_order(keys)[:want])
+            rows = rows[top]
+            vals = {c: v[top] for c, v in vals.items()}
+        elif want is not None and not q.order:
+            rows = rows[: want - kept.n]  # any rows will do: the first ones
+            vals = {c: v[: len(rows)] for c, v in vals.items()}
+        for c in q.columns:
+            if c not in vals:
+                vals[c] = matches.fetch(c, rows, window)
+        env = _env(store, {c: vals[c] for c in q.columns})
+        n = len(rows)
+        got = _Kept([evaluate(e, env, n) for e in q.exprs],
+                    [evaluate(e, env, n) for e, _, _ in q.order])
+        got.outs = [_widen(v, ok, n) for v, ok in got.outs]
+        got.keys = [_widen(v, ok, n) for v, ok in got.keys]
+        kept = kept.extend(got)
+        if want is not None and q.order and kept.n > want:
+            kept = kept.take(sort_order(_order_keys(kept, q))[:want])
+        if want is not None and not q.order and kept.n >= want:
+            break
+    stats.seconds = time.perf_counter() - t1
+    stats.wall_seconds = time.perf_counter() - t0 - stats.compile_seconds
+    return kept, stats
+
+
+def _widen(v: np.ndarray, ok: np.ndarray, n: int) -> Vec:
+    """A constant's or a column's values as an array of ``n`` (constants broadcast)."""
+    v = np.asarray(v)
+    if v.shape != (n,):
+        v = np.broadcast_to(v, (n,)).copy()
+    return v, np.broadcast_to(np.asarray(ok, bool), (n,)).copy()
+
+
+def _order_keys(kept: _Kept, q: ir.RowQuery) -> list[tuple[Vec, bool, bool]]:
+    return [(k, d, nf) for k, (_, d, nf) in zip(kept.keys, q.order, strict=True)]
+
+
+def run_rows(table: PartitionedTable, q: ir.RowQuery, medium: Medium, device: Device,
+             backend: Backend) -> tuple[pa.Table, QueryStats]:
+    """Run a row query over every partition of ``table``: its rows as an Arrow table and
+    the statistics of what it read."""
+    t0 = time.perf_counter()
+    want = None if q.limit is None else q.offset + q.limit
+    kept, all_stats = None, []
+    for store in table.parts:
+        part, st = _partition_rows(store, q, medium, device, backend, want)
+        all_stats.append(st)
+        kept = part if kept is None else kept.extend(part)
+        if want is not None and not q.order and kept.n >= want:
+            break
+    if q.order:
+        kept = kept.take(sort_order(_order_keys(kept, q)))
+    stop = kept.n if q.limit is None else min(kept.n, q.offset + q.limit)
+    kept = kept.take(np.arange(min(q.offset, stop), stop))
+    arrays = [_column(v, ok, e, table) for (v, ok), e in zip(kept.outs, q.exprs, strict=True)]
+    out = pa.Table.from_arrays(arrays, names=_unique(list(q.names)))
+    if len(all_stats) == 1 and not table.partitioned:
+        return out, all_stats[0]
+    stats = QueryStats(f"{device}/local", backend, table.rows)
+    for st in all_stats:
+        stats.absorb(st)
+    stats.seconds = time.perf_counter() - t0
+    return out, stats
+
+
+def _column(v: np.ndarray, ok: np.ndarray, e: ir.Expr, table: PartitionedTable) -> pa.Array:
+    """One output column in Arrow: a dictionary column's codes as its strings."""
+    if e.kind == "string" and isinstance(e, ir.Col):
+        d = table.columns[e.name].dictionary or ()
+        return pa.array([d[int(x)] if o else None for x, o in zip(v, ok, strict=True)],
+                        pa.string())
+    return _arrow(v, ok, e, None, None)
+
+
+def explain_rows(q: ir.RowQuery, plan_text: str, on_gpu: bool) -> str:
+    """EXPLAIN of a row query: its output and order, then the plan that reads its rows."""
+    lines = [f"Rows of {q.table}: " + ", ".join(
+        n if isinstance(e, ir.Col) and e.name == n else f"{show(e)} AS {n}"
+        for n, e in zip(q.names, q.exprs, strict=True))]
+    if q.order:
+        lines.append("  order by: " + ", ".join(
+            f"{show(e)}{' DESC' if d else ''}{' NULLS FIRST' if nf else ''}" for e, d, nf in q.order)
+            + ("  (top-k per morsel)" if q.limit is not None else ""))
+    if q.limit is not None or q.offset:
+        lines.append(f"  limit {q.limit if q.limit is not None else 'all'} offset {q.offset}")
+    lines += list(q.steps)
+    if on_gpu:
+        lines.append(ON_CPU)
+    # the plan is an aggregate's of COUNT(c) per needed column: show it as the read it is
+    plan = [ln.replace("Aggregate over", "Read", 1) for ln in plan_text.splitlines()
+            if not ln.startswith(("  logical:", "  aggregates:"))]
+    return "\n".join(lines + plan)
+
+
+# -- quantiles ---------------------------------------------------------------------------
+def kernel_query(q: ir.Query) -> ir.Query:
+    """``q`` as the aggregate kernel runs it: each quantile a ``COUNT`` of its argument in
+    its place (the groups it has rows in), replaced after the kernel by ``quantiles``."""
+    aggs = tuple(ir.Agg("count", a.arg, "int", a.filter) if a.func in ir.QUANTILES else a
+                 for a in q.aggs)
+    return dataclasses.replace(q, aggs=aggs)
+
+
+def quantiles(table: PartitionedTable, q: ir.Query, domains, g: Grouped, medium: Medium,
+              device: Device, backend: Backend, stats: QueryStats) -> Grouped:
+    """``g`` (the kernel's groups of ``kernel_query(q)``) with each quantile of ``q``
+    computed exactly from the matching rows' values, NULLs left out; a group without a
+    value gets NULL. The reads are added to ``stats``."""
+    js = ir.quantile_aggs(q)
+    cols = tuple(dict.fromkeys(c for e in (*q.keys, *(q.aggs[j] for j in js))
+                               for c in ir.columns_of(e)))
+    strides, stride = [], 1
+    for _, size in reversed(domains):
+        strides.append(stride)
+        stride *= size + 1
+    strides.reverse()
+    slots_parts: list[np.ndarray] = []
+    vals_parts: dict[int, list[Vec]] = {j: [] for j in js}
+    for store in table.parts:
+        plan = plan_rows(store, q.table, q.predicate, cols, medium)
+        st = partition_stats(plan, store, device, backend)
+        matches = Matches(plan, store, st)
+        matches.warm()
+        for window, rows, vals in matches:
+            for c in cols:
+                if c not in vals:
+                    vals[c] = matches.fetch(c, rows, window)
+            env = _env(store, {c: vals[c] for c in cols})
+            n = len(rows)
+            slot = np.zeros(n, np.int64)
+            for k, (base, size), s in zip(q.keys, domains, strides, strict=True):
+                kv, kok = evaluate(k, env, n)
+                slot += np.where(kok, kv.astype(np.int64) - base, size) * s
+            slots_parts.append(slot)
+            for j in js:
+                a = q.aggs[j]
+                v, ok = _widen(*evaluate(a.arg, env, n), n)
+                if a.filter is not None:
+                    fv, fok = _widen(*evaluate(a.filter, env, n), n)
+                    ok = ok & fv.astype(bool) & fok
+                vals_parts[j].append((v, ok))
+        _absorb_io(stats, st)
+    slot = np.concatenate(slots_parts) if slots_parts else np.empty(0, np.int64)
+    present = np.zeros(g.n, np.int64)  # the slot of each of the kernel's groups
+    for (kv, kok), (base, size), s in zip(g.keys, domains, strides, strict=True):
+        present += np.where(kok, np.asarray(kv).astype(np.int64) - base, size) * s
+    aggs = list(g.aggs)
+    for j in js:
+        a = q.aggs[j]
+        parts = vals_parts[j]
+        v = np.concatenate([p[0] for p in parts]) if parts else np.empty(0)
+        ok = np.concatenate([p[1] for p in parts]) if parts else np.empty(0, bool)
+        aggs[j] = _quantile(slot[ok], v[ok], a, present)
+    return Grouped(g.keys, aggs, g.n)
+
+
+def _absorb_io(stats: QueryStats, other: QueryStats) -> None:
+    """Add ``other``'s column reads to ``stats`` (columns it lacks are added)."""
+    for name, c in other.columns.items():
+        if name not in stats.columns:
+            stats.columns[name] = c
+        else:
+            stats.add(name, c.pages_read, c.bytes_read, c.values_needed)
+
+
+def _quantile(slot: np.ndarray, v: np.ndarray, a: ir.Agg, present: np.ndarray) -> Vec:
+    """Quantile ``a`` of the values ``v`` per group ``slot``, at the groups ``present``
+    (DuckDB's definitions: ``quantile_cont`` interpolates at ``q * (n - 1)``,
+    ``quantile_disc`` takes the value at ``ceil(q * n) - 1``; NaN sorts above +inf)."""
+    idx = np.lexsort((v, slot))
+    s, x = slot[idx], v[idx]
+    groups, first, count = np.unique(s, return_index=True, return_counts=True)
+    q = float(a.param)
+    if a.func == "quantile_disc":
+        at = np.maximum(np.ceil(count * q).astype(np.int64), 1) - 1
+        got = x[first + at]
+    else:
+        x = x.astype(np.float64)
+        pos = q * (count - 1)
+        lo, hi = np.floor(pos).astype(np.int64), np.ceil(pos).astype(np.int64)
+        xl, xh = x[first + lo], x[first + hi]
+        with np.errstate(all="ignore"):
+            got = np.where(lo == hi, xl, xl + (pos - lo) * (xh - xl))
+    i = np.clip(np.searchsorted(groups, present), 0, max(len(groups) - 1, 0))
+    has = (i < len(groups)) & (groups[i] == present) if len(groups) else np.zeros(len(present), bool)
+    out = got[i] if len(groups) else np.zeros(len(present), x.dtype if len(x) else np.float64)
+    return out, has

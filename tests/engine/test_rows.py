@@ -1,0 +1,202 @@
+"""Row queries and exact quantiles (engine.rows) against DuckDB: NULLs and NaN in ORDER BY
+keys, LIMIT/OFFSET at the edges, top-k across morsels, 512 B and 4 KiB pages, late
+materialization's reads, joins, refusals, and the GPU session routing them to the CPU."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import bamql
+from bamql.engine import cpu
+from bamql.engine.session import zones_table
+from bamql.errors import PlanError
+from bamql.storage.ingest import ingest
+from tests.conftest import SAMPLES
+from tests.reference import assert_same_rows, duck, duck_tables
+
+
+def rows_table(n: int = 5000) -> pa.Table:
+    """A unique ``id``, a small ``g`` with NULLs, floats with NULL/NaN/+-inf, cents, a
+    dictionary string and timestamps, all with NULLs."""
+    i = np.arange(n)
+    x = np.sin(i) * 100
+    x[i % 97 == 0] = np.nan
+    x[[5, 600]], x[[7, 4000]] = np.inf, -np.inf
+    return pa.table({
+        "id": pa.array(i, pa.int64()),
+        "g": pa.array(i % 5, pa.int64(), mask=i % 23 == 0),
+        "x": pa.array(x, mask=i % 31 == 0),
+        "c": pa.array(np.round((i % 1013) * 0.37 - 100, 2), mask=i % 17 == 0),
+        "s": pa.array([f"v{(k * 7) % 13:02d}" for k in i], mask=i % 19 == 0),
+        "ts": pa.array(1_546_300_800_000_000 + i * 37_000_000_123 % 10**13, pa.timestamp("us"),
+                       mask=i % 29 == 0),
+    })
+
+
+QUERIES = [
+    "SELECT * FROM trips WHERE g = 3 ORDER BY id",
+    "SELECT id, x FROM trips ORDER BY x, id LIMIT 20",
+    "SELECT id, x FROM trips ORDER BY x DESC, id LIMIT 20",
+    "SELECT id, x FROM trips ORDER BY x DESC NULLS FIRST, id LIMIT 60",
+    "SELECT id, x FROM trips ORDER BY x NULLS FIRST, id DESC LIMIT 60 OFFSET 100",
+    "SELECT id, s, ts FROM trips WHERE c > 200 ORDER BY s DESC, ts, id LIMIT 15",
+    "SELECT id, c * 2 AS c2, x + c AS xc FROM trips WHERE s = 'v03' ORDER BY c2 DESC, id LIMIT 9",
+    "SELECT id FROM trips WHERE x > 99.9 OR x <> x",
+    "SELECT id, g FROM trips ORDER BY 2 DESC, 1 LIMIT 7",
+    "SELECT id FROM trips ORDER BY id LIMIT 0",
+    "SELECT id FROM trips ORDER BY id LIMIT 5 OFFSET 999999",
+    "SELECT id FROM trips ORDER BY id DESC OFFSET 4990",
+    "SELECT id, x FROM trips WHERE id > 1e9",
+    "SELECT MEDIAN(x), quantile_cont(x, 0.9), quantile_disc(x, 0.1), COUNT(*) FROM trips",
+    "SELECT g, MEDIAN(c), quantile_disc(s, 0.5), quantile_disc(ts, 0.3), AVG(c) FROM trips "
+    "GROUP BY g ORDER BY g",
+    "SELECT g, MEDIAN(x) FROM trips WHERE c < 0 GROUP BY 1 ORDER BY 1",
+    "SELECT MEDIAN(x) FROM trips WHERE id < 0",
+    "SELECT percentile_cont(0.3) WITHIN GROUP (ORDER BY c) FROM trips",
+]
+
+
+@pytest.fixture(scope="module", params=[512, 4096])
+def store(request, tmp_path_factory) -> tuple[Path, pa.Table]:
+    d = tmp_path_factory.mktemp(f"rows{request.param}")
+    t = rows_table()
+    pq.write_table(t, d / "t.parquet")
+    ingest([d / "t.parquet"], d / "data" / "trips", page_size=request.param)
+    return d / "data", t
+
+
+@pytest.mark.parametrize("sql", QUERIES)
+def test_rows_and_quantiles_match_duckdb(store, sql):
+    data, t = store
+    with bamql.connect(data, device="cpu") as con:
+        got = con.sql(sql).rows()
+    assert_same_rows(got, duck(sql, t), ordered="ORDER BY" in sql)
+
+
+def test_top_k_merges_across_small_morsels(store, monkeypatch):
+    data, t = store
+    monkeypatch.setattr(cpu, "MORSEL_ROWS", 1024)  # five morsels of matches
+    with bamql.connect(data, device="cpu") as con:
+        for sql in QUERIES[1:5] + QUERIES[11:12] + QUERIES[14:15]:
+            assert_same_rows(con.sql(sql).rows(), duck(sql, t), ordered=True)
+
+
+def test_late_materialization_reads_only_pages_with_kept_rows(store):
+    data, t = store
+    with bamql.connect(data, device="cpu") as con:
+        r = con.sql("SELECT id, s, ts, c FROM trips WHERE x > 99.99 ORDER BY id LIMIT 3")
+        st = r.stats
+        assert r.rows() == duck("SELECT id, s, ts, c FROM trips WHERE x > 99.99 ORDER BY id "
+                                "LIMIT 3", t)
+        assert st.rows_matched > 3
+        for c in ("s", "ts", "c"):  # the select list: read at the three kept rows only
+            io = st.columns[c]
+            assert io.values_needed == 3 and io.pages_read >= 1
+            assert io.pages_read <= 3 or io.path != "gather"
+        assert st.columns["s"].bytes_read < st.columns["s"].whole_bytes or \
+            con.store("trips").page_size > 512
+        text = con.sql("EXPLAIN ANALYZE SELECT id FROM trips WHERE g = 1 ORDER BY id LIMIT 2")
+        lines = [row[0] for row in text.rows()]
+        assert lines[0].startswith("Rows of trips") and any("top-k" in x for x in lines)
+        assert any(x.startswith("Analyze") for x in lines)
+
+
+def test_real_sample_rows_and_medians(tmp_path):
+    ingest(SAMPLES, tmp_path / "trips", page_size=512)
+    import duckdb
+
+    ref = duckdb.connect()
+    files = ", ".join(f"'{p}'" for p in SAMPLES)
+    ref.execute(f"CREATE VIEW trips AS SELECT * FROM read_csv([{files}])")
+    queries = [
+        ("SELECT fare_amount, tip_amount, trip_distance FROM trips WHERE fare_amount < 0 "
+         "ORDER BY 1, 2, 3", True),
+        ("SELECT tip_amount, fare_amount FROM trips ORDER BY tip_amount DESC, fare_amount "
+         "LIMIT 10", True),
+        ("SELECT passenger_count, total_amount FROM trips WHERE tip_amount > 40", False),
+        ("SELECT MEDIAN(fare_amount), quantile_cont(tip_amount, 0.95), "
+         "quantile_disc(trip_distance, 0.5) FROM trips", False),
+        ("SELECT payment_type, MEDIAN(total_amount), COUNT(*) FROM trips GROUP BY 1 "
+         "ORDER BY 1", True),
+    ]
+    with bamql.connect(tmp_path, device="cpu", cache="64KiB") as con:
+        for sql, ordered in queries:
+            assert_same_rows(con.sql(sql).rows(), ref.sql(sql).fetchall(), ordered)
+
+
+def test_join_filters_rows_by_a_dimension(tmp_path):
+    ingest(SAMPLES, tmp_path / "trips", page_size=4096)
+    import pyarrow.csv as pacsv
+
+    trips = pa.concat_tables(pacsv.read_csv(p) for p in SAMPLES)
+    zones = zones_table()
+    sql = ("SELECT t.fare_amount, t.pickup_location_id FROM trips t JOIN zones z "
+           "ON t.pickup_location_id = z.LocationID WHERE z.Borough = 'Queens' AND "
+           "t.fare_amount > 60 ORDER BY 1, 2")
+    with bamql.connect(tmp_path, device="cpu") as con:
+        got = con.sql(sql).rows()
+        with pytest.raises(PlanError, match="joined table's columns"):
+            con.sql("SELECT z.Zone FROM trips t JOIN zones z ON t.pickup_location_id = "
+                    "z.LocationID LIMIT 1")
+    assert got and len(got) < 200
+    assert_same_rows(got, duck_tables(sql, {"trips": trips, "zones": zones}), True)
+
+
+@pytest.mark.parametrize(("sql", "match"), [
+    ("SELECT quantile_cont(x, [0.1, 0.5]) FROM trips", "list of fractions"),
+    ("SELECT quantile_cont(x, 1.5) FROM trips", "between 0 and 1"),
+    ("SELECT quantile_cont(x) FROM trips", "needs the fraction"),
+    ("SELECT MEDIAN(s) FROM trips", "quantile_disc is"),
+    ("SELECT MEDIAN(DISTINCT x) FROM trips", "DISTINCT"),
+    ("SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY x DESC) FROM trips", "DESC"),
+    ("SELECT COUNT(*) FROM trips LIMIT 1 OFFSET 1", "OFFSET is not supported with aggregates"),
+    ("SELECT id FROM trips ORDER BY 3", "ORDER BY position 3"),
+    ("SELECT id FROM trips LIMIT -1", "LIMIT"),
+    ("SELECT q.* FROM trips", "only trips.*"),
+    ("SELECT id FROM trips ORDER BY 'a'", "constant"),
+])
+def test_refusals_are_one_line(store, sql, match):
+    data, _ = store
+    with bamql.connect(data, device="cpu") as con, pytest.raises(PlanError, match=match) as e:
+        con.sql(sql)
+    assert "\n" not in str(e.value)
+
+
+SIM = textwrap.dedent("""
+    import tempfile
+    from pathlib import Path
+    import pyarrow.parquet as pq
+    import bamql
+    from bamql.storage.ingest import ingest
+    from tests.engine.test_rows import rows_table
+    from tests.reference import assert_same_rows, duck
+
+    d = Path(tempfile.mkdtemp())
+    t = rows_table()
+    pq.write_table(t, d / "t.parquet")
+    ingest([d / "t.parquet"], d / "data" / "trips", page_size=512)
+    with bamql.connect(d / "data", device="gpu", backend="host", cache="64KiB") as con:
+        assert "simulator" in con.note
+        for sql in ("SELECT id, x, s FROM trips WHERE g = 2 ORDER BY x DESC, id LIMIT 5",
+                    "SELECT g, MEDIAN(x), COUNT(*) FROM trips GROUP BY g ORDER BY g"):
+            assert_same_rows(con.sql(sql).rows(), duck(sql, t), ordered=True)
+            assert "on the CPU" in con.explain(sql)
+    print("gpu session ok")
+""")
+
+
+def test_gpu_session_runs_rows_on_the_cpu_in_the_simulator():
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+    r = subprocess.run([sys.executable, "-c", SIM], env=env, capture_output=True, text=True,
+                       timeout=900, cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "gpu session ok" in r.stdout

@@ -1,0 +1,37 @@
+-- schema: hostile
+-- queries that return rows (engine.rows) and exact quantiles, on NULLs, NaN, +-inf, -0.0, extremes
+SELECT * FROM hostile ORDER BY id;
+SELECT * FROM hostile WHERE k = 3 ORDER BY id DESC LIMIT 7;
+SELECT id, fx FROM hostile ORDER BY fx, id LIMIT 40;
+SELECT id, fx FROM hostile ORDER BY fx DESC, id LIMIT 40;
+SELECT id, fx FROM hostile ORDER BY fx DESC NULLS FIRST, id LIMIT 40;
+SELECT id, fx FROM hostile ORDER BY fx NULLS FIRST, id DESC LIMIT 40 OFFSET 3;
+SELECT id, fx FROM hostile WHERE fx > 1e308 OR fx <> fx ORDER BY id;
+SELECT id, s, ts FROM hostile ORDER BY s, ts, id LIMIT 25;
+SELECT id, s FROM hostile ORDER BY s DESC NULLS FIRST, id LIMIT 25;
+SELECT id, ts FROM hostile WHERE ts < '1970-01-01' ORDER BY ts DESC, id LIMIT 10;
+SELECT id, dec, m, w FROM hostile WHERE dec < 0 ORDER BY dec, id LIMIT 20;
+SELECT id, big, mid, small, neg FROM hostile ORDER BY big DESC, id LIMIT 15;
+SELECT id, f32 FROM hostile ORDER BY f32, id LIMIT 10;
+SELECT id, k * 2 + 1 AS k2, neg - small AS d, f / 2 AS half FROM hostile WHERE k IS NOT NULL ORDER BY k2 DESC, id LIMIT 30;
+SELECT id, CASE WHEN k > 3 THEN neg ELSE -small END AS band, ROUND(fx, 1) AS r, EXTRACT(year FROM ts) AS y FROM hostile ORDER BY id LIMIT 50;
+SELECT id AS i, fx AS v FROM hostile ORDER BY v, i LIMIT 5;
+SELECT id, fx FROM hostile ORDER BY 2 DESC, 1 LIMIT 5;
+SELECT id FROM hostile ORDER BY fx, id LIMIT 12;
+SELECT id, nul_i, nul_f, nul_s, nul_ts FROM hostile ORDER BY nul_f, id LIMIT 9;
+SELECT id FROM hostile WHERE k > 100 ORDER BY id;
+SELECT id FROM hostile ORDER BY id LIMIT 0;
+SELECT id FROM hostile ORDER BY id LIMIT 10 OFFSET 100000;
+SELECT id, k FROM hostile ORDER BY id OFFSET 1200;
+SELECT id, k FROM hostile WHERE k IN (1, 2) AND fx IS NULL;
+SELECT MEDIAN(k), MEDIAN(fx), MEDIAN(f), MEDIAN(m) FROM hostile;
+SELECT quantile_cont(fx, 0.9), quantile_disc(fx, 0.9), quantile_cont(fx, 0.999), quantile_disc(fx, 1.0), quantile_cont(fx, 0.0) FROM hostile;
+SELECT quantile_disc(k, 0.25), quantile_disc(big, 0.5), quantile_disc(ts, 0.5), quantile_disc(s, 0.5), quantile_disc(dec, 0.1) FROM hostile;
+SELECT quantile_cont(big, 0.5), quantile_cont(mid, 0.3), MEDIAN(small), MEDIAN(neg) FROM hostile;
+SELECT k, MEDIAN(fx), quantile_disc(m, 0.75), COUNT(*), SUM(neg) FROM hostile GROUP BY k ORDER BY k;
+SELECT k, MEDIAN(fx) AS med FROM hostile WHERE fx > 0 GROUP BY k HAVING COUNT(*) > 1 ORDER BY k;
+SELECT MEDIAN(nul_f), quantile_disc(nul_i, 0.5), MEDIAN(k) FROM hostile;
+SELECT MEDIAN(fx) FROM hostile WHERE k > 100;
+SELECT k, MEDIAN(m) FILTER (WHERE neg > 0) FROM hostile GROUP BY k ORDER BY k;
+SELECT percentile_cont(0.25) WITHIN GROUP (ORDER BY m), percentile_disc(0.75) WITHIN GROUP (ORDER BY m) FROM hostile;
+SELECT MEDIAN(m) - AVG(m), MAX(m) FROM hostile WHERE k < 5;
