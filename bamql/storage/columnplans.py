@@ -219,7 +219,7 @@ def to_storage(a: pa.Array, pl: ColumnPlan) -> np.ndarray:
     if pl.kind == "float":
         # a decimal kept as float64 (too many digits, or --floats plain), or a float as it
         # comes: NaNs canonical, NULLs the NULL bit pattern (encoding.float_storage)
-        v = (to_float64(a) if pa.types.is_decimal(a.type)
+        v = (to_float64(a) if pa.types.is_decimal(a.type) or pa.types.is_integer(a.type)
              else a.cast(pa.from_numpy_dtype(pl.dtype)).to_numpy(zero_copy_only=False))
         return float_storage(v, np.asarray(a.is_null()) if a.null_count else None, pl.dtype)
     if pl.kind == "timestamp":

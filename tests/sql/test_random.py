@@ -5,12 +5,15 @@ in-process, and on the GPU engine in numba's CUDA simulator in a subprocess."""
 
 from __future__ import annotations
 
+import operator
 import os
+import re
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -18,34 +21,62 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import bamql
+from bamql.errors import OutOfRangeError
 from bamql.storage.ingest import ingest
-from tests.reference import assert_same_rows, duck_tables
+from tests.reference import assert_same_rows, duck_tables, normalize
 
 REPO = Path(__file__).resolve().parents[2]
 WORDS = ["", "a", "b", "Z", "é", "日本", "🚕"]
 NUMERIC = ["i", "g", "x", "y", "z"]
 
 
+#: int64 limits: the least int64 is the store's NULL sentinel (a column holding it is refused
+#: at ingest), so the widest generated span stops one short of it
+I64_MAX = 2**63 - 1
+#: hostile floats for z: signed zero, subnormals, the largest doubles, NaN, infinities,
+#: whole numbers beyond 2**53 and at 2**63
+FLOAT_SPECIALS = [np.nan, np.inf, -np.inf, -0.0, 5e-324, -5e-324, 2.2250738585072014e-308,
+                  1.7976931348623157e308, -1.7976931348623157e308, 2.0**53 + 2, 2.0**63, -2.0**63]
+#: timestamp spans in microseconds: around 1970 (1875..2065) or the whole of years 1..9999
+TIME_SPANS = [(-3 * 10**15, 3 * 10**15), (-62135596800 * 10**6, 253402300799 * 10**6)]
+
+
 @st.composite
 def tables(draw) -> pa.Table:
-    """A random table ``r``: i (int, wide range), g (int 0..5, a key), x (2-decimal floats),
-    y (whole floats), z (floats with NaN/inf), t (timestamps around 1970), s (strings)."""
-    n = draw(st.integers(1, 400))
+    """A random table ``r``: i (int, a wide range up to the int64 limits, its ends often
+    present), g (int 0..5, a key), x (2-decimal floats), y (whole floats), z (floats with
+    NaN, +-inf, -0.0, subnormals and huge values), t (timestamps around 1970 or over years
+    1..9999), s (strings, unicode and empty). NULLs are spread or in one run (all-NULL pages);
+    a table may have no rows."""
+    n = draw(st.integers(1, 400)) if draw(st.sampled_from([True] * 7 + [False])) else 0
     seed = draw(st.integers(0, 2**32 - 1))
     null = draw(st.sampled_from([0.0, 0.0, 0.1, 0.5, 1.0]))
-    span = draw(st.sampled_from([10, 1000, 10**6, 2**40, 2**60]))
+    run = draw(st.booleans())  # NULLs in one contiguous run rather than spread
+    span = draw(st.sampled_from([10, 1000, 2**15, 10**6, 2**31, 2**40, 2**60, I64_MAX]))
+    ends = draw(st.booleans())  # the span's ends present (-span and span - 1: int16/int32 limits)
     specials = draw(st.booleans())
+    times = draw(st.sampled_from(TIME_SPANS))
     rng = np.random.default_rng(seed)
 
     def mask() -> np.ndarray:
+        if run:
+            m = np.zeros(n, bool)
+            start = int(rng.integers(0, n + 1))
+            m[start:start + int(null * n)] = True
+            return m
         return rng.random(n) < null
 
+    i = rng.integers(-span, span, n)
+    if ends and n:
+        i[rng.random(n) < 0.2] = -span
+        i[rng.random(n) < 0.2] = span if span == I64_MAX else span - 1
     z = rng.normal(0, 100, n)
     if specials:
-        z[rng.random(n) < 0.2] = rng.choice([np.nan, np.inf, -np.inf, -0.0], 1)[0]
-    t = rng.integers(-3 * 10**15, 3 * 10**15, n)  # 1875..2065 in microseconds
+        for v in rng.choice(FLOAT_SPECIALS, 2):
+            z[rng.random(n) < 0.15] = v
+    t = rng.integers(*times, n)
     return pa.table({
-        "i": pa.array(rng.integers(-span, span, n), pa.int64(), mask=mask()),
+        "i": pa.array(i, pa.int64(), mask=mask()),
         "g": pa.array(rng.integers(0, 6, n), pa.int64(), mask=mask()),
         "x": pa.array(np.round(rng.uniform(-500, 500, n), 2), pa.float64(), mask=mask()),
         "y": pa.array(np.round(rng.uniform(-1e4, 1e4, n)), pa.float64(), mask=mask()),
@@ -55,31 +86,41 @@ def tables(draw) -> pa.Table:
     })
 
 
+#: constants of comparisons: decimals, whole numbers, the int64 limits, -0.0, the extreme
+#: doubles, NaN and NULL
+LITERALS = ["0", "1", "-1", "3", "2.5", "-100", "250.75", "1000", "-0.0", "9223372036854775807",
+            "-9223372036854775807", "1e308", "5e-324", "'NaN'::DOUBLE", "NULL"]
+
+
 @st.composite
 def leaf(draw) -> str:
     c = draw(st.sampled_from(NUMERIC))
-    kind = draw(st.sampled_from(["cmp", "between", "in", "null", "str", "time", "arith"]))
-    lit = draw(st.sampled_from(["0", "1", "-1", "3", "2.5", "-100", "250.75", "1000"]))
+    kind = draw(st.sampled_from(["cmp", "cols", "between", "in", "null", "str", "time", "arith"]))
+    lit = draw(st.sampled_from(LITERALS))
     if kind == "cmp":
         return f"{c} {draw(st.sampled_from(['=', '<>', '<', '<=', '>', '>=']))} {lit}"
-    if kind == "between":
-        return f"{c} BETWEEN -{lit.lstrip('-')} AND {lit.lstrip('-')}"
+    if kind == "cols":  # an integer with a float, NaN and -0.0 included
+        return f"{c} {draw(st.sampled_from(['=', '<>', '<', '>=']))} {draw(st.sampled_from(NUMERIC))}"
+    if kind == "between":  # the bounds in either order (reversed: an empty range)
+        return f"{c} {draw(st.sampled_from(['', 'NOT ']))}BETWEEN {lit} AND {draw(st.sampled_from(LITERALS))}"
     if kind == "in":  # integer constants: DuckDB would cast a wide BIGINT to a DECIMAL
-        return f"{c} {draw(st.sampled_from(['', 'NOT ']))}IN (0, 1, {int(float(lit))})"
+        small = lit[0] in "-0123456789" and abs(float(lit)) < 1e9  # not NaN, NULL nor 1e308
+        k = lit if lit.lstrip("-").isdigit() else int(float(lit)) if small else 7
+        null = draw(st.sampled_from(["", ", NULL"]))
+        return f"{c} {draw(st.sampled_from(['', 'NOT ']))}IN (0, 1, {k}{null})"
     if kind == "null":
         return f"{draw(st.sampled_from([*NUMERIC, 't', 's']))} IS {draw(st.sampled_from(['', 'NOT ']))}NULL"
     if kind == "str":
         return f"s {draw(st.sampled_from(['=', '<>', '<', '>=']))} '{draw(st.sampled_from(WORDS + ['m']))}'"
     if kind == "time":
-        year = draw(st.sampled_from([1900, 1969, 1970, 2000, 2050]))
+        year = draw(st.sampled_from([1, 1900, 1969, 1970, 2000, 2050, 9999]))
         op = draw(st.sampled_from(["<", ">="]))
         if draw(st.booleans()):
             return f"EXTRACT({draw(st.sampled_from(['HOUR', 'MINUTE', 'DOW']))} FROM t) {op} 3"
-        return f"t {op} TIMESTAMP '{year}-06-15 12:00:00'"
+        return f"t {op} TIMESTAMP '{year:04d}-06-15 12:00:00'"
+    # an integer sum, difference or product may overflow BIGINT: see ``check_one``
     op = draw(st.sampled_from(["+", "-", "*"]))
-    # (an integer product could overflow BIGINT, an error in DuckDB: multiply by a float)
-    c2 = draw(st.sampled_from(["x", "y", "z"] if op == "*" else NUMERIC))
-    return f"{c} {op} {c2} > {lit}"
+    return f"{c} {op} {draw(st.sampled_from(NUMERIC))} > {lit}"
 
 
 def predicates(depth: int = 2):
@@ -96,7 +137,8 @@ def queries(draw) -> str:
     c, c2 = draw(st.sampled_from(NUMERIC)), draw(st.sampled_from(NUMERIC))
     aggs = draw(st.lists(st.sampled_from([
         "COUNT(*)", f"COUNT({c})", f"SUM({c})", f"AVG({c})", f"MIN({c})", f"MAX({c})",
-        f"SUM({c} + {c2})", f"MAX({c} - {c2})", f"AVG({c} / {c2})", "MIN(t)", "MAX(s)", "COUNT(s)",
+        f"SUM({c} + {c2})", f"MAX({c} - {c2})", f"AVG({c} / {c2})", f"MIN({c} * {c2})", "MIN(t)",
+        "MAX(s)", "COUNT(s)", "SUM(i * g)", "MAX(i + i)",  # integer overflow: see ``check_one``
     ]), min_size=1, max_size=3))
     key = draw(st.sampled_from([None, None, "g", "s", "EXTRACT(HOUR FROM t)", "EXTRACT(DOW FROM t)"]))
     where = draw(st.one_of(st.none(), predicates()))
@@ -106,6 +148,49 @@ def queries(draw) -> str:
     if key:
         sql += " GROUP BY 1 ORDER BY 1"
     return sql
+
+
+def int_overflows(sql: str, table: pa.Table) -> bool:
+    """Whether an operation ``a op b`` of the integer columns i and g in ``sql`` leaves the
+    int64 range on some row of ``table`` (the generator writes them so, spaces around op)."""
+    ops = {"+": operator.add, "-": operator.sub, "*": operator.mul}
+    for a, op, b in re.findall(r"\b([ig]) ([-+*]) ([ig])\b", sql):
+        for u, v in zip(table[a].to_pylist(), table[b].to_pylist(), strict=True):
+            if u is not None and v is not None and not -(2**63) <= ops[op](u, v) <= I64_MAX:
+                return True
+    return False
+
+
+def exact_rows(sql: str, table: pa.Table) -> list[tuple]:
+    """DuckDB's answer with the integer columns as HUGEINT: what ``sql`` means with no int64
+    overflow anywhere."""
+    con = duckdb.connect()
+    con.execute("SET error_on_division_by_zero=false")
+    con.register("r_int64", normalize(table))
+    con.execute("CREATE VIEW r AS SELECT * REPLACE (i::HUGEINT AS i, g::HUGEINT AS g) FROM r_int64")
+    return con.sql(sql).fetchall()
+
+
+def check_one(con, table: pa.Table, sql: str) -> None:
+    """Compare bamql's answer to ``sql`` with DuckDB's. Where an integer operation overflows
+    BIGINT on some row, the two may differ in whether they raise, never in an answer: bamql
+    raises wherever it evaluates an overflowing operation on a row that counts, DuckDB where
+    it evaluates one, and it skips some (an AND it short-circuits, a ``SUM(i + 1)`` it
+    rewrites as ``SUM(i) + COUNT(i)``). So a raise on either side needs an overflowing row,
+    and an answer from bamql where DuckDB raised must be the exact (HUGEINT) answer."""
+    try:
+        ref = duck_tables(sql, {"r": table})
+    except duckdb.OutOfRangeException:
+        ref = None
+    try:
+        ours = con.sql(sql).rows()
+    except OutOfRangeError:
+        assert int_overflows(sql, table), f"bamql reports an overflow that no row has: {sql}"
+        return
+    if ref is None:
+        assert int_overflows(sql, table), f"DuckDB reports an overflow that no row has: {sql}"
+        ref = exact_rows(sql, table)
+    assert_same_rows(ours, ref, ordered="ORDER BY" in sql)
 
 
 def check(table: pa.Table, sqls: list[str], page_size: int, floats: str, device: str = "cpu",
@@ -119,8 +204,7 @@ def check(table: pa.Table, sqls: list[str], page_size: int, floats: str, device:
             "backend": backend, "cache": None if cache_slots is None else str(cache_slots * page_size)}
         with bamql.connect(Path(d) / "data", device=device, **kw) as con:
             for sql in sqls:
-                ours = con.sql(sql).rows()
-                assert_same_rows(ours, duck_tables(sql, {"r": table}), ordered="ORDER BY" in sql)
+                check_one(con, table, sql)
 
 
 @settings(deadline=None, suppress_health_check=list(HealthCheck))
@@ -128,6 +212,20 @@ def check(table: pa.Table, sqls: list[str], page_size: int, floats: str, device:
        page_size=st.sampled_from([512, 4096]), floats=st.sampled_from(["auto", "plain"]))
 def test_random_tables_and_queries_on_the_cpu(table, sqls, page_size, floats):
     check(table, sqls, page_size, floats)
+
+
+def test_integer_overflow_is_an_error_or_the_exact_answer():
+    """The hostile integers the generator draws, fixed: a product that overflows (an error
+    on both sides), a sum whose overflowing row is filtered out (an answer on both), and one
+    in an AND that DuckDB may short-circuit (``check_one``'s rule)."""
+    table = pa.table({"i": pa.array([I64_MAX, 1, -I64_MAX], pa.int64()),
+                      "g": pa.array([2, 0, None], pa.int64()), "x": pa.array([-0.0, 5e-324, np.nan])})
+    assert int_overflows("SELECT SUM(i * g) FROM r", table)
+    assert not int_overflows("SELECT SUM(i * x) FROM r", table)
+    check(table, ["SELECT SUM(i * g) FROM r", "SELECT MAX(i + i) FROM r WHERE g = 0",
+                  "SELECT COUNT(*) FROM r WHERE (g = 0 AND i + i > 0)",
+                  "SELECT SUM(i), MIN(i / x), MAX(i * x) FROM r WHERE i BETWEEN 9223372036854775807 AND 0"],
+          512, "auto")
 
 
 def simulator_examples(n: int) -> None:

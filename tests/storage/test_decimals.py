@@ -206,3 +206,28 @@ def test_to_float64_is_correctly_rounded_for_slices_and_wide_decimals():
     nul = pa.array([None, decimal.Decimal("1.5")], pa.decimal128(38, 2))
     assert np.allclose(to_float64(wide), cents / 100.0)
     assert np.isnan(to_float64(nul)[0]) and to_float64(nul)[1] == 1.5
+
+
+@pytest.mark.parametrize("floats", ["auto", "plain"])
+def test_an_integer_file_beside_a_float_file_rounds_to_the_nearest_double(tmp_path, floats):
+    """Found by the fuzz hunt: a column that is BIGINT in one file and DOUBLE in another is
+    stored as DOUBLE, and an integer beyond 2**53 in it failed the ingest with Arrow's
+    'Integer value ... not in range'; it is rounded, as DuckDB's union of the files does."""
+    import duckdb
+
+    from bamql.storage.decimals import to_float64
+
+    big = 2**53 + 1
+    assert to_float64(pa.array([big, None, -big])).tolist()[::2] == [float(big), -float(big)]
+    # even whole numbers: their float sum is exact in any order
+    pq.write_table(pa.table({"f": pa.array([2.0, -0.0, 4.0])}), tmp_path / "a.parquet")
+    pq.write_table(pa.table({"f": pa.array([big, None, -6], pa.int64())}), tmp_path / "b.parquet")
+    files = [tmp_path / "a.parquet", tmp_path / "b.parquet"]
+    ingest(files, tmp_path / "data" / "r", page_size=512, floats=floats)
+    sql = "SELECT SUM(f), MIN(f), MAX(f), COUNT(*) FROM r WHERE f = {} OR f < 1"
+    union = f"read_parquet([{', '.join(repr(str(p)) for p in files)}], union_by_name=true)"
+    with bamql.connect(tmp_path / "data") as con:
+        for c in (big, big - 1, 9007199254740992.0):
+            want = duckdb.sql(sql.format(c).replace("FROM r", f"FROM {union}")).fetchall()
+            assert con.sql(sql.format(c)).rows() == want
+            assert want[0][3] == 3  # the big value (the nearest double, equal to all three), -0.0, -6
