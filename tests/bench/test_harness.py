@@ -15,6 +15,7 @@ from tests.conftest import read_orc
 from tests.reference import assert_same_rows, duck
 
 
+@pytest.mark.slow  # in CI's slow run; the default run keeps lighter simulator checks
 def test_bench_cpu_engines_write_json_and_plots(tmp_path):
     out = tmp_path / "res" / "cpu"
     r = subprocess.run([sys.executable, "-m", "bamql.cli", "bench", "--engines",
@@ -70,6 +71,7 @@ def test_rapids_baseline_predicates_on_pandas(taxi_store, taxi_orc):
     assert_same_rows(run_query(df, q), duck(sql, table), ordered=True)
 
 
+@pytest.mark.slow  # in CI's slow run; the default run keeps lighter simulator checks
 def test_scaleout_bench_runs_on_cpu_workers(tmp_path):
     pytest.importorskip("distributed")
     pytest.importorskip("duckdb")

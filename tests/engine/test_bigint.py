@@ -182,6 +182,7 @@ SIM_SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # in CI's slow run; the default run keeps lighter simulator checks
 def test_gpu_kernels_in_the_simulator():
     pytest.importorskip("numba.cuda")
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1", "PYTHONPATH": str(ROOT)}

@@ -44,7 +44,7 @@ def test_partitioned_ingest_and_local_run(parted, single):
         assert "4 partitions" in text
 
 
-@pytest.mark.parametrize("workers", [1, 2, 4])
+@pytest.mark.parametrize("workers", [1, *(pytest.param(n, marks=pytest.mark.slow) for n in (2, 4))])
 def test_every_query_distributed_matches_one_node(parted, single, workers):
     with distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=False,
                                   dashboard_address=None) as cluster, distributed.Client(cluster) as client:
@@ -83,7 +83,8 @@ def test_repeated_queries_run_on_the_workers_event_loop(parted, single, monkeypa
     assert sum(quick for _, quick in dask_worker._calls.values()) == 4
 
 
-@pytest.mark.parametrize("direct", [pytest.param(False, marks=pytest.mark.slow), True],
+@pytest.mark.slow
+@pytest.mark.parametrize("direct", [False, True],
                          ids=["relayed", "direct"])
 def test_a_worker_killed_mid_query(parted, single, direct):
     # relayed: answers pass through the scheduler; direct: from the worker to the client

@@ -163,6 +163,7 @@ SIM = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # in CI's slow run; the default run keeps lighter simulator checks
 def test_float_nulls_and_nans_on_the_gpu_kernels_in_the_simulator():
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
     r = subprocess.run([sys.executable, "-c", SIM], env=env, capture_output=True, text=True,

@@ -52,6 +52,7 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # in CI's slow run; the default run keeps lighter simulator checks
 def test_variances_and_filters_in_the_simulated_gpu_kernel():
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
     r = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True,

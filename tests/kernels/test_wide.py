@@ -134,6 +134,7 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # in CI's slow run; the default run keeps lighter simulator checks
 def test_wide_predicates_in_the_gpu_template_match_duckdb_in_the_simulator():
     pytest.importorskip("numba.cuda")
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
