@@ -24,7 +24,9 @@ def _dictionary_of(e: ir.Expr, q: ir.Query, cols: dict[str, ColumnMeta]) -> tupl
     return cols[src.name].dictionary or ()
 
 
-def _arrow(v: np.ndarray, ok: np.ndarray, e: ir.Expr, q: ir.Query, cols) -> pa.Array:
+def arrow_column(v: np.ndarray, ok: np.ndarray, e: ir.Expr, q: ir.Query, cols) -> pa.Array:
+    """An output column as Arrow: values ``v`` valid where ``ok``, typed by the expression
+    ``e`` (floats as DOUBLE, integers, timestamps, dictionary codes as strings)."""
     mask = ~ok
     if e.kind == "float":
         return pa.array(v.astype(np.float64), mask=mask, type=pa.float64())
@@ -80,12 +82,13 @@ def assemble(g: Grouped, q: ir.Query, cols: dict[str, ColumnMeta]) -> pa.Table:
         keep = keep[np.lexsort(sort_keys[::-1])] if len(keep) else keep
     if q.limit is not None:
         keep = keep[: q.limit]
-    arrays = [_arrow(v[keep], ok[keep], e, q, cols) for (v, ok), e in zip(outs, q.exprs, strict=True)]
-    names = _unique(list(q.names))
+    arrays = [arrow_column(v[keep], ok[keep], e, q, cols) for (v, ok), e in zip(outs, q.exprs, strict=True)]
+    names = unique_names(list(q.names))
     return pa.Table.from_arrays(arrays, names=names)
 
 
-def _unique(names: list[str]) -> list[str]:
+def unique_names(names: list[str]) -> list[str]:
+    """Output column names made unique: a repeated ``x`` becomes ``x_1``, ``x_2``, ..."""
     seen: dict[str, int] = {}
     out = []
     for n in names:

@@ -21,7 +21,7 @@ from bamql.config import Backend, Device, Medium
 from bamql.engine.accumulate import Grouped
 from bamql.engine.cpu import Matches, warm_readers
 from bamql.engine.partition import partition_stats
-from bamql.engine.result import _arrow, _unique
+from bamql.engine.result import arrow_column, unique_names
 from bamql.engine.stats import QueryStats
 from bamql.planner import ir
 from bamql.planner.cost import MEDIA
@@ -177,7 +177,7 @@ def run_rows(table: PartitionedTable, q: ir.RowQuery, medium: Medium, device: De
     stop = kept.n if q.limit is None else min(kept.n, q.offset + q.limit)
     kept = kept.take(np.arange(min(q.offset, stop), stop))
     arrays = [_column(v, ok, e, table) for (v, ok), e in zip(kept.outs, q.exprs, strict=True)]
-    out = pa.Table.from_arrays(arrays, names=_unique(list(q.names)))
+    out = pa.Table.from_arrays(arrays, names=unique_names(list(q.names)))
     if len(all_stats) == 1 and not table.partitioned:
         return out, all_stats[0]
     stats = QueryStats(f"{device}/local", backend, table.rows)
@@ -193,7 +193,7 @@ def _column(v: np.ndarray, ok: np.ndarray, e: ir.Expr, table: PartitionedTable) 
         d = table.columns[e.name].dictionary or ()
         return pa.array([d[int(x)] if o else None for x, o in zip(v, ok, strict=True)],
                         pa.string())
-    return _arrow(v, ok, e, None, None)
+    return arrow_column(v, ok, e, None, None)
 
 
 def explain_rows(q: ir.RowQuery, plan_text: str, on_gpu: bool) -> str:
