@@ -25,6 +25,7 @@ def is_row_query(s: exp.Select, aggregates: tuple[type, ...]) -> bool:
 def row_query(t: Translator, s: exp.Select, pred: ir.Expr | None) -> ir.RowQuery:
     """The row query of ``s`` (``is_row_query``), with its WHERE already translated."""
     names: list[str] = []
+    aliased: set[int] = set()  # positions of names that are AS aliases
     exprs: list[ir.Expr] = []
     for item in s.expressions:
         star = item if isinstance(item, exp.Star) else (
@@ -41,6 +42,7 @@ def row_query(t: Translator, s: exp.Select, pred: ir.Expr | None) -> ir.RowQuery
             continue
         node = item.unalias() if isinstance(item, exp.Alias) else item
         if isinstance(item, exp.Alias):
+            aliased.add(len(names))
             names.append(item.alias)
         elif isinstance(item, exp.Column):
             names.append(item.name)
@@ -50,7 +52,7 @@ def row_query(t: Translator, s: exp.Select, pred: ir.Expr | None) -> ir.RowQuery
     order = []
     if s.args.get("order") is not None:
         for o in s.args["order"].expressions:
-            order.append((_order_expr(t, o.this, names, exprs), bool(o.args.get("desc")),
+            order.append((_order_expr(t, o.this, names, exprs, aliased), bool(o.args.get("desc")),
                           bool(o.args.get("nulls_first"))))
     return ir.RowQuery(t.table, pred, tuple(names), tuple(exprs), tuple(order),
                        _count(t, s, "limit"), _count(t, s, "offset") or 0)
@@ -69,7 +71,8 @@ def _value(t: Translator, node) -> ir.Expr:
     return e
 
 
-def _order_expr(t: Translator, node, names: list[str], exprs: list[ir.Expr]) -> ir.Expr:
+def _order_expr(t: Translator, node, names: list[str], exprs: list[ir.Expr],
+                aliased: set[int]) -> ir.Expr:
     """An ORDER BY term: a select-list position, an output name, or an expression."""
     if isinstance(node, exp.Literal) and not node.is_string:
         if not node.this.isdigit():
@@ -78,9 +81,12 @@ def _order_expr(t: Translator, node, names: list[str], exprs: list[ir.Expr]) -> 
         if not 1 <= k <= len(names):
             raise t.fail(f"ORDER BY position {k} is not in the select list", node)
         return exprs[k - 1]
-    if isinstance(node, exp.Column) and not node.table and node.name in names \
-            and node.name not in t.cols:
-        return exprs[names.index(node.name)]
+    if isinstance(node, exp.Column) and not node.table:
+        # as DuckDB binds it: a select-list alias before a column of that name, the last
+        # alias of several, names compared case-insensitively
+        hits = [i for i, n in enumerate(names) if i in aliased and n.lower() == node.name.lower()]
+        if hits:
+            return exprs[hits[-1]]
     e = _value(t, node)
     if isinstance(e, ir.Lit):
         raise t.fail("ORDER BY a constant is not supported", node)

@@ -35,3 +35,8 @@ SELECT MEDIAN(fx) FROM hostile WHERE k > 100;
 SELECT k, MEDIAN(m) FILTER (WHERE neg > 0) FROM hostile GROUP BY k ORDER BY k;
 SELECT percentile_cont(0.25) WITHIN GROUP (ORDER BY m), percentile_disc(0.75) WITHIN GROUP (ORDER BY m) FROM hostile;
 SELECT MEDIAN(m) - AVG(m), MAX(m) FROM hostile WHERE k < 5;
+-- ORDER BY a name that is both an alias and a column binds the alias (the last of several)
+SELECT fx AS k, id FROM hostile ORDER BY k, id LIMIT 20;
+SELECT k AS id, id AS ID2 FROM hostile ORDER BY id DESC, id2 LIMIT 20;
+SELECT id AS x, fx AS x FROM hostile ORDER BY x, 1 LIMIT 20;
+SELECT fx AS K, * FROM hostile ORDER BY k DESC NULLS FIRST, id LIMIT 20;
