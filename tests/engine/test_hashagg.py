@@ -5,6 +5,10 @@ a partitioned store, the real TLC sample, refusals, and the kernel path left as 
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import duckdb
@@ -189,3 +193,34 @@ def test_refusals_are_one_line(store, sql, match):
     with bamql.connect(data, device="cpu") as con, pytest.raises(PlanError, match=match) as e:
         con.sql(sql)
     assert "\n" not in str(e.value)
+
+
+SIM = textwrap.dedent("""
+    import tempfile
+    from pathlib import Path
+    import pyarrow.parquet as pq
+    import bamql
+    from bamql.engine.hashagg import ON_CPU
+    from bamql.storage.ingest import ingest
+    from tests.engine.test_hashagg import hostile
+    from tests.reference import assert_same_rows, duck
+
+    d = Path(tempfile.mkdtemp())
+    t = hostile()
+    pq.write_table(t, d / "t.parquet")
+    ingest([d / "t.parquet"], d / "data" / "trips", page_size=512)
+    with bamql.connect(d / "data", device="gpu", backend="host", cache="64KiB") as con:
+        assert "simulator" in con.note
+        sql = "SELECT fk, COUNT(*), SUM(big), MAX(x) FROM trips GROUP BY fk ORDER BY fk"
+        assert ON_CPU in con.explain(sql)
+        assert_same_rows(con.sql(sql).rows(), duck(sql, t), ordered=True)
+    print("gpu session ok")
+""")
+
+
+def test_gpu_session_runs_the_step_on_the_cpu_in_the_simulator():
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+    r = subprocess.run([sys.executable, "-c", SIM], env=env, capture_output=True, text=True,
+                       timeout=900, cwd=Path(__file__).resolve().parents[2])
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "gpu session ok" in r.stdout
