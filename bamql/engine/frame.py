@@ -11,6 +11,7 @@ from bamql.engine.result import Result
 from bamql.errors import PlanError
 from bamql.planner import ir
 from bamql.planner.constants import timestamp_us
+from bamql.planner.show import show
 from bamql.planner.translate import Translator
 
 
@@ -227,7 +228,6 @@ class Frame:
             raise PlanError("filter() needs a condition")
         t = Translator.for_columns(cols, self.name)
         keys = tuple(t.key_of(resolve(k, cols), None) for k in self.keys)
-        t.check_domain(list(keys), None)
         agg_list: list[ir.Agg] = []
         exprs = []
         for a in aggs.values():
@@ -235,7 +235,8 @@ class Frame:
             if g not in agg_list:
                 agg_list.append(g)
             exprs.append(ir.AggRef(agg_list.index(g), g.kind))
-        key_names = tuple(k.name if isinstance(k, ir.Col) else f"{k.part}" for k in keys)
+        key_names = tuple(k.name if isinstance(k, ir.Col) else k.part if isinstance(k, ir.Extract)
+                          else show(k) for k in keys)
         names = key_names + tuple(aggs)
         key_exprs = tuple(ir.KeyRef(i, k.kind) for i, k in enumerate(keys))
         order = tuple((i, False, False) for i in range(len(keys)))

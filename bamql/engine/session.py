@@ -16,6 +16,7 @@ import pyarrow as pa
 from bamql.config import Backend, Config, Device, Medium
 from bamql.engine.accumulate import count_present, finish, n_groups, regroup
 from bamql.engine.describe import describe
+from bamql.engine.hashagg import explain_hashed, hashed_columns, run_hashed
 from bamql.engine.partition import plan_partition, table_domains
 from bamql.engine.result import Result, assemble
 from bamql.engine.rows import explain_rows, kernel_query, plan_rows, quantiles, run_rows
@@ -25,6 +26,7 @@ from bamql.lru import LRU
 from bamql.planner import ir
 from bamql.planner.describe import catalog_query
 from bamql.planner.distinct import distinct_slots, split_distinct
+from bamql.planner.grouping import check_hashed, hashed
 from bamql.planner.joins import Dimension, JoinQuery, dimension, translate_joins
 from bamql.planner.params import Params, bind
 from bamql.planner.physical import PhysicalPlan, explain_text
@@ -386,6 +388,11 @@ class Session:
                 txt = explain_rows(q, explain_text(plan_rows(part, q.table, q.predicate,
                                                              q.columns, self._medium()), part),
                                    self.device == Device.GPU)
+            elif self._hashed(q):
+                runner = self._local  # the step runs in this process
+                txt = explain_hashed(q, explain_text(plan_rows(
+                    part, q.table, q.predicate, hashed_columns(q), self._medium()), part),
+                    self.device == Device.GPU)
             else:
                 txt = explain_text(self.plan(q), part) + _quantile_line(q, self.device)
             if table.partitioned:
@@ -404,6 +411,8 @@ class Session:
             return self._execute_rows(query)
         q = query.fact if isinstance(query, JoinQuery) else query
         table = self.store(q.table)
+        if self._hashed(query):
+            return self._execute_hashed(q)
         plan = self.plan(q)
         runner = self._runner(table)
         t0 = time.perf_counter()
@@ -438,6 +447,23 @@ class Session:
         except MemoryError:
             raise DeviceError("out of host memory while running the query") from None
         return Result(out, stats, self.explain_query(q))
+
+    def _hashed(self, q) -> bool:
+        """Whether ``q`` is a GROUP BY for the hash-aggregation step (``planner.grouping``);
+        what that step does not compute is refused here."""
+        if not isinstance(q, ir.Query) or not hashed(q, self.store(q.table).columns):
+            return False
+        check_hashed(q)
+        return True
+
+    def _execute_hashed(self, q: ir.Query) -> Result:
+        """Run a hashed GROUP BY (``engine.hashagg``; on the CPU on any device)."""
+        table = self.store(q.table)
+        try:
+            g, stats = run_hashed(table, q, self._medium(), self.device, self.backend)
+        except MemoryError:
+            raise DeviceError("out of host memory while running the query") from None
+        return Result(assemble(g, q, table.columns), stats, self.explain_query(q))
 
     def table(self, name: str):
         """A dataframe-like handle on a table (see bamql.engine.frame)."""

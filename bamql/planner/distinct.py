@@ -22,9 +22,10 @@ import numpy as np
 
 from bamql.errors import PlanError
 from bamql.planner import ir
+from bamql.planner.grouping import kernel_slots
 from bamql.planner.joins import JoinQuery, KeyMap
 from bamql.planner.show import show
-from bamql.planner.translate import MAX_GROUPS, key_domain
+from bamql.planner.translate import MAX_GROUPS
 from bamql.storage.format import ColumnMeta
 
 
@@ -49,9 +50,11 @@ def split_distinct(q: ir.Query | ir.RowQuery | JoinQuery,
     out = dataclasses.replace(out, aggs=aggs)
     fact = q.fact if isinstance(q, JoinQuery) else out
     keys = fact.keys if c in fact.keys else (*fact.keys, c)
-    total = 1
-    for k in keys:
-        total *= key_domain(k, cols)[1] + 1
+    total = kernel_slots(keys, cols)
+    if total is None:
+        raise PlanError(f"COUNT(DISTINCT {show(c)}) with GROUP BY "
+                        f"{', '.join(show(k) for k in fact.keys)} is not supported (only with "
+                        "GROUP BY small-domain integer or string columns)")
     if total > MAX_GROUPS:
         raise PlanError(f"COUNT(DISTINCT {show(c)}) groups by {show(c)} as well: up to {total:,} "
                         f"groups; bamql counts distinct values of small domains only (at most "

@@ -31,6 +31,7 @@ from sqlglot import exp
 from bamql.errors import PlanError
 from bamql.planner import ir
 from bamql.planner.evaluate import evaluate
+from bamql.planner.grouping import kernel_slots
 from bamql.planner.show import show
 from bamql.planner.subqueries import in_subquery
 from bamql.planner.translate import MAX_GROUPS, Translator, key_domain, translate
@@ -416,9 +417,10 @@ def rewrite(q: ir.Query, t: JoinTranslator) -> JoinQuery:
             fact_keys.append(fk)
         i = fact_keys.index(fk)
         maps.append(KeyMap(i) if j is None else _key_map(i, j, k, t))
-    total = 1
-    for k in fact_keys:
-        total *= key_domain(k, t.fact_cols)[1] + 1
+    total = kernel_slots(fact_keys, t.fact_cols)
+    if total is None:
+        raise PlanError(f"GROUP BY {', '.join(show(k) for k in fact_keys)} with a JOIN is not "
+                        "supported (only GROUP BY small-domain integer or string columns)")
     if total > MAX_GROUPS:
         keys = ", ".join(show(k) for k in fact_keys)
         raise PlanError(f"GROUP BY a joined column groups by the join keys ({keys}), up to "

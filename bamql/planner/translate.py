@@ -19,7 +19,8 @@ from bamql.planner.ctes import inline_ctes
 from bamql.planner.expressions import AGGREGATES, ARITH_OPS, CMP_OPS, ExprTranslator
 from bamql.storage.format import ColumnMeta
 
-#: Most groups a GROUP BY may produce (dense accumulators, one slot per possible key).
+#: Most slots the kernel's dense accumulators take for a GROUP BY (one per possible key);
+#: a GROUP BY of more is hash-aggregated (``planner.grouping``).
 MAX_GROUPS = 1 << 20
 
 #: The most nodes an aggregate's argument may have: it is compiled into the query's kernel,
@@ -39,7 +40,7 @@ _RECURSION_LIMIT = 6000
 
 class Translator(ExprTranslator):
     """SQL text -> logical IR. Its checks (``coerce_literal``, ``compare``, ``in_list``,
-    ``key_of``, ``agg_of``, ``check_domain``) are public: the dataframe API builds its IR
+    ``key_of``, ``agg_of``) are public: the dataframe API builds its IR
     through them (``for_columns``), so both accept and refuse the same things."""
 
     # -- statements --------------------------------------------------------------------
@@ -101,7 +102,13 @@ class Translator(ExprTranslator):
 
         keys: list[ir.Expr] = []
         group = s.args.get("group")
-        if group is not None:
+        if group is not None and group.args.get("all"):  # the select list's non-aggregates
+            for item in items:
+                node = item.unalias()
+                if not any(isinstance(n, tuple(QUERY_AGGREGATES)) for n in node.walk()):
+                    if (k := self.key_expr(node)) not in keys:
+                        keys.append(k)
+        elif group is not None:
             for g in group.expressions:
                 node = g
                 if isinstance(g, exp.Literal) and not g.is_string:
@@ -114,7 +121,6 @@ class Translator(ExprTranslator):
                 elif isinstance(g, exp.Column) and g.name in aliases and g.name not in self.cols:
                     node = aliases[g.name]
                 keys.append(self.key_expr(node))
-        self.check_domain(keys, group)
 
         aggs: list[ir.Agg] = []
         names, exprs = [], []
@@ -175,14 +181,6 @@ class Translator(ExprTranslator):
         if s.args.get("joins"):
             raise self.fail("JOIN is not supported", s.args["joins"][0])
 
-    def check_domain(self, keys: list[ir.Expr], node) -> None:
-        total = 1
-        for k in keys:
-            total *= key_domain(k, self.cols)[1] + 1
-        if total > MAX_GROUPS:
-            raise self.fail(f"GROUP BY has up to {total:,} groups; bamql groups only small domains "
-                            f"(at most {MAX_GROUPS:,})", node)
-
     def order_index(self, node, names, exprs, keys, aggs) -> int:
         if isinstance(node, exp.Literal) and not node.is_string:
             if not node.this.isdigit():
@@ -203,13 +201,16 @@ class Translator(ExprTranslator):
         return self.key_of(self.expr(node), node)
 
     def key_of(self, e: ir.Expr, node) -> ir.Expr:
-        """``e`` as a group key, or the error that says what a key may be (SQL and frames)."""
-        if isinstance(e, ir.Col) and e.kind in ("int", "string"):
-            return e
-        if isinstance(e, ir.Extract) and ir.EXTRACT_PARTS[e.part] is not None:
-            return e
-        raise self.fail("GROUP BY takes integer or dictionary-string columns, or EXTRACT of a "
-                        "timestamp's field other than YEAR", node)
+        """``e`` as a group key, or the error that says what a key may be (SQL and frames).
+        Keys the kernel cannot group by go to the hash-aggregation step (``planner.grouping``)."""
+        if isinstance(e, ir.Lit):
+            raise self.fail("GROUP BY a constant is not supported", node)
+        if e.kind == "string" and not isinstance(e, ir.Col):
+            raise self.fail("GROUP BY a string expression is not supported: group by a string "
+                            "column", node)
+        if e.kind not in ("int", "float", "timestamp", "string", "bool"):
+            raise self.fail(f"GROUP BY a {e.kind} expression is not supported", node)
+        return e
 
     # -- after aggregation -------------------------------------------------------------
     def outer(self, node, keys, aggs, names=None, exprs=None) -> ir.Expr:

@@ -8,8 +8,6 @@ SELECT COUNT(*) FROM trips UNION ALL SELECT COUNT(*) FROM trips;
 SELECT COUNT(*) FROM trips LIMIT 5 OFFSET 2;
 SELECT COUNT(*) FROM trips LIMIT -1;
 SELECT COUNT(*) FROM trips LIMIT 1 + 1;
-SELECT trip_distance, COUNT(*) FROM trips GROUP BY trip_distance;
-SELECT pickup_datetime, COUNT(*) FROM trips GROUP BY pickup_datetime;
 SELECT vendor_id + 1, COUNT(*) FROM trips GROUP BY vendor_id;
 SELECT vendor_id, COUNT(*) FROM trips GROUP BY 3;
 SELECT vendor_id, COUNT(*) FROM trips GROUP BY vendor_id ORDER BY 5;
@@ -53,7 +51,6 @@ SELECT COUNT(* FROM trips;
 SELECT 1;
 SELECT COUNT(*);
 INSERT INTO trips VALUES (1);
-SELECT pickup_location_id, dropoff_location_id, vendor_id, rate_code_id, COUNT(*) FROM trips GROUP BY 1, 2, 3, 4;
 SELECT COUNT(*) FROM trips WHERE 'Y' = 'Y';
 SELECT COUNT(*) FROM trips WHERE pickup_datetime > TIMESTAMP 'not a time';
 SELECT COUNT(*) FROM trips WHERE store_and_fwd_flag = store_and_fwd_flag || 'x';
@@ -72,8 +69,6 @@ SELECT COUNT(*) FROM trips t JOIN zones z ON t.pickup_location_id = z.LocationID
 SELECT SUM(z.LocationID) FROM trips t JOIN zones z ON t.pickup_location_id = z.LocationID;
 SELECT z.Zone, COUNT(*) FROM trips t JOIN zones z ON t.pickup_location_id = z.LocationID GROUP BY z.Borough;
 SELECT COUNT(*) FROM zones
-SELECT EXTRACT(YEAR FROM pickup_datetime) AS y, COUNT(*) FROM trips GROUP BY y;
-SELECT date_trunc('day', pickup_datetime) AS d, COUNT(*) FROM trips GROUP BY d;
 SELECT SUM(CASE WHEN vendor_id = 1 THEN 'a' ELSE 'b' END) FROM trips;
 SELECT COUNT(CASE WHEN vendor_id = 1 THEN NULL END) FROM trips;
 SELECT SUM(ROUND(fare_amount, 1)) FROM trips;
@@ -94,7 +89,6 @@ WITH t AS (SELECT vendor_id AS v FROM trips) SELECT COUNT(fare_amount) FROM t;
 WITH RECURSIVE t AS (SELECT * FROM trips) SELECT COUNT(*) FROM t;
 SELECT DISTINCT vendor_id, COUNT(*) FROM trips GROUP BY vendor_id;
 SELECT DISTINCT ON (vendor_id) vendor_id FROM trips;
-SELECT DISTINCT trip_distance FROM trips;
 SELECT DISTINCT * FROM trips;
 SELECT STDDEV(store_and_fwd_flag) FROM trips;
 SELECT VARIANCE(pickup_datetime) FROM trips;
@@ -108,3 +102,8 @@ SELECT vendor_id, AVG(DISTINCT fare_amount) FROM trips GROUP BY 1;
 SELECT COUNT(DISTINCT vendor_id, payment_type) FROM trips;
 SELECT COUNT(DISTINCT vendor_id + 1) FROM trips;
 SELECT COUNT(DISTINCT z.Borough) FROM trips t JOIN zones z ON t.pickup_location_id = z.LocationID
+;
+SELECT date_trunc('day', pickup_datetime) AS d, MEDIAN(fare_amount) FROM trips GROUP BY d;
+SELECT trip_distance, COUNT(DISTINCT vendor_id) FROM trips GROUP BY trip_distance;
+SELECT 'x', COUNT(*) FROM trips GROUP BY 1;
+SELECT z.Borough, COUNT(*) FROM trips t JOIN zones z ON t.pickup_location_id = z.LocationID GROUP BY z.Borough, t.trip_distance

@@ -1,0 +1,319 @@
+"""Hash aggregation: the step beside the kernels for a GROUP BY they do not take (an
+expression, a float or timestamp key, a condition, a key of a large domain:
+``planner.grouping``).
+
+Per partition it reads as the row step does (``engine.rows``: the filter stages on the
+predicate columns, the other columns only at the matching rows), evaluates the group keys
+and the aggregates' arguments per morsel, and aggregates each morsel by its distinct keys
+(a sort of the keys' canonical bits: NULL one group, every NaN one group, -0.0 and 0.0 one
+group, as in DuckDB). The morsels' partial aggregates merge as the kernels' accumulators
+do: counts and sums add (an integer sum in two 32-bit halves, exact beyond int64), MIN and
+MAX in DuckDB's float order (NaN above +inf), variances by the parallel (Chan) formula.
+The finished groups go through the aggregate path's select list, HAVING, ORDER BY and
+LIMIT (``engine.result.assemble``). It always runs on the CPU.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from bamql.config import Backend, Device, Medium
+from bamql.engine.accumulate import Grouped, _int_avgs, order_keys
+from bamql.engine.cpu import Matches, warm_readers
+from bamql.engine.partition import partition_stats
+from bamql.engine.rows import _env, _widen, plan_rows
+from bamql.engine.stats import QueryStats
+from bamql.planner import ir
+from bamql.planner.evaluate import evaluate
+from bamql.planner.show import show
+from bamql.storage.partitioned import PartitionedTable
+
+Vec = tuple[np.ndarray, np.ndarray]  # (values, valid)
+
+#: EXPLAIN's line for the step on a GPU session
+ON_CPU = "hash aggregate: on the CPU (a GROUP BY the GPU kernel does not take)"
+
+#: Merge the morsels' partials once those after the first (the merged ones) hold more groups
+#: than it and this many, or are this many (an integer sum's low halves, each below 2**32,
+#: then stay far from int64's limit)
+MERGE_GROUPS, MERGE_PARTS = 1 << 22, 1 << 10
+
+_I_MAX, _I_MIN = np.iinfo(np.int64).max, np.iinfo(np.int64).min
+_LOW32 = np.int64(0xFFFF_FFFF)
+_NAN_BITS = np.array([np.nan]).view(np.int64)[0]
+
+
+@dataclass
+class Partial:
+    """Partial aggregates of disjoint rows: ``keys`` (groups, 2 per key: valid, canonical
+    bits) and per aggregate its state arrays by name (``n``: values counted; ``hi``/``lo``:
+    an integer sum's halves; ``s``: a float sum; ``m``: MIN/MAX (floats as ``order_keys``);
+    ``shift``/``off``/``m2``: a variance's shift, mean less shift and squared deviations)."""
+
+    keys: np.ndarray
+    aggs: list[dict[str, np.ndarray]]
+
+    @property
+    def n(self) -> int:
+        return len(self.keys)
+
+
+def canonical_keys(keys: list[Vec], kinds: tuple[str, ...]) -> np.ndarray:
+    """The group keys of ``n`` rows as an (n, 2 * keys) int64 matrix of (valid, bits): a
+    NULL's bits are 0, every NaN the one quiet NaN, -0.0 is 0.0; equal rows, one group."""
+    n = len(keys[0][0]) if keys else 0
+    out = np.zeros((n, 2 * len(keys)), np.int64)
+    for i, ((v, ok), kind) in enumerate(zip(keys, kinds, strict=True)):
+        ok = np.asarray(ok, bool)
+        if kind == "float":
+            x = np.asarray(v, np.float64)
+            x = np.where(ok & (x != 0), x, 0.0)  # NULL and -0.0 as 0.0
+            bits = np.where(np.isnan(x), _NAN_BITS, x.view(np.int64))
+        else:
+            bits = np.where(ok, np.asarray(v).astype(np.int64), 0)
+        out[:, 2 * i] = ok
+        out[:, 2 * i + 1] = bits
+    return out
+
+
+def _group(mat: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(distinct rows of ``mat``, the row order that sorts ``mat`` by them, where each
+    group starts in that order); the distinct rows are in the sorted order."""
+    if mat.shape[1] == 2:  # one key: its bits, then NULL last
+        order = np.lexsort((mat[:, 1], 1 - mat[:, 0]))
+    else:
+        order = np.lexsort(tuple(mat[:, i] for i in range(mat.shape[1] - 1, -1, -1)))
+    s = mat[order]
+    new = np.ones(len(s), bool)
+    new[1:] = np.any(s[1:] != s[:-1], axis=1)
+    starts = np.flatnonzero(new)
+    return s[starts], order, starts
+
+
+def aggregate_morsel(keys: list[Vec], kinds: tuple[str, ...], args: list[Vec | None],
+                     aggs: tuple[ir.Agg, ...]) -> Partial:
+    """The partial aggregates of one morsel: ``args[j]`` is aggregate ``j``'s argument
+    (None: COUNT(*)) with its FILTER already in its valid mask."""
+    mat = canonical_keys(keys, kinds)
+    uniq, order, starts = _group(mat)
+    gid = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(order))))
+    states = []
+    for a, arg in zip(aggs, args, strict=True):
+        v, ok = arg
+        v, ok = v[order], ok[order]
+        st = {"n": _reduce(np.add, ok.astype(np.int64), starts)}
+        if a.func in ("sum", "avg") and a.arg is not None and a.arg.kind == "int":
+            x = np.where(ok, v.astype(np.int64), 0)
+            lo = _reduce(np.add, x & _LOW32, starts)  # a morsel's rows: < 2**31 of them
+            st["hi"] = _reduce(np.add, x >> 32, starts) + (lo >> 32)
+            st["lo"] = lo & _LOW32
+        elif a.func in ("sum", "avg"):
+            st["s"] = _reduce(np.add, np.where(ok, v.astype(np.float64), 0.0), starts)
+        elif a.func in ("min", "max"):
+            st["m"] = _extreme(a, v, ok, starts)
+        elif a.func in ir.VARIANCES:
+            st.update(_variance_state(v.astype(np.float64), ok, gid, starts, st["n"]))
+        states.append(st)
+    return Partial(uniq, states)
+
+
+def _extreme(a: ir.Agg, v: np.ndarray, ok: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """MIN or MAX per group as int64 (floats as ``order_keys``: NaN above +inf)."""
+    if a.arg.kind == "float":
+        x = np.where(np.isnan(v), np.nan, v.astype(np.float64))  # one NaN: the positive one
+        k = order_keys(x.copy())
+    else:
+        k = np.asarray(v).astype(np.int64)
+    if a.func == "min":
+        return _reduce(np.minimum, np.where(ok, k, _I_MAX), starts)
+    return _reduce(np.maximum, np.where(ok, k, _I_MIN), starts)
+
+
+def _reduce(ufunc: np.ufunc, x: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """``ufunc`` over each run of ``x`` that begins at ``starts`` (no runs: empty)."""
+    return ufunc.reduceat(x, starts) if len(starts) else x[:0]
+
+
+def _variance_state(x: np.ndarray, ok: np.ndarray, gid: np.ndarray, starts: np.ndarray,
+                    n: np.ndarray) -> dict[str, np.ndarray]:
+    """A morsel's variance state per group, in two passes over its values: the shift is a
+    value of the group (its first), the mean less the shift, then the squared deviations
+    from the mean; a finite spread whose squares overflow is inf, as in DuckDB."""
+    first = _reduce(np.minimum, np.where(ok, np.arange(len(x)), len(x)), starts)
+    has = n > 0
+    shift = np.where(has, np.append(x, 0.0)[first], 0.0)
+    with np.errstate(all="ignore"):
+        d = np.where(ok, x - shift[gid], 0.0)
+        off = np.where(has, _reduce(np.add, d, starts) / np.maximum(n, 1), 0.0)
+        r = np.where(ok, d - off[gid], 0.0)
+        m2 = _reduce(np.add, r * r, starts)
+    return {"shift": shift, "off": off, "m2": np.where(has, m2, 0.0)}
+
+
+def merge_partials(parts: list[Partial], aggs: tuple[ir.Agg, ...]) -> Partial:
+    """Partials of disjoint rows as one: each group's states combined."""
+    if len(parts) == 1:
+        return parts[0]
+    uniq, order, starts = _group(np.concatenate([p.keys for p in parts]))
+    g = len(starts)
+    gid = np.repeat(np.arange(g), np.diff(np.append(starts, len(order))))
+    states = []
+    for j, a in enumerate(aggs):
+        cat = {k: np.concatenate([p.aggs[j][k] for p in parts])[order] for k in parts[0].aggs[j]}
+        st = {"n": np.add.reduceat(cat["n"], starts)}
+        if "hi" in cat:  # carry the low halves' overflow past 32 bits into the high ones
+            lo = np.add.reduceat(cat["lo"], starts)
+            st["hi"] = np.add.reduceat(cat["hi"], starts) + (lo >> 32)
+            st["lo"] = lo & _LOW32
+        elif "s" in cat:
+            st["s"] = np.add.reduceat(cat["s"], starts)
+        elif "m" in cat:
+            red = np.minimum if a.func == "min" else np.maximum
+            st["m"] = red.reduceat(cat["m"], starts)
+        elif "m2" in cat:
+            st.update(_merge_variance(cat, gid, starts, st["n"]))
+        states.append(st)
+    return Partial(uniq, states)
+
+
+def _merge_variance(cat: dict[str, np.ndarray], gid: np.ndarray, starts: np.ndarray,
+                    n: np.ndarray) -> dict[str, np.ndarray]:
+    """Variance states of one group's parts as one (Chan et al.'s formula for any number of
+    parts): the means' differences taken as differences of shifts plus differences of
+    offsets, so that a mean rounded to a large value's precision loses nothing."""
+    cnt = cat["n"].astype(np.float64)
+    has = cat["n"] > 0
+    pos = np.where(has, np.arange(len(cnt)), len(cnt))
+    first = np.minimum.reduceat(pos, starts)
+    shift = np.where(n > 0, np.append(cat["shift"], 0.0)[first], 0.0)
+    with np.errstate(all="ignore"):
+        delta = np.where(has, (cat["shift"] - shift[gid]) + cat["off"], 0.0)
+        off = np.where(n > 0, np.add.reduceat(cnt * delta, starts) / np.maximum(n, 1), 0.0)
+        r = np.where(has, delta - off[gid], 0.0)
+        m2 = np.add.reduceat(np.where(has, cat["m2"] + cnt * r * r, 0.0), starts)
+    return {"shift": shift, "off": off, "m2": m2}
+
+
+def finish_partial(p: Partial, q: ir.Query) -> Grouped:
+    """A merged partial -> the finished groups ``engine.result.assemble`` takes."""
+    keys = []
+    for i, k in enumerate(q.keys):
+        ok, bits = p.keys[:, 2 * i].astype(bool), np.ascontiguousarray(p.keys[:, 2 * i + 1])
+        v = bits.view(np.float64) if k.kind == "float" else bits.astype(bool) \
+            if k.kind == "bool" else bits
+        keys.append((v, ok))
+    out = []
+    for a, st in zip(q.aggs, p.aggs, strict=True):
+        cnt = st["n"]
+        has = cnt > 0
+        if a.func == "count":
+            out.append((cnt, np.ones(p.n, bool)))
+        elif "hi" in st:
+            sums = st["hi"].astype(object) * (1 << 32) + st["lo"].astype(object)
+            out.append((sums if a.func == "sum" else _int_avgs(sums, cnt), has))
+        elif a.func == "sum":
+            out.append((st["s"], has))
+        elif a.func == "avg":
+            with np.errstate(all="ignore"):
+                out.append((np.where(has, st["s"] / np.maximum(cnt, 1), 0.0), has))
+        elif a.func in ("min", "max"):
+            m = st["m"].copy()
+            out.append((order_keys(m) if a.arg.kind == "float" else m, has))  # ints -> floats
+        else:
+            out.append(_variance(st["m2"], cnt, a.func))
+    return Grouped(keys, out, p.n)
+
+
+def _variance(m2: np.ndarray, cnt: np.ndarray, func: str) -> Vec:
+    """VAR/STDDEV from the squared deviations: NULL below two values (one for the
+    population ones), 0 for one value of the population ones, as in DuckDB."""
+    pop = func.endswith("pop")
+    with np.errstate(all="ignore"):
+        m2 = np.where(m2 < 0, 0.0, m2)
+        v = m2 / np.maximum(cnt - (0 if pop else 1), 1)
+        if pop:
+            v = np.where(cnt == 1, 0.0, v)
+        if func.startswith("stddev"):
+            v = np.sqrt(v)
+    return v, cnt > (0 if pop else 1)
+
+
+def hashed_columns(q: ir.Query) -> tuple[str, ...]:
+    """The columns the keys and the aggregates read, in first-use order."""
+    return tuple(dict.fromkeys(c for e in (*q.keys, *q.aggs) for c in ir.columns_of(e)))
+
+
+def run_hashed(table: PartitionedTable, q: ir.Query, medium: Medium, device: Device,
+               backend: Backend) -> tuple[Grouped, QueryStats]:
+    """Run ``q`` (a hashed GROUP BY) over every partition of ``table``: its finished groups
+    and the statistics of what it read."""
+    t0 = time.perf_counter()
+    cols = hashed_columns(q)
+    kinds = tuple(k.kind for k in q.keys)
+    parts: list[Partial] = []
+    all_stats = []
+    for store in table.parts:
+        plan = plan_rows(store, q.table, q.predicate, cols, medium)
+        st = partition_stats(plan, store, device, backend)
+        t1 = time.perf_counter()
+        matches = Matches(plan, store, st)
+        matches.warm()
+        warm_readers(store.page_size)
+        st.compile_seconds = time.perf_counter() - t1
+        t2 = time.perf_counter()
+        for window, rows, vals in matches:
+            for c in cols:
+                if c not in vals:
+                    vals[c] = matches.fetch(c, rows, window)
+            env = _env(store, {c: vals[c] for c in cols})
+            n = len(rows)
+            keys = [_widen(*evaluate(k, env, n), n) for k in q.keys]
+            args = [_arg(a, env, n) for a in q.aggs]
+            parts.append(aggregate_morsel(keys, kinds, args, q.aggs))
+            if len(parts) >= MERGE_PARTS or \
+                    sum(p.n for p in parts[1:]) > max(MERGE_GROUPS, parts[0].n):
+                parts = [merge_partials(parts, q.aggs)]
+        st.seconds = time.perf_counter() - t2
+        st.wall_seconds = time.perf_counter() - t1 - st.compile_seconds
+        all_stats.append(st)
+    if not parts:  # no matching row: no group
+        none = (np.empty(0), np.empty(0, bool))
+        parts = [aggregate_morsel([none] * len(q.keys), kinds, [none] * len(q.aggs), q.aggs)]
+    g = finish_partial(merge_partials(parts, q.aggs), q)
+    if len(all_stats) == 1 and not table.partitioned:
+        return g, all_stats[0]
+    stats = QueryStats(f"{device}/local", backend, table.rows)
+    for st in all_stats:
+        stats.absorb(st)
+    stats.seconds = time.perf_counter() - t0
+    return g, stats
+
+
+def _arg(a: ir.Agg, env, n: int) -> Vec:
+    """Aggregate ``a``'s argument over ``n`` rows, valid only where its FILTER holds
+    (COUNT(*): every row)."""
+    if a.arg is None:
+        v, ok = np.zeros(n, np.int64), np.ones(n, bool)
+    else:
+        v, ok = _widen(*evaluate(a.arg, env, n), n)
+    if a.filter is not None:
+        fv, fok = _widen(*evaluate(a.filter, env, n), n)
+        ok = ok & fv.astype(bool) & fok
+    return v, ok
+
+
+def explain_hashed(q: ir.Query, plan_text: str, on_gpu: bool) -> str:
+    """EXPLAIN of a hashed GROUP BY: its keys and aggregates, then the plan that reads
+    their columns at the matching rows."""
+    lines = [f"Hash aggregate over {q.table}",
+             "  group by: " + ", ".join(show(k) for k in q.keys)
+             + "  (hashed per morsel of matching rows, partials merged)",
+             "  aggregates: " + ", ".join(show(a) for a in q.aggs)]
+    if on_gpu:
+        lines.append(ON_CPU)
+    plan = [ln.replace("Aggregate over", "Read", 1) for ln in plan_text.splitlines()
+            if not ln.startswith(("  logical:", "  aggregates:"))]
+    return "\n".join(lines + plan)
