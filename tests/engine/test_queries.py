@@ -188,7 +188,6 @@ def test_one_session_many_threads(con, ref_table):
     ("SELECT AVG(fare_amount) FROM trips WHERE fare_amount > (SELECT 1)", "SUBQUERY"),
     ("SELECT SUM(fare_amount) OVER () FROM trips", "WINDOW"),
     ("SELECT fare_amount, COUNT(*) FROM trips", "GROUP BY"),
-    ("SELECT AVG(fare_amount) FROM trips GROUP BY trip_distance", "GROUP BY"),
     ("DELETE FROM trips", "only SELECT"),
     ("SELEC 1", "syntax"),
     ("", "empty"),
