@@ -8,7 +8,9 @@ Credentials and endpoints come from the environment as pyarrow reads them: for S
 endpoint), and ``AWS_ENDPOINT_URL_S3`` or ``AWS_ENDPOINT_URL`` for an S3-compatible server.
 S3 requests give up after :data:`CONNECT_TIMEOUT_S` to connect, :data:`REQUEST_TIMEOUT_S`
 without a byte received, and :data:`S3_ATTEMPTS` attempts, so that an unreachable endpoint
-is a one-line error within seconds rather than minutes.
+is a one-line error within seconds rather than minutes; GCS requests stop retrying after
+:data:`GCS_RETRY_S` (credentials from ``GOOGLE_APPLICATION_CREDENTIALS`` or the metadata
+server, as the Google client finds them).
 
 A URI's path is taken as it is written (no ``?query`` and no percent-decoding): ``?``, ``*``
 and ``[..]`` are glob characters, as in a local path.
@@ -34,6 +36,8 @@ CONNECT_TIMEOUT_S = 5.0
 REQUEST_TIMEOUT_S = 10.0
 #: attempts per S3 request (the first and the retries)
 S3_ATTEMPTS = 3
+#: seconds a GCS request may keep retrying
+GCS_RETRY_S = 20.0
 
 _URI = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://([^/]*)(/.*)?$", re.DOTALL)
 _GLOB = re.compile(r"[*?\[]")
@@ -126,22 +130,29 @@ def _filesystem(scheme: str, authority: str, env: tuple) -> tuple[object, str]:
     from pyarrow import fs
 
     f, root = fs.FileSystem.from_uri(f"{scheme}://{authority}/")
-    if isinstance(f, fs.S3FileSystem):
-        f = _with_timeouts(f)
-    return f, root
+    return _with_timeouts(f), root
 
 
 def _with_timeouts(f):
-    """``f`` (an S3FileSystem from ``from_uri``, which read the environment) made again
-    with bamql's timeouts and attempts; ``f`` itself where its options cannot be read."""
+    """``f`` (an S3 or GCS filesystem from ``from_uri``, which read the environment) made
+    again with bamql's timeouts and retries; ``f`` itself where its options cannot be
+    read (the reduction that pickles it)."""
+    import datetime
+
     from pyarrow import fs
 
+    if isinstance(f, fs.S3FileSystem):
+        kind, extra = fs.S3FileSystem, {
+            "connect_timeout": CONNECT_TIMEOUT_S, "request_timeout": REQUEST_TIMEOUT_S,
+            "retry_strategy": fs.AwsStandardS3RetryStrategy(max_attempts=S3_ATTEMPTS)}
+    elif isinstance(f, fs.GcsFileSystem):
+        kind, extra = fs.GcsFileSystem, {
+            "retry_time_limit": datetime.timedelta(seconds=GCS_RETRY_S)}
+    else:
+        return f
     try:
         _, (opts,) = f.__reduce__()
-        return fs.S3FileSystem(**{**opts, "connect_timeout": CONNECT_TIMEOUT_S,
-                                  "request_timeout": REQUEST_TIMEOUT_S,
-                                  "retry_strategy": fs.AwsStandardS3RetryStrategy(
-                                      max_attempts=S3_ATTEMPTS)})
+        return kind(**{**opts, **extra})
     except (TypeError, ValueError):
         return f
 
@@ -178,7 +189,8 @@ def error(uri: str, e: BaseException) -> IngestError:
     elif "ACCESS_DENIED" in up or "ACCESSDENIED" in up or "FORBIDDEN" in up \
             or "PERMISSION" in up or isinstance(e, PermissionError):
         why = "access denied" + _credentials_hint(uri)
-    elif "CREDENTIALS" in up or "INVALIDACCESSKEYID" in up or "SIGNATUREDOESNOTMATCH" in up:
+    elif "CREDENTIALS" in up or "INVALIDACCESSKEYID" in up or "SIGNATUREDOESNOTMATCH" in up \
+            or "OAUTH2" in up or "AUTHENTICATE" in up:
         why = "no valid credentials" + _credentials_hint(uri)
     elif "CURLCODE: 28" in up or "TIMEOUT WAS REACHED" in up or "TIMED OUT" in up:
         why = f"the endpoint{_endpoint(uri)} did not answer in time"
@@ -200,7 +212,11 @@ def _endpoint(uri: str) -> str:
 
 
 def _credentials_hint(uri: str) -> str:
-    """For S3, a note when no credentials are in sight (requests then go unsigned)."""
+    """A note when no credentials are in sight: for S3 (requests then go unsigned) and
+    GCS."""
+    if uri.lower().startswith(("gs://", "gcs://")):
+        return "" if os.environ.get("GOOGLE_APPLICATION_CREDENTIALS") else \
+            " (set GOOGLE_APPLICATION_CREDENTIALS to a service account's key file)"
     if not uri.lower().startswith("s3://"):
         return ""
     if any(os.environ.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_PROFILE",

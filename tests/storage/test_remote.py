@@ -277,7 +277,7 @@ def test_s3_store_is_reused_and_replaced_when_an_object_changes(s3, session, tre
 
 
 def test_ingest_from_s3_in_partitions(s3, tree, tmp_path):
-    r = ingest(["s3://bkt/trips/*/*/*.parquet"], tmp_path / "t", partitions=2)
+    r = ingest(["s3://bkt/trips/*/*/part-*.parquet"], tmp_path / "t", partitions=2)
     t = open_table(tmp_path / "t")
     try:
         assert r.rows == t.rows == 600 + 700 + 800 and len(t.parts) == 2
@@ -285,7 +285,15 @@ def test_ingest_from_s3_in_partitions(s3, tree, tmp_path):
         t.close()
     with Session(tmp_path / "t", config=Config(device="cpu")) as s:
         ours = _ours(s, HIVE.format(src=s.tables()[0]))
-    ref = duckdb.sql(HIVE.format(src=f"'{tree}/trips/*/*/*.parquet'")).fetchall()
+    ref = duckdb.sql(HIVE.format(src=f"'{tree}/trips/*/*/part-*.parquet'")).fetchall()
+    assert_same_rows(ours, ref, ordered=True)
+    # files without partition columns: each partition's process opens its files by URI
+    r = ingest(["s3://bkt/flat/sub/**/*.parquet"], tmp_path / "u", partitions=2)
+    assert r.rows == 105
+    q = QUERIES[1]
+    with Session(tmp_path / "u", config=Config(device="cpu")) as s:
+        ours = _ours(s, q.format(src=s.tables()[0]))
+    ref = duckdb.sql(q.format(src=f"'{tree}/flat/sub/**/*.parquet'")).fetchall()
     assert_same_rows(ours, ref, ordered=True)
 
 
