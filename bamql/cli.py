@@ -209,7 +209,8 @@ def build_parser() -> argparse.ArgumentParser:
                        "directory (atomic: the table appears only when complete).")
     i.add_argument("sources", nargs="+", metavar="SRC",
                    help=".orc, .parquet or .csv files, directories (their files of those kinds) "
-                   "or globs (*, **, ?; quote them and bamql expands them)")
+                   "or globs (*, **, ?; quote them and bamql expands them); also as s3://, "
+                   "gs://, hdfs:// or file:// URIs")
     i.add_argument("--out", required=True, help="table directory to create, e.g. data/trips")
     i.add_argument("--append", action="store_true",
                    help="add the sources' rows to the existing table --out (atomically: it is "

@@ -5,6 +5,12 @@ The first query over a set of files ingests them (default settings) into
 file's size and modification time. Later queries find that store while the files are
 unchanged; once one changes, the next query makes a new store (ingest is atomic: it
 appears whole or not at all) and removes the stale versions of the same list.
+
+A local file's version also holds its inode and ctime, so that a rewrite which keeps the
+size and restores the mtime is seen. A file on an object store (``s3://``, ``gs://``) or
+HDFS is versioned by the size and last-modified time its listing gives: any new upload
+changes the time, but a rewrite of the same size within the store's time resolution (one
+second on S3) is not seen, nor is a bucket's object version or ETag consulted.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""Source files named by the user: paths, directories, globs and ``file://`` URIs resolved
-to a sorted list of Parquet, ORC and CSV files (a :class:`FileSet`), with what identifies
-their contents (size and modification time per file)."""
+"""Source files named by the user: paths, directories, globs and URIs (``s3://``, ``gs://``,
+``hdfs://``, ``file://``: ``storage.remote``) resolved to a sorted list of Parquet, ORC and
+CSV files (a :class:`FileSet`), with what identifies their contents (size and modification
+time per file)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,12 @@ from enum import StrEnum
 from pathlib import Path
 
 from bamql.errors import IngestError
+from bamql.storage import remote
 from bamql.storage.hive import HiveMode, KeyFilter, KeyType, Partitioning, detect
+from bamql.storage.remote import RemotePath
+
+#: a source file: a local path or a file named by a URI
+SourcePath = Path | RemotePath
 
 
 class FileFormat(StrEnum):
@@ -38,9 +44,10 @@ _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 _GLOB = re.compile(r"[*?\[]")
 
 
-def format_of(path: str | os.PathLike) -> FileFormat | None:
+def format_of(path: str | os.PathLike | RemotePath) -> FileFormat | None:
     """The format a file's extension names, or None."""
-    return EXTENSIONS.get(Path(path).suffix.lower())
+    suffix = path.suffix if isinstance(path, RemotePath) else Path(path).suffix
+    return EXTENSIONS.get(suffix.lower())
 
 
 def looks_like_files(name: str) -> bool:
@@ -50,39 +57,24 @@ def looks_like_files(name: str) -> bool:
                 or format_of(name) is not None)
 
 
-def local_path(spec: str) -> str:
-    """``spec`` as a local path: a ``file://`` URI through ``pyarrow.fs``; any other URL
-    scheme is a one-line error (object stores are not read yet), never a mangled path."""
-    m = _SCHEME.match(spec)
-    if m is None:
-        return os.path.expanduser(spec)
-    if m.group(1).lower() == "file":
-        from pyarrow import fs
-
-        try:
-            filesystem, path = fs.FileSystem.from_uri(spec)
-        except (ValueError, OSError) as e:
-            raise IngestError(f"{spec}: not a usable file URI ({e})") from None
-        if isinstance(filesystem, fs.LocalFileSystem):
-            return path
-    raise IngestError(f"{spec}: bamql reads local files only ({m.group(1)}:// is not "
-                      "supported); copy the files to a local directory first")
-
-
 def _visible(p: Path, root: Path) -> bool:
     """Whether ``p`` below ``root`` is a data file: no part of its path under ``root`` is
     hidden (``.x``) or a marker (``_SUCCESS``, ``_temporary``), as Spark and DuckDB skip."""
     return not any(part.startswith((".", "_")) for part in p.relative_to(root).parts)
 
 
-def expand(spec: str | os.PathLike) -> list[Path]:
-    """The files that one path, directory, glob (``*``, ``**``, ``?``, ``[..]``) or
-    ``file://`` URI names, sorted; a directory gives its Parquet, ORC and CSV files,
-    recursively. A name that matches nothing is a one-line error."""
+def expand(spec: str | os.PathLike | RemotePath) -> list[SourcePath]:
+    """The files that one path, directory, glob (``*``, ``**``, ``?``, ``[..]``) or URI
+    names, sorted; a directory gives its Parquet, ORC and CSV files, recursively. A name
+    that matches nothing is a one-line error."""
+    if isinstance(spec, RemotePath):
+        return [spec]
     text = os.fspath(spec)
     if isinstance(text, bytes):
         raise IngestError(f"a source is a path (str), not {type(spec).__name__}")
-    path = local_path(text)
+    if _SCHEME.match(text):
+        return list(remote.expand(text, tuple(EXTENSIONS)))
+    path = os.path.expanduser(text)
     if _GLOB.search(path):
         # hidden files match as in DuckDB (a directory, read whole, skips them)
         hits = sorted(Path(h) for h in glob.glob(path, recursive=True, include_hidden=True)
@@ -104,10 +96,10 @@ def expand(spec: str | os.PathLike) -> list[Path]:
     return [p]
 
 
-def expand_all(specs: Sequence[str | os.PathLike]) -> list[Path]:
+def expand_all(specs: Sequence[str | os.PathLike | RemotePath]) -> list[SourcePath]:
     """:func:`expand` of every spec, in order, each file once."""
-    out: list[Path] = []
-    seen: set[Path] = set()
+    out: list[SourcePath] = []
+    seen: set[SourcePath] = set()
     for s in specs:
         for f in expand(s):
             key = f.resolve()
@@ -119,11 +111,16 @@ def expand_all(specs: Sequence[str | os.PathLike]) -> list[Path]:
 
 @dataclass(frozen=True)
 class FileSet:
-    """Resolved source files with their sizes, modification times and status-change marks
-    (inode, ctime: a rewrite that keeps the size and restores the mtime still changes them),
-    what a cached store of them is keyed by."""
+    """Resolved source files with their sizes, modification times and status-change marks,
+    what a cached store of them is keyed by.
 
-    files: tuple[Path, ...]
+    A local file (a path or a ``file://`` URI) is marked by its inode and ctime as well: a
+    rewrite that keeps the size and restores the mtime still changes them. A file on an
+    object store or HDFS is marked by its size and last-modified time alone (what a
+    listing gives; its mark is ``(0, 0)``): a rewrite changes the time, but one of the same
+    size within the store's time resolution (a second on S3) is not seen."""
+
+    files: tuple[SourcePath, ...]
     sizes: tuple[int, ...]
     mtimes: tuple[int, ...]
     changes: tuple[tuple[int, int], ...] = ()
@@ -162,15 +159,9 @@ class FileSet:
                     else "a Parquet, ORC or CSV"
                 raise IngestError(f"{f} is not {want} file by its extension (.parquet, .pq, "
                                   ".orc or .csv)")
-            try:
-                st = f.stat()
-            except OSError as e:
-                raise IngestError(f"cannot read {f}: {e.strerror}") from None
-            if not os.access(f, os.R_OK):
-                raise IngestError(f"cannot read {f}: permission denied")
-            stats.append(st)
-        return cls(files, tuple(s.st_size for s in stats), tuple(s.st_mtime_ns for s in stats),
-                   tuple((s.st_ino, s.st_ctime_ns) for s in stats), part, considered)
+            stats.append(_stat(f))
+        return cls(files, tuple(s[0] for s in stats), tuple(s[1] for s in stats),
+                   tuple(s[2] for s in stats), part, considered)
 
     def sources(self) -> list:
         """The files opened for ingest (``storage.sources``), each with its partition
@@ -215,6 +206,25 @@ class FileSet:
         return f"{what}, {_size(self.nbytes)}"
 
 
+def _stat(f: SourcePath) -> tuple[int, int, tuple[int, int]]:
+    """``f``'s size, modification time (ns) and status-change mark (see :class:`FileSet`)."""
+    if isinstance(f, RemotePath):
+        if f.size < 0:
+            f = remote.stat(f)
+        if not f.is_local:
+            return f.size, f.mtime_ns, (0, 0)
+        local: str | Path = f.fs_path
+    else:
+        local = f
+    try:
+        st = os.stat(local)
+    except OSError as e:
+        raise IngestError(f"cannot read {f}: {e.strerror}") from None
+    if not os.access(local, os.R_OK):
+        raise IngestError(f"cannot read {f}: permission denied")
+    return st.st_size, st.st_mtime_ns, (st.st_ino, st.st_ctime_ns)
+
+
 def with_partitions(src, part: Partitioning | None, i: int):
     """``src`` (a ``storage.sources.Source``) with the partition columns of file ``i`` of
     ``part`` appended; ``src`` itself where ``part`` is None."""
@@ -235,7 +245,8 @@ def open_all(items: Sequence) -> list:
     keys (DuckDB's automatic ``hive_partitioning``)."""
     from bamql.storage.sources import Source, open_source
 
-    paths = [os.fspath(x) for x in items if not isinstance(x, Source)]
+    paths = [str(x) if isinstance(x, RemotePath) else os.fspath(x) for x in items
+             if not isinstance(x, Source)]
     part = detect(paths, HiveMode.AUTO)
     out, k = [], 0
     for x in items:

@@ -1,4 +1,6 @@
-"""Streaming readers over the formats ingest accepts: ORC (main path), Parquet and CSV."""
+"""Streaming readers over the formats ingest accepts: ORC (main path), Parquet and CSV, from
+local paths or from files named by URI (``storage.remote``: read through their pyarrow
+filesystem, the same readers for both)."""
 
 from __future__ import annotations
 
@@ -11,12 +13,15 @@ import pyarrow.orc as paorc
 import pyarrow.parquet as pq
 
 from bamql.errors import IngestError
+from bamql.storage.remote import RemotePath, is_uri
+from bamql.storage.remote import error as remote_error
+from bamql.storage.remote import stat as remote_stat
 
 
 class Source:
     """One input file: its schema, row count, batches, and integer statistics if known."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path | RemotePath) -> None:
         self.path = path
         self.schema: pa.Schema
         self.num_rows: int
@@ -31,6 +36,8 @@ class Source:
     @property
     def nbytes(self) -> int:
         """The source's size in bytes (of its file)."""
+        if isinstance(self.path, RemotePath):
+            return (self.path if self.path.size >= 0 else remote_stat(self.path)).size
         return self.path.stat().st_size
 
     def describe(self) -> str:
@@ -51,19 +58,21 @@ class Source:
 class OrcSource(Source):
     """An ORC file, read stripe by stripe; integer ranges come from its footer statistics."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path | RemotePath) -> None:
         super().__init__(path)
+        handle = _random_access(path)
         try:
-            self._f = paorc.ORCFile(str(path))
+            self._f = paorc.ORCFile(handle)
             self.schema = self._f.schema
             self.num_rows = self._f.nrows
         except (pa.ArrowException, OSError) as e:
-            raise IngestError(f"{path} is not a readable ORC file ({_first_line(e)})") from None
+            raise _unreadable(path, "ORC", e) from None
         self._check_names()
 
     def batches(self, columns=None):
-        for i in range(self._f.nstripes):
-            yield self._f.read_stripe(i, columns=columns)
+        with _reading(self.path):
+            for i in range(self._f.nstripes):
+                yield self._f.read_stripe(i, columns=columns)
 
     def int_stats(self):
         try:
@@ -72,7 +81,8 @@ class OrcSource(Source):
             return {}
         out: dict[str, tuple[int, int] | None] = {}
         try:
-            with open(self.path, "rb") as fh:
+            with (self.path.open_input_file() if isinstance(self.path, RemotePath)
+                  else open(self.path, "rb")) as fh:
                 r = pyorc.Reader(fh)
                 for i, field in enumerate(self.schema):
                     if pa.types.is_integer(field.type):
@@ -87,18 +97,20 @@ class OrcSource(Source):
 class ParquetSource(Source):
     """A Parquet file, read by row group; integer ranges come from row-group statistics."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path | RemotePath) -> None:
         super().__init__(path)
+        handle = _random_access(path)
         try:
-            self._f = pq.ParquetFile(str(path))
+            self._f = pq.ParquetFile(handle)
             self.schema = self._f.schema_arrow
             self.num_rows = self._f.metadata.num_rows
         except (pa.ArrowException, OSError) as e:
-            raise IngestError(f"{path} is not a readable Parquet file ({_first_line(e)})") from None
+            raise _unreadable(path, "Parquet", e) from None
         self._check_names()
 
     def batches(self, columns=None):
-        yield from self._f.iter_batches(batch_size=1 << 20, columns=columns)
+        with _reading(self.path):
+            yield from self._f.iter_batches(batch_size=1 << 20, columns=columns)
 
     def int_stats(self):
         md = self._f.metadata
@@ -121,7 +133,7 @@ class ParquetSource(Source):
 class CsvSource(Source):
     """A CSV file with a header row; read in blocks, with a counting pass for the row count."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path | RemotePath) -> None:
         super().__init__(path)
         try:
             r = self._open()
@@ -129,24 +141,27 @@ class CsvSource(Source):
             self._check_names()  # before the counting pass, which a repeated name breaks
             self.num_rows = sum(b.num_rows for b in r)
         except (pa.ArrowException, OSError) as e:
-            raise IngestError(f"{path} is not a readable CSV file ({_first_line(e)})") from None
+            raise _unreadable(path, "CSV", e) from None
 
     def _open(self, columns=None):
         # NULL is an empty field only, as in DuckDB: "nan" is a NaN and "NA" a string (Arrow's
         # default would read both, and a dozen other words, as NULL)
         conv = pacsv.ConvertOptions(include_columns=columns or [], null_values=[""],
                                     strings_can_be_null=True)
-        return pacsv.open_csv(str(self.path), convert_options=conv,
+        src = self.path.open_input_stream() if isinstance(self.path, RemotePath) \
+            else str(self.path)
+        return pacsv.open_csv(src, convert_options=conv,
                               read_options=pacsv.ReadOptions(block_size=16 << 20))
 
     def batches(self, columns=None):
-        r = self._open(columns)
-        for b in r:
-            # block-wise type inference can differ from the first block's; keep the schema
-            if columns is None:
-                yield b.cast(self.schema) if b.schema != self.schema else b
-            else:
-                yield b
+        with _reading(self.path):
+            r = self._open(columns)
+            for b in r:
+                # block-wise type inference can differ from the first block's; keep the schema
+                if columns is None:
+                    yield b.cast(self.schema) if b.schema != self.schema else b
+                else:
+                    yield b
 
 
 class TableSource(Source):
@@ -283,11 +298,15 @@ def _null_batches(schema: pa.Schema, names: list[str], rows: int) -> Iterator[pa
                                          names=names)
 
 
-def open_source(path: str | Path | Source) -> Source:
-    """Open one input file by its extension (.orc, .parquet/.pq, .csv); a Source is
-    returned as it is."""
+def open_source(path: str | Path | RemotePath | Source) -> Source:
+    """Open one input file (a path, a URI or a :class:`RemotePath`) by its extension
+    (.orc, .parquet/.pq, .csv); a Source is returned as it is."""
     if isinstance(path, Source):
         return path
+    if isinstance(path, str) and is_uri(path):
+        path = RemotePath(path)
+    if isinstance(path, RemotePath):
+        return _open_remote(path)
     p = Path(path)
     if not p.exists():
         raise IngestError(f"source {p} does not exist")
@@ -301,6 +320,48 @@ def open_source(path: str | Path | Source) -> Source:
     if suffix == ".csv":
         return CsvSource(p)
     raise IngestError(f"source {p}: unknown format {suffix!r} (expected .orc, .parquet or .csv)")
+
+
+def _open_remote(p: RemotePath) -> Source:
+    suffix = p.suffix.lower()
+    kinds = {".orc": OrcSource, ".parquet": ParquetSource, ".pq": ParquetSource,
+             ".csv": CsvSource}
+    if suffix not in kinds:
+        raise IngestError(f"source {p}: unknown format {suffix!r} (expected .orc, .parquet "
+                          "or .csv)")
+    return kinds[suffix](p)
+
+
+def _unreadable(path: Path | RemotePath, fmt: str, e: BaseException) -> IngestError:
+    """A file that does not open as ``fmt``: one line naming it; for a remote file whose
+    failure is I/O (not its contents), what failed in reaching it."""
+    if isinstance(path, RemotePath) and isinstance(e, OSError) \
+            and not isinstance(e, pa.ArrowInvalid):
+        return remote_error(str(path), e)
+    return IngestError(f"{path} is not a readable {fmt} file ({_first_line(e)})")
+
+
+def _random_access(path: Path | RemotePath):
+    """What a Parquet or ORC reader opens: a local path as text, a remote file as an open
+    ``NativeFile`` (a failure to reach it is a one-line error naming its URL)."""
+    return path.open_input_file() if isinstance(path, RemotePath) else str(path)
+
+
+class _reading:
+    """Around the reading of a remote file's batches: an I/O failure midway (a dropped
+    connection, a timeout) becomes a one-line error naming its URL; a local file's errors
+    pass as they are."""
+
+    def __init__(self, path: Path | RemotePath) -> None:
+        self.path = path
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, e, tb) -> bool:
+        if isinstance(self.path, RemotePath) and isinstance(e, OSError):
+            raise remote_error(str(self.path), e) from None
+        return False
 
 
 def select_columns(have: Sequence[str], wanted: Sequence[str], where: str) -> list[str]:

@@ -180,7 +180,7 @@ def test_stored_tables_and_files_in_one_session(taxi_store, files, tmp_path):
     ("read_parquet('{d}/trips/a.parquet', filename=true)", PlanError, "only the option hive"),
     ("read_json('{d}/x.json')", PlanError, "read_json() is not supported"),
     ("read_parquet(42)", PlanError, "quoted path"),
-    ("'s3://bucket/trips/x.parquet'", IngestError, "s3:// is not supported"),
+    ("'ftp://host/trips/x.parquet'", IngestError, "ftp:// is not supported"),
     ("'https://example.com/x.parquet'", IngestError, "https:// is not supported"),
     ("'{d}/bad/'", IngestError, "x.parquet is not a readable Parquet file"),
     ("'{d}/mixed/'", IngestError, "schemas disagree"),
