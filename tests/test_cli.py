@@ -30,6 +30,7 @@ def test_gen_ingest_verify(tmp_path):
     assert r.returncode == 0 and "OK" in r.stdout
 
 
+@pytest.mark.slow  # in CI's slow run
 def test_gen_parquet_and_ingest_it(tmp_path):
     r = bamql("gen", "--rows", 5000, "--out", tmp_path / "pq", "--seed", 1, "--workers", 1,
               "--format", "parquet")
@@ -116,6 +117,7 @@ def test_more_one_line_errors(tmp_path, taxi_orc, taxi_store):
     assert not list(tmp_path.glob(".*"))  # nothing half-written left behind
 
 
+@pytest.mark.slow  # in CI's slow run
 def test_ingest_only_some_columns(tmp_path, taxi_orc):
     r = bamql("ingest", *taxi_orc, "--out", tmp_path / "bad", "--columns", "fare_amount,nope")
     _one_line_error(r, "no column 'nope'")
@@ -129,6 +131,7 @@ def test_ingest_only_some_columns(tmp_path, taxi_orc):
     _one_line_error(r, "unknown column 'tip_amount'")
 
 
+@pytest.mark.slow  # in CI's slow run
 def test_ingest_with_row_groups(tmp_path, taxi_orc):
     r = bamql("ingest", *taxi_orc, "--out", tmp_path / "bad" / "trips", "--page-size", 512,
               "--groups", "trip_distance,no_such_column")
@@ -204,6 +207,7 @@ def test_an_open_kernel_directory_is_one_note_and_the_query_runs(taxi_store, tmp
     assert not list((tmp_path / "kernels").iterdir())  # nothing written there
 
 
+@pytest.mark.slow  # in CI's slow run
 def test_sql_on_files_with_no_directory_and_ingest_of_globs_with_append(tmp_path):
     import duckdb
     import pyarrow.csv as pacsv

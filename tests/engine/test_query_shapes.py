@@ -80,6 +80,7 @@ def test_long_in_lists_match_duckdb(con, sample_table, negated):
                               f"({lst}) OR passenger_count IN ({', '.join(map(str, vals[:70]))})")
 
 
+@pytest.mark.slow  # in CI's slow run
 def test_in_lists_with_null_and_duplicates_match_duckdb(con, sample_table):
     for lst in ("1, 1, 2, NULL", "NULL", "2.5, 1, 6.5", "-0.0, 0.0"):
         for neg in ("", "NOT "):

@@ -228,6 +228,7 @@ def _bamql(*args: str, **kw) -> list[str]:
     return [sys.executable, "-m", "bamql.cli", *args]
 
 
+@pytest.mark.slow  # in CI's slow run
 def test_bamql_serve_answers_sql_and_stops_on_sigterm(taxi_store):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "BAMQL_SERVER_TOKEN": "t0k"}
     proc = subprocess.Popen(_bamql("serve", str(taxi_store), "--port", "0", "--device", "cpu"),

@@ -44,6 +44,7 @@ def test_a_second_process_loads_the_kernels(taxi_store, tmp_path):
     assert_same_rows(second["rows"], first["rows"], ordered=False)
 
 
+@pytest.mark.slow  # in CI's slow run
 def test_an_unwritable_cache_directory_falls_back_to_compiling(taxi_store, tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")

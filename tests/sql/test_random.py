@@ -17,6 +17,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -248,6 +249,7 @@ def simulator_examples(n: int) -> None:
     run()
 
 
+@pytest.mark.slow  # in CI's slow run
 def test_random_tables_and_queries_in_the_simulator():
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONWARNINGS="ignore")
     code = "from tests.sql.test_random import simulator_examples; simulator_examples(15); print('ok')"

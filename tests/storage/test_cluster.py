@@ -76,7 +76,8 @@ def test_cluster_keys_are_parsed_and_passes_fit_the_budget():
 
 
 # -- answers on the real sample ---------------------------------------------------------------
-@pytest.mark.parametrize("page_size,partitions", [(512, 3), (4096, 1)])
+@pytest.mark.parametrize("page_size,partitions",
+                         [pytest.param(512, 3, marks=pytest.mark.slow), (4096, 1)])
 def test_clustered_sample_answers_q1_q9_as_duckdb(tmp_path, sample_table, sample_store,
                                                   page_size, partitions):
     ingest(SAMPLES, tmp_path / "trips", page_size=page_size, partitions=partitions,
