@@ -218,18 +218,33 @@ def _node(e) -> exp.Expression:
     return _NODES[e.op](*e.args)
 
 
-#: nodes that need parentheses as an operand (sqlglot prints a tree as it is built)
-_COMPOUND = (exp.Binary, exp.Not, exp.Neg, exp.Is, exp.In, exp.Between)
+#: how tightly each node binds in SQL (DuckDB's order): an operand that binds less tightly
+#: than its operator is parenthesized; anything not listed is an atom
+_PRECEDENCE: tuple[tuple[type[exp.Expression], int], ...] = (
+    (exp.Or, 1), (exp.And, 2), (exp.Not, 3),
+    (exp.EQ | exp.NEQ | exp.LT | exp.LTE | exp.GT | exp.GTE | exp.Is | exp.In | exp.Between, 4),
+    (exp.Add | exp.Sub, 5), (exp.Mul | exp.Div, 6), (exp.Neg, 7))
 
 
-def _operand(e) -> exp.Expression:
-    """``_node(e)``, parenthesized where it is compound."""
+def _precedence(n: exp.Expression) -> int:
+    if isinstance(n, exp.Literal) and not n.is_string and n.this.startswith("-"):
+        return 7  # a negative number prints as a negation
+    return next((p for cls, p in _PRECEDENCE if isinstance(n, cls)), 8)
+
+
+def _operand(e, parent: int, right: bool = False) -> exp.Expression:
+    """``_node(e)`` as an operand of an operator of precedence ``parent``: parenthesized
+    where it binds less tightly, or as tightly on the right (so that the tree is the one
+    built: ``a - (b - c)``), or below a comparison or a prefix operator."""
     n = _node(e)
-    return exp.Paren(this=n) if isinstance(n, _COMPOUND) else n
+    p = _precedence(n)
+    if p < parent or p == parent and (right or parent in (3, 4, 7)):
+        return exp.Paren(this=n)
+    return n
 
 
-def _binary(cls: type[exp.Expression]) -> Callable[..., exp.Expression]:
-    return lambda a, b: cls(this=_operand(a), expression=_operand(b))
+def _binary(cls: type[exp.Expression], prec: int) -> Callable[..., exp.Expression]:
+    return lambda a, b: cls(this=_operand(a, prec), expression=_operand(b, prec, right=True))
 
 
 def _func(name: str, *args) -> exp.Expression:
@@ -241,25 +256,24 @@ def _func(name: str, *args) -> exp.Expression:
 def _column(name) -> exp.Expression:
     if not isinstance(name, str):
         raise UsageError(f"a column is named by a string, not {type(name).__name__}")
-    return exp.column(name, quoted=True)
+    return exp.column(name)  # every name is quoted in the text that runs
 
 
 #: one rule per ColExpr operation
 _NODES: dict[str, Callable[..., exp.Expression]] = {
     "col": _column,
-    "=": _binary(exp.EQ), "<>": _binary(exp.NEQ), "<": _binary(exp.LT),
-    "<=": _binary(exp.LTE), ">": _binary(exp.GT), ">=": _binary(exp.GTE),
-    "+": _binary(exp.Add), "-": _binary(exp.Sub), "*": _binary(exp.Mul), "/": _binary(exp.Div),
-    "and": _binary(exp.And), "or": _binary(exp.Or),
-    "neg": lambda a: exp.Neg(this=_operand(a)),
-    "not": lambda a: exp.Not(this=_operand(a)),
-    "in": lambda a, vs: exp.In(this=_operand(a),
-                               expressions=[_node(v) for v in vs]),
-    "between": lambda a, lo, hi: exp.Between(this=_operand(a),
-                                             low=_node(lo), high=_node(hi)),
-    "isnull": lambda a: exp.Is(this=_operand(a), expression=exp.Null()),
-    "notnull": lambda a: exp.Not(this=exp.Is(this=_operand(a),
-                                             expression=exp.Null())),
+    "=": _binary(exp.EQ, 4), "<>": _binary(exp.NEQ, 4), "<": _binary(exp.LT, 4),
+    "<=": _binary(exp.LTE, 4), ">": _binary(exp.GT, 4), ">=": _binary(exp.GTE, 4),
+    "+": _binary(exp.Add, 5), "-": _binary(exp.Sub, 5), "*": _binary(exp.Mul, 6),
+    "/": _binary(exp.Div, 6), "and": _binary(exp.And, 2), "or": _binary(exp.Or, 1),
+    "neg": lambda a: exp.Neg(this=_operand(a, 7)),
+    "not": lambda a: exp.Not(this=_operand(a, 3)),
+    "in": lambda a, vs: exp.In(this=_operand(a, 4), expressions=[_node(v) for v in vs]),
+    "between": lambda a, lo, hi: exp.Between(this=_operand(a, 4), low=_operand(lo, 5),
+                                             high=_operand(hi, 5)),
+    "isnull": lambda a: exp.Is(this=_operand(a, 4), expression=exp.Null()),
+    "notnull": lambda a: exp.Not(this=exp.Paren(this=exp.Is(this=_operand(a, 4),
+                                                            expression=exp.Null()))),
     "func": _func,
 }
 
