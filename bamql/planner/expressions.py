@@ -59,7 +59,7 @@ _SQL_NAMES: dict[type, str] = {
 
 class ExprTranslator:
     """SQL expressions over one table -> IR. Its checks (``coerce_literal``, ``compare``,
-    ``in_list``) are public: the dataframe API builds its IR through them."""
+    ``in_list``) are public: ``planner.subqueries`` builds IR through them."""
 
     @classmethod
     def for_columns(cls, cols: Mapping[str, ColumnMeta], table: str = "") -> Self:

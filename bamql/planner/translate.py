@@ -39,9 +39,8 @@ _RECURSION_LIMIT = 6000
 
 
 class Translator(ExprTranslator):
-    """SQL text -> logical IR. Its checks (``coerce_literal``, ``compare``, ``in_list``,
-    ``key_of``, ``agg_of``) are public: the dataframe API builds its IR
-    through them (``for_columns``), so both accept and refuse the same things."""
+    """SQL text -> logical IR. The dataframe API (``engine.frame``) builds SQL and runs it
+    through here, so both accept and refuse the same things."""
 
     # -- statements --------------------------------------------------------------------
     def query(self) -> ir.Query | ir.RowQuery:
