@@ -16,6 +16,10 @@ which is what a sequential stream pays for.
 
 Nulls are stored in-band as a sentinel (``storage.encoding``).
 
+A table ingested from files records them (``Origin``: the specs as given, and each file's
+path, size and modification time) for ``ingest.refresh``; the field is optional and written
+only when present, so stores made before it, or from rows in memory, read as they were.
+
 The manifest is sealed (``sha256``: ``digest`` of every other field) and holds the sha256 of
 ``pages.npz``, so an edit of either is refused at open; every page holds its checksum in
 ``pages.npz``. ``Manifest.load`` also checks that the manifest is consistent in itself (widths,

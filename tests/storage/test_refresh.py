@@ -194,3 +194,19 @@ def test_append_records_its_files_for_a_later_refresh(months, tmp_path):
     shutil.rmtree(a)
     with pytest.raises(IngestError, match="1.parquet, ingested into .* has vanished"):
         refresh(out)
+
+
+def test_refresh_keeps_clustering_row_groups_and_compressed_copies(months, tmp_path):
+    pq.write_table(months[1], tmp_path / "a.parquet")
+    out = tmp_path / "t"
+    ingest([f"{tmp_path}/*.parquet"], out, cluster_by="pickup_location_id",
+           groups="fare_amount,tip_amount", floats="plain", compress="zstd", volumes=2)
+    assert Manifest.load(out).groups
+    pq.write_table(months[2], tmp_path / "b.parquet")
+    assert refresh(out).added_rows == 5000
+    m = Manifest.load(out)
+    assert m.cluster_by == ("pickup_location_id",) and m.groups and m.streams is not None
+    assert m.n_volumes == 2
+    keys = _stored(out).column("pickup_location_id").to_pylist()
+    assert keys == sorted(keys)  # old and new rows sorted together
+    _same_as_duckdb(out, f"'{tmp_path}/*.parquet'")
