@@ -244,6 +244,7 @@ def test_sql_on_files_with_no_directory_and_ingest_of_globs_with_append(tmp_path
     _one_line_error(r, "ftp:// is not supported")
 
 
+@pytest.mark.slow  # in CI's slow run
 def test_ingest_refresh_picks_up_new_files(tmp_path):
     import duckdb
     import pyarrow.csv as pacsv
