@@ -44,31 +44,61 @@ def _names(text: str | None) -> tuple[str, ...] | None:
     return None if text is None else _split(text)
 
 
+#: the ingest options that shape a table, with their defaults (None in the parser, so that a
+#: refresh, which keeps the table's own, can tell which were given)
+_SHAPING = {"page_size": 4096, "volumes": 1, "table": None, "partitions": 1, "groups": "none",
+            "floats": "auto", "compress": "none", "columns": None, "cluster_by": None}
+
+
 def cmd_ingest(a: argparse.Namespace) -> int:
     from bamql.progress import ingest_progress
     from bamql.storage.files import expand_all
     from bamql.storage.ingest import append, ingest
     from bamql.storage.sources import open_source
 
+    if a.refresh:
+        return _refresh(a)
+    if not a.sources or a.out is None:
+        raise BamqlError("ingest needs source files and --out TABLE_DIR (or --refresh TABLE_DIR)")
+    opt = {k: d if getattr(a, k) is None else getattr(a, k) for k, d in _SHAPING.items()}
     sources = expand_all(a.sources)
     rows = sum(open_source(s).num_rows for s in sources)
     if a.append and a.cluster_by is not None:
         raise BamqlError("--cluster-by does not go with --append: the table keeps its own keys "
                          "(old and new rows are sorted together)")
-    if a.append:
+    if a.append:  # the sources as named are recorded for a later --refresh
         with ingest_progress("appending", rows) as bars:
-            r = append(sources, a.out, **bars)
+            r = append(a.sources, a.out, **bars)
         print(f"appended {rows:,} rows to {r.path}: {r.rows:,} rows now ({r.store_bytes / 1e6:,.1f} "
               f"MB store) in {r.seconds:.2f} s")
         return 0
     with ingest_progress("ingesting", rows) as bars:
-        r = ingest(sources, a.out, page_size=a.page_size, volumes=a.volumes, table=a.table,
-                   partitions=a.partitions, groups=a.groups, floats=a.floats,
-                   compress=a.compress, columns=_names(a.columns), cluster_by=a.cluster_by,
-                   **bars)
+        r = ingest(a.sources, a.out, page_size=opt["page_size"], volumes=opt["volumes"],
+                   table=opt["table"], partitions=opt["partitions"], groups=opt["groups"],
+                   floats=opt["floats"], compress=opt["compress"], columns=_names(opt["columns"]),
+                   cluster_by=opt["cluster_by"], **bars)
     print(f"ingested {r.rows:,} rows into {r.path} ({r.store_bytes / 1e6:,.1f} MB store, "
-          f"page size {a.page_size} B) in {r.seconds:.2f} s: {r.rows / r.seconds:,.0f} rows/s, "
+          f"page size {opt['page_size']} B) in {r.seconds:.2f} s: {r.rows / r.seconds:,.0f} rows/s, "
           f"{r.source_bytes / 1e6 / r.seconds:,.1f} MB/s of source")
+    return 0
+
+
+def _refresh(a: argparse.Namespace) -> int:
+    """``bamql ingest --refresh TABLE_DIR``: append the new files of the table's sources."""
+    from bamql.progress import ingest_progress
+    from bamql.storage.ingest import refresh
+
+    given = [k for k in _SHAPING if getattr(a, k) is not None]
+    if a.append or given:
+        flag = "--append" if a.append else "--" + given[0].replace("_", "-")
+        raise BamqlError(f"{flag} does not go with --refresh: the table keeps its own sources "
+                         "and settings")
+    if a.sources and a.out is not None or len(a.sources) > 1:
+        raise BamqlError("--refresh takes one table directory (bamql ingest --refresh data/trips)")
+    out = a.out if a.out is not None else (a.sources[0] if a.sources else None)
+    if out is None:
+        raise BamqlError("--refresh needs the table directory (bamql ingest --refresh data/trips)")
+    print(refresh(out, progress=ingest_progress).describe())
     return 0
 
 
@@ -207,31 +237,35 @@ def build_parser() -> argparse.ArgumentParser:
     i = sub.add_parser("ingest", help="lay ORC/Parquet/CSV files out as a page store",
                        description="Ingest source files of one schema into a page store "
                        "directory (atomic: the table appears only when complete).")
-    i.add_argument("sources", nargs="+", metavar="SRC",
+    i.add_argument("sources", nargs="*", metavar="SRC",
                    help=".orc, .parquet or .csv files, directories (their files of those kinds) "
                    "or globs (*, **, ?; quote them and bamql expands them); also as s3://, "
-                   "gs://, hdfs:// or file:// URIs")
-    i.add_argument("--out", required=True, help="table directory to create, e.g. data/trips")
+                   "gs://, hdfs:// or file:// URIs. The table records them as given")
+    i.add_argument("--out", default=None, help="table directory to create, e.g. data/trips")
+    i.add_argument("--refresh", action="store_true",
+                   help="bamql ingest --refresh TABLE_DIR: append the files that the table's "
+                   "recorded sources name now and it lacks (atomically, with its own settings; "
+                   "'up to date' if none); a file it holds that changed or vanished is an error")
     i.add_argument("--append", action="store_true",
                    help="add the sources' rows to the existing table --out (atomically: it is "
                    "rewritten beside the old one and swapped in; the other options are the "
                    "table's own)")
-    i.add_argument("--page-size", type=_size, default=4096, metavar="B",
+    i.add_argument("--page-size", type=_size, default=None, metavar="B",
                    help="page size, a power of two from 512 B to 1 MiB: bytes, or e.g. 4KiB "
                    "(KiB = 1024 B; KB = 1000 B) (default 4096)")
-    i.add_argument("--volumes", type=int, default=1, help="volume files to stripe over (default 1)")
+    i.add_argument("--volumes", type=int, default=None, help="volume files to stripe over (default 1)")
     i.add_argument("--table", default=None, help="table name (default: the directory's name)")
-    i.add_argument("--partitions", type=int, default=1,
+    i.add_argument("--partitions", type=int, default=None,
                    help="split into N row-range partitions (dealt out to Dask workers; default 1)")
-    i.add_argument("--groups", default="none", metavar="SPEC",
+    i.add_argument("--groups", default=None, metavar="SPEC",
                    help="row groups: second copies of columns laid out so that a cold gather from "
                    "disk reads a row's values of every member at once. auto (float columns, as many "
                    "per group as pages fit in 4 KiB), none (default), or a,b,c;d,e")
-    i.add_argument("--floats", default="auto", choices=["auto", "plain"],
+    i.add_argument("--floats", default=None, choices=["auto", "plain"],
                    help="auto (default): store float columns whose values are all decimals of at most "
                    "4 digits as scaled int16/int32, exactly (a 2-decimal fare takes 2 bytes, not 8); "
                    "plain: store every float as it comes")
-    i.add_argument("--compress", default="none", choices=["zstd", "none"],
+    i.add_argument("--compress", default=None, choices=["zstd", "none"],
                    help="zstd: also keep a compressed copy of every column, which cold streams and "
                    "scans read from disk when the cost model finds that quicker (gathers keep "
                    "reading single pages); none (default): pages only")

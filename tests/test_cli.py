@@ -242,3 +242,37 @@ def test_sql_on_files_with_no_directory_and_ingest_of_globs_with_append(tmp_path
     _one_line_error(r, "no files match d/none*.parquet")
     r = bamql("sql", "--device", "cpu", "SELECT COUNT(*) FROM 'ftp://host/x.parquet'")
     _one_line_error(r, "ftp:// is not supported")
+
+
+@pytest.mark.slow  # in CI's slow run
+def test_ingest_refresh_picks_up_new_files(tmp_path):
+    import duckdb
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    from tests.conftest import SAMPLES
+
+    t = pacsv.read_csv(SAMPLES[1]).slice(0, 1500)
+    (tmp_path / "d").mkdir()
+    pq.write_table(t.slice(0, 1000), tmp_path / "d" / "a.parquet")
+    r = bamql("ingest", "d/*.parquet", "--out", "data/trips", "--page-size", "512", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    r = bamql("ingest", "--refresh", "data/trips", cwd=tmp_path)
+    assert r.returncode == 0 and "up to date: 1 file unchanged" in r.stdout, r.stderr
+    pq.write_table(t.slice(1000), tmp_path / "d" / "b.parquet")
+    # from another directory: the recorded glob is absolute
+    r = bamql("ingest", "--refresh", tmp_path / "data" / "trips", cwd=tmp_path / "d")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("added 1 file, 500 rows; 1 file unchanged"), r.stdout
+    q = "SELECT COUNT(*), SUM(passenger_count) FROM trips"
+    r = bamql("sql", "data", q, "--format", "csv", "--device", "cpu", cwd=tmp_path)
+    want = duckdb.sql(q.replace("trips", f"'{tmp_path}/d/*.parquet'")).fetchall()[0]
+    assert r.stdout.splitlines()[-1] == f"{want[0]},{want[1]}", r.stderr
+    _one_line_error(bamql("ingest", "--refresh", "data/trips", "--page-size", "4096",
+                          cwd=tmp_path), "--page-size does not go with --refresh")
+    _one_line_error(bamql("ingest", "--refresh", "data/trips", "d/a.parquet", cwd=tmp_path),
+                    "--refresh takes one table directory")
+    _one_line_error(bamql("ingest", "d/a.parquet", cwd=tmp_path), "--out TABLE_DIR")
+    (tmp_path / "d" / "a.parquet").unlink()
+    _one_line_error(bamql("ingest", "--refresh", "data/trips", cwd=tmp_path), "has vanished")
+    assert "--refresh" in bamql("ingest", "--help").stdout

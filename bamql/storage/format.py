@@ -16,6 +16,10 @@ which is what a sequential stream pays for.
 
 Nulls are stored in-band as a sentinel (``storage.encoding``).
 
+A table ingested from files records them (``Origin``: the specs as given, and each file's
+path, size and modification time) for ``ingest.refresh``; the field is optional and written
+only when present, so stores made before it, or from rows in memory, read as they were.
+
 The manifest is sealed (``sha256``: ``digest`` of every other field) and holds the sha256 of
 ``pages.npz``, so an edit of either is refused at open; every page holds its checksum in
 ``pages.npz``. ``Manifest.load`` also checks that the manifest is consistent in itself (widths,
@@ -227,6 +231,21 @@ class StreamMeta:
 
 
 @dataclass(frozen=True)
+class Origin:
+    """Where a table's rows came from, for ``ingest.refresh``: the source specs as the user
+    named them (paths, directories and globs made absolute; URIs as given), and per file
+    ingested its path (resolved; a URI as listed), size and modification time (ns), as
+    ``storage.filecache`` keys files. ``floats`` is the ``ingest(floats=...)`` the table was
+    made with, which its stored types do not tell."""
+
+    specs: tuple[str, ...]
+    files: tuple[str, ...]
+    sizes: tuple[int, ...]
+    mtimes: tuple[int, ...]
+    floats: str = "auto"
+
+
+@dataclass(frozen=True)
 class Manifest:
     """The table's description; written last, atomically, by ingest."""
 
@@ -245,6 +264,9 @@ class Manifest:
     streams: StreamMeta | None = None
     #: the clustering keys its rows are sorted by (``storage.cluster``); () for source order
     cluster_by: tuple[str, ...] = ()
+    #: where the rows came from (files ingested by name); None for rows from memory and for
+    #: stores made before bamql recorded it, which a refresh refuses
+    origin: Origin | None = None
 
     @property
     def all_pages(self) -> int:
@@ -265,6 +287,8 @@ class Manifest:
     def to_json(self) -> str:
         """The manifest as written: its fields and their seal (``digest``)."""
         d = asdict(self)
+        if d["origin"] is None:  # absent, as in stores made before the field
+            del d["origin"]
         d["sha256"] = digest(d)
         return json.dumps(d, indent=1)
 
@@ -307,6 +331,10 @@ class Manifest:
                                 for g in d.get("groups", ()))
             if d.get("streams") is not None:
                 d["streams"] = StreamMeta(**d["streams"])
+            if d.get("origin") is not None:
+                o = d["origin"]
+                d["origin"] = Origin(**{**o, **{k: tuple(o[k]) for k in
+                                                 ("specs", "files", "sizes", "mtimes")}})
             m = cls(columns=tuple(cols), **d)
         except (TypeError, KeyError, AttributeError) as e:
             raise StoreError(f"store {path}: {MANIFEST} is malformed ({e})") from None
@@ -376,6 +404,11 @@ def _inconsistency(m: Manifest) -> str | None:
             and s.chunk_pages >= 1 and s.file_bytes >= 0 and isinstance(s.first_chunk, dict)
             and set(s.first_chunk) == set(names) and _is_int(*s.first_chunk.values())):
         return "the compressed copy's description is malformed"
+    o = m.origin
+    if o is not None and not (
+            all(isinstance(x, str) for x in (*o.specs, *o.files)) and _is_int(*o.sizes, *o.mtimes)
+            and len(o.files) == len(o.sizes) == len(o.mtimes) and o.floats in ("auto", "plain")):
+        return "the record of its source files is malformed"
     return None
 
 

@@ -29,7 +29,7 @@ import pyarrow as pa
 from bamql.errors import IngestError
 from bamql.storage.cluster import check_keys, parse_cluster_by, write_clustered
 from bamql.storage.columnplans import column_plans, select, to_storage, unify_schemas
-from bamql.storage.files import expand_all, open_all
+from bamql.storage.files import expand_all, open_all, with_partitions
 from bamql.storage.format import (
     DEFAULT_PAGE_SIZE,
     MANIFEST,
@@ -37,8 +37,11 @@ from bamql.storage.format import (
     PAGES_META,
     ColumnMeta,
     Manifest,
+    Origin,
     check_page_size,
 )
+from bamql.storage.hive import HiveMode, detect
+from bamql.storage.origin import changes, extended, record
 from bamql.storage.pagemath import column_range
 from bamql.storage.partitioned import is_table, open_table, write_partitions
 from bamql.storage.scratch import Scratch, clean_stale, die_with_parent, sigterm_as_interrupt
@@ -149,13 +152,17 @@ def ingest(
         raise IngestError(f"--floats must be auto or plain, got {floats!r}")
     if compress not in ("zstd", "none"):
         raise IngestError(f"--compress must be zstd or none, got {compress!r}")
-    srcs = open_all(_given_sources(sources))  # with hive partition columns
+    given = _given_sources(sources)
+    # files named by the user are recorded for a refresh; rows from memory have no origin
+    origin = None if any(isinstance(x, Source) for x in given) else record(sources, given, floats)
+    srcs = open_all(given)  # with hive partition columns
     unified = unify_schemas(srcs)
     cols = select(unified, columns, srcs[0].path.name)
     srcs = filled(srcs, unified)
     return _build(srcs, cols, out, page_size, volumes, table or out.name,
                   tuple(str(s.path.name) for s in srcs), progress, partitions, groups, floats,
-                  scan_progress, compress, t0, replace=False, cluster=parse_cluster_by(cluster_by))
+                  scan_progress, compress, t0, replace=False, cluster=parse_cluster_by(cluster_by),
+                  origin=origin)
 
 
 def append(
@@ -186,28 +193,135 @@ def append(
         raise IngestError(f"{out} is not a bamql table; ingest without --append to create it")
     paths = expand_all(sources)
     with _append_lock(out):
-        t = open_table(out)
-        try:
-            m = t.parts[0].manifest
-            name, cols = t.name or out.name, list(t.columns)
-            stored = pa.concat_tables([p.to_table(cols) for p in t.parts])
-            settings = dict(page_size=m.page_size, volumes=m.n_volumes,
-                            partitions=len(t.parts) if t.partitioned else 1,
-                            groups=[g.members for g in m.groups] if m.groups else None,
-                            compress="zstd" if m.streams is not None else "none",
-                            cluster=m.cluster_by)
-            before = tuple(x for p in t.parts for x in p.manifest.sources)
-        finally:
-            t.close()
-        new = [ProjectedSource(open_source(p), cols, name) for p in paths]
-        srcs = [TableSource(stored, f"{name} (stored)"), *new]
-        unified = unify_schemas(srcs)
-        srcs = filled(srcs, unified)
-        names = tuple(dict.fromkeys(before + tuple(s.path.name for s in new)))
-        return _build(srcs, unified, out, settings["page_size"], settings["volumes"], name,
-                      names, progress, settings["partitions"], settings["groups"], "auto",
-                      scan_progress, settings["compress"], t0, replace=True,
-                      cluster=settings["cluster"])
+        st = _state(out)
+        new = [ProjectedSource(open_source(p), st.columns, st.name) for p in paths]
+        # the files named are recorded beside the table's own, for a later refresh
+        origin = None if st.origin is None else extended(st.origin, sources, paths)
+        return _rewrite(out, st, new, origin, progress, scan_progress, t0)
+
+
+#: ``(description, rows)`` -> a context yielding ``ingest``'s progress keywords (the CLI's
+#: ``bamql.progress.ingest_progress``)
+ProgressFactory = Callable[[str, int], contextlib.AbstractContextManager[dict]]
+
+
+@dataclass(frozen=True)
+class RefreshReport:
+    """What a refresh found and added."""
+
+    path: Path
+    added: tuple[str, ...]  # the new files, in the order appended
+    added_rows: int
+    unchanged: int  # files already in the table, unchanged
+    rows: int  # the table's rows now
+    seconds: float
+
+    def describe(self) -> str:
+        """``added 1 file, 1,234 rows; 12 files unchanged``, or ``up to date``."""
+        def files(n: int) -> str:
+            return f"{n:,} file{'s' if n != 1 else ''}"
+
+        if not self.added:
+            return f"{self.path} is up to date: {files(self.unchanged)} unchanged"
+        return (f"added {files(len(self.added))}, {self.added_rows:,} rows; "
+                f"{files(self.unchanged)} unchanged ({self.path}: {self.rows:,} rows now)")
+
+
+def refresh(out: str | os.PathLike, progress: ProgressFactory | None = None) -> RefreshReport:
+    """Append to the table at ``out`` the files its recorded sources name now that it lacks.
+
+    The table records the sources it was made from as given (paths, directories, globs,
+    URIs) and each file it ingested (``storage.origin``); a refresh expands the sources
+    again and appends only the new files, as :func:`append` does: atomically, with the
+    table's own settings, and with hive partition columns from their paths. Nothing new
+    leaves the table untouched.
+
+    Parameters
+    ----------
+    out
+        The table directory.
+    progress
+        Makes the bars of the rewrite (``(description, rows)`` -> keywords); None: silent.
+
+    Raises
+    ------
+    IngestError
+        One line: the table records no sources (made before bamql recorded them, or from
+        rows in memory: name new files with ``append``), or a file it holds has changed or
+        vanished (a table cannot take rows back: re-ingest it).
+    """
+    t0 = time.perf_counter()
+    out = Path(out)
+    if not is_table(out):
+        raise IngestError(f"{out} is not a bamql table; ingest its sources to create it")
+    with _append_lock(out):
+        st = _state(out)
+        if st.origin is None:
+            raise IngestError(f"table {out} does not record the files it was made from (made "
+                              "before bamql recorded them, or from rows in memory); name new "
+                              "files with --append")
+        found = changes(st.origin, out)
+        if not found.new:
+            return RefreshReport(out, (), 0, found.unchanged, st.rows, time.perf_counter() - t0)
+        # partition values are read from the paths of every file, old and new, as at ingest
+        part = detect([*st.origin.files, *map(str, found.new)], HiveMode.AUTO)
+        k0 = len(st.origin.files)
+        new = [ProjectedSource(with_partitions(open_source(f), part, k0 + i), st.columns, st.name)
+               for i, f in enumerate(found.new)]
+        origin = extended(st.origin, (), found.new)
+        added = sum(s.num_rows for s in new)
+        ctx = (contextlib.nullcontext({}) if progress is None
+               else progress("refreshing", st.rows + added))
+        with ctx as bars:
+            r = _rewrite(out, st, new, origin, t0=t0, **bars)
+        return RefreshReport(out, tuple(str(f) for f in found.new), added, found.unchanged,
+                             r.rows, r.seconds)
+
+
+@dataclass(frozen=True)
+class _Stored:
+    """What an append keeps of the table it rewrites: its name, columns and settings."""
+
+    name: str
+    columns: list[str]
+    rows: int
+    settings: dict
+    sources: tuple[str, ...]
+    origin: Origin | None
+
+
+def _state(out: Path) -> _Stored:
+    """The table at ``out``'s name, columns, settings and record of its sources."""
+    with open_table(out) as t:
+        m = t.parts[0].manifest
+        origin = m.origin
+        settings = dict(page_size=m.page_size, volumes=m.n_volumes,
+                        partitions=len(t.parts) if t.partitioned else 1,
+                        groups=[g.members for g in m.groups] if m.groups else None,
+                        compress="zstd" if m.streams is not None else "none",
+                        cluster=m.cluster_by,
+                        floats=origin.floats if origin is not None else "auto")
+        return _Stored(t.name or out.name, list(t.columns), t.rows, settings,
+                       tuple(x for p in t.parts for x in p.manifest.sources), origin)
+
+
+def _rewrite(out: Path, st: _Stored, new: list[Source], origin: Origin | None,
+             progress=None, scan_progress=None, t0: float = 0.0) -> IngestReport:
+    """Rewrite the table at ``out`` (described by ``st``) with the ``new`` sources' rows
+    after its own, exchanged into place in one rename; run under its append lock."""
+    t = open_table(out)
+    try:
+        stored = pa.concat_tables([p.to_table(st.columns) for p in t.parts])
+    finally:
+        t.close()
+    srcs = [TableSource(stored, f"{st.name} (stored)"), *new]
+    unified = unify_schemas(srcs)
+    srcs = filled(srcs, unified)
+    names = tuple(dict.fromkeys(st.sources + tuple(s.path.name for s in new)))
+    c = st.settings
+    return _build(srcs, unified, out, c["page_size"], c["volumes"], st.name, names, progress,
+                  c["partitions"], c["groups"], c["floats"], scan_progress, c["compress"], t0,
+                  replace=True, cluster=c["cluster"], origin=origin)
 
 
 def _given_sources(sources) -> list:
@@ -239,7 +353,7 @@ def _append_lock(out: Path):
 def _build(srcs, cols, out: Path, page_size: int, volumes: int, name: str,
            names: tuple[str, ...], progress, partitions: int, groups, floats: str,
            scan_progress, compress: str, t0: float, replace: bool,
-           cluster: tuple[str, ...] = ()) -> IngestReport:
+           cluster: tuple[str, ...] = (), origin: Origin | None = None) -> IngestReport:
     """Write ``srcs`` as a table at ``out``: a new one, or (``replace``) in place of the
     table there, exchanged in one rename."""
     if cluster:  # an unknown key fails before the sources are read
@@ -270,7 +384,7 @@ def _build(srcs, cols, out: Path, page_size: int, volumes: int, name: str,
     try:
         with sigterm_as_interrupt():  # SIGTERM cleans up as Ctrl-C does
             _write(srcs, plans, bounds, dirs, rows, page_size, volumes, name, names, progress,
-                   groups, compress, writers, cluster)
+                   groups, compress, writers, cluster, origin)
         if replace:
             scratch.finish()
             exchange(tmp, out)  # tmp now holds the old table
@@ -315,7 +429,8 @@ def exchange(a: Path, b: Path) -> None:
 
 def _write(srcs, plans, bounds: list[int], dirs: list[Path], rows: int, page_size: int,
            volumes: int, name: str, names: tuple[str, ...], progress, groups, compress: str,
-           writers: list[PageWriter], cluster: tuple[str, ...] = ()) -> None:
+           writers: list[PageWriter], cluster: tuple[str, ...] = (),
+           origin: Origin | None = None) -> None:
     """Write the table's store (or its partitions' stores) into the scratch directory."""
     tmp = dirs[0] if len(dirs) == 1 else dirs[0].parent
     if len(dirs) == 1 and cluster:
@@ -324,7 +439,7 @@ def _write(srcs, plans, bounds: list[int], dirs: list[Path], rows: int, page_siz
         write_clustered(lambda cols: _stored(srcs, plans, cols, 0, rows), plans, w, cluster, rows,
                         progress)
         _finish_store(tmp, w, plans, rows, page_size, volumes, name, names, groups, compress,
-                      cluster)
+                      cluster, origin)
     elif len(dirs) == 1:
         w = PageWriter(tmp, plans, rows, page_size, volumes)
         writers.append(w)
@@ -338,17 +453,19 @@ def _write(srcs, plans, bounds: list[int], dirs: list[Path], rows: int, page_siz
                     raise IngestError(f"{s.path.name}: {e}") from None
                 if progress:
                     progress(b.num_rows)
-        _finish_store(tmp, w, plans, rows, page_size, volumes, name, names, groups, compress)
+        _finish_store(tmp, w, plans, rows, page_size, volumes, name, names, groups, compress,
+                      origin=origin)
     else:
         _ingest_partitions(srcs, plans, bounds, dirs, page_size, volumes, name, names, progress,
-                           groups, compress, cluster)
+                           groups, compress, cluster, origin)
         write_partitions(tmp, name, [(d.name, bounds[k], bounds[k + 1] - bounds[k])
                                      for k, d in enumerate(dirs)])
 
 
 def _ingest_partition(sources: list[str | Source], plans, bounds: list[int], k: int, d: str,
                       page_size: int, volumes: int, table: str, names: tuple[str, ...],
-                      groups=None, compress: str = "none", cluster: tuple[str, ...] = ()) -> int:
+                      groups=None, compress: str = "none", cluster: tuple[str, ...] = (),
+                      origin: Origin | None = None) -> int:
     """Write partition ``k`` (rows ``bounds[k]:bounds[k+1]``) as a store in ``d``, reading
     only the sources that overlap it (its rows sorted by ``cluster`` when given); runs in a
     worker process. Returns its rows."""
@@ -361,7 +478,7 @@ def _ingest_partition(sources: list[str | Source], plans, bounds: list[int], k: 
             write_clustered(lambda cols: _stored(sources, plans, cols, lo, hi), plans, w, cluster,
                             hi - lo)
             _finish_store(d, w, plans, hi - lo, page_size, volumes, table, names, groups, compress,
-                          cluster)
+                          cluster, origin)
             return hi - lo
         pos = 0
         for path in sources:
@@ -383,7 +500,8 @@ def _ingest_partition(sources: list[str | Source], plans, bounds: list[int], k: 
                 pos += b.num_rows
                 if pos >= hi:
                     break
-        _finish_store(d, w, plans, hi - lo, page_size, volumes, table, names, groups, compress)
+        _finish_store(d, w, plans, hi - lo, page_size, volumes, table, names, groups, compress,
+                      origin=origin)
     except BaseException:
         w.abort()
         raise
@@ -391,7 +509,8 @@ def _ingest_partition(sources: list[str | Source], plans, bounds: list[int], k: 
 
 
 def _ingest_partitions(srcs, plans, bounds, dirs, page_size, volumes, table, names, progress,
-                       groups=None, compress: str = "none", cluster: tuple[str, ...] = ()) -> None:
+                       groups=None, compress: str = "none", cluster: tuple[str, ...] = (),
+                       origin: Origin | None = None) -> None:
     """Every partition, each in its own process when there are several cores (sources are
     decoded in parallel; a partition reads only the sources that overlap its rows)."""
     from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -404,7 +523,7 @@ def _ingest_partitions(srcs, plans, bounds, dirs, page_size, volumes, table, nam
                     for s in srcs)
     paths: list[str | Source] = list(srcs) if in_memory else [str(s.path) for s in srcs]
     args = [(paths, plans, bounds, k, str(d), page_size, volumes, table, names, groups, compress,
-             cluster) for k, d in enumerate(dirs)]
+             cluster, origin) for k, d in enumerate(dirs)]
     workers = min(len(dirs), os.cpu_count() or 1)
     if workers == 1 or in_memory or not _spawn_can_start():
         for a in args:
@@ -467,7 +586,7 @@ def _spawn_can_start() -> bool:
 
 def _finish_store(d: Path, writer: PageWriter, plans, rows: int, page_size: int, volumes: int,
                   table: str, sources: tuple[str, ...], groups=None, compress: str = "none",
-                  cluster: tuple[str, ...] = ()) -> None:
+                  cluster: tuple[str, ...] = (), origin: Origin | None = None) -> None:
     """Flush a store's last pages, write its row groups, its page metadata and its manifest
     (last)."""
     from bamql.storage.groups import parse_groups, write_groups
@@ -507,7 +626,7 @@ def _finish_store(d: Path, writer: PageWriter, plans, rows: int, page_size: int,
         table=table, rows=rows, page_size=page_size, n_volumes=volumes,
         total_pages=writer.total_pages, columns=tuple(columns),
         pages_meta_sha256=hashlib.sha256(meta_bytes).hexdigest(), sources=sources,
-        groups=group_metas, streams=streams, cluster_by=tuple(cluster),
+        groups=group_metas, streams=streams, cluster_by=tuple(cluster), origin=origin,
     )
     mpath = d / MANIFEST
     mpath.write_text(man.to_json())
