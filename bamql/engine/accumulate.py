@@ -65,7 +65,7 @@ def int_sums(SI: np.ndarray, rows: np.ndarray, j: int, cnt: np.ndarray) -> np.nd
     return hi.astype(object) * (1 << 32) + lo.astype(object) + cnt.astype(object) * (1 << 31)
 
 
-def _int_avgs(sums: np.ndarray, cnt: np.ndarray) -> np.ndarray:
+def int_avgs(sums: np.ndarray, cnt: np.ndarray) -> np.ndarray:
     """Exact integer sums over counts as float64, correctly rounded (0 where no count)."""
     f = sums.astype(np.float64)
     with np.errstate(all="ignore"):
@@ -207,7 +207,7 @@ def finish(acc: dict[str, np.ndarray], q: ir.Query, domains) -> Grouped:
             aggs.append((cnt, np.ones(len(present), bool)))
         elif a.func in ("sum", "avg") and f == "I":
             sums = int_sums(acc["SI"], present, j, cnt)
-            aggs.append((sums if a.func == "sum" else _int_avgs(sums, cnt), has))
+            aggs.append((sums if a.func == "sum" else int_avgs(sums, cnt), has))
         elif a.func == "sum":
             aggs.append((acc["S" + f][present, j], has))
         elif a.func == "avg":

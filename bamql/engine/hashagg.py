@@ -21,10 +21,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from bamql.config import Backend, Device, Medium
-from bamql.engine.accumulate import Grouped, _int_avgs, order_keys
+from bamql.engine.accumulate import Grouped, int_avgs, order_keys
 from bamql.engine.cpu import Matches, warm_readers
 from bamql.engine.partition import partition_stats
-from bamql.engine.rows import _env, _widen, plan_rows
+from bamql.engine.rows import column_env, plan_rows, widen
 from bamql.engine.stats import QueryStats
 from bamql.planner import ir
 from bamql.planner.evaluate import evaluate
@@ -213,7 +213,7 @@ def finish_partial(p: Partial, q: ir.Query) -> Grouped:
             out.append((cnt, np.ones(p.n, bool)))
         elif "hi" in st:
             sums = st["hi"].astype(object) * (1 << 32) + st["lo"].astype(object)
-            out.append((sums if a.func == "sum" else _int_avgs(sums, cnt), has))
+            out.append((sums if a.func == "sum" else int_avgs(sums, cnt), has))
         elif a.func == "sum":
             out.append((st["s"], has))
         elif a.func == "avg":
@@ -268,9 +268,9 @@ def run_hashed(table: PartitionedTable, q: ir.Query, medium: Medium, device: Dev
             for c in cols:
                 if c not in vals:
                     vals[c] = matches.fetch(c, rows, window)
-            env = _env(store, {c: vals[c] for c in cols})
+            env = column_env(store, {c: vals[c] for c in cols})
             n = len(rows)
-            keys = [_widen(*evaluate(k, env, n), n) for k in q.keys]
+            keys = [widen(*evaluate(k, env, n), n) for k in q.keys]
             args = [_arg(a, env, n) for a in q.aggs]
             parts.append(aggregate_morsel(keys, kinds, args, q.aggs))
             if len(parts) >= MERGE_PARTS or \
@@ -283,13 +283,8 @@ def run_hashed(table: PartitionedTable, q: ir.Query, medium: Medium, device: Dev
         none = (np.empty(0), np.empty(0, bool))
         parts = [aggregate_morsel([none] * len(q.keys), kinds, [none] * len(q.aggs), q.aggs)]
     g = finish_partial(merge_partials(parts, q.aggs), q)
-    if len(all_stats) == 1 and not table.partitioned:
-        return g, all_stats[0]
-    stats = QueryStats(f"{device}/local", backend, table.rows)
-    for st in all_stats:
-        stats.absorb(st)
-    stats.seconds = time.perf_counter() - t0
-    return g, stats
+    return g, QueryStats.merged(all_stats, f"{device}/local", backend, table.rows,
+                                time.perf_counter() - t0, table.partitioned)
 
 
 def _arg(a: ir.Agg, env, n: int) -> Vec:
@@ -298,9 +293,9 @@ def _arg(a: ir.Agg, env, n: int) -> Vec:
     if a.arg is None:
         v, ok = np.zeros(n, np.int64), np.ones(n, bool)
     else:
-        v, ok = _widen(*evaluate(a.arg, env, n), n)
+        v, ok = widen(*evaluate(a.arg, env, n), n)
     if a.filter is not None:
-        fv, fok = _widen(*evaluate(a.filter, env, n), n)
+        fv, fok = widen(*evaluate(a.filter, env, n), n)
         ok = ok & fv.astype(bool) & fok
     return v, ok
 

@@ -47,7 +47,7 @@ def plan_rows(store: PageStore, table: str, predicate: ir.Expr | None, columns: 
     return plan_query(q, store, MEDIA[medium])
 
 
-def _env(store: PageStore, vals: dict[str, np.ndarray]) -> dict[str, Vec]:
+def column_env(store: PageStore, vals: dict[str, np.ndarray]) -> dict[str, Vec]:
     """Stored values -> the evaluator's (values, valid) per column (floats as float64,
     integers, timestamps and dictionary codes as int64)."""
     env = {}
@@ -120,7 +120,7 @@ def _partition_rows(store: PageStore, q: ir.RowQuery, medium: Medium, device: De
             for c in order_cols:
                 if c not in vals:
                     vals[c] = matches.fetch(c, rows, window)
-            env = _env(store, {c: vals[c] for c in order_cols})
+            env = column_env(store, {c: vals[c] for c in order_cols})
             keys = [(evaluate(e, env, len(rows)), d, nf) for e, d, nf in q.order]
             top = np.sort(sort_order(keys)[:want])
             rows = rows[top]
@@ -131,12 +131,12 @@ def _partition_rows(store: PageStore, q: ir.RowQuery, medium: Medium, device: De
         for c in q.columns:
             if c not in vals:
                 vals[c] = matches.fetch(c, rows, window)
-        env = _env(store, {c: vals[c] for c in q.columns})
+        env = column_env(store, {c: vals[c] for c in q.columns})
         n = len(rows)
         got = _Kept([evaluate(e, env, n) for e in q.exprs],
                     [evaluate(e, env, n) for e, _, _ in q.order])
-        got.outs = [_widen(v, ok, n) for v, ok in got.outs]
-        got.keys = [_widen(v, ok, n) for v, ok in got.keys]
+        got.outs = [widen(v, ok, n) for v, ok in got.outs]
+        got.keys = [widen(v, ok, n) for v, ok in got.keys]
         kept = kept.extend(got)
         if want is not None and q.order and kept.n > want:
             kept = kept.take(sort_order(_order_keys(kept, q))[:want])
@@ -147,7 +147,7 @@ def _partition_rows(store: PageStore, q: ir.RowQuery, medium: Medium, device: De
     return kept, stats
 
 
-def _widen(v: np.ndarray, ok: np.ndarray, n: int) -> Vec:
+def widen(v: np.ndarray, ok: np.ndarray, n: int) -> Vec:
     """A constant's or a column's values as an array of ``n`` (constants broadcast)."""
     v = np.asarray(v)
     if v.shape != (n,):
@@ -178,13 +178,8 @@ def run_rows(table: PartitionedTable, q: ir.RowQuery, medium: Medium, device: De
     kept = kept.take(np.arange(min(q.offset, stop), stop))
     arrays = [_column(v, ok, e, table) for (v, ok), e in zip(kept.outs, q.exprs, strict=True)]
     out = pa.Table.from_arrays(arrays, names=unique_names(list(q.names)))
-    if len(all_stats) == 1 and not table.partitioned:
-        return out, all_stats[0]
-    stats = QueryStats(f"{device}/local", backend, table.rows)
-    for st in all_stats:
-        stats.absorb(st)
-    stats.seconds = time.perf_counter() - t0
-    return out, stats
+    return out, QueryStats.merged(all_stats, f"{device}/local", backend, table.rows,
+                                  time.perf_counter() - t0, table.partitioned)
 
 
 def _column(v: np.ndarray, ok: np.ndarray, e: ir.Expr, table: PartitionedTable) -> pa.Array:
@@ -249,7 +244,7 @@ def quantiles(table: PartitionedTable, q: ir.Query, domains, g: Grouped, medium:
             for c in cols:
                 if c not in vals:
                     vals[c] = matches.fetch(c, rows, window)
-            env = _env(store, {c: vals[c] for c in cols})
+            env = column_env(store, {c: vals[c] for c in cols})
             n = len(rows)
             slot = np.zeros(n, np.int64)
             for k, (base, size), s in zip(q.keys, domains, strides, strict=True):
@@ -258,9 +253,9 @@ def quantiles(table: PartitionedTable, q: ir.Query, domains, g: Grouped, medium:
             slots_parts.append(slot)
             for j in js:
                 a = q.aggs[j]
-                v, ok = _widen(*evaluate(a.arg, env, n), n)
+                v, ok = widen(*evaluate(a.arg, env, n), n)
                 if a.filter is not None:
-                    fv, fok = _widen(*evaluate(a.filter, env, n), n)
+                    fv, fok = widen(*evaluate(a.filter, env, n), n)
                     ok = ok & fv.astype(bool) & fok
                 vals_parts[j].append((v, ok))
         _absorb_io(stats, st)

@@ -99,10 +99,7 @@ def merge(table: PartitionedTable, partials: Partials, label: str, backend: Back
     acc = accumulate.combine_all(partials.accs)
     if not table.partitioned:
         return acc, partials.stats[0]
-    stats = QueryStats(label, backend, table.rows)
-    for st in partials.stats:
-        stats.absorb(st)
-    stats.seconds = seconds
+    stats = QueryStats.merged(partials.stats, label, backend, table.rows, seconds, True)
     d = partials.dispatch
     if d is not None:
         stats.dispatch_seconds = d.dispatch_seconds

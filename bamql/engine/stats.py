@@ -89,6 +89,20 @@ class QueryStats:
         self.__dict__.update(d)
         self._lock = threading.Lock()
 
+    @classmethod
+    def merged(cls, parts: list[QueryStats], label: str, backend, rows: int,
+               seconds: float, partitioned: bool) -> QueryStats:
+        """A query's statistics from its partitions': a table of one store reports its
+        partition's as they are; a partitioned table's sum their I/O under ``label`` (such
+        as ``cpu/dask``), with the whole run's ``seconds``."""
+        if not partitioned and len(parts) == 1:
+            return parts[0]
+        stats = cls(label, backend, rows)
+        for st in parts:
+            stats.absorb(st)
+        stats.seconds = seconds
+        return stats
+
     def absorb(self, other: QueryStats) -> None:
         """Add another partition's statistics to these."""
         self.rows_matched += other.rows_matched

@@ -183,41 +183,12 @@ class TableSource(Source):
         yield from t.to_batches(max_chunksize=1 << 20)
 
 
-class ProjectedSource(Source):
-    """A source seen through the columns ``names`` (in that order); a column it lacks is a
-    one-line error naming the file and the column."""
+class _View(Source):
+    """A source seen through another's columns: its file, size, rows and description."""
 
-    def __init__(self, inner: Source, names: Sequence[str], table: str) -> None:
-        super().__init__(inner.path)
-        missing = [n for n in names if n not in inner.schema.names]
-        if missing:
-            raise IngestError(f"{inner.path.name} has no column {missing[0]!r}, which table "
-                              f"{table!r} has; nothing was appended")
-        self._inner = inner
-        self.schema = pa.schema([inner.schema.field(n) for n in names])
-        self.num_rows = inner.num_rows
-
-    @property
-    def nbytes(self) -> int:
-        return self._inner.nbytes
-
-    def batches(self, columns=None):
-        yield from self._inner.batches(columns=list(columns or self.schema.names))
-
-    def int_stats(self):
-        return {k: v for k, v in self._inner.int_stats().items() if k in self.schema.names}
-
-
-class FilledSource(Source):
-    """A source seen through the unified columns ``types`` (name -> Arrow type): a column
-    it lacks reads as NULLs of that type, as DuckDB's ``union_by_name`` gives."""
-
-    def __init__(self, inner: Source, types: dict[str, pa.DataType]) -> None:
+    def __init__(self, inner: Source) -> None:
         super().__init__(inner.path)
         self._inner = inner
-        self._have = set(inner.schema.names)
-        self.schema = pa.schema([inner.schema.field(n) if n in self._have else pa.field(n, t)
-                                 for n, t in types.items()])
         self.num_rows = inner.num_rows
 
     @property
@@ -226,6 +197,39 @@ class FilledSource(Source):
 
     def describe(self) -> str:
         return self._inner.describe()
+
+    def int_stats(self):
+        return self._inner.int_stats()
+
+
+class ProjectedSource(_View):
+    """A source seen through the columns ``names`` (in that order); a column it lacks is a
+    one-line error naming the file and the column."""
+
+    def __init__(self, inner: Source, names: Sequence[str], table: str) -> None:
+        super().__init__(inner)
+        missing = [n for n in names if n not in inner.schema.names]
+        if missing:
+            raise IngestError(f"{inner.path.name} has no column {missing[0]!r}, which table "
+                              f"{table!r} has; nothing was appended")
+        self.schema = pa.schema([inner.schema.field(n) for n in names])
+
+    def batches(self, columns=None):
+        yield from self._inner.batches(columns=list(columns or self.schema.names))
+
+    def int_stats(self):
+        return {k: v for k, v in self._inner.int_stats().items() if k in self.schema.names}
+
+
+class FilledSource(_View):
+    """A source seen through the unified columns ``types`` (name -> Arrow type): a column
+    it lacks reads as NULLs of that type, as DuckDB's ``union_by_name`` gives."""
+
+    def __init__(self, inner: Source, types: dict[str, pa.DataType]) -> None:
+        super().__init__(inner)
+        self._have = set(inner.schema.names)
+        self.schema = pa.schema([inner.schema.field(n) if n in self._have else pa.field(n, t)
+                                 for n, t in types.items()])
 
     def batches(self, columns=None):
         names = list(columns or self.schema.names)
@@ -240,31 +244,19 @@ class FilledSource(Source):
                 [b.column(n) if n in self._have else pa.nulls(b.num_rows, self.schema.field(n).type)
                  for n in names], names=names)
 
-    def int_stats(self):
-        return self._inner.int_stats()
 
-
-class HiveSource(Source):
+class HiveSource(_View):
     """A source with its partition columns (``year=2019/`` in its path) appended: each
     holds one value (``None``: NULL) in every row, of type int64 or string."""
 
     def __init__(self, inner: Source, columns: dict[str, tuple[pa.DataType, object]]) -> None:
-        super().__init__(inner.path)
         from bamql.storage.hive import check_columns
 
         check_columns(list(columns), inner.schema.names, str(inner.path))
-        self._inner = inner
+        super().__init__(inner)
         self._consts = columns
         self.schema = pa.schema([*inner.schema,
                                  *(pa.field(n, t) for n, (t, _) in columns.items())])
-        self.num_rows = inner.num_rows
-
-    @property
-    def nbytes(self) -> int:
-        return self._inner.nbytes
-
-    def describe(self) -> str:
-        return self._inner.describe()
 
     def batches(self, columns=None):
         names = list(columns or self.schema.names)
