@@ -49,10 +49,9 @@ def cmd_shell(a: argparse.Namespace) -> int:
         return Shell(s, debug=getattr(a, "debug", False) or None, config=s.config).loop()
 
 
-def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("data", nargs="?", default=None,
-                   help="a table directory or a directory of tables (optional: a query may "
-                   "name files in FROM, e.g. 'trips/*.parquet', read_csv('x.csv'), a directory)")
+def add_engine_options(p: argparse.ArgumentParser) -> None:
+    """``--device``, ``--backend`` and ``--cache``, as every command that opens a session
+    takes them."""
     p.add_argument("--device", default="auto", choices=[d.value for d in Device],
                    help="auto (GPU if one works, else CPU), cpu or gpu")
     p.add_argument("--backend", default=None, choices=[b.value for b in Backend],
@@ -61,6 +60,13 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="GPU page-cache size per table: bytes, or e.g. 8GiB (8 * 2**30 B); "
                    "8GB is 8 * 10**9 B, as in DuckDB (default: a quarter of free GPU memory, "
                    "at most 8 GiB)")
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("data", nargs="?", default=None,
+                   help="a table directory or a directory of tables (optional: a query may "
+                   "name files in FROM, e.g. 'trips/*.parquet', read_csv('x.csv'), a directory)")
+    add_engine_options(p)
     p.add_argument("--cluster", default=None, metavar="ADDRESS",
                    help="Dask scheduler address, or local-gpus[:N] for one worker per GPU here: "
                    "partitioned tables run on its workers")

@@ -38,8 +38,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.flight as fl
 
-from bamql.config import Backend, Device
 from bamql.engine import flightsql, wire
+from bamql.engine.cli_sql import add_engine_options
 from bamql.engine.flightsql import Kind, Message
 from bamql.engine.result import Result
 from bamql.engine.session import Session
@@ -452,11 +452,5 @@ def add_serve_command(sub) -> None:
     p.add_argument("--allow-files", action="store_true",
                    help="let queries name files in FROM ('x.parquet'), read from the server's "
                    "file system (off: only DIR's tables)")
-    p.add_argument("--device", default="auto", choices=[d.value for d in Device],
-                   help="auto (GPU if one works, else CPU), cpu or gpu")
-    p.add_argument("--backend", default=None, choices=[b.value for b in Backend],
-                   help="GPU: where page misses come from (default host)")
-    p.add_argument("--cache", default=None, metavar="SIZE",
-                   help="GPU page-cache size per table: bytes, or e.g. 8GiB (default: a quarter "
-                   "of free GPU memory, at most 8 GiB)")
+    add_engine_options(p)
     p.set_defaults(func=cmd_serve)
