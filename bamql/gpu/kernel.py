@@ -11,15 +11,13 @@ atomics. The accumulator layout is the CPU template's (``engine.accumulate``).
 
 from __future__ import annotations
 
-import functools
-import math
 import threading
 
 import numpy as np
 
 from bamql.engine.accumulate import NO_SHIFT
 from bamql.gpu.device import SIMULATOR
-from bamql.kernels import wide
+from bamql.kernels import diskcache, wide
 from bamql.kernels.codegen import PARAM_ARGS, ExprCompiler, Params, safe_name
 from bamql.lru import LRU
 from bamql.planner import ir
@@ -48,6 +46,30 @@ def _float_key(ec: ExprCompiler, v: str) -> str:
     ec.emit(f"{k} = {_NAN_KEY} if {v} != {v} else np.float64({v}).view(np.int64)")
     ec.emit(f"{k} ^= ({k} >> 63) & 0x7FFFFFFFFFFFFFFF")
     return k
+
+
+def _groups(stages) -> list[list[ir.Expr]]:
+    """The stages' predicates in groups: a stage that reads no new column joins the group
+    of the stage before it (a conjunct on columns already read)."""
+    groups: list[list[ir.Expr]] = []
+    for s in stages:
+        if groups and not s.columns:
+            groups[-1].append(s.predicate)
+        else:
+            groups.append([s.predicate])
+    return groups
+
+
+def _shape(pred: ir.Expr, sentinels: dict, scales: dict | None) -> str:
+    """The code of ``pred`` alone, constants read from the arguments: equal for predicates
+    that differ only in their constants. Within a group the kernel tests predicates in
+    this order, not in the planner's (which follows estimates that constants move), so
+    that queries differing only in constants share one kernel. The group's columns are
+    read before any of its predicates is tested, as the planner ordered them."""
+    ec = ExprCompiler(lambda c: f"x_{safe_name(c)}", sentinels, scales=scales,
+                      flag=lambda code: f"E[{code}]", guard="live")
+    ec.compile(pred)
+    return "\n".join((*ec.prologue, *ec.lines))
 
 
 def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, scan: set,
@@ -98,32 +120,34 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
                     f"{wpp}, {rpp}, st_{safe_name(name)}, {_zero(dt)})")
 
     n_slots = 0  # wide predicates' column slots (``kernels.wide``)
-    for stage in stages:
-        names = ir.columns_of(stage.predicate)
-        for name in names:
-            load(name)
-        slots = {n: i for i, n in enumerate(names)}
-        prog = None
-        if ir.size(stage.predicate) > wide.WIDE_NODES:
-            # the program's offset and length go first, so that their place in ``PI`` (in
-            # the source) does not depend on the program's length
-            pos = ec.params.scalar(0), ec.params.scalar(0)
-            at = len(ec.params.ints) - 2
-            prog = wide.encode(stage.predicate, slots, ec.params)
-            if prog is not None:
-                ec.params.ints[at : at + 2] = prog
-        if prog is None:
-            v, ok = ec.compile(stage.predicate)
-        else:  # one interpreter call: its offset and length are arguments too
-            kinds = {x.name: x.kind for x in ir.walk(stage.predicate) if isinstance(x, ir.Col)}
-            for name, i in slots.items():
-                x, okx = ec.compile(ir.Col(name, kinds[name]))
-                ec.emit(f"{'wf' if kinds[name] == 'float' else 'wi'}[{i}] = {x}")
-                ec.emit(f"wo[{i}] = {okx}")
-            n_slots = max(n_slots, len(slots))
-            v, ok = f"wv{len(ec.lines)}", f"wk{len(ec.lines)}"
-            ec.emit(f"{v}, {ok} = wide_run(PI, {pos[0]}, {pos[1]}, PF, LI, LF, wf, wi, wo, ws, wso)")
-        ec.emit(f"live = live and {ok} and {v}")
+    for group in _groups(stages):
+        for pred in group:  # the group's columns first, as the planner orders them
+            for name in ir.columns_of(pred):
+                load(name)
+        for pred in sorted(group, key=lambda p: _shape(p, sentinels, scales)):
+            names = ir.columns_of(pred)
+            slots = {n: i for i, n in enumerate(names)}
+            prog = None
+            if ir.size(pred) > wide.WIDE_NODES:
+                # the program's offset and length go first, so that their place in ``PI`` (in
+                # the source) does not depend on the program's length
+                pos = ec.params.scalar(0), ec.params.scalar(0)
+                at = len(ec.params.ints) - 2
+                prog = wide.encode(pred, slots, ec.params)
+                if prog is not None:
+                    ec.params.ints[at : at + 2] = prog
+            if prog is None:
+                v, ok = ec.compile(pred)
+            else:  # one interpreter call: its offset and length are arguments too
+                kinds = {x.name: x.kind for x in ir.walk(pred) if isinstance(x, ir.Col)}
+                for name, i in slots.items():
+                    x, okx = ec.compile(ir.Col(name, kinds[name]))
+                    ec.emit(f"{'wf' if kinds[name] == 'float' else 'wi'}[{i}] = {x}")
+                    ec.emit(f"wo[{i}] = {okx}")
+                n_slots = max(n_slots, len(slots))
+                v, ok = f"wv{len(ec.lines)}", f"wk{len(ec.lines)}"
+                ec.emit(f"{v}, {ok} = wide_run(PI, {pos[0]}, {pos[1]}, PF, LI, LF, wf, wi, wo, ws, wso)")
+            ec.emit(f"live = live and {ok} and {v}")
     for e in (*q.keys, *q.aggs):
         for name in ir.columns_of(e):
             load(name)
@@ -252,12 +276,17 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
     return "\n".join(head + body + tail + red) + "\n", ec.params
 
 
-@functools.cache
-def _wide_run():
-    """``kernels.wide.run`` as a CUDA device function, made once."""
-    from numba import cuda
+def _header() -> tuple[str, bool]:
+    """The header of a GPU kernel's module text: its imports, and the digest of the device
+    code it calls (``kernel_globals.digest``); and whether the kernel may be kept on disk
+    (not without a digest, nor in numba's CUDA simulator, which compiles nothing)."""
+    from bamql.gpu import kernel_globals
 
-    return cuda.jit(device=True)(wide.run)
+    d = kernel_globals.digest()
+    return (f"# generated by bamql: a GPU query kernel (gpu.kernel); device code {d}\n"
+            "import math\n\nimport numpy as np\nfrom numba import cuda\n\n"
+            "from bamql.gpu.kernel_globals import warp_read, warp_read_file, wide_run\n\n",
+            d is not None and not SIMULATOR)
 
 
 def kernel_cache_size() -> int:
@@ -265,18 +294,23 @@ def kernel_cache_size() -> int:
     return len(_cache)
 
 
+def disk_cache_hits() -> int:
+    """Compilations this process loaded from the on-disk cache instead of compiling."""
+    with _lock:
+        return sum(sum(k.stats.cache_hits.values()) for k in _cache.values()
+                   if hasattr(k, "stats"))
+
+
 def compile_kernel(src: str):
-    """Compile (once per source) a generated kernel."""
+    """Compile (once per source) a generated kernel: from its module file in the kernel
+    directory, so that numba-cuda keeps its machine code there, signed (``kernels.diskcache``),
+    and the next process loads it instead of compiling. numba's CUDA simulator runs the
+    same text from memory."""
     with _lock:
         k = _cache.get(src)
         if k is None:
-            from numba import cuda
-
-            from bamql.gpu import device_cache, device_queue
-
-            ns = {"cuda": cuda, "np": np, "math": math, "warp_read": device_cache.warp_read,
-                  "warp_read_file": device_queue.warp_read_file, "wide_run": _wide_run()}
-            exec(compile(src, "<bamql gpu kernel>", "exec"), ns)
-            k = cuda.jit(ns["kern"])
+            header, keep = _header()
+            py, on_disk = diskcache.load(src, "kern", header=header, on_disk=keep)
+            k = diskcache.cuda_jit(py, on_disk)
             _cache.put(src, k)
         return k

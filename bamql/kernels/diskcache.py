@@ -10,8 +10,11 @@ function is compiled from there; numba's cache then holds the machine code besid
 
 The directory is ``$BAMQL_CACHE_DIR/kernels``, else ``$XDG_CACHE_HOME/bamql/kernels``, else
 ``~/.cache/bamql/kernels`` (``Config.cache_dir``, read when the directory is first needed).
-The generated sources import only numpy, numba and math, so a source fully determines its
-kernel.
+A module file is its header and the generated source, named by a hash of both. The CPU
+kernels' header imports only numpy, numba and math; a GPU kernel's (``gpu.kernel``) imports
+its device functions from bamql and carries a hash of their source files, so in both cases
+the text fully determines the kernel. GPU kernels are cached by numba-cuda's own cache
+(:func:`cuda_jit`), hardened in the same way as the CPU kernels' (below).
 
 The cache runs only its own code:
 
@@ -177,16 +180,17 @@ def _in_memory(text: str, name: str):
     return namespace[name]
 
 
-def load(src: str, name: str):
-    """The Python function ``name`` defined by ``src`` (which sees math, numba and numpy as
-    ``np``), compiled from ``src`` itself. Where the kernel directory is usable it is given
-    the name of its module file there, written with exactly that text (numba can then cache
-    what it compiles from it). Returns ``(function, from_file)``."""
-    text = _HEADER + src
-    d = kernel_dir()
+def load(src: str, name: str, header: str = _HEADER, on_disk: bool = True):
+    """The Python function ``name`` defined by ``header + src`` (the default header gives
+    it math, numba and numpy as ``np``), compiled from that text itself. Where ``on_disk``
+    and the kernel directory is usable it is given the name of its module file there,
+    written with exactly that text (numba can then cache what it compiles from it).
+    Returns ``(function, from_file)``."""
+    text = header + src
+    d = kernel_dir() if on_disk else None
     if d is None:
         return _in_memory(text, name), False
-    key = hashlib.sha256(src.encode()).hexdigest()[:24]
+    key = hashlib.sha256(text.encode()).hexdigest()[:24]
     path = d / f"k_{key}.py"
     data = text.encode()
     try:
@@ -217,46 +221,70 @@ def jit(py, on_disk: bool, **options):
     came from a module file of :func:`load`) and the cache can be set up, its files signed
     and checked (see the module's docstring)."""
     import numba
+    from numba.core import caching
+    from numba.core.serialize import dumps
 
     fn = numba.njit(**options)(py)
     if on_disk and _key is not None:
-        try:
-            fn.enable_caching()
-            cache = fn._cache
-            cache._cache_file = _signed_file_class()(cache._cache_file, _key)
-            load_overload, save_overload = cache.load_overload, cache.save_overload
-
-            def load_checked(sig, target_context):
-                try:
-                    return load_overload(sig, target_context)
-                except Exception:  # cannot be rebuilt: compiled (and saved) again
-                    return None
-
-            def save_checked(sig, data):
-                try:
-                    save_overload(sig, data)
-                except OSError:  # full or read-only file system: the kernel stays in memory
-                    pass
-
-            cache.load_overload, cache.save_overload = load_checked, save_checked
-        except Exception:  # no locator, or numba's cache directory cannot be made: no cache
-            from numba.core.caching import NullCache
-
-            fn._cache = NullCache()
+        _enable_signed(fn, caching, dumps)
     return fn
 
 
-@functools.cache
-def _signed_file_class():
-    """The class of signed cache files (made on first use: numba is imported late)."""
-    from numba.core.caching import IndexDataCacheFile
-    from numba.core.serialize import dumps
+def cuda_jit(py, on_disk: bool, **options):
+    """``numba.cuda.jit(**options)(py)``, a kernel, with numba-cuda's on-disk cache when
+    ``on_disk`` (``py`` came from a module file of :func:`load`), its files signed and
+    checked as the CPU kernels' are. Not for numba's CUDA simulator, which keeps nothing
+    on disk."""
+    from numba import cuda
 
-    class SignedCacheFile(IndexDataCacheFile):
+    fn = cuda.jit(**options)(py)
+    if on_disk and _key is not None:
+        from numba.cuda.core import caching
+        from numba.cuda.serialize import dumps
+
+        _enable_signed(fn, caching, dumps)
+    return fn
+
+
+def _enable_signed(fn, caching, dumps) -> None:
+    """Turn on ``fn``'s on-disk cache (a numba or numba-cuda dispatcher; ``caching`` is the
+    module of its cache classes, ``dumps`` its pickler) with signed files; a cache that
+    cannot be set up, read or written is passed over: the function is compiled in memory."""
+    assert _key is not None
+    try:
+        fn.enable_caching()
+        cache = fn._cache
+        cache._cache_file = _signed_file_class(caching.IndexDataCacheFile, dumps)(
+            cache._cache_file, _key)
+        load_overload, save_overload = cache.load_overload, cache.save_overload
+
+        def load_checked(sig, target_context):
+            try:
+                return load_overload(sig, target_context)
+            except Exception:  # cannot be rebuilt: compiled (and saved) again
+                return None
+
+        def save_checked(sig, data):
+            try:
+                save_overload(sig, data)
+            except Exception:  # a full file system, or code that cannot be pickled: in memory
+                pass
+
+        cache.load_overload, cache.save_overload = load_checked, save_checked
+    except Exception:  # no locator, or numba's cache directory cannot be made: no cache
+        fn._cache = caching.NullCache()
+
+
+@functools.cache
+def _signed_file_class(base: type, dumps):
+    """The class of signed cache files over numba's (or numba-cuda's) ``base``, pickling
+    with ``dumps`` (made on first use: numba is imported late)."""
+
+    class SignedCacheFile(base):
         """numba's index and data files, each an HMAC tag followed by the pickle it signs;
         a pickle is loaded only from bytes whose tag was checked."""
 
-        def __init__(self, inner: IndexDataCacheFile, key: bytes) -> None:
+        def __init__(self, inner, key: bytes) -> None:
             self.__dict__.update(inner.__dict__)
             self._key = key
 

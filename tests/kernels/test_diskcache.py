@@ -9,6 +9,7 @@ import shutil
 import stat
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -198,3 +199,98 @@ def test_a_damaged_or_readable_key_is_replaced(tmp_path):
     assert len(second) == 32 and second != first
     key.chmod(0o644)  # others could read it, and so sign files
     assert diskcache._load_key(d) != second and stat.S_IMODE(key.stat().st_mode) == 0o600
+
+
+# -- GPU kernels: numba-cuda's cache files, signed the same way (no GPU needed) -------------
+GPU_SRC = "def kern(x):\n    i = cuda.grid(1)\n    if i < x.shape[0]:\n        x[i] = wide_run\n"
+
+
+@pytest.fixture
+def kernel_dir(tmp_path, monkeypatch):
+    """A fresh, private kernel directory with its key, as ``kernel_dir()`` makes one."""
+    pytest.importorskip("numba.cuda.core.caching")
+    d = tmp_path / "kernels"
+    (d / "__pycache__").mkdir(parents=True, mode=0o700)
+    d.chmod(0o700)
+    monkeypatch.setattr(diskcache, "_dir", d)
+    monkeypatch.setattr(diskcache, "_checked", True)
+    monkeypatch.setattr(diskcache, "_key", diskcache._load_key(d))
+    for name in [m for m in sys.modules if m.startswith("bamql_kernel_")]:  # another test's
+        monkeypatch.delitem(sys.modules, name)
+    return d
+
+
+def _gpu_kernel():
+    from bamql.gpu import kernel as kgpu
+
+    header, keep = kgpu._header()
+    assert keep
+    py, on_disk = diskcache.load(GPU_SRC, "kern", header=header)
+    assert on_disk
+    return diskcache.cuda_jit(py, on_disk), header
+
+
+def test_a_gpu_kernel_module_names_its_device_code(kernel_dir):
+    from bamql.gpu import kernel_globals
+
+    fn, header = _gpu_kernel()
+    (mod,) = kernel_dir.glob("k_*.py")
+    assert mod.read_text() == header + GPU_SRC
+    assert kernel_globals.digest() in header.splitlines()[0]
+    assert "from bamql.gpu.kernel_globals import warp_read, warp_read_file, wide_run" in header
+    # the module's globals are the device functions it imports, not names injected later
+    assert fn.py_func.__globals__["wide_run"] is kernel_globals.wide_run
+    assert fn.py_func.__code__.co_filename == str(mod)
+
+
+def test_the_device_code_digest_follows_its_source(tmp_path, monkeypatch):
+    import types
+
+    from bamql.gpu import kernel_globals
+
+    before = kernel_globals.digest.__wrapped__()
+    assert before == kernel_globals.digest() and len(before) == 24
+    copy = tmp_path / "device_cache.py"
+    copy.write_bytes(Path(sys.modules["bamql.gpu.device_cache"].__file__).read_bytes() + b"\n# x\n")
+    monkeypatch.setitem(sys.modules, "bamql.gpu.device_cache", types.SimpleNamespace(__file__=str(copy)))
+    assert kernel_globals.digest.__wrapped__() != before  # an edited device function: new kernels
+    copy.unlink()
+    assert kernel_globals.digest.__wrapped__() is None  # unreadable: nothing kept on disk
+
+
+def test_gpu_cache_files_are_signed_and_checked(kernel_dir, tmp_path):
+    from numba.cuda.core import caching
+
+    fn, _ = _gpu_kernel()
+    cache_file = fn._cache._cache_file
+    assert isinstance(cache_file, caching.IndexDataCacheFile)
+    assert type(cache_file).__name__ == "SignedCacheFile"
+    assert fn._cache.cache_path == str(kernel_dir / "__pycache__")
+    cache_file.save(("sig", "cc"), {"cubin": b"\x01\x02"})
+    assert cache_file.load(("sig", "cc")) == {"cubin": b"\x01\x02"}
+    (mod,) = kernel_dir.glob("k_*.py")
+    nbi = sorted((kernel_dir / "__pycache__").glob(f"{mod.stem}.*.nbi"))
+    nbc = sorted((kernel_dir / "__pycache__").glob(f"{mod.stem}.*.nbc"))
+    assert len(nbi) == 1 and len(nbc) == 1
+    for f in (*nbi, *nbc):  # an HMAC tag, then the pickle
+        raw = f.read_bytes()
+        assert pickle.loads(raw[32:]) is not None
+    marker = tmp_path / "ran"
+    nbc[0].write_bytes(nbc[0].read_bytes()[:32] + pickle.dumps(Evil(marker)))
+    assert cache_file.load(("sig", "cc")) is None and not marker.exists()
+    assert not nbc[0].exists()  # a file that fails its check is deleted
+    nbi[0].write_bytes(pickle.dumps(Evil(marker)))
+    assert cache_file.load(("sig", "cc")) is None and not marker.exists()
+
+
+def test_without_a_usable_directory_a_gpu_kernel_is_compiled_in_memory(monkeypatch):
+    pytest.importorskip("numba.cuda.core.caching")
+    from bamql.gpu import kernel as kgpu
+
+    monkeypatch.setattr(diskcache, "_dir", None)
+    monkeypatch.setattr(diskcache, "_checked", True)
+    header, _ = kgpu._header()
+    py, on_disk = diskcache.load(GPU_SRC, "kern", header=header)
+    assert not on_disk and py.__code__.co_filename.startswith("<bamql")
+    fn = diskcache.cuda_jit(py, on_disk)
+    assert type(fn._cache).__name__ == "NullCache"
