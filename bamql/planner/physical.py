@@ -208,10 +208,10 @@ def gap_rows(conj: tuple[ir.Expr, ...], store: PageStore, medium: Medium) -> int
     the bytes a ``medium`` moves in the time one more read costs (a disk seek, a page-cache
     call), over the bytes per row of the predicate columns (0 when skipping is free)."""
     cols = {n for e in conj for n in ir.columns_of(e)}
-    per_row = sum(store.column(n).itemsize for n in cols)
+    per_row = sum(store.column(n).value_bits for n in cols) / 8  # packed columns: bits / 8
     if not per_row:
         return 0
-    return int(2 * medium.seq_bytes_per_s / medium.random_reads_per_s) // per_row
+    return int(2 * medium.seq_bytes_per_s / medium.random_reads_per_s / per_row)
 
 
 # -- selectivity -------------------------------------------------------------------------
@@ -298,7 +298,7 @@ def plan_query(q: ir.Query, store: PageStore, medium: Medium = FILE,
     while todo:
         def rank(c):
             new = [x for x in ir.columns_of(c) if x not in have]
-            cost = sum(store.column(x).itemsize for x in new) or 0.01
+            cost = sum(store.column(x).value_bits for x in new) / 8 or 0.01
             return (1.0 - sels[c]) / cost
 
         best = max(todo, key=rank)
