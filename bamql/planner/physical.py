@@ -194,12 +194,21 @@ def prune(conj: tuple[ir.Expr, ...], store: PageStore, max_gap: int = 0) -> RowR
     masks = [m for m in (_page_mask(e, store) for e in conj) if m is not None]
     if not masks:
         return RowRanges.whole(rows)
-    block = min(store.column(c).rows_per_page for c, _ in masks)
+    rpps = [store.column(c).rows_per_page for c, _ in masks]
+    block = min(rpps)
+    if any(r % block for r in rpps):
+        # packed columns' pages (storage.packing) need not nest: cut the rows at every
+        # page edge of every column, and keep a piece where each column's page is kept
+        edges = np.unique(np.concatenate([np.arange(0, rows, r) for r in rpps] + [[rows]]))
+        starts = edges[:-1]
+        keep = np.ones(len(starts), bool)
+        for (_, m), r in zip(masks, rpps, strict=True):
+            keep &= m[starts // r]
+        return RowRanges(starts[keep], edges[1:][keep]).merged(max_gap)
     n_blocks = -(-rows // block)
     keep = np.ones(n_blocks, bool)
-    for col, m in masks:
-        rep = store.column(col).rows_per_page // block
-        keep &= np.repeat(m, rep)[:n_blocks]
+    for (_, m), r in zip(masks, rpps, strict=True):
+        keep &= np.repeat(m, r // block)[:n_blocks]
     return RowRanges.from_blocks(keep, block, rows).merged(max_gap)
 
 
