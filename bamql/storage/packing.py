@@ -169,8 +169,7 @@ def _unpack_all(words, rpp, bits, ref, sentinel, out):  # pragma: no cover - com
 
 
 def _words(page_bytes: np.ndarray) -> np.ndarray:
-    pb = np.ascontiguousarray(page_bytes)
-    return pb.reshape(pb.shape[0], -1).view(np.uint64)
+    return np.ascontiguousarray(page_bytes).view(np.uint64)  # (n_pages, page_size / 8)
 
 
 def unpack_pages(page_bytes: np.ndarray, bits: int, rpp: int, ref: np.ndarray, dtype,
