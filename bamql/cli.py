@@ -1,4 +1,4 @@
-"""The ``bamql`` command: gen, ingest, verify, sql, shell, serve, demo."""
+"""The ``bamql`` command: gen, ingest, verify, info, sql, shell, serve, demo."""
 
 from __future__ import annotations
 
@@ -47,7 +47,8 @@ def _names(text: str | None) -> tuple[str, ...] | None:
 #: the ingest options that shape a table, with their defaults (None in the parser, so that a
 #: refresh, which keeps the table's own, can tell which were given)
 _SHAPING = {"page_size": 4096, "volumes": 1, "table": None, "partitions": 1, "groups": "none",
-            "floats": "auto", "compress": "none", "columns": None, "cluster_by": None}
+            "floats": "auto", "compress": "none", "columns": None, "cluster_by": None,
+            "pack": False}
 
 
 def cmd_ingest(a: argparse.Namespace) -> int:
@@ -76,7 +77,7 @@ def cmd_ingest(a: argparse.Namespace) -> int:
         r = ingest(a.sources, a.out, page_size=opt["page_size"], volumes=opt["volumes"],
                    table=opt["table"], partitions=opt["partitions"], groups=opt["groups"],
                    floats=opt["floats"], compress=opt["compress"], columns=_names(opt["columns"]),
-                   cluster_by=opt["cluster_by"], **bars)
+                   cluster_by=opt["cluster_by"], pack=opt["pack"], **bars)
     print(f"ingested {r.rows:,} rows into {r.path} ({r.store_bytes / 1e6:,.1f} MB store, "
           f"page size {opt['page_size']} B) in {r.seconds:.2f} s: {r.rows / r.seconds:,.0f} rows/s, "
           f"{r.source_bytes / 1e6 / r.seconds:,.1f} MB/s of source")
@@ -121,6 +122,25 @@ def cmd_verify(a: argparse.Namespace) -> int:
           f"of {s.page_size} B" + (f" ({groups} row group(s) included)" if groups else "")
           + f", {len(parts)} partition(s)" + (f", clustered by {', '.join(keys)}" if keys else "")
           + ")")
+    return 0
+
+
+def cmd_info(a: argparse.Namespace) -> int:
+    """``bamql info TABLE``: each column's storage and its bytes, plain and as stored."""
+    from bamql.storage.packing import column_sizes
+    from bamql.storage.partitioned import open_table
+
+    with open_table(a.store) as t:
+        sizes = [column_sizes(p.manifest) for p in t.parts]
+        print(f"{a.store}: {t.rows:,} rows, {len(t.columns)} columns, {t.page_size} B pages, "
+              f"{len(t.parts)} partition(s)")
+    print(f"  {'column':<24} {'stored as':<16} {'plain MB':>10} {'stored MB':>10} {'ratio':>6}")
+    for k, c in enumerate(sizes[0]):
+        plain = sum(s[k].plain_bytes for s in sizes)
+        stored = sum(s[k].stored_bytes for s in sizes)
+        how = c.dtype + (f", {c.bits} bits" if c.bits else "")
+        print(f"  {c.name:<24} {how:<16} {plain / 1e6:>10.2f} {stored / 1e6:>10.2f} "
+              f"{plain / stored if stored else 1.0:>6.2f}")
     return 0
 
 
@@ -275,6 +295,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="sort each partition's rows by these columns (ascending, NULLs last), so "
                    "that filters on them prune pages and gathers read few, dense pages; an "
                    "--append sorts the table's old and new rows together")
+    i.add_argument("--pack", action="store_true", default=None,
+                   help="bit-pack integer, timestamp, string-code and scaled-decimal columns to "
+                   "the bits of their range, with a frame of reference per page (a zone id takes "
+                   "9 bits, not 16); gathers still read one page per value")
     i.set_defaults(func=cmd_ingest)
 
     v = sub.add_parser(
@@ -289,6 +313,12 @@ def build_parser() -> argparse.ArgumentParser:
         "pages. Each problem is one line; the exit status is 1 if there is any.")
     v.add_argument("store", help="table directory")
     v.set_defaults(func=cmd_verify)
+
+    n = sub.add_parser("info", help="show a table's columns and their bytes, plain and stored",
+                       description="Each column's storage type, its bits per value when packed "
+                       "(ingest --pack), and its bytes as plain pages and as stored.")
+    n.add_argument("store", help="table directory")
+    n.set_defaults(func=cmd_info)
 
     d = sub.add_parser("demo", help="generate, ingest and query a small taxi table",
                        description="The main job on an embedded default: generate a small "

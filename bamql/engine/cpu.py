@@ -22,7 +22,8 @@ from bamql.storage.encoding import null_mask
 from bamql.storage.pagemath import page_checksums
 from bamql.storage.store import PageStore
 
-#: Rows per morsel: a multiple of every column's rows per page (all powers of two).
+#: Rows per morsel: a multiple of every plain column's rows per page (powers of two); a
+#: packed column's page that straddles two morsels is read by both.
 MORSEL_ROWS = 1 << 21
 #: A filter of more nodes than this is evaluated column at a time (``planner.evaluate``)
 #: instead of compiled: numba's compile time grows faster than linearly with a kernel's

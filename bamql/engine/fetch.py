@@ -20,7 +20,8 @@ def fetch(store: PageStore, c: ColumnMeta, rows: np.ndarray, window: RowRanges, 
     page holding a row of ``window``, from the column's compressed copy with ``compressed``
     (then the whole span from the first such page to the last). Runs of adjacent pages are
     read with one call (store.read_pages); mostly isolated pages go through the compiled
-    scattered reader (store.read_scattered).
+    scattered reader (store.read_scattered). Packed pages are decoded: whole where every
+    row is wanted, else only the rows' values (``PageStore.row_values``).
     """
     rpp = c.rows_per_page
     if len(rows) == 0:
@@ -43,15 +44,15 @@ def fetch(store: PageStore, c: ColumnMeta, rows: np.ndarray, window: RowRanges, 
     else:  # long runs: one vectored read per run
         nbytes = store.read_pages(c.first_page + pages, buf)
     stats.add(c.name, len(pages), nbytes, needed)
-    table = buf.view(c.np_dtype)[:, :rpp]
+    ids = c.first_page + pages
     if path != AccessPath.GATHER and len(rows) == window.rows:
         first = int(pages[0]) * rpp
         if dense:  # every row of one run: a slice, no gather
-            return table.reshape(-1)[lo - first : lo - first + len(rows)]
+            return store.page_values(c, buf, ids).reshape(-1)[lo - first : lo - first + len(rows)]
         if lo == first and len(rows) == (len(pages) - 1) * rpp + hi - int(pages[-1]) * rpp:
             # the candidates fill every page they touch (value-set ranges are whole pages)
-            return table.reshape(-1)[: len(rows)]
-    # page -> its row in ``table`` through a lookup over the span (a search per row is slower)
+            return store.page_values(c, buf, ids).reshape(-1)[: len(rows)]
+    # page -> its row in ``buf`` through a lookup over the span (a search per row is slower)
     lut = np.zeros(int(pages[-1]) - int(pages[0]) + 1, np.int64)
     lut[pages - pages[0]] = np.arange(len(pages))
-    return table[lut[rows // rpp - pages[0]], rows % rpp]
+    return store.row_values(c, buf, ids, lut[rows // rpp - pages[0]], rows % rpp)

@@ -212,6 +212,8 @@ class Session:
             meta = {"storage": c.dtype, "pages": str(c.n_pages)}
             if c.scale:
                 meta["scale"] = str(c.scale)
+            if c.bits:
+                meta["bits"] = str(c.bits)
             if c.name in s.value_sets:
                 meta["value_sets"] = "yes"
             fields.append(pa.field(c.name, t, metadata=meta))

@@ -184,6 +184,8 @@ class Shell:
                     how = f.metadata[b"storage"].decode()
                     if b"scale" in f.metadata:  # a decimal float as a scaled integer
                         how += f" / 10^{f.metadata[b'scale'].decode()}"
+                    if b"bits" in f.metadata:  # bit-packed pages (ingest --pack)
+                        how += f", packed to {f.metadata[b'bits'].decode()} bits"
                     if b"value_sets" in f.metadata:  # IN / = prune pages holding none
                         how += ", page value sets"
                     self.say(f"  {f.name:<24} {str(f.type):<14} stored as {how}")

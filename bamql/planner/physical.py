@@ -194,12 +194,21 @@ def prune(conj: tuple[ir.Expr, ...], store: PageStore, max_gap: int = 0) -> RowR
     masks = [m for m in (_page_mask(e, store) for e in conj) if m is not None]
     if not masks:
         return RowRanges.whole(rows)
-    block = min(store.column(c).rows_per_page for c, _ in masks)
+    rpps = [store.column(c).rows_per_page for c, _ in masks]
+    block = min(rpps)
+    if any(r % block for r in rpps):
+        # packed columns' pages (storage.packing) need not nest: cut the rows at every
+        # page edge of every column, and keep a piece where each column's page is kept
+        edges = np.unique(np.concatenate([np.arange(0, rows, r) for r in rpps] + [[rows]]))
+        starts = edges[:-1]
+        keep = np.ones(len(starts), bool)
+        for (_, m), r in zip(masks, rpps, strict=True):
+            keep &= m[starts // r]
+        return RowRanges(starts[keep], edges[1:][keep]).merged(max_gap)
     n_blocks = -(-rows // block)
     keep = np.ones(n_blocks, bool)
-    for col, m in masks:
-        rep = store.column(col).rows_per_page // block
-        keep &= np.repeat(m, rep)[:n_blocks]
+    for (_, m), r in zip(masks, rpps, strict=True):
+        keep &= np.repeat(m, r // block)[:n_blocks]
     return RowRanges.from_blocks(keep, block, rows).merged(max_gap)
 
 
@@ -208,10 +217,10 @@ def gap_rows(conj: tuple[ir.Expr, ...], store: PageStore, medium: Medium) -> int
     the bytes a ``medium`` moves in the time one more read costs (a disk seek, a page-cache
     call), over the bytes per row of the predicate columns (0 when skipping is free)."""
     cols = {n for e in conj for n in ir.columns_of(e)}
-    per_row = sum(store.column(n).itemsize for n in cols)
+    per_row = sum(store.column(n).value_bits for n in cols) / 8  # packed columns: bits / 8
     if not per_row:
         return 0
-    return int(2 * medium.seq_bytes_per_s / medium.random_reads_per_s) // per_row
+    return int(2 * medium.seq_bytes_per_s / medium.random_reads_per_s / per_row)
 
 
 # -- selectivity -------------------------------------------------------------------------
@@ -298,7 +307,7 @@ def plan_query(q: ir.Query, store: PageStore, medium: Medium = FILE,
     while todo:
         def rank(c):
             new = [x for x in ir.columns_of(c) if x not in have]
-            cost = sum(store.column(x).itemsize for x in new) or 0.01
+            cost = sum(store.column(x).value_bits for x in new) / 8 or 0.01
             return (1.0 - sels[c]) / cost
 
         best = max(todo, key=rank)

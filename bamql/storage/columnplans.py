@@ -14,6 +14,7 @@ import pyarrow.compute as pc
 from bamql.errors import IngestError
 from bamql.storage.decimals import DecimalScan, encode, real_nans, to_float64
 from bamql.storage.encoding import float_storage, narrow_int_dtype, sentinel_for
+from bamql.storage.packing import packed_bits
 from bamql.storage.sources import Source, select_columns
 from bamql.storage.writer import ColumnPlan
 
@@ -131,13 +132,18 @@ def select(cols: list, columns: Sequence[str] | None, source: str) -> list:
 
 
 def column_plans(sources: Sequence[Source], cols, floats: str = "auto",
-                 scan_progress: Callable[[int], None] | None = None) -> list[ColumnPlan]:
+                 scan_progress: Callable[[int], None] | None = None,
+                 pack: bool = False) -> list[ColumnPlan]:
     """The storage of each unified column: integers narrowed to their range, floats scanned
     for scaled-integer decimals (``floats="auto"``), strings dictionary-coded (sorted, so
-    code order is string order). Reads the sources' statistics, and scans what they lack."""
+    code order is string order). Reads the sources' statistics, and scans what they lack.
+    With ``pack``, integer-stored columns get the bit width of their stored range
+    (``storage.packing``; timestamps' ranges cost a scan of them)."""
     stats = [s.int_stats() for s in sources]
     need_scan = [n for n, k, _ in cols if k in ("int", "string")
                  and (k == "string" or any(st.get(n) is None for st in stats))]
+    stamps = [n for n, k, _ in cols if k == "timestamp"] if pack else []
+    need_scan += stamps
     lo: dict[str, int] = {}
     hi: dict[str, int] = {}
     distinct: dict[str, set] = {n: set() for n, k, _ in cols if k == "string"}
@@ -159,6 +165,8 @@ def column_plans(sources: Sequence[Source], cols, floats: str = "auto",
                                 "distinct strings, which bamql does not store (dictionary "
                                 "codes); leave it out with --columns"
                             )
+                    elif n in stamps:
+                        _stored_range(a, n, lo, hi)
                     else:
                         mm = pc.min_max(a.cast(pa.int64()) if pa.types.is_boolean(a.type) else a)
                         if mm["min"].is_valid:
@@ -185,7 +193,40 @@ def column_plans(sources: Sequence[Source], cols, floats: str = "auto",
             d = tuple(sorted(distinct[n]))  # sorted: code order is string order
             dt = narrow_int_dtype(0, max(len(d) - 1, 0))  # the minimum is NULL's code
             plans.append(ColumnPlan(n, k, dt, 0, max(len(d) - 1, 0), d))
+        if pack:  # plain floats have no stored range: packed_bits leaves them plain
+            pl = plans[-1]
+            if k in ("int", "string"):
+                r = (pl.lo, pl.hi)
+            elif k == "timestamp":
+                r = (lo.get(n), hi.get(n))
+            else:
+                r = _scaled_range(scans.get(n), pl.scale)
+            pl.bits = packed_bits(*r, pl.dtype)
     return plans
+
+
+def _stored_range(a: pa.Array, n: str, lo: dict[str, int], hi: dict[str, int]) -> None:
+    """Widen ``lo[n]``, ``hi[n]`` by the stored values (int64 microseconds) of timestamps
+    ``a``; those finer than microseconds are left to ``to_storage`` to refuse."""
+    if pa.types.is_null(a.type):
+        return
+    try:
+        us = a.cast(pa.timestamp("us", tz=a.type.tz)).cast(pa.int64())
+    except pa.ArrowInvalid:
+        return
+    mm = pc.min_max(us)
+    if mm["min"].is_valid:
+        lo[n] = min(lo.get(n, mm["min"].as_py()), mm["min"].as_py())
+        hi[n] = max(hi.get(n, mm["max"].as_py()), mm["max"].as_py())
+
+
+def _scaled_range(scan: DecimalScan | None, scale: int) -> tuple[int | None, int | None]:
+    """The stored range of a float column stored as scaled integers, from its scan (None
+    bounds where it found no finite value)."""
+    if scan is None or not scale or not (np.isfinite(scan.lo) and np.isfinite(scan.hi)):
+        return None, None
+    p = 10.0**scale
+    return round(scan.lo * p), round(scan.hi * p)
 
 
 #: the type a column of no values (Arrow's null type) is read as, per kind

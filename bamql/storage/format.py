@@ -42,6 +42,7 @@ import numpy as np
 
 from bamql.errors import StoreError
 from bamql.storage.encoding import sentinel_for
+from bamql.storage.packing import MAX_BITS, PACKABLE_TYPES, rows_per_page
 
 FORMAT_NAME = "bamql-pagestore"
 FORMAT_VERSION = 4
@@ -156,6 +157,17 @@ class ColumnMeta:
     histogram: dict[str, int] | None = None
     #: decimal digits (1 or more) of a float column stored as scaled integers (0: as is)
     scale: int = 0
+    #: bits per code of a bit-packed column (``storage.packing``); 0: plain fixed-width pages
+    bits: int = 0
+
+    @property
+    def packed(self) -> bool:
+        return self.bits > 0
+
+    @property
+    def value_bits(self) -> int:
+        """Bits a value takes in the column's pages (what a read of one row costs)."""
+        return self.bits or 8 * self.itemsize
 
     @property
     def np_dtype(self) -> np.dtype:
@@ -267,6 +279,8 @@ class Manifest:
     #: where the rows came from (files ingested by name); None for rows from memory and for
     #: stores made before bamql recorded it, which a refresh refuses
     origin: Origin | None = None
+    #: made with ``ingest(pack=True)``: eligible columns bit-packed (kept by appends)
+    pack: bool = False
 
     @property
     def all_pages(self) -> int:
@@ -289,6 +303,11 @@ class Manifest:
         d = asdict(self)
         if d["origin"] is None:  # absent, as in stores made before the field
             del d["origin"]
+        if not d["pack"]:  # plain stores are written as before packing existed
+            del d["pack"]
+        for c in d["columns"]:
+            if not c["bits"]:
+                del c["bits"]
         d["sha256"] = digest(d)
         return json.dumps(d, indent=1)
 
@@ -357,7 +376,7 @@ def _inconsistency(m: Manifest) -> str | None:
     the pages, so that a manifest edited and sealed again fails at open instead of giving
     wrong answers (``PageStore.verify`` compares it with the pages)."""
     if not (_is_int(m.rows, m.page_size, m.n_volumes, m.total_pages) and isinstance(m.table, str)
-            and isinstance(m.pages_meta_sha256, str)):
+            and isinstance(m.pages_meta_sha256, str) and isinstance(m.pack, bool)):
         return "a field has the wrong type"
     if m.rows < 0 or not 1 <= m.n_volumes <= MAX_VOLUMES:
         return f"{m.rows} rows over {m.n_volumes} volumes"
@@ -393,7 +412,8 @@ def _inconsistency(m: Manifest) -> str | None:
                 or len(set(g.members)) != len(members)):
             return f"row group {g.file!r} has members {list(g.members)}"
         seen |= set(g.members)
-        if (any(c.rows_per_page != g.rows_per_page or c.n_pages != g.n_pages for c in members)
+        if (any(c.rows_per_page != g.rows_per_page or c.n_pages != g.n_pages or c.bits
+                for c in members)
                 or g.first_page != nxt
                 or g.block_bytes != block_bytes(len(members), m.page_size)):
             return f"row group {g.file!r} does not match its members' pages"
@@ -412,9 +432,24 @@ def _inconsistency(m: Manifest) -> str | None:
     return None
 
 
+def _packing_inconsistency(m: Manifest, c: ColumnMeta) -> str | None:
+    """What makes packed column ``c`` of manifest ``m`` inconsistent, or None."""
+    if c.dtype not in PACKABLE_TYPES or not 1 <= c.bits <= MAX_BITS or c.bits >= 8 * c.itemsize:
+        return f"{c.bits} bits per value do not pack a column stored as {c.dtype}"
+    if c.rows_per_page != rows_per_page(m.page_size, c.bits):
+        return (f"{c.rows_per_page} rows of {c.bits} bits per page do not fill "
+                f"{m.page_size} B pages")
+    lo, hi = c.min, c.max
+    if c.scale and isinstance(lo, int | float) and isinstance(hi, int | float):
+        lo, hi = round(lo * 10**c.scale), round(hi * 10**c.scale)  # in stored units
+    if _is_int(lo, hi) and hi - lo >= (1 << c.bits) - 1:
+        return f"its range [{c.min}, {c.max}] does not fit {c.bits} bits"
+    return None
+
+
 def _column_inconsistency(m: Manifest, c: ColumnMeta) -> str | None:
     """What makes column ``c`` of manifest ``m`` inconsistent, or None."""
-    if not _is_int(c.first_page, c.n_pages, c.rows_per_page, c.nulls, c.scale):
+    if not _is_int(c.first_page, c.n_pages, c.rows_per_page, c.nulls, c.scale, c.bits):
         return "a field has the wrong type"
     if c.kind not in KINDS:
         return f"kind {c.kind!r} is not one of {', '.join(KINDS)}"
@@ -423,7 +458,11 @@ def _column_inconsistency(m: Manifest, c: ColumnMeta) -> str | None:
         return f"storage type {c.dtype!r} is not one of a {c.kind} column's"
     if (c.scale != 0 or scaled) and not (scaled and 1 <= c.scale <= MAX_DECIMALS):
         return f"scale {c.scale} does not fit a {c.kind} column stored as {c.dtype}"
-    if c.rows_per_page * c.itemsize != m.page_size:
+    if c.bits:
+        problem = _packing_inconsistency(m, c)
+        if problem:
+            return problem
+    elif c.rows_per_page * c.itemsize != m.page_size:
         return f"{c.rows_per_page} rows of {c.dtype} per page do not fill {m.page_size} B pages"
     if c.n_pages != -(-m.rows // c.rows_per_page) or c.first_page < 0:
         return f"{c.n_pages} pages do not hold {m.rows} rows of {c.rows_per_page}"

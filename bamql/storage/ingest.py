@@ -92,6 +92,7 @@ def ingest(
     compress: str = "none",
     columns: Sequence[str] | None = None,
     cluster_by: str | Sequence[str] | None = None,
+    pack: bool = False,
 ) -> IngestReport:
     """Ingest ``sources`` (ORC, Parquet or CSV files of one schema) into a page store at ``out``.
 
@@ -138,6 +139,10 @@ def ingest(
         Clustering keys (``"a,b"`` or names): each store's rows (each partition's) sorted by
         them, ascending, NULLs last (``storage.cluster``, which says what memory it takes);
         None for the sources' order. The manifest records them.
+    pack
+        Bit-pack the integer-stored columns (integers, timestamps, dictionary codes, scaled
+        floats) to the bits of their range, with a frame of reference per page
+        (``storage.packing``); a column in a row group stays plain. Appends keep it.
     """
     t0 = time.perf_counter()
     out = Path(out)
@@ -162,7 +167,7 @@ def ingest(
     return _build(srcs, cols, out, page_size, volumes, table or out.name,
                   tuple(str(s.path.name) for s in srcs), progress, partitions, groups, floats,
                   scan_progress, compress, t0, replace=False, cluster=parse_cluster_by(cluster_by),
-                  origin=origin)
+                  origin=origin, pack=pack)
 
 
 def append(
@@ -300,7 +305,7 @@ def _state(out: Path) -> _Stored:
                         groups=[g.members for g in m.groups] if m.groups else None,
                         compress="zstd" if m.streams is not None else "none",
                         cluster=m.cluster_by,
-                        floats=origin.floats if origin is not None else "auto")
+                        floats=origin.floats if origin is not None else "auto", pack=m.pack)
         return _Stored(t.name or out.name, list(t.columns), t.rows, settings,
                        tuple(x for p in t.parts for x in p.manifest.sources), origin)
 
@@ -321,7 +326,7 @@ def _rewrite(out: Path, st: _Stored, new: list[Source], origin: Origin | None,
     c = st.settings
     return _build(srcs, unified, out, c["page_size"], c["volumes"], st.name, names, progress,
                   c["partitions"], c["groups"], c["floats"], scan_progress, c["compress"], t0,
-                  replace=True, cluster=c["cluster"], origin=origin)
+                  replace=True, cluster=c["cluster"], origin=origin, pack=c["pack"])
 
 
 def _given_sources(sources) -> list:
@@ -353,21 +358,28 @@ def _append_lock(out: Path):
 def _build(srcs, cols, out: Path, page_size: int, volumes: int, name: str,
            names: tuple[str, ...], progress, partitions: int, groups, floats: str,
            scan_progress, compress: str, t0: float, replace: bool,
-           cluster: tuple[str, ...] = (), origin: Origin | None = None) -> IngestReport:
+           cluster: tuple[str, ...] = (), origin: Origin | None = None,
+           pack: bool = False) -> IngestReport:
     """Write ``srcs`` as a table at ``out``: a new one, or (``replace``) in place of the
     table there, exchanged in one rename."""
     if cluster:  # an unknown key fails before the sources are read
         check_keys(cluster, [c[0] for c in cols])
-    plans = column_plans(srcs, cols, floats, scan_progress)
+    plans = column_plans(srcs, cols, floats, scan_progress, pack)
     rows = sum(s.num_rows for s in srcs)
     if partitions < 1 or partitions > max(rows, 1):
         raise IngestError(f"--partitions must be within 1..{max(rows, 1)}, got {partitions}")
-    if groups not in (None, "none", "auto"):  # bad names fail before anything is written
+    if groups not in (None, "none"):  # bad names fail before anything is written
         from bamql.storage.groups import parse_groups
 
-        parse_groups(groups, [ColumnMeta(pl.name, pl.kind, pl.dtype.name, 0, 0,
-                                         page_size // pl.dtype.itemsize) for pl in plans],
-                     page_size)
+        # resolved once, on the plain layout: a row group's members stay plain (their
+        # copies share one rows per page), and every partition gets the same groups
+        groups = parse_groups(groups, [ColumnMeta(pl.name, pl.kind, pl.dtype.name, 0, 0,
+                                                  page_size // pl.dtype.itemsize) for pl in plans],
+                              page_size)
+        members = {n for g in groups for n in g}
+        for pl in plans:
+            if pl.name in members:
+                pl.bits = 0
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         clean_stale(out)
@@ -384,7 +396,7 @@ def _build(srcs, cols, out: Path, page_size: int, volumes: int, name: str,
     try:
         with sigterm_as_interrupt():  # SIGTERM cleans up as Ctrl-C does
             _write(srcs, plans, bounds, dirs, rows, page_size, volumes, name, names, progress,
-                   groups, compress, writers, cluster, origin)
+                   groups, compress, writers, cluster, origin, pack)
         if replace:
             scratch.finish()
             exchange(tmp, out)  # tmp now holds the old table
@@ -430,7 +442,7 @@ def exchange(a: Path, b: Path) -> None:
 def _write(srcs, plans, bounds: list[int], dirs: list[Path], rows: int, page_size: int,
            volumes: int, name: str, names: tuple[str, ...], progress, groups, compress: str,
            writers: list[PageWriter], cluster: tuple[str, ...] = (),
-           origin: Origin | None = None) -> None:
+           origin: Origin | None = None, pack: bool = False) -> None:
     """Write the table's store (or its partitions' stores) into the scratch directory."""
     tmp = dirs[0] if len(dirs) == 1 else dirs[0].parent
     if len(dirs) == 1 and cluster:
@@ -439,7 +451,7 @@ def _write(srcs, plans, bounds: list[int], dirs: list[Path], rows: int, page_siz
         write_clustered(lambda cols: _stored(srcs, plans, cols, 0, rows), plans, w, cluster, rows,
                         progress)
         _finish_store(tmp, w, plans, rows, page_size, volumes, name, names, groups, compress,
-                      cluster, origin)
+                      cluster, origin, pack)
     elif len(dirs) == 1:
         w = PageWriter(tmp, plans, rows, page_size, volumes)
         writers.append(w)
@@ -454,10 +466,10 @@ def _write(srcs, plans, bounds: list[int], dirs: list[Path], rows: int, page_siz
                 if progress:
                     progress(b.num_rows)
         _finish_store(tmp, w, plans, rows, page_size, volumes, name, names, groups, compress,
-                      origin=origin)
+                      origin=origin, pack=pack)
     else:
         _ingest_partitions(srcs, plans, bounds, dirs, page_size, volumes, name, names, progress,
-                           groups, compress, cluster, origin)
+                           groups, compress, cluster, origin, pack)
         write_partitions(tmp, name, [(d.name, bounds[k], bounds[k + 1] - bounds[k])
                                      for k, d in enumerate(dirs)])
 
@@ -465,7 +477,7 @@ def _write(srcs, plans, bounds: list[int], dirs: list[Path], rows: int, page_siz
 def _ingest_partition(sources: list[str | Source], plans, bounds: list[int], k: int, d: str,
                       page_size: int, volumes: int, table: str, names: tuple[str, ...],
                       groups=None, compress: str = "none", cluster: tuple[str, ...] = (),
-                      origin: Origin | None = None) -> int:
+                      origin: Origin | None = None, pack: bool = False) -> int:
     """Write partition ``k`` (rows ``bounds[k]:bounds[k+1]``) as a store in ``d``, reading
     only the sources that overlap it (its rows sorted by ``cluster`` when given); runs in a
     worker process. Returns its rows."""
@@ -478,7 +490,7 @@ def _ingest_partition(sources: list[str | Source], plans, bounds: list[int], k: 
             write_clustered(lambda cols: _stored(sources, plans, cols, lo, hi), plans, w, cluster,
                             hi - lo)
             _finish_store(d, w, plans, hi - lo, page_size, volumes, table, names, groups, compress,
-                          cluster, origin)
+                          cluster, origin, pack)
             return hi - lo
         pos = 0
         for path in sources:
@@ -501,7 +513,7 @@ def _ingest_partition(sources: list[str | Source], plans, bounds: list[int], k: 
                 if pos >= hi:
                     break
         _finish_store(d, w, plans, hi - lo, page_size, volumes, table, names, groups, compress,
-                      origin=origin)
+                      origin=origin, pack=pack)
     except BaseException:
         w.abort()
         raise
@@ -510,7 +522,7 @@ def _ingest_partition(sources: list[str | Source], plans, bounds: list[int], k: 
 
 def _ingest_partitions(srcs, plans, bounds, dirs, page_size, volumes, table, names, progress,
                        groups=None, compress: str = "none", cluster: tuple[str, ...] = (),
-                       origin: Origin | None = None) -> None:
+                       origin: Origin | None = None, pack: bool = False) -> None:
     """Every partition, each in its own process when there are several cores (sources are
     decoded in parallel; a partition reads only the sources that overlap its rows)."""
     from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -523,7 +535,7 @@ def _ingest_partitions(srcs, plans, bounds, dirs, page_size, volumes, table, nam
                     for s in srcs)
     paths: list[str | Source] = list(srcs) if in_memory else [str(s.path) for s in srcs]
     args = [(paths, plans, bounds, k, str(d), page_size, volumes, table, names, groups, compress,
-             cluster, origin) for k, d in enumerate(dirs)]
+             cluster, origin, pack) for k, d in enumerate(dirs)]
     workers = min(len(dirs), os.cpu_count() or 1)
     if workers == 1 or in_memory or not _spawn_can_start():
         for a in args:
@@ -586,7 +598,8 @@ def _spawn_can_start() -> bool:
 
 def _finish_store(d: Path, writer: PageWriter, plans, rows: int, page_size: int, volumes: int,
                   table: str, sources: tuple[str, ...], groups=None, compress: str = "none",
-                  cluster: tuple[str, ...] = (), origin: Origin | None = None) -> None:
+                  cluster: tuple[str, ...] = (), origin: Origin | None = None,
+                  pack: bool = False) -> None:
     """Flush a store's last pages, write its row groups, its page metadata and its manifest
     (last)."""
     from bamql.storage.groups import parse_groups, write_groups
@@ -601,7 +614,7 @@ def _finish_store(d: Path, writer: PageWriter, plans, rows: int, page_size: int,
             name=pl.name, kind=pl.kind, dtype=pl.dtype.name,
             first_page=writer.first_page[i], n_pages=ids.stop - ids.start,
             rows_per_page=writer.rows_per_page[i], nulls=r["nulls"], min=lo, max=hi,
-            dictionary=pl.dictionary, histogram=r["histogram"], scale=pl.scale,
+            dictionary=pl.dictionary, histogram=r["histogram"], scale=pl.scale, bits=pl.bits,
         ))
     group_metas, arrays = write_groups(
         d, parse_groups(groups, columns, page_size), columns, page_size, volumes,
@@ -613,6 +626,9 @@ def _finish_store(d: Path, writer: PageWriter, plans, rows: int, page_size: int,
         streams, arrays["zst:off"], arrays["zst:len"] = write_streams(
             d, columns, page_size, volumes, writer.total_pages)
     arrays["izmin"], arrays["izmax"] = writer.izmin, writer.izmax  # exact int64 zone maps
+    # packed pages' frames of reference, over every page (row-group copies are plain)
+    arrays["ref"] = np.concatenate([writer.ref, np.zeros(len(arrays["checksum"])
+                                                         - writer.total_pages, np.int64)])
     for pl, r in zip(plans, res["columns"], strict=True):
         arrays[f"sample:{pl.name}"] = r["sample"]
         if r["value_sets"] is not None:
@@ -627,6 +643,7 @@ def _finish_store(d: Path, writer: PageWriter, plans, rows: int, page_size: int,
         total_pages=writer.total_pages, columns=tuple(columns),
         pages_meta_sha256=hashlib.sha256(meta_bytes).hexdigest(), sources=sources,
         groups=group_metas, streams=streams, cluster_by=tuple(cluster), origin=origin,
+        pack=pack,
     )
     mpath = d / MANIFEST
     mpath.write_text(man.to_json())

@@ -24,6 +24,7 @@ from bamql.storage.format import (
     volume_name,
 )
 from bamql.storage.nativeio import DiskLayout
+from bamql.storage.packing import unpack_pages, unpack_rows
 from bamql.storage.pagemath import page_checksums
 from bamql.storage.valuesets import ValueSets
 from bamql.storage.verify import Verification
@@ -44,6 +45,9 @@ class PageMeta:
     #: None in stores written before them, whose float64 ones round beyond 2**53
     izmin: np.ndarray | None = None
     izmax: np.ndarray | None = None
+    #: the frame of reference of each page of a packed column (``storage.packing``; 0 for
+    #: other pages); None in stores written before packing, which have no packed column
+    ref: np.ndarray | None = None
 
 
 class PageStore(Verification):
@@ -67,7 +71,8 @@ class PageStore(Verification):
             with np.load(io.BytesIO(raw)) as z:
                 exact = "izmin" in z.files and "izmax" in z.files
                 self.pages = PageMeta(z["checksum"], z["zmin"], z["zmax"], z["nulls"],
-                                      z["izmin"] if exact else None, z["izmax"] if exact else None)
+                                      z["izmin"] if exact else None, z["izmax"] if exact else None,
+                                      z["ref"] if "ref" in z.files else None)
                 self.sample = {c: z[f"sample:{c}"] for c in self.columns}
                 #: page value sets of small-domain columns (storage.valuesets); none in older
                 #: stores
@@ -103,6 +108,9 @@ class PageStore(Verification):
         for c in m.columns:  # the pages' NULLs add up to the column's
             if int(pg.nulls[c.first_page : c.first_page + c.n_pages].sum()) != c.nulls:
                 return f"the NULLs of column {c.name!r}'s pages do not add up to {c.nulls:,}"
+        problem = self._ref_inconsistency()
+        if problem:
+            return problem
         for c, vs in self.value_sets.items():  # written by another tool or version: refuse
             if vs.bits.ndim != 2 or vs.bits.dtype != np.uint8 or vs.bits.shape[1] != -(-vs.n_pages // 8):
                 return f"the page value sets of column {c} do not match its {vs.n_pages:,} pages"
@@ -116,6 +124,28 @@ class PageStore(Verification):
                     or ends[-1] != sm.file_bytes
                     or [sm.first_chunk[c.name] for c in m.columns] != first[:-1].tolist()):
                 return f"the chunks of the compressed copy {sm.file} do not fit it"
+        return None
+
+    def _ref_inconsistency(self) -> str | None:
+        """What makes the packed pages' references disagree with the manifest, or None: one
+        int64 per page, 0 outside packed columns, and a packed integer page's its smallest
+        value (its exact zone map's minimum)."""
+        m, pg = self.manifest, self.pages
+        packed = [c for c in m.columns if c.bits]
+        if pg.ref is None:
+            return f"ref is missing for the packed column {packed[0].name!r}" if packed else None
+        if pg.ref.shape != (m.all_pages,) or pg.ref.dtype != np.int64:
+            return f"ref is not one int64 per page of {m.all_pages:,}"
+        plain = np.ones(m.all_pages, bool)
+        for c in packed:
+            ids = slice(c.first_page, c.first_page + c.n_pages)
+            plain[ids] = False
+            if not c.scale and pg.izmin is not None:
+                lo, hi = pg.izmin[ids], pg.izmax[ids]
+                if (pg.ref[ids] != np.where(lo <= hi, lo, 0)).any():
+                    return f"the page references of column {c.name!r} are not its pages' minima"
+        if pg.ref[plain].any():
+            return "a page that is not packed has a reference"
         return None
 
     def _open_files(self, zst: tuple[np.ndarray, np.ndarray] | None) -> None:
@@ -292,13 +322,30 @@ class PageStore(Verification):
         return StoreError(f"store {self.path}: checksum mismatch in column {c.name!r} page "
                           f"{p - c.first_page} (global page {p}); the store is corrupt")
 
+    def page_values(self, c: ColumnMeta, pages: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        """The values (storage dtype, shape ``(n, rows_per_page)``) of the column ``c``'s
+        pages ``pages`` (uint8, ``(n, page_size)``) of global ids ``ids``: a view of plain
+        pages, packed ones decoded (``storage.packing``)."""
+        if not c.bits:
+            return pages[:, : c.rows_per_page * c.itemsize].view(c.np_dtype)
+        vals = unpack_pages(pages, c.bits, c.rows_per_page, self.pages.ref[ids], c.np_dtype)
+        return vals.reshape(-1, c.rows_per_page)
+
+    def row_values(self, c: ColumnMeta, pages: np.ndarray, ids: np.ndarray, k: np.ndarray,
+                   slots: np.ndarray) -> np.ndarray:
+        """Values of column ``c`` at slot ``slots[j]`` of page ``pages[k[j]]`` (global id
+        ``ids[k[j]]``): a packed page decodes only those values."""
+        if not c.bits:
+            return pages[:, : c.rows_per_page * c.itemsize].view(c.np_dtype)[k, slots]
+        return unpack_rows(pages, k, slots, c.bits, self.pages.ref[ids], c.np_dtype)
+
     def read_column_pages(self, name: str, verify: bool = True) -> tuple[np.ndarray, int]:
         """All values of column ``name`` in storage dtype (padding dropped), and bytes read."""
         c = self.column(name)
         buf = np.empty((c.n_pages, self.page_size), dtype=np.uint8)
-        nbytes = self.read_pages(np.arange(c.first_page, c.first_page + c.n_pages), buf, verify)
-        vals = buf[:, : c.rows_per_page * c.itemsize].reshape(-1).view(c.np_dtype)
-        return vals[: self.rows], nbytes
+        ids = np.arange(c.first_page, c.first_page + c.n_pages)
+        nbytes = self.read_pages(ids, buf, verify)
+        return self.page_values(c, buf, ids).reshape(-1)[: self.rows], nbytes
 
     def to_arrow(self, name: str) -> pa.Array:
         """Column ``name`` decoded to its logical Arrow type, nulls restored."""

@@ -13,6 +13,7 @@ import numpy as np
 from bamql.errors import StoreError
 from bamql.storage.encoding import null_mask
 from bamql.storage.format import ColumnMeta, volume_name
+from bamql.storage.packing import pack_pages
 from bamql.storage.pagemath import column_range, int_zone_maps, page_checksums, zone_maps
 from bamql.storage.valuesets import mark, new_bits
 
@@ -63,6 +64,21 @@ class Verification:
                         break
         return problems
 
+    def _verify_packing(self, c: ColumnMeta, ids: np.ndarray, buf: np.ndarray, bad: np.ndarray,
+                        vals: np.ndarray, out: list[str]) -> None:
+        """Report packed pages of column ``c`` (global ids ``ids``, bytes ``buf``, decoded
+        ``vals``; ``bad`` failed their checksum) that are not the packing of their values:
+        a wrong reference, a code past the range, set tail bits or padding that is no NULL."""
+        try:
+            again, ref = pack_pages(vals, c.bits, c.rows_per_page, c.sentinel, self.page_size)
+        except ValueError:
+            again, ref = None, None
+        for k in np.nonzero(~bad)[0].tolist():
+            p = int(ids[k])
+            if again is None or ref[k] != self.pages.ref[p] or (again[k] != buf[k]).any():
+                out.append(f"column {c.name!r} page {p - c.first_page} (global page {p}): its "
+                           "packed codes or reference do not encode its values")
+
     def _verify_column(self, c: ColumnMeta) -> list[str]:
         """``verify``'s checks of column ``c`` and of its row-group copy, if it has one."""
         m, pg = self.manifest, self.pages
@@ -92,7 +108,9 @@ class Verification:
         for p0 in range(0, c.n_pages, step):
             ids = np.arange(c.first_page + p0, c.first_page + min(p0 + step, c.n_pages))
             buf, bad = read(c.first_page, ids, "")
-            vals = buf.view(c.np_dtype).reshape(-1)
+            vals = self.page_values(c, buf, ids).reshape(-1)
+            if c.bits:  # packed pages: the one encoding of their values (storage.packing)
+                self._verify_packing(c, ids, buf, bad, vals, out)
             last = p0 + len(ids) == c.n_pages
             if last and pad and not bad[-1] and not null_mask(vals[len(vals) - pad :]).all():
                 out.append(f"column {c.name!r}: the last page holds values after row {m.rows:,} "

@@ -1,4 +1,5 @@
-"""Lays column values out in fixed-width pages across volume files (used by ingest)."""
+"""Lays column values out in fixed-width (or bit-packed) pages across volume files (used by
+ingest)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import numpy as np
 from bamql.storage import valuesets
 from bamql.storage.encoding import null_mask, sentinel_for
 from bamql.storage.format import HISTOGRAM_MAX_DOMAIN, volume_name
+from bamql.storage.packing import pack_pages, rows_per_page
 from bamql.storage.pagemath import int_zone_maps, page_checksums, zone_maps
 
 
@@ -25,6 +27,7 @@ class ColumnPlan:
     hi: int | None = None
     dictionary: tuple[str, ...] | None = None
     scale: int = 0  # a float stored as round(value * 10**scale) in the integer ``dtype``
+    bits: int = 0  # bits per code of a bit-packed column (storage.packing); 0: plain pages
 
 
 class PageWriter:
@@ -38,7 +41,8 @@ class PageWriter:
                  n_volumes: int, sample_rows: int = 16384) -> None:
         self.root, self.plans, self.rows = root, plans, rows
         self.page_size, self.n_volumes = page_size, n_volumes
-        self.rows_per_page = [page_size // p.dtype.itemsize for p in plans]
+        self.rows_per_page = [rows_per_page(page_size, p.bits) if p.bits
+                              else page_size // p.dtype.itemsize for p in plans]
         self.first_page, p = [], 0
         for rpp in self.rows_per_page:
             self.first_page.append(p)
@@ -51,6 +55,8 @@ class PageWriter:
         self.izmin = np.full(p, np.iinfo(np.int64).max, dtype=np.int64)
         self.izmax = np.full(p, np.iinfo(np.int64).min, dtype=np.int64)
         self.nulls = np.zeros(p, dtype=np.int32)
+        #: the frame of reference of each page of a packed column (0 elsewhere)
+        self.ref = np.zeros(p, dtype=np.int64)
         self.fds = []
         for v in range(n_volumes):
             fd = os.open(root / volume_name(v), os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
@@ -105,8 +111,13 @@ class PageWriter:
         if self.plans[i].scale:
             lo, hi = lo / float(10**self.plans[i].scale), hi / float(10**self.plans[i].scale)
         nn[-1] -= padding
-        pages = np.zeros((n, self.page_size), dtype=np.uint8)
-        pages[:, : rpp * values.dtype.itemsize] = values.reshape(n, rpp).view(np.uint8)
+        bits = self.plans[i].bits
+        if bits:  # zone maps and value sets above are of the values, the pages hold codes
+            pages, self.ref[ids] = pack_pages(values, bits, rpp, sentinel_for(values.dtype),
+                                              self.page_size)
+        else:
+            pages = np.zeros((n, self.page_size), dtype=np.uint8)
+            pages[:, : rpp * values.dtype.itemsize] = values.reshape(n, rpp).view(np.uint8)
         self.checksum[ids] = page_checksums(pages, ids)
         self.zmin[ids], self.zmax[ids], self.nulls[ids] = lo, hi, nn
         if values.dtype.kind == "i" and not self.plans[i].scale:

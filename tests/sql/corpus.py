@@ -118,18 +118,21 @@ class Shape:
     partitions: int = 1
     #: rows sorted by the schema's ``CLUSTER_KEYS`` (``ingest --cluster-by``)
     cluster: bool = False
+    #: integer-stored columns bit-packed (``ingest --pack``)
+    pack: bool = False
 
     @property
     def name(self) -> str:
         return (f"p{self.page_size}-g{self.groups}-f{self.floats}-c{self.compress}"
-                f"-x{self.partitions}" + ("-k" if self.cluster else ""))
+                f"-x{self.partitions}" + ("-k" if self.cluster else "")
+                + ("-b" if self.pack else ""))
 
     @classmethod
     def parse(cls, name: str) -> Shape:
-        m = re.fullmatch(r"p(\d+)-g(auto|none)-f(auto|plain)-c(none|zstd)-x(\d+)(-k)?", name)
+        m = re.fullmatch(r"p(\d+)-g(auto|none)-f(auto|plain)-c(none|zstd)-x(\d+)(-k)?(-b)?", name)
         if not m:
             raise ValueError(f"not a shape name: {name!r} (e.g. {BASE_SHAPE.name})")
-        return cls(int(m[1]), m[2], m[3], m[4], int(m[5]), bool(m[6]))
+        return cls(int(m[1]), m[2], m[3], m[4], int(m[5]), bool(m[6]), bool(m[7]))
 
 
 BASE_SHAPE = Shape()
@@ -146,6 +149,8 @@ CI_SHAPES: tuple[Shape, ...] = (
     Shape(65536, "auto", "auto", "none", 3),
     Shape(4096, "auto", "plain", "zstd", 3),
     Shape(512, "none", "auto", "none", 3, cluster=True),
+    Shape(512, "auto", "auto", "zstd", 3, pack=True),
+    Shape(65536, "none", "auto", "none", 1, cluster=True, pack=True),
 )
 #: What a clustered shape sorts each schema's rows by (NULLs in the hostile keys).
 CLUSTER_KEYS = {"trips": "pickup_location_id,pickup_datetime", "hostile": "k,s"}
@@ -401,7 +406,7 @@ def store(ds: Dataset, shape: Shape, workdir: Path) -> Path:
         ingest(ds.files, table, page_size=shape.page_size,
                groups=None if shape.groups == "none" else shape.groups, floats=shape.floats,
                compress=shape.compress, partitions=parts,
-               cluster_by=CLUSTER_KEYS[ds.schema] if shape.cluster else None)
+               cluster_by=CLUSTER_KEYS[ds.schema] if shape.cluster else None, pack=shape.pack)
     return datadir
 
 
