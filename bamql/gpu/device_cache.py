@@ -177,14 +177,58 @@ else:
             slot_words[base + j] = src_words[sbase + j]
 
 
-def _make_warp_read(fill):
+def _make_unpack(load):
+    """``unpack(words, w0, idx, bits)``: the code of slot ``idx`` of a bit-packed page whose
+    words start at ``words[w0]`` (``storage.packing``: ``bits`` wide, LSB-first in
+    little-endian uint64 words, possibly straddling two), read with ``load(words, i)``."""
+
+    @cuda.jit(device=True, inline=True)
+    def unpack(words, w0, idx, bits):
+        o = idx * bits
+        w = w0 + (o >> 6)
+        sh = o & 63
+        v = load(words, w) >> np.uint64(sh)
+        if sh + bits > 64:
+            v |= load(words, w + 1) << np.uint64(64 - sh)
+        return np.int64(v & ((np.uint64(1) << np.uint64(bits)) - np.uint64(1)))
+
+    return unpack
+
+
+@cuda.jit(device=True, inline=True)
+def _load(arr, i):
+    return arr[i]
+
+
+#: a packed page's code, by plain loads (a directly read column's pages)
+unpack_code = _make_unpack(_load)
+#: the same through ``load_cg`` (a cache slot, which other SMs fill)
+unpack_code_cg = _make_unpack(load_cg)
+
+
+@cuda.jit(device=True, inline=True)
+def get_value(slot_typed, slot_words, slot, rpp, wpp, idx, bits):
+    """Value ``idx`` of a plain page in cache slot ``slot``."""
+    return load_cg(slot_typed, slot * rpp + idx)
+
+
+@cuda.jit(device=True, inline=True)
+def get_code(slot_typed, slot_words, slot, rpp, wpp, idx, bits):
+    """Code ``idx`` of a bit-packed page in cache slot ``slot`` (the caller adds the page's
+    reference and maps the all-ones code to NULL)."""
+    return unpack_code_cg(slot_words, slot * wpp, idx, bits)
+
+
+def _make_warp_read(fill, get):
     """``warp_read`` whose misses are filled by ``fill(slot, page, slot_words, io, wpp, lane)``,
-    a device function the whole warp calls (``io`` is a tuple of whatever it reads from)."""
+    a device function the whole warp calls (``io`` is a tuple of whatever it reads from), and
+    whose reads of a slot are ``get`` (``get_value`` or ``get_code``)."""
 
     @cuda.jit(device=True, inline=True)
     def warp_read(want, page, idx, slot_typed, state, page_slot, slot_page, slot_lock, clock,
-                  n_slots, slot_words, io, wpp, rpp, stat, zero):
-        """Value ``idx`` of page ``page`` for every lane with ``want``; called by the whole warp.
+                  n_slots, slot_words, io, wpp, rpp, stat, zero, bits):
+        """Value (or, packed, code) ``idx`` of page ``page`` for every lane with ``want``;
+        called by the whole warp.
 
         Lanes that want the same page are served by one acquire (BaM's warp coalescing); a
         miss is filled by all 32 lanes. ``stat[0]`` counts hits, ``stat[1]`` misses (lane 0).
@@ -219,7 +263,7 @@ def _make_warp_read(fill):
             elif lane == 0:
                 stat[0] += 1
             if mine:
-                val = load_cg(slot_typed, slot * rpp + idx)
+                val = get(slot_typed, slot_words, slot, rpp, wpp, idx, bits)
                 # the load is performed before the reference goes: a load in flight is not
                 # waited for by the release, and an evictor could refill the slot under it
                 cuda.threadfence()
@@ -232,7 +276,7 @@ def _make_warp_read(fill):
     return warp_read
 
 
-def _make_lane_read(fill):
+def _make_lane_read(fill, get):
     """``warp_read`` for numba's CUDA simulator, which has no warp intrinsics: each lane
     acquires its own page and fills a miss alone (the simulator's fills copy the whole page
     when called as lane 0), so the cache protocol and the generated kernels run in CI,
@@ -240,7 +284,7 @@ def _make_lane_read(fill):
 
     @cuda.jit(device=True)
     def warp_read(want, page, idx, slot_typed, state, page_slot, slot_page, slot_lock, clock,
-                  n_slots, slot_words, io, wpp, rpp, stat, zero):
+                  n_slots, slot_words, io, wpp, rpp, stat, zero, bits):
         if not want:
             return zero
         slot, loader = acquire(page, state, page_slot, slot_page, slot_lock, clock, n_slots)
@@ -250,19 +294,21 @@ def _make_lane_read(fill):
             stat[1] += 1
         else:
             stat[0] += 1
-        val = load_cg(slot_typed, slot * rpp + idx)
+        val = get(slot_typed, slot_words, slot, rpp, wpp, idx, bits)
         release(page, state)
         return val
 
     return warp_read
 
 
-def make_warp_read(fill):
+def make_warp_read(fill, get):
     """``warp_read`` whose misses are filled by ``fill(slot, page, slot_words, io, wpp, lane)``,
-    a device function the whole warp calls (``io`` is a tuple of whatever it reads from); in
-    the simulator, the lane-by-lane stand-in."""
-    return _make_lane_read(fill) if SIMULATOR else _make_warp_read(fill)
+    a device function the whole warp calls (``io`` is a tuple of whatever it reads from), and
+    whose reads are ``get``; in the simulator, the lane-by-lane stand-in."""
+    return _make_lane_read(fill, get) if SIMULATOR else _make_warp_read(fill, get)
 
 
 #: misses copied by the warp from the store's pages in GPU or mapped host memory
-warp_read = make_warp_read(fill_from_words)
+warp_read = make_warp_read(fill_from_words, get_value)
+#: the same for a bit-packed column: the code of the row's slot
+warp_read_packed = make_warp_read(fill_from_words, get_code)

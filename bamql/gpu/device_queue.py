@@ -23,7 +23,7 @@ from __future__ import annotations
 from numba import cuda
 
 from bamql.gpu.device import SIMULATOR
-from bamql.gpu.device_cache import FULL_MASK, backoff, make_warp_read, sleep_ns
+from bamql.gpu.device_cache import FULL_MASK, backoff, get_code, get_value, make_warp_read, sleep_ns
 
 if SIMULATOR:
 
@@ -168,4 +168,6 @@ else:
 #: threads that share one staging page: a warp on a GPU, each thread in the simulator
 THREADS_PER_STAGING = 1 if SIMULATOR else 32
 #: the ``file`` backend's cache read: misses go through the submission queue
-warp_read_file = make_warp_read(fill_from_queue)
+warp_read_file = make_warp_read(fill_from_queue, get_value)
+#: the same for a bit-packed column: the code of the row's slot
+warp_read_file_packed = make_warp_read(fill_from_queue, get_code)

@@ -45,6 +45,9 @@ class Table:
     #: prepared launch parameters, made once
     launches: dict = field(default_factory=dict)
     col_views: dict = field(default_factory=dict)  # column -> typed view of its pages
+    #: the frame of reference of every page (``storage.packing``; one 0 for a store with no
+    #: packed column), in GPU memory
+    ref: object = None
     spare: dict = field(default_factory=dict)  # column -> device buffer a cleared cache left
 
 
@@ -128,7 +131,9 @@ class GpuEngine:
                                   f"({m.total_pages * m.page_size / 2**30:.2f} GiB store, "
                                   f"backend {be.kind})") from None
             raise
-        return Table(store.name, cache, source, load_seconds=time.perf_counter() - t0)
+        ref = store.pages.ref
+        ref = self.cuda.to_device(ref if ref is not None and len(ref) else np.zeros(1, np.int64))
+        return Table(store.name, cache, source, load_seconds=time.perf_counter() - t0, ref=ref)
 
     def clear_cache(self, table: str | None = None) -> None:
         """Empty the page cache (and resident columns) of one or all tables."""
@@ -211,8 +216,9 @@ class GpuEngine:
         hit = self._sources.get(id(plan))
         shadow = self.backend.shadowed(plan)
         # a gather through a row group reads the column's copy there
-        cols = {n: ((store.shadow[n] if n in shadow else store.column(n)).first_page,
-                    store.column(n).rows_per_page, store.column(n).dtype) for n in used}
+        # (a row group's copy is never packed: ``storage.groups``)
+        cols = {n: kernel.column_layout(store.shadow[n] if n in shadow else store.column(n),
+                                        store.page_size) for n in used}
         firsts = [cols[n][0] for n in cached]
         if hit is not None and hit[0] is plan and hit[1] is store and hit[2] == scan:
             return hit[3], hit[4], firsts
@@ -313,7 +319,7 @@ class GpuEngine:
         d_pbuf = self.cuda.to_device(pbuf)
         d_params = [typed(d_pbuf, a.dtype, o, a.size, a.shape)
                     for a, o in zip(params, poffs, strict=True)]
-        args = (total, *ranges, *scans.arrays, *firsts, *t.cache.args(),
+        args = (total, *ranges, *scans.arrays, *firsts, t.ref, *t.cache.args(),
                 *self.backend.io_args(t.source), *d_params, counters, *d_acc)
         blocks = max(1, min(self.sms * 8, -(-max(total, 1) // kernel.BLOCK)))
         blocks = self.backend.blocks(t.source, blocks)
@@ -345,6 +351,8 @@ class GpuEngine:
         """How the kernel reads a directly scanned column: ``(array, resident copy, fill,
         pages crossing PCIe now)``. Off the GPU a full scan writes the values it reads into a
         device copy (``fill``), so later queries read the column from GPU memory."""
+        if c.bits:
+            return self._scan_packed(t, store, c, full, ranges, compressed, disk)
         if c.name in t.resident:
             arr = t.resident[c.name]
             return arr, arr, 0, 0
@@ -366,6 +374,37 @@ class GpuEngine:
                     return view, view, 0, moved
             return view, d, 1, moved  # resident once the kernel has filled it
         return view, view, 0, moved
+
+    def _scan_packed(self, t: Table, store: PageStore, c, full: bool, ranges, compressed: bool,
+                     disk: dict):
+        """``_scan_column`` of a bit-packed column: its pages as uint64 words and the
+        references of its pages (``kernel.kernel_source``). A packed column is not written
+        through (the kernel decodes values, the copy keeps codes): off the GPU a full scan
+        copies its words to GPU memory instead, where later queries read them."""
+        key = (c.name, "ref")
+        hit = t.col_views.get(key)
+        if hit is None or hit[0] is not t.ref:
+            hit = (t.ref, t.ref[c.first_page : c.first_page + c.n_pages])
+            t.col_views[key] = hit
+        ref = hit[1]
+        if c.name in t.resident:
+            return t.resident[c.name], ref, 0, 0
+        words = c.n_pages * store.page_size // 8
+        base, off, moved, nbytes = self.backend.column(t.source, store, c, ranges, compressed)
+        if nbytes is not None:
+            disk[c.name] = nbytes
+        view = self._view(t, c.name, base, np.uint64, off, words)
+        if (full and not self.backend.in_gpu_memory
+                and t.resident_bytes + words * 8 <= t.cache.n_slots * store.page_size):
+            try:
+                d = self.cuda.device_array(words, dtype=np.uint64)
+            except Exception:  # no room: read it over PCIe each time instead
+                return view, ref, 0, moved
+            d.copy_to_device(view)
+            t.resident[c.name] = d
+            t.resident_bytes += d.nbytes
+            return d, ref, 0, moved
+        return view, ref, 0, moved
 
     @staticmethod
     def _view(t: Table, name: str, base, dtype, off: int, count: int):

@@ -72,17 +72,27 @@ def _shape(pred: ir.Expr, sentinels: dict, scales: dict | None) -> str:
     return "\n".join((*ec.prologue, *ec.lines))
 
 
+def column_layout(c, page_size: int) -> tuple:
+    """``kernel_source``'s description of how column ``c`` (a ``ColumnMeta``) lies in pages
+    of ``page_size`` bytes: ``(first_page, rows_per_page, dtype, bits, page_words)``."""
+    return c.first_page, c.rows_per_page, c.dtype, c.bits, page_size // 8
+
+
 def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, scan: set,
                   cached_index: dict, queue: bool = False,
                   scales: dict | None = None) -> tuple[str, Params]:
     """Source of the query kernel and its constants (arguments ``PI, PF, LI, LF``, before
     ``counters``: ``codegen.Params``).
 
-    ``columns[name] = (first_page, rows_per_page, dtype)``; ``scan`` names the columns read
-    directly (argument ``d_<col>``, row-indexed; when ``f_<col>`` is set each value read is
-    also stored into ``r_<col>``, a device copy); the others are read through the cache,
-    ``cached_index[name]`` being their slot in the hit/miss counters, and their first page is
-    argument ``fp_<col>`` (after the scanned columns' arguments, in ``cached_index`` order). Cache misses are
+    ``columns[name] = (first_page, rows_per_page, dtype, bits, page_words)``; ``scan`` names
+    the columns read directly (argument ``d_<col>``, row-indexed; when ``f_<col>`` is set each
+    value read is also stored into ``r_<col>``, a device copy); the others are read through
+    the cache, ``cached_index[name]`` being their slot in the hit/miss counters, and their
+    first page is argument ``fp_<col>`` (after the scanned columns' arguments, in
+    ``cached_index`` order). A bit-packed column (``bits > 0``, ``storage.packing``) decodes
+    its code with its page's reference: ``REF`` (per global page) for a cached column; a
+    scanned one's ``d_<col>`` holds its pages as uint64 words and ``r_<col>`` the references
+    of its pages (it is never written through). Cache misses are
     copied from ``src_words`` (the store in GPU or mapped host memory), or with ``queue``
     read by the host I/O workers through the submission queue (the ``file`` backend).
     ``scales`` gives the decimals of floats stored as scaled integers. ``MNF`` and ``MXF``
@@ -102,22 +112,35 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
         if name in loaded:
             return
         loaded.add(name)
-        _, rpp, dt = columns[name]
-        x = f"x_{safe_name(name)}"
-        if name in scan:
-            sn = safe_name(name)
+        _, rpp, dt, bits, wpp = columns[name]
+        sn = safe_name(name)
+        x = f"x_{sn}"
+        if bits:  # a code; the all-ones one is NULL (``storage.packing``)
+            typ, mask = f"np.{np.dtype(dt).name}", (1 << bits) - 1
+            null = f"{typ}({int(sentinels[name])})"
+            if name in scan:
+                ec.emit(f"c_{sn} = unpack_code(d_{sn}, (row // {rpp}) * {wpp}, row % {rpp}, "
+                        f"{bits}) if live else 0")
+                ref = f"r_{sn}[row // {rpp}]"
+            else:
+                ec.emit(f"c_{sn} = {reader}_packed(live, fp_{sn} + row // {rpp}, row % {rpp}, "
+                        f"slot_words, state, page_slot, slot_page, slot_lock, clock, n_slots, "
+                        f"slot_words, io, {wpp}, {rpp}, st_{sn}, 0, {bits})")
+                ref = f"REF[fp_{sn} + row // {rpp}]"
+            ec.emit(f"{x} = ({null} if c_{sn} == {mask} else {typ}({ref} + c_{sn})) "
+                    f"if live else {_zero(dt)}")
+        elif name in scan:
             ec.emit(f"{x} = d_{sn}[row] if live else {_zero(dt)}")
             # write-through: a scan over host memory leaves the column resident on the GPU
             ec.emit(f"if live and f_{sn}:")
             ec.emit(f"    r_{sn}[row] = {x}")
         else:
-            wpp = rpp * np.dtype(dt).itemsize // 8
             # the first page is an argument, not a constant: partitions of one table (and
             # stores of one layout) share the kernel, compiled once
-            ec.emit(f"{x} = {reader}(live, fp_{safe_name(name)} + row // {rpp}, row % {rpp}, "
+            ec.emit(f"{x} = {reader}(live, fp_{sn} + row // {rpp}, row % {rpp}, "
                     f"s_{np.dtype(dt).name}, "
                     f"state, page_slot, slot_page, slot_lock, clock, n_slots, slot_words, io, "
-                    f"{wpp}, {rpp}, st_{safe_name(name)}, {_zero(dt)})")
+                    f"{wpp}, {rpp}, st_{sn}, {_zero(dt)}, 0)")
 
     n_slots = 0  # wide predicates' column slots (``kernels.wide``)
     for group in _groups(stages):
@@ -217,7 +240,7 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
         "def kern(total, cand_off, range_lo, nranges, chunk_row, nchunks, "
         + "".join(f"d_{safe_name(c)}, r_{safe_name(c)}, f_{safe_name(c)}, " for c in sorted(scan))
         + "".join(f"fp_{safe_name(c)}, " for c in cached)
-        + "s_int8, s_int16, s_int32, s_int64, s_float32, s_float64, state, page_slot, slot_page, "
+        + "REF, s_int8, s_int16, s_int32, s_int64, s_float32, s_float64, state, page_slot, slot_page, "
         f"slot_lock, clock, n_slots, slot_words, {io_args}, {', '.join(PARAM_ARGS)}, "
         "counters, R, C, SF, SI, MNF, MXF, MNI, MXI, VS, VF, E):",
         "    lane = cuda.laneid",
@@ -285,7 +308,8 @@ def _header() -> tuple[str, bool]:
     d = kernel_globals.digest()
     return (f"# generated by bamql: a GPU query kernel (gpu.kernel); device code {d}\n"
             "import math\n\nimport numpy as np\nfrom numba import cuda\n\n"
-            "from bamql.gpu.kernel_globals import warp_read, warp_read_file, wide_run\n\n",
+            "from bamql.gpu.kernel_globals import (unpack_code, warp_read, warp_read_file,\n"
+            "    warp_read_file_packed, warp_read_packed, wide_run)\n\n",
             d is not None and not SIMULATOR)
 
 

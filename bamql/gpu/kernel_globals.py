@@ -16,14 +16,15 @@ from pathlib import Path
 
 from numba import cuda
 
-from bamql.gpu.device_cache import warp_read
-from bamql.gpu.device_queue import warp_read_file
+from bamql.gpu.device_cache import unpack_code, warp_read, warp_read_packed
+from bamql.gpu.device_queue import warp_read_file, warp_read_file_packed
 from bamql.kernels import wide
 
 #: ``kernels.wide.run`` as a CUDA device function: the interpreter of wide predicates
 wide_run = cuda.jit(device=True)(wide.run)
 
-__all__ = ["digest", "warp_read", "warp_read_file", "wide_run"]
+__all__ = ["digest", "unpack_code", "warp_read", "warp_read_file", "warp_read_file_packed",
+           "warp_read_packed", "wide_run"]
 
 #: The modules whose source is compiled into a kernel: this one and those it imports
 #: device functions from (with what they import in turn).

@@ -54,8 +54,7 @@ def _sources(con, sql: str, queue: bool) -> tuple[str, set[str], object]:
         used += [c for c in ir.columns_of(e) if c not in used]
     scan = set(plan.stages[0].columns) if plan.stages else set()
     cached = [n for n in used if n not in scan]
-    cols = {n: (store.column(n).first_page, store.column(n).rows_per_page, store.column(n).dtype)
-            for n in used}
+    cols = {n: kgpu.column_layout(store.column(n), store.page_size) for n in used}
     sent = {n: c.sentinel for n, c in store.columns.items()}
     scales = {n: c.scale for n, c in store.columns.items()}
     src, params = kgpu.kernel_source(plan.query, plan.stages, plan.key_domains, cols, sent, scan,

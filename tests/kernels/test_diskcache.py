@@ -237,7 +237,7 @@ def test_a_gpu_kernel_module_names_its_device_code(kernel_dir):
     (mod,) = kernel_dir.glob("k_*.py")
     assert mod.read_text() == header + GPU_SRC
     assert kernel_globals.digest() in header.splitlines()[0]
-    assert "from bamql.gpu.kernel_globals import warp_read, warp_read_file, wide_run" in header
+    assert "from bamql.gpu.kernel_globals import (unpack_code, warp_read, warp_read_file," in header
     # the module's globals are the device functions it imports, not names injected later
     assert fn.py_func.__globals__["wide_run"] is kernel_globals.wide_run
     assert fn.py_func.__code__.co_filename == str(mod)
