@@ -195,7 +195,7 @@ def _read(s: Source, cols: list[str], filt: pc.Expression | None) -> tuple[pa.Ta
 def _read_parquet(s: ParquetSource, cols: list[str], filt: pc.Expression | None):
     md = s._f.metadata
     if isinstance(s.path, RemotePath):
-        fs, where = s.path.filesystem(), s.path.fs_path
+        fs, where = s.path.filesystem, s.path.fs_path
     else:
         fs, where = None, str(s.path)
     try:
