@@ -10,6 +10,10 @@ The environment variables:
 ``BAMQL_CACHE_DIR``
     Where the generated kernels are kept (``<dir>/kernels``); by default
     ``$XDG_CACHE_HOME/bamql``, else ``~/.cache/bamql``.
+``BAMQL_CACHE_FILES``
+    ``1`` keeps files queried in place (``FROM 'x.parquet'``) whole in a page store under
+    ``BAMQL_FILE_CACHE``, reused while they are unchanged; by default each query reads only
+    the columns and row groups it needs.
 ``BAMQL_GPU_PREPARED``
     ``0`` turns off the GPU engine's prepared launches (every launch goes through numba's
     argument conversion); on by default.
@@ -239,6 +243,10 @@ class Config:
     file_cache
         Where files queried in place (``FROM 'x.parquet'``) are kept as page stores
         (``BAMQL_FILE_CACHE``); None: ``cache_dir / "files"`` (see :attr:`file_cache_dir`).
+    cache_files
+        Whether files queried in place are ingested whole, once, into a page store under
+        ``file_cache`` and reused while unchanged (``BAMQL_CACHE_FILES``); False: each query
+        reads only the columns and row groups it needs (``storage.inplace``).
     gpu_prepared
         Whether GPU launches reuse numba's prepared arguments (``BAMQL_GPU_PREPARED``).
     debug
@@ -257,6 +265,7 @@ class Config:
     cluster: object = field(default=None, compare=False, repr=False)
     cache_dir: Path = field(default_factory=_default_cache_dir)
     file_cache: Path | None = None
+    cache_files: bool = False
     gpu_prepared: bool = True
     debug: bool = False
     history: Path = field(default_factory=_default_history)
@@ -322,10 +331,12 @@ class Config:
 
 #: setting -> the environment variable it is read from
 ENV_VARS = {"cache_dir": "BAMQL_CACHE_DIR", "file_cache": "BAMQL_FILE_CACHE",
+            "cache_files": "BAMQL_CACHE_FILES",
             "gpu_prepared": "BAMQL_GPU_PREPARED", "debug": "BAMQL_DEBUG", "history": "BAMQL_HISTORY",
             "server_token": "BAMQL_SERVER_TOKEN"}
 #: settings whose None (the default) is left as it is
 _OPTIONAL = frozenset({"file_cache", "server_token"})
 #: setting -> its check, (value, the name an error gives it) -> the normalized value
-_CHECKS = {"cache_dir": _path, "file_cache": _path, "gpu_prepared": _flag, "debug": _flag,
+_CHECKS = {"cache_dir": _path, "file_cache": _path, "cache_files": _flag, "gpu_prepared": _flag,
+           "debug": _flag,
            "history": _path, "server_token": _token}

@@ -233,7 +233,15 @@ def test_connect_keeps_its_signature():
     assert [(p.name, p.default) for p in sig.parameters.values()] == [
         ("path", None), ("device", "auto"), ("backend", None), ("cache", None),
         ("medium", None), ("cluster", None), ("page_size", None), ("token", None),
-        ("tls_root_certs", None)]
+        ("tls_root_certs", None), ("cache_files", None)]
+
+
+def test_cache_files_comes_from_the_keyword_or_the_variable():
+    assert Config().cache_files is False
+    assert Config.from_env({"BAMQL_CACHE_FILES": "yes"}).cache_files is True
+    assert Config.from_env({"BAMQL_CACHE_FILES": "1"}, cache_files=False).cache_files is False
+    with pytest.raises(ConfigError, match="BAMQL_CACHE_FILES takes 1 or 0"):
+        Config.from_env({"BAMQL_CACHE_FILES": "maybe"})
 
 
 def test_connect_checks_every_setting(taxi_store):

@@ -17,12 +17,14 @@ def _connect(a: argparse.Namespace):
     if getattr(a, "server", None):  # the server holds the tables and the settings
         from bamql.engine.remote import RemoteSession
 
-        if a.data is not None or a.device != "auto" or a.backend or a.cache or a.cluster:
+        if a.data is not None or a.device != "auto" or a.backend or a.cache or a.cluster \
+                or a.cache_files:
             raise UsageError("with --server, the tables and the device are the server's "
                              "(bamql serve DIR --device ...): give no DIR, --device, --backend, "
                              "--cache or --cluster")
         return RemoteSession(a.server, token=a.token, tls_root_certs=a.tls_root_certs)
-    s = connect(a.data, device=a.device, backend=a.backend, cache=a.cache, cluster=a.cluster)
+    s = connect(a.data, device=a.device, backend=a.backend, cache=a.cache, cluster=a.cluster,
+                cache_files=a.cache_files)
     s.file_progress = ingest_progress  # files named in FROM: their first ingest's bars
     if s.note:
         print(f"bamql: {s.note}", file=sys.stderr)
@@ -60,6 +62,10 @@ def add_engine_options(p: argparse.ArgumentParser) -> None:
                    help="GPU page-cache size per table: bytes, or e.g. 8GiB (8 * 2**30 B); "
                    "8GB is 8 * 10**9 B, as in DuckDB (default: a quarter of free GPU memory, "
                    "at most 8 GiB)")
+    p.add_argument("--cache-files", action="store_true", default=None,
+                   help="files named in FROM: ingest them whole, once, into a page store under "
+                   "BAMQL_FILE_CACHE (default ~/.cache/bamql/files), reused while unchanged "
+                   "(default: each query reads only the columns and row groups it needs)")
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -85,9 +91,8 @@ def add_sql_commands(sub) -> None:
                        "[ANALYZE] of one) and print the result. FROM takes a table, or files in "
                        "place: 'trips/*.parquet' (globs: *, **, ?), a directory, "
                        "read_parquet(['a.parquet', 'b.parquet']), read_csv('x.csv'), "
-                       "read_orc('x.orc'); the first query over them ingests them into a page "
-                       "store cached under BAMQL_FILE_CACHE (default ~/.cache/bamql/files), "
-                       "reused while the files are unchanged.")
+                       "read_orc('x.orc'); each query reads only the columns and (Parquet) row "
+                       "groups it needs of them (--cache-files: ingested whole once, reused).")
     _common(q)
     q.add_argument("query", help="the SQL text, e.g. \"SELECT AVG(trip_distance) FROM trips\"")
     q.add_argument("--format", default="table", choices=FORMATS, help="output format (default table)")

@@ -421,7 +421,8 @@ def cmd_serve(a: argparse.Namespace) -> int:
     if a.host not in ("127.0.0.1", "localhost", "::1") and not token:
         print("bamql: note: listening beyond localhost without a token: anyone who reaches "
               "the port can query", file=sys.stderr)
-    s = connect(a.data, device=a.device, backend=a.backend, cache=a.cache)
+    s = connect(a.data, device=a.device, backend=a.backend, cache=a.cache,
+                cache_files=a.cache_files)
     if s.note:
         print(f"bamql: {s.note}", file=sys.stderr)
     serve(s, lambda m: print(f"bamql: {m}", file=sys.stderr, flush=True), host=a.host,

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import logging
 import os
 import re
+import shutil
 import threading
 import time
 from pathlib import Path
@@ -33,9 +35,14 @@ from bamql.planner.physical import PhysicalPlan, explain_text
 from bamql.planner.show import show
 from bamql.storage.filecache import ProgressFactory, cached_store, cached_table
 from bamql.storage.files import FileSet
+from bamql.storage.inplace import ReadSpec, read_in_place
 from bamql.storage.partitioned import PartitionedTable, is_table, open_table
 
 _EXPLAIN = re.compile(r"^\s*explain\s+(analyze\s+)?", re.IGNORECASE)
+#: stores of files read in place that a session keeps (the most recently used), so that a
+#: query repeated over unchanged files reads them once
+IN_PLACE_KEPT = 4
+_in_place_ids = itertools.count()
 
 #: The TLC's 265-zone lookup shipped with the package (a data file: the engine does not
 #: import ``bamql.datasets``), registered as ``zones`` under the TLC's column names.
@@ -73,7 +80,7 @@ class Session:
     def __init__(self, path: str | os.PathLike | None = None, device: str = "auto",
                  backend: str | None = None, cache: int | str | None = None,
                  medium: str | None = None, cluster=None, page_size: int | str | None = None,
-                 config: Config | None = None) -> None:
+                 config: Config | None = None, cache_files: bool | None = None) -> None:
         """Open the tables under ``path`` with ``config``, or with a Config made from the
         keywords and the ``BAMQL_*`` variables (see :func:`connect`)."""
         self._closed = False
@@ -91,11 +98,14 @@ class Session:
             raise UsageError(f"connect() takes a directory path (str or pathlib.Path), not "
                              f"{type(path).__name__}")
         if config is not None and (device != "auto" or any(
-                v is not None for v in (backend, cache, medium, cluster, page_size))):
+                v is not None for v in (backend, cache, medium, cluster, page_size, cache_files))):
             raise UsageError("pass a session's settings as keywords or as config=, not both")
         if config is None:
             config = Config.from_env(device=device, backend=backend, cache=cache, medium=medium,
-                                     cluster=cluster, page_size=page_size)
+                                     cluster=cluster, page_size=page_size,
+                                     cache_files=cache_files)
+        #: files read in place: (files, version, read spec) -> their table's name and store
+        self._in_place: dict[tuple, tuple[str, Path]] = {}
         self.config = config
         self.path = Path(path) if path is not None else None
         self.medium = config.medium  # the cost model's medium; None: the backend's
@@ -277,6 +287,8 @@ class Session:
         in this session; the versions of the same files made stale by a change are dropped
         (their stores close once no query holds them)."""
         files = FileSet.resolve(ref.specs, ref.format, ref.hive, ref.filters)
+        if not self.config.cache_files:
+            return self._in_place_table(files, ref)
         cached = cached_store(files, self.config.file_cache_dir, self.file_progress)
         name = files.table_name
         with self._lock:
@@ -289,6 +301,46 @@ class Session:
                 self._file_notes[name] = cached.describe()
                 self._file_labels[name] = ", ".join(f"'{x}'" for x in ref.specs)
         return name
+
+    def _in_place_table(self, files: FileSet, ref) -> str:
+        """The name of a table of what the query of ``ref`` reads of ``files`` (its columns,
+        the row groups and rows its pushed filter keeps: ``storage.inplace``), made in a
+        hidden directory of the file cache; the session keeps the last ``IN_PLACE_KEPT``
+        and removes the others' directories (and all of them when it closes)."""
+        spec = ReadSpec(ref.names, ref.filters)
+        key = (files.names_key, files.version_key, spec.key)
+        with self._lock:
+            hit = self._in_place.pop(key, None)
+            if hit is not None:
+                self._in_place[key] = hit  # now the most recent
+                return hit[0]
+        root = self.config.file_cache_dir / ".inplace"
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise StoreError(f"cannot make the file cache {root}: {e.strerror} (set "
+                             f"BAMQL_FILE_CACHE to a writable directory)") from None
+        out = root / f"{os.getpid()}-{next(_in_place_ids)}"
+        shutil.rmtree(out, ignore_errors=True)  # a dead process's of the same pid
+        made = read_in_place(files, spec, out)
+        name = f"inplace_{out.name.replace('-', '_')}"
+        with self._lock:
+            self._files[name] = open_table(out)
+            self._file_notes[name] = made.describe()
+            self._file_labels[name] = ", ".join(f"'{x}'" for x in ref.specs)
+            self._in_place[key] = (name, out)
+            while len(self._in_place) > IN_PLACE_KEPT:
+                self._drop_in_place(next(iter(self._in_place)))
+        return name
+
+    def _drop_in_place(self, key: tuple) -> None:
+        """Forget a table read in place and remove its directory (a query still reading it
+        keeps its open files)."""
+        name, out = self._in_place.pop(key)
+        self._files.pop(name, None)
+        self._file_notes.pop(name, None)
+        self._file_labels.pop(name, None)
+        shutil.rmtree(out, ignore_errors=True)
 
     # -- queries -------------------------------------------------------------------------
     def plan(self, q: ir.Query) -> PhysicalPlan:
@@ -483,6 +535,9 @@ class Session:
             self.gpu = None
         for s in (*self.stores.values(), *getattr(self, "_files", {}).values()):
             s.close()
+        with getattr(self, "_lock", threading.Lock()):
+            for key in list(getattr(self, "_in_place", ())):
+                self._drop_in_place(key)
         if getattr(self, "_own_cluster", False):
             cluster = getattr(self.cluster, "cluster", None)
             self.cluster.close()
@@ -522,7 +577,8 @@ def _quantiles_alone(q):
 def connect(path: str | os.PathLike | None = None, device: str = "auto", backend: str | None = None,
             cache: int | str | None = None, medium: str | None = None, cluster=None,
             page_size: int | str | None = None, token: str | None = None,
-            tls_root_certs: str | os.PathLike | bytes | None = None):
+            tls_root_certs: str | os.PathLike | bytes | None = None,
+            cache_files: bool | None = None):
     """Open a directory of bamql tables, or a bamql server's session.
 
     Parameters
@@ -530,9 +586,9 @@ def connect(path: str | os.PathLike | None = None, device: str = "auto", backend
     path
         A table directory (made by ``bamql ingest``) or a directory of them; None: no
         stored tables. Either way a query may name files in FROM (``'trips/*.parquet'``,
-        ``read_parquet([...])``, ``read_csv(...)``, ``read_orc(...)``, a directory): they
-        are ingested on first use into a page store cached under ``BAMQL_FILE_CACHE``
-        (default ``~/.cache/bamql/files``) and read from it while they are unchanged.
+        ``read_parquet([...])``, ``read_csv(...)``, ``read_orc(...)``, a directory): each
+        query reads only the columns it names and, of Parquet, only the row groups whose
+        statistics can hold a row its WHERE keeps (see ``cache_files``).
     device
         ``"auto"`` (the GPU if one works, else the CPU; ``session.note`` says which),
         ``"cpu"`` or ``"gpu"``.
@@ -556,6 +612,10 @@ def connect(path: str | os.PathLike | None = None, device: str = "auto", backend
     page_size
         The page size the tables must have (e.g. ``4096`` or ``"4KiB"``); a table ingested
         with another is a clear error. Pages are laid out at ingest (``--page-size``).
+    cache_files
+        True: files named in FROM are ingested whole on first use into a page store cached
+        under ``BAMQL_FILE_CACHE`` (default ``~/.cache/bamql/files``) and read from it
+        while they are unchanged (default ``BAMQL_CACHE_FILES``, else False).
 
     Every value is checked here (``bamql.config.Config``): a typo in a name or a size is
     one clear error. The ``BAMQL_*`` environment variables are read now, too.
@@ -570,11 +630,11 @@ def connect(path: str | os.PathLike | None = None, device: str = "auto", backend
         from bamql.engine.remote import RemoteSession
 
         if device != "auto" or any(v is not None for v in (backend, cache, medium, cluster,
-                                                            page_size)):
+                                                            page_size, cache_files)):
             raise UsageError("a server's session has the server's settings (bamql serve "
                              "--device ...); connect() to it takes token= and tls_root_certs=")
         return RemoteSession(path, token=token, tls_root_certs=tls_root_certs)
     if token is not None or tls_root_certs is not None:
         raise UsageError("token= and tls_root_certs= are for a server's URL (grpc://host:port)")
     return Session(path, device=device, backend=backend, cache=cache, medium=medium,
-                   cluster=cluster, page_size=page_size)
+                   cluster=cluster, page_size=page_size, cache_files=cache_files)

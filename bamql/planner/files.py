@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from decimal import Decimal
 
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
@@ -26,12 +27,15 @@ READERS = {"read_parquet": FileFormat.PARQUET, "parquet_scan": FileFormat.PARQUE
 class FileRef:
     """Files named in FROM: the paths, directories or globs given, the format a table
     function asks for (None: by each file's extension), its ``hive_partitioning`` option,
-    and the conjuncts of the query's WHERE that may prune partitions."""
+    the conjuncts of the query's WHERE that may prune partitions and row groups, and the
+    names the statement mentions, in lower case (a superset of the columns it reads of
+    the files; None: every column, for ``SELECT *``)."""
 
     specs: tuple[str, ...]
     format: FileFormat | None = None
     hive: HiveMode = HiveMode.AUTO
     filters: tuple[KeyFilter, ...] = ()
+    names: frozenset[str] | None = None
 
 
 def bind_files(text: str, tables: Collection[str], table_for: Callable[[FileRef], str],
@@ -65,7 +69,8 @@ def bind_files(text: str, tables: Collection[str], table_for: Callable[[FileRef]
                     continue
             ref = file_ref(t, tables)
             if ref is not None:
-                ref = FileRef(ref.specs, ref.format, ref.hive, partition_filters(t))
+                ref = FileRef(ref.specs, ref.format, ref.hive, partition_filters(t),
+                              mentioned(s))
                 t.set("this", exp.to_identifier(table_for(ref)))
                 for part in ("db", "catalog"):
                     t.set(part, None)
@@ -73,6 +78,21 @@ def bind_files(text: str, tables: Collection[str], table_for: Callable[[FileRef]
     if not found:
         return text
     return ";\n".join(s.sql(dialect="duckdb") for s in stmts if s is not None)
+
+
+def mentioned(stmt: exp.Expression) -> frozenset[str] | None:
+    """Every name ``stmt`` mentions (columns, aliases, tables, ``USING`` keys), in lower
+    case: a superset of the columns it reads of any table; None where a star (``SELECT *``,
+    ``t.*``, ``COLUMNS(...)``) or a NATURAL join reads columns it does not name."""
+    for node in stmt.walk():
+        if isinstance(node, exp.Star) and not isinstance(node.parent, exp.Count):
+            return None
+        if isinstance(node, exp.Columns) or (isinstance(node, exp.Anonymous)
+                                             and str(node.this).lower() == "columns"):
+            return None
+        if isinstance(node, exp.Join) and "natural" in (node.method or "").lower():
+            return None
+    return frozenset(i.name.casefold() for i in stmt.find_all(exp.Identifier, exp.Var))
 
 
 def _ctes_in_scope(t: exp.Table) -> set[str]:
@@ -208,9 +228,9 @@ def _key_filters(c: exp.Expression) -> list[KeyFilter]:
 _NOT = object()  # not a literal that a filter can use
 
 
-def _literal(e: exp.Expression | None) -> int | str | None | object:
-    """A string or integer literal's value (None for NULL); ``_NOT`` for anything else
-    (decimals, typed literals, expressions)."""
+def _literal(e: exp.Expression | None) -> int | str | Decimal | None | object:
+    """A string, integer or decimal (``2.5``: a ``Decimal``) literal's value (None for
+    NULL); ``_NOT`` for anything else (exponents, typed literals, expressions)."""
     neg = False
     while isinstance(e, exp.Paren):
         e = e.this
@@ -223,6 +243,8 @@ def _literal(e: exp.Expression | None) -> int | str | None | object:
     if e.is_string:
         return _NOT if neg else e.this
     text = e.this
+    if re.fullmatch(r"[0-9]+\.[0-9]*|\.[0-9]+", text):
+        return -Decimal(text) if neg else Decimal(text)
     if not re.fullmatch(r"[0-9]+", text):
         return _NOT
     return -int(text) if neg else int(text)

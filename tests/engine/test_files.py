@@ -118,7 +118,7 @@ def test_a_second_query_reuses_the_store_and_a_change_replaces_it(tmp_path, file
     pq.write_table(t, d / "x.parquet")
     cache = tmp_path / "cache"
     sql = f"SELECT COUNT(*), SUM(total_amount) FROM '{d}/*.parquet'"
-    with Session(config=Config(device="cpu", file_cache=cache)) as s:
+    with Session(config=Config(device="cpu", file_cache=cache, cache_files=True)) as s:
         before = filecache.INGESTS
         first = _ours(s, sql)
         assert filecache.INGESTS == before + 1
@@ -126,7 +126,7 @@ def test_a_second_query_reuses_the_store_and_a_change_replaces_it(tmp_path, file
         ino = store.stat().st_ino
         assert _ours(s, sql) == first and _ours(s, sql.replace("COUNT(*), ", "COUNT(*),")) == first
         assert filecache.INGESTS == before + 1
-    with Session(config=Config(device="cpu", file_cache=cache)) as s:  # another session too
+    with Session(config=Config(device="cpu", file_cache=cache, cache_files=True)) as s:
         assert _ours(s, sql) == first
         assert filecache.INGESTS == before + 1 and store.stat().st_ino == ino
         # a changed file (other rows, other size and mtime): a new store, the stale one gone
@@ -154,13 +154,23 @@ def test_connect_without_a_path_serves_files_only(files, tmp_path, monkeypatch):
             s.sql("SELECT COUNT(*) FROM trips")
 
 
-def test_explain_names_the_files_and_the_store(session, files):
-    txt = session.explain(f"SELECT COUNT(*) FROM '{files}/trips/'")  # 3 visible files
+def test_explain_names_the_files_and_the_store(files, tmp_path):
+    with Session(config=Config(device="cpu", file_cache=tmp_path / "c", cache_files=True)) as s:
+        txt = s.explain(f"SELECT COUNT(*) FROM '{files}/trips/'")  # 3 visible files
+        first = txt.splitlines()[0]
+        assert first.startswith("files: 3 Parquet files, ")
+        assert "read through a store cached at" in first and str(s.config.file_cache_dir) in first
+        res = s.sql(f"EXPLAIN ANALYZE SELECT COUNT(*) FROM '{files}/csv/'")
+        assert res.table["explain"][0].as_py().startswith("files: 2 CSV files, ")
+
+
+def test_explain_in_place_says_what_was_read(session, files):
+    txt = session.explain(f"SELECT COUNT(*) FROM '{files}/trips/'")
     first = txt.splitlines()[0]
-    assert first.startswith("files: 3 Parquet files, ") and "read through a store cached at" in first
-    assert str(session.config.file_cache_dir) in first
-    res = session.sql(f"EXPLAIN ANALYZE SELECT COUNT(*) FROM '{files}/csv/'")
-    assert res.table["explain"][0].as_py().startswith("files: 2 CSV files, ")
+    assert first.startswith("files: 3 Parquet files, ") and "read in place: row groups" in first
+    res = session.sql(f"EXPLAIN ANALYZE SELECT SUM(fare_amount) FROM '{files}/csv/'")
+    line = res.table["explain"][0].as_py()
+    assert line.startswith("files: 2 CSV files, ") and "columns fare_amount;" in line
 
 
 def test_stored_tables_and_files_in_one_session(taxi_store, files, tmp_path):

@@ -78,7 +78,10 @@ def test_hive_files_answer_as_duckdb(session, trips, q, src):
                      ordered="ORDER BY" in q)
 
 
-def test_where_on_keys_prunes_files_and_explain_counts_them(session, trips):
+@pytest.mark.parametrize("cache_files", [True, False])
+def test_where_on_keys_prunes_files_and_explain_counts_them(tmp_path, trips, cache_files):
+    session = Session(config=Config(device="cpu", file_cache=tmp_path / "cache",
+                                    cache_files=cache_files))
     src = f"'{trips}/**/*.parquet'"
     text = session.sql(f"EXPLAIN SELECT COUNT(*) FROM {src} WHERE yr = 2019 AND zone IN "
                        "('03', '10')").to_arrow().to_pylist()
@@ -88,10 +91,13 @@ def test_where_on_keys_prunes_files_and_explain_counts_them(session, trips):
     # the store made holds only the two files' rows
     assert _ours(session, f"SELECT COUNT(*) FROM {src} WHERE yr = 2019 AND zone IN ('03', '10')") \
         == [(600,)]
-    stores = [p for p in (session.config.file_cache_dir).iterdir() if not p.name.startswith(".")]
+    cache = session.config.file_cache_dir
+    stores = [p for p in cache.iterdir() if not p.name.startswith(".")] if cache_files \
+        else list((cache / ".inplace").iterdir())
     (store,) = stores
     with open_table(store) as t:
         assert t.rows == 600
+    session.close()
 
 
 def test_hive_partitioning_false_reads_no_keys(session, trips):

@@ -120,15 +120,22 @@ class Shape:
     cluster: bool = False
     #: integer-stored columns bit-packed (``ingest --pack``)
     pack: bool = False
+    #: no store: the rows written as Parquet with small row groups and queried in place
+    #: (``FROM 'x.parquet'``: ``storage.inplace``); the other options are the defaults
+    files: bool = False
 
     @property
     def name(self) -> str:
+        if self.files:
+            return "files"
         return (f"p{self.page_size}-g{self.groups}-f{self.floats}-c{self.compress}"
                 f"-x{self.partitions}" + ("-k" if self.cluster else "")
                 + ("-b" if self.pack else ""))
 
     @classmethod
     def parse(cls, name: str) -> Shape:
+        if name == "files":
+            return FILES_SHAPE
         m = re.fullmatch(r"p(\d+)-g(auto|none)-f(auto|plain)-c(none|zstd)-x(\d+)(-k)?(-b)?", name)
         if not m:
             raise ValueError(f"not a shape name: {name!r} (e.g. {BASE_SHAPE.name})")
@@ -136,6 +143,7 @@ class Shape:
 
 
 BASE_SHAPE = Shape()
+FILES_SHAPE = Shape(files=True)
 #: Every combination of the store's options (48 shapes).
 ALL_SHAPES: tuple[Shape, ...] = tuple(
     Shape(p, g, f, c, x) for p, g, f, c, x in itertools.product(
@@ -387,6 +395,33 @@ def dataset_names() -> list[str]:
     return ["sample", *(f"gen-{s:g}" for s in SHARES), *(h[0] for h in HOSTILE)]
 
 
+def parquet_files(ds: Dataset, workdir: Path) -> Path:
+    """``ds``'s reference rows as one Parquet file of about seven row groups (so that
+    pushed filters prune some), made once: what the ``files`` shape queries in place."""
+    p = workdir / "files" / f"{ds.name}-{ds.rows}.parquet"
+    if not p.exists():
+        p.parent.mkdir(parents=True, exist_ok=True)
+        tmp = p.with_name(f".{p.name}.tmp")
+        pq.write_table(ds.reference, tmp, row_group_size=max(1, ds.rows // 7 + 1))
+        os.rename(tmp, p)
+    return p
+
+
+def in_place(sql: str, table: str, path: Path) -> str:
+    """``sql`` with each FROM or JOIN of ``table`` reading ``path`` in place instead (under
+    the table's name as its alias, so that qualified columns still resolve)."""
+    import sqlglot
+    from sqlglot import exp
+
+    tree = sqlglot.parse_one(sql, dialect="duckdb")
+    for t in tree.find_all(exp.Table):
+        if t.name == table and not t.args.get("db"):
+            if not t.alias:
+                t.set("alias", exp.TableAlias(this=exp.to_identifier(table)))
+            t.set("this", exp.to_identifier(str(path), quoted=True))
+    return tree.sql(dialect="duckdb")
+
+
 def store(ds: Dataset, shape: Shape, workdir: Path) -> Path:
     """The data directory holding ``ds`` ingested with ``shape`` (made once, then reused).
     More partitions than rows would be refused; such a table gets one per row (or one)."""
@@ -513,8 +548,12 @@ def run_queries(queries: Sequence[Query], ds: Dataset, shape: Shape, engine: Eng
             on_outcome(o)
 
     try:
-        datadir = store(ds, shape, workdir)
-        con = engine.connect(datadir, shape.page_size)
+        if shape.files:
+            path = parquet_files(ds, workdir)
+            con = engine.connect(None, shape.page_size)
+        else:
+            datadir = store(ds, shape, workdir)
+            con = engine.connect(datadir, shape.page_size)
     except Exception as e:  # noqa: BLE001
         msg = "setup: " + one_line(e)
         for q in qs:
@@ -527,7 +566,7 @@ def run_queries(queries: Sequence[Query], ds: Dataset, shape: Shape, engine: Eng
             t0 = time.perf_counter()
             IN_FLIGHT[:] = [o, t0]
             try:
-                ours = con.sql(q.sql).rows()
+                ours = con.sql(in_place(q.sql, ds.schema, path) if shape.files else q.sql).rows()
             except Exception as e:  # noqa: BLE001 - a crash is a finding, not a stop
                 IN_FLIGHT[:] = [None, 0.0]
                 o.status, o.error = "error", one_line(e)
@@ -602,6 +641,8 @@ def _shapes(arg: str) -> list[Shape]:
         return list(CI_SHAPES)
     if arg == "base":
         return [BASE_SHAPE]
+    if arg == "files":
+        return [FILES_SHAPE]
     return [Shape.parse(s) for s in arg.split(",")]
 
 
@@ -620,7 +661,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--caches", default="4,default",
                    help="GPU page caches in slots (pages), or 'default': e.g. 1,4,64,default")
     p.add_argument("--shapes", default="ci",
-                   help="base | ci | all | names like p512-gauto-fauto-czstd-x3 (comma-separated)")
+                   help="base | ci | all | files (Parquet in place) | names like "
+                   "p512-gauto-fauto-czstd-x3 (comma-separated)")
     p.add_argument("--spread", type=int, default=1,
                    help="other shapes each query runs on, besides the first shape (all: 99)")
     p.add_argument("--datasets", default="all", help="comma-separated names (all: " +

@@ -32,6 +32,7 @@ import bamql
 from tests.sql.corpus import (
     BASE_SHAPE,
     CI_SHAPES,
+    FILES_SHAPE,
     Engine,
     Outcome,
     References,
@@ -128,6 +129,21 @@ def test_refused_queries_fail_with_one_line(workdir, datasets, ds_name):
 def test_cpu_matches_duckdb(workdir, datasets, refs, shape, ds_name, queries):
     ds = datasets[ds_name]
     out = run_queries(queries, ds, shape, Engine(), workdir, refs)
+    assert out, "no query ran"
+    bad = [o for o in out if o.status != "ok"]
+    assert not bad, _report(bad)
+
+
+#: Parquet read in place (the ``files`` shape): every 9th query over the data sets with
+#: NULLs, NaN and row groups to prune (``python -m tests.sql.corpus --shapes files`` runs
+#: all of them over every data set)
+FILES_EVERY = 9
+
+
+@pytest.mark.parametrize("ds_name", ["gen-0.01", "hostile", "hostile-empty"])
+def test_files_in_place_match_duckdb(workdir, datasets, refs, ds_name):
+    out = run_queries(QUERIES[::FILES_EVERY], datasets[ds_name], FILES_SHAPE, Engine(), workdir,
+                      refs)
     assert out, "no query ran"
     bad = [o for o in out if o.status != "ok"]
     assert not bad, _report(bad)

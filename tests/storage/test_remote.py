@@ -154,7 +154,7 @@ def test_a_uri_store_is_reused_and_replaced_on_change(tmp_path):
     pq.write_table(t, d / "x.parquet")
     cache = tmp_path / "cache"
     sql = f"SELECT COUNT(*), SUM(total_amount) FROM 'file://{d}/*.parquet'"
-    with Session(config=Config(device="cpu", file_cache=cache)) as s:
+    with Session(config=Config(device="cpu", file_cache=cache, cache_files=True)) as s:
         before = filecache.INGESTS
         first = _ours(s, sql)
         assert first[0][0] == 800 and filecache.INGESTS == before + 1
@@ -261,7 +261,8 @@ def test_s3_hive_partitions_and_orc(s3, session, tree):
                      ordered=True)
 
 
-def test_s3_store_is_reused_and_replaced_when_an_object_changes(s3, session, tree):
+def test_s3_store_is_reused_and_replaced_when_an_object_changes(s3, tree, tmp_path):
+    session = Session(config=Config(device="cpu", file_cache=tmp_path / "c", cache_files=True))
     t = _sample(500)
     with s3.open_output_stream("bkt/change/x.parquet") as out:
         pq.write_table(t, out)
@@ -274,6 +275,7 @@ def test_s3_store_is_reused_and_replaced_when_an_object_changes(s3, session, tre
     with s3.open_output_stream("bkt/change/x.parquet") as out:
         pq.write_table(t.slice(0, 200), out)
     assert _ours(session, sql)[0][0] == 200 and filecache.INGESTS == before + 2
+    session.close()
 
 
 def test_ingest_from_s3_in_partitions(s3, tree, tmp_path):
