@@ -185,7 +185,7 @@ def cmd_bench(a: argparse.Namespace) -> int:
                       reps=a.reps, page_sizes=tuple(_size(x) for x in _split(a.page_sizes)),
                       shares=shares, workdir=Path(a.workdir), out=Path(a.out), plots=not a.no_plots,
                       groups=a.groups, floats=a.floats, compress=a.compress,
-                      cluster_by=_split(a.cluster_by) if a.cluster_by else ())
+                      cluster_by=_split(a.cluster_by) if a.cluster_by else (), pack=a.pack)
     res = run(cfg, say=lambda m: print(f"bamql: {m}", file=sys.stderr))
     print(summary(res))
     print(f"results: {cfg.out}.json" + "".join(f", {p}" for p in res.get("plots", [])))
@@ -358,6 +358,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--cluster-by", default=None, metavar="A,B",
                    help="cluster the stores by these columns (see bamql ingest --cluster-by) and "
                    "sort duckdb-sorted's Parquet copy by them, e.g. pickup_location_id")
+    b.add_argument("--pack", action="store_true",
+                   help="bit-pack the stores' integer-stored columns (see bamql ingest --pack)")
     b.set_defaults(func=cmd_bench)
     so = sub.add_parser("bench-scaleout", help="benchmark a partitioned table on 1, 2, ... GPUs (Dask)",
                         description="Ingest the generated trips as partitions, then for each GPU "

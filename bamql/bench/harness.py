@@ -61,6 +61,8 @@ class BenchConfig:
     compress: str = "none"  # compressed stream copies (storage.streams): zstd or none
     #: clustering keys of the stores (storage.cluster) and of duckdb-sorted's Parquet copy
     cluster_by: tuple[str, ...] = ()
+    #: bit-packed stores (storage.packing; ``bamql ingest --pack``)
+    pack: bool = False
 
 
 def machine() -> dict:
@@ -106,10 +108,11 @@ def h2d_bandwidth() -> float:
     return n / statistics.median(ts)
 
 
-def _stale(store: Path, compress: str = "none", cluster_by: tuple[str, ...] = ()) -> bool:
+def _stale(store: Path, compress: str = "none", cluster_by: tuple[str, ...] = (),
+           pack: bool = False) -> bool:
     """A store written by an older format or bamql (no page value sets), or without the
-    compressed copy or the clustering asked for (re-ingested rather than measured as
-    current)."""
+    compressed copy, the clustering or the packing asked for (re-ingested rather than
+    measured as current)."""
     try:
         m = json.loads((store / MANIFEST).read_text())
         with np.load(store / PAGES_META) as z:
@@ -121,6 +124,7 @@ def _stale(store: Path, compress: str = "none", cluster_by: tuple[str, ...] = ()
     return (m.get("format_version") != FORMAT_VERSION
             or (m.get("streams") is not None) != (compress == "zstd")
             or tuple(m.get("cluster_by", ())) != tuple(cluster_by)
+            or bool(m.get("pack", False)) != pack
             or bool(small) and not any(k.startswith("vset:") for k in keys))
 
 
@@ -169,11 +173,11 @@ def generate(out: Path, rows: int, share: float, fmt: str = "orc",
 def prepare(workdir: Path, rows: int, share: float, page_sizes: Sequence[int],
             parquet_copy: bool = True, groups: str = "auto", floats: str = "auto",
             compress: str = "none", cluster_by: Sequence[str] = (),
-            sorted_copy: bool = False) -> Data:
+            sorted_copy: bool = False, pack: bool = False) -> Data:
     """ORC, a Parquet copy (for DuckDB), a copy sorted by ``cluster_by`` (``sorted_copy``,
     for duckdb-sorted) and a store per page size, clustered by ``cluster_by`` when given
-    (each reused when there and current; stores with row groups, plain floats or clustering
-    are kept apart from the others)."""
+    (each reused when there and current; stores with row groups, plain floats, clustering or
+    packing are kept apart from the others)."""
     cluster_by = tuple(cluster_by)
     base = workdir / f"r{rows}-s{share:g}"
     orc = base / "orc"
@@ -211,13 +215,15 @@ def prepare(workdir: Path, rows: int, share: float, page_sizes: Sequence[int],
         d = base / (f"data-{ps}" + ("" if groups in (None, "none") else f"-g{groups}")
                     + ("-fplain" if floats == "plain" else "")
                     + ("-zstd" if compress == "zstd" else "")
-                    + (f"-c{'-'.join(cluster_by)}" if cluster_by else ""))
-        if (d / "trips").exists() and _stale(d / "trips", compress, cluster_by):
+                    + (f"-c{'-'.join(cluster_by)}" if cluster_by else "")
+                    + ("-packed" if pack else ""))
+        if (d / "trips").exists() and _stale(d / "trips", compress, cluster_by, pack):
             shutil.rmtree(d / "trips")
         if not (d / "trips").exists():
             with ingest_progress(f"ingesting ({ps} B pages)", rows) as bars:
                 ingest(orcs, d / "trips", page_size=ps, **bars, groups=groups,
-                       floats=floats, compress=compress, cluster_by=cluster_by or None)
+                       floats=floats, compress=compress, cluster_by=cluster_by or None,
+                       pack=pack)
         stores[ps] = d
     return Data(rows, share, orcs, parquet, stores, sorted_pq)
 
@@ -284,7 +290,8 @@ def run(cfg: BenchConfig, say: Callable[[str], None] = print) -> dict:
         "rows": cfg.rows, "queries": list(cfg.queries), "engines": [e.name for e in active],
         "modes": list(cfg.modes), "reps": cfg.reps, "page_sizes": list(cfg.page_sizes),
         "shares": list(cfg.shares), "cold": cold_ok, "groups": cfg.groups,
-        "floats": cfg.floats, "compress": cfg.compress, "cluster_by": list(cfg.cluster_by)},
+        "floats": cfg.floats, "compress": cfg.compress, "cluster_by": list(cfg.cluster_by),
+        "pack": cfg.pack},
         "runs": [], "errors": []}
     steps = len(cfg.shares) * len(cfg.queries) * sum(
         len(cfg.page_sizes) if e.name.startswith("bamql") else 1 for e in active)
@@ -292,7 +299,8 @@ def run(cfg: BenchConfig, say: Callable[[str], None] = print) -> dict:
     datas = {share: prepare(cfg.workdir, cfg.rows, share, cfg.page_sizes,
                             parquet_copy=any(e.name == "duckdb" for e in active), groups=cfg.groups,
                             floats=cfg.floats, compress=cfg.compress, cluster_by=cfg.cluster_by,
-                            sorted_copy=any(e.name == "duckdb-sorted" for e in active))
+                            sorted_copy=any(e.name == "duckdb-sorted" for e in active),
+                            pack=cfg.pack)
              for share in cfg.shares}
     found: dict[tuple, np.ndarray | None] = {}  # (share, predicate) -> matching rows (ORC)
 
