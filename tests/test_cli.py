@@ -276,3 +276,34 @@ def test_ingest_refresh_picks_up_new_files(tmp_path):
     (tmp_path / "d" / "a.parquet").unlink()
     _one_line_error(bamql("ingest", "--refresh", "data/trips", cwd=tmp_path), "has vanished")
     assert "--refresh" in bamql("ingest", "--help").stdout
+
+
+def test_ingest_pack_info_and_refresh_keep_the_bits(tmp_path):
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    import bamql as bq
+    from tests.conftest import SAMPLES
+
+    t = pacsv.read_csv(SAMPLES[1]).slice(0, 1500)
+    (tmp_path / "d").mkdir()
+    pq.write_table(t.slice(0, 1000), tmp_path / "d" / "a.parquet")
+    r = bamql("ingest", "d/*.parquet", "--out", "data/trips", "--page-size", "512", "--pack",
+              cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    pq.write_table(t.slice(1000), tmp_path / "d" / "b.parquet")
+    r = bamql("ingest", "--refresh", "data/trips", cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout.startswith("added 1 file, 500 rows"), r.stderr
+    _one_line_error(bamql("ingest", "--refresh", "data/trips", "--pack", cwd=tmp_path),
+                    "--pack does not go with --refresh")
+    r = bamql("info", tmp_path / "data" / "trips")
+    assert r.returncode == 0, r.stderr
+    lines = {ln.split()[0]: ln.split() for ln in r.stdout.splitlines()[2:]}
+    zone = lines["pickup_location_id"]  # int16, 9 bits, plain MB, stored MB, ratio
+    assert zone[1:4] == ["int16,", "9", "bits"] and zone[-1] == "1.50"  # 6 pages of 256 rows, 4 of 455
+    with bq.connect(tmp_path / "data", device="cpu") as con:
+        f = con.schema("trips").field("pickup_location_id")
+        assert f.metadata[b"bits"] == b"9"
+        assert con.sql("SELECT COUNT(*) FROM trips").rows() == [(1500,)]
+    r = bamql("verify", tmp_path / "data" / "trips")
+    assert r.returncode == 0 and "OK" in r.stdout

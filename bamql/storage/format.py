@@ -16,6 +16,12 @@ which is what a sequential stream pays for.
 
 Nulls are stored in-band as a sentinel (``storage.encoding``).
 
+Integer-stored columns may be bit-packed (``ColumnMeta.bits > 0``, ``ingest(pack=True)``):
+``bits``-bit codes over a per-page frame of reference, the references in ``pages.npz``
+(``ref``, one int64 per global page, 0 outside packed columns); ``storage.packing`` has the
+exact layout. ``bits`` and the manifest's ``pack`` are written only when set, so plain stores
+read as before.
+
 A table ingested from files records them (``Origin``: the specs as given, and each file's
 path, size and modification time) for ``ingest.refresh``; the field is optional and written
 only when present, so stores made before it, or from rows in memory, read as they were.

@@ -51,8 +51,10 @@ REFUSED = load_queries(include_refused=True)
 #: (``corpus.ci_plan`` says why a third; the command line runs all of it).
 PLAN = ci_plan(QUERIES, dataset_names())
 #: The default run's sample of that matrix: every data set on the first four CI shapes
-#: (every page size, row-group, float, compression and partition setting), fewer queries.
-SAMPLE = ci_plan(QUERIES, dataset_names(), CI_SHAPES[:4], every=SAMPLE_EVERY)
+#: (every page size, row-group, float, compression and partition setting) and the first
+#: bit-packed one, fewer queries.
+SAMPLE = ci_plan(QUERIES, dataset_names(), (*CI_SHAPES[:4], next(s for s in CI_SHAPES if s.pack)),
+                 every=SAMPLE_EVERY)
 CPU_CASES = [pytest.param(s, n, qs, id=f"sample-{s.name}-{n}") for s, n, qs in SAMPLE] + [
     pytest.param(s, n, qs, id=f"{s.name}-{n}", marks=pytest.mark.slow) for s, n, qs in PLAN]
 GEN_ROWS = 8_000
