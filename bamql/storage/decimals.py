@@ -25,7 +25,7 @@ _POW10 = np.array([10.0**d for d in range(MAX_DECIMALS + 1)])
 _WIDTHS = tuple(np.dtype(t) for t in SCALED_TYPES)
 
 
-@numba.njit(nogil=True, cache=False)
+@numba.njit(nogil=True, cache=True)
 def _scan(v: np.ndarray, pow10: np.ndarray, d0: int) -> tuple[int, float, float]:
     """Fewest decimals ``d >= d0`` with which every non-NaN value round-trips (``-1`` if
     none does, or a value is infinite or a negative zero), and the min and max non-NaN value."""
@@ -51,7 +51,7 @@ def _scan(v: np.ndarray, pow10: np.ndarray, d0: int) -> tuple[int, float, float]
     return d, lo, hi
 
 
-@numba.njit(nogil=True, cache=False)
+@numba.njit(nogil=True, cache=True)
 def _encode(v: np.ndarray, p: float, sentinel: int, out: np.ndarray) -> int:
     """Fill ``out`` with ``round(v * p)`` (NaN -> ``sentinel``); return the index of the
     first value that does not round-trip or does not fit, or -1."""

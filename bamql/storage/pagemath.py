@@ -28,11 +28,18 @@ def _checksums_py(words: np.ndarray, ids: np.ndarray, out: np.ndarray) -> None:
         out[i] = page_hash(words[i], ids[i])
 
 
-# Two builds of one loop. The parallel one runs only under the process-wide parallel lock
+# Two builds of the loop. The parallel one runs only under the process-wide parallel lock
 # (numba's default threading layer must not run two parallel regions at once); a reader
-# that finds the lock taken uses the serial, nogil build instead of waiting.
+# that finds the lock taken uses the serial, nogil build instead of waiting. The serial one
+# is its own function: numba's disk cache keys a build by its function, not by its flags,
+# so two cached builds of one function could load each other.
 _checksums_parallel = numba.njit(parallel=True, cache=True, nogil=True)(_checksums_py)
-_checksums_serial = numba.njit(nogil=True)(_checksums_py)
+
+
+@numba.njit(nogil=True, cache=True)
+def _checksums_serial(words: np.ndarray, ids: np.ndarray, out: np.ndarray) -> None:
+    for i in range(words.shape[0]):
+        out[i] = page_hash(words[i], ids[i])
 
 
 def page_checksums(pages: np.ndarray, page_ids: np.ndarray) -> np.ndarray:
