@@ -296,7 +296,11 @@ class Session:
                 table = open_table(cached.store)
                 stale = [n for n in self._files if n.startswith(f"files_{files.names_key}_")]
                 for n in stale:
-                    del self._files[n], self._file_notes[n], self._file_labels[n]
+                    old = self._files.pop(n)
+                    del self._file_notes[n], self._file_labels[n]
+                    if self.gpu is not None:
+                        for part in old.parts:
+                            self.gpu.drop(part)
                 self._files[name] = table
                 self._file_notes[name] = cached.describe()
                 self._file_labels[name] = ", ".join(f"'{x}'" for x in ref.specs)
@@ -337,9 +341,12 @@ class Session:
         """Forget a table read in place and remove its directory (a query still reading it
         keeps its open files)."""
         name, out = self._in_place.pop(key)
-        self._files.pop(name, None)
+        table = self._files.pop(name, None)
         self._file_notes.pop(name, None)
         self._file_labels.pop(name, None)
+        if table is not None and self.gpu is not None:  # its page cache on the GPU goes too
+            for part in table.parts:
+                self.gpu.drop(part)
         shutil.rmtree(out, ignore_errors=True)
 
     # -- queries -------------------------------------------------------------------------

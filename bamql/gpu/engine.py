@@ -135,6 +135,15 @@ class GpuEngine:
         ref = self.cuda.to_device(ref if ref is not None and len(ref) else np.zeros(1, np.int64))
         return Table(store.name, cache, source, load_seconds=time.perf_counter() - t0, ref=ref)
 
+    def drop(self, store: PageStore) -> None:
+        """Forget ``store``'s table on the GPU: its page cache, resident columns and
+        backend source go (a table read in place for one query, replaced by the next)."""
+        with self._lock:
+            t = self.tables.pop(str(store.path), None)
+        if t is not None:
+            with self._cache_lock:
+                self.backend.close(t.source)
+
     def clear_cache(self, table: str | None = None) -> None:
         """Empty the page cache (and resident columns) of one or all tables."""
         with self._cache_lock:

@@ -1,7 +1,8 @@
 """Bit-packed stores (``storage.packing``) through the GPU template in numba's CUDA
 simulator: codes of 3 to 42 bits decoded in scanned columns, in cache slots (a cache of 16
 pages, so slots are evicted and refilled) and in streamed pages, against the CPU engine and
-DuckDB, with NULLs in every column."""
+DuckDB, with NULLs in every column; the same queries over the Parquet file read in place,
+whose per-query tables leave the GPU as the session drops them."""
 
 from __future__ import annotations
 
@@ -61,6 +62,13 @@ SCRIPT = textwrap.dedent("""
         for _ in range(2):  # the second pass reads resident copies and cached pages
             for q, want in zip(queries, cpu):
                 assert_same_rows(con.sql(q).rows(), want, ordered=False)
+        # the file read in place: each query's read is a table on the GPU until the session
+        # drops it (it keeps the last IN_PLACE_KEPT), and its GPU table goes with it
+        from bamql.engine.session import IN_PLACE_KEPT
+        for q, want in zip(queries, cpu):
+            got = con.sql(q.replace("FROM trips", f"FROM '{d / 't.parquet'}'")).rows()
+            assert_same_rows(got, want, ordered=False)
+            assert len(con.gpu.tables) <= 1 + IN_PLACE_KEPT, len(con.gpu.tables)
     print("all ok")
 """)
 
