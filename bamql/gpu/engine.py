@@ -108,8 +108,10 @@ class GpuEngine:
         cache = self.cache_bytes
         if cache is None:  # default: a quarter of free memory, at most 8 GiB
             cache = min(8 << 30, free // 4)
-        n_slots = max(1, cache // m.page_size)
         n_ids = be.page_ids(store)
+        # no more slots than the table has pages: a small table (a file read in place for
+        # one query) does not hold gigabytes of GPU memory
+        n_slots = max(1, min(cache // m.page_size, n_ids))
         if n_ids >= 2**31 - 1:  # the cache keeps page ids in int32 words
             raise DeviceError(f"table {store.name!r} has {n_ids:,} pages; the GPU page cache "
                               "holds at most 2,147,483,646: ingest it with a larger page size "
