@@ -69,6 +69,10 @@ def bind_files(text: str, tables: Collection[str], table_for: Callable[[FileRef]
                     continue
             ref = file_ref(t, tables)
             if ref is not None:
+                alias = t.args.get("alias")
+                if alias is not None and alias.columns:
+                    raise PlanError(f"column names after the alias {alias.name} of files are "
+                                    "not supported; alias the columns in SELECT")
                 ref = FileRef(ref.specs, ref.format, ref.hive, partition_filters(t),
                               mentioned(s))
                 t.set("this", exp.to_identifier(table_for(ref)))
@@ -226,11 +230,13 @@ def _key_filters(c: exp.Expression) -> list[KeyFilter]:
 
 
 _NOT = object()  # not a literal that a filter can use
+_DECIMAL_DIGITS = 38  # the most digits (leading zeros included) of a DECIMAL literal
 
 
 def _literal(e: exp.Expression | None) -> int | str | Decimal | None | object:
     """A string, integer or decimal (``2.5``: a ``Decimal``) literal's value (None for
-    NULL); ``_NOT`` for anything else (exponents, typed literals, expressions)."""
+    NULL); ``_NOT`` for anything else (exponents, decimals of more than 38 digits, typed
+    literals, expressions)."""
     neg = False
     while isinstance(e, exp.Paren):
         e = e.this
@@ -244,6 +250,8 @@ def _literal(e: exp.Expression | None) -> int | str | Decimal | None | object:
         return _NOT if neg else e.this
     text = e.this
     if re.fullmatch(r"[0-9]+\.[0-9]*|\.[0-9]+", text):
+        if sum(c.isdigit() for c in text) > _DECIMAL_DIGITS:
+            return _NOT  # DuckDB reads it as a DOUBLE, which compares in floating point
         return -Decimal(text) if neg else Decimal(text)
     if not re.fullmatch(r"[0-9]+", text):
         return _NOT

@@ -15,7 +15,8 @@ DuckDB does; any other is left out (reading more, never less):
 - string columns against string literals (both compare UTF-8 bytes);
 - ``IN`` lists of such literals (a NULL in the list matches nothing), ``IS [NOT] NULL``;
 - never: decimals, timestamps, booleans, dictionaries, a literal of another kind than the
-  column (DuckDB would cast it), a column a file lacks (its rows read as NULL).
+  column (DuckDB would cast it), a column a file lacks (its rows read as NULL), a column
+  of differing types in the files (DuckDB compares it in the type that unites them).
 """
 
 from __future__ import annotations
@@ -124,10 +125,11 @@ def read_in_place(files: FileSet, spec: ReadSpec, out: Path) -> InPlace:
     for s in srcs if keys else ():
         check_columns(list(keys), s.schema.names, str(s.path))
     names = _columns(srcs, spec.columns, keys)
+    filters = _agreed(srcs, spec.filters)
     tables, stats = [], []
     for i, s in enumerate(srcs):
         cols = [n for n in s.schema.names if n in names]
-        filt = pushed_filter(s.schema, spec.filters)
+        filt = pushed_filter(s.schema, filters)
         if cols or not s.schema.names:
             t, st = _read(s, cols, filt)
         else:  # a file without the columns read (union_by_name): its row count alone
@@ -140,12 +142,25 @@ def read_in_place(files: FileSet, spec: ReadSpec, out: Path) -> InPlace:
     except IngestError:
         shutil.rmtree(out, ignore_errors=True)
         raise
-    first = pushed_filter(srcs[0].schema, spec.filters) if srcs else None
+    first = pushed_filter(srcs[0].schema, filters) if srcs else None
     return InPlace(files, out, ReadReport(
         tuple(names), sum(x[0] for x in stats), sum(x[1] for x in stats),
         sum(x[2] for x in stats), sum(x[3] for x in stats), sum(x[4] for x in stats),
         sum(x[5] for x in stats), "" if first is None else str(first),
         all(isinstance(s, ParquetSource) for s in srcs)))
+
+
+def _agreed(srcs: Sequence[Source], filters: Sequence[KeyFilter]) -> list[KeyFilter]:
+    """The ``filters`` on columns of one type in every file that has them: DuckDB compares
+    a column of differing types (int64 in one file, double in another) in the type that
+    unites them, where a file's own type may keep other rows (``x = 2^53 + 1`` keeps an
+    int64 2^53 as a double)."""
+    out = []
+    for f in filters:
+        types = {fld.type for s in srcs if (fld := _field(s.schema, f.column)) is not None}
+        if len(types) <= 1:
+            out.append(f)
+    return out
 
 
 def _columns(srcs: Sequence[Source], wanted: frozenset[str] | None,

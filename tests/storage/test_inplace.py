@@ -13,6 +13,7 @@ import pytest
 
 from bamql.config import Config
 from bamql.engine.session import Session
+from bamql.errors import PlanError
 from bamql.planner.files import bind_files
 from bamql.storage.files import FileSet
 from bamql.storage.inplace import ReadSpec, pushed_filter, read_in_place
@@ -194,3 +195,38 @@ def test_cache_files_ingests_whole_and_in_place_does_not(tmp_path):
             assert want in s.explain(sql).splitlines()[0]
     # the session removes the stores it read in place when it closes
     assert not list((tmp_path / "cFalse" / ".inplace").iterdir())
+
+
+def test_no_filter_is_pushed_on_a_column_of_differing_types(session, tmp_path):
+    # DuckDB compares x in the type that unites the files (double): the int64 2^53 equals
+    # the literal 2^53 + 1 there, though not as an int64
+    b = 1 << 53
+    d = tmp_path / "u"
+    d.mkdir()
+    pq.write_table(pa.table({"x": pa.array([b, b + 1, 5], pa.int64())}), d / "a.parquet")
+    pq.write_table(pa.table({"x": pa.array([2.5, float(b)], pa.float64())}), d / "b.parquet")
+    for where in ("x = 9007199254740993", "x >= 9007199254740993", "x < 9007199254740992"):
+        sql = f"SELECT COUNT(*) FROM {{}} WHERE {where}"
+        assert _ours(session, sql.format(f"'{d}/*.parquet'")) == duckdb.sql(sql.format(
+            f"read_parquet('{d}/*.parquet', union_by_name = true)")).fetchall(), where
+
+
+def test_decimal_literals_duckdb_reads_as_double_are_not_pushed():
+    # more than 38 digits (leading zeros counted): a DOUBLE in DuckDB, where x = 2^53 is
+    # >= 9007199254740993.000...
+    b = 1 << 53
+    t = pa.table({"x": pa.array([b - 1, b, b + 1], pa.int64())})
+    for lit in ("9007199254740993.00000000000000000000000", "0" * 30 + "9007199254740993.0"):
+        ref = _filters(f"SELECT x FROM 'x.parquet' WHERE x >= {lit}")
+        assert pushed_filter(t.schema, ref.filters) is None, lit
+        con = duckdb.connect()
+        con.register("t", t)
+        assert con.sql(f"SELECT COUNT(*) FROM t WHERE x >= {lit}").fetchall() == [(2,)]
+    ref = _filters(f"SELECT x FROM 'x.parquet' WHERE x >= {'0' * 20}9007199254740993.0")
+    assert pushed_filter(t.schema, ref.filters) is not None  # 37 digits: a DECIMAL
+
+
+def test_column_names_after_a_files_alias_are_refused(session, tmp_path):
+    pq.write_table(pa.table({"b": [1, 2], "a": [3, 4]}), tmp_path / "x.parquet")
+    with pytest.raises(PlanError, match="column names after the alias t"):
+        session.sql(f"SELECT SUM(b) FROM '{tmp_path}/x.parquet' t(a, b) WHERE a > 2")
