@@ -79,6 +79,11 @@ class Translator(ExprTranslator):
         t = frm.this
         if not isinstance(t, exp.Table) or not isinstance(t.this, exp.Identifier):
             raise self.fail("FROM must name one table", t)
+        for tab in (t, *(j.this for j in s.args.get("joins") or ())):
+            alias = tab.args.get("alias") if isinstance(tab, exp.Table) else None
+            if alias is not None and alias.columns:  # t(a, b) renames columns by position
+                raise self.fail(f"column names after the alias {alias.name} are not supported; "
+                                "alias the columns in SELECT", tab)
         self.table = t.name
         if self.table not in self.catalog:
             raise self.unknown_table(t)

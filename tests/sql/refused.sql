@@ -107,3 +107,7 @@ SELECT date_trunc('day', pickup_datetime) AS d, MEDIAN(fare_amount) FROM trips G
 SELECT trip_distance, COUNT(DISTINCT vendor_id) FROM trips GROUP BY trip_distance;
 SELECT 'x', COUNT(*) FROM trips GROUP BY 1;
 SELECT z.Borough, COUNT(*) FROM trips t JOIN zones z ON t.pickup_location_id = z.LocationID GROUP BY z.Borough, t.trip_distance
+;
+-- t(a, b) renames columns by position (DuckDB): refused rather than ignored
+SELECT SUM(fare_amount) FROM trips AS t(fare_amount, tip_amount);
+SELECT COUNT(*) FROM trips t JOIN zones z(a, b) ON t.pickup_location_id = z.a
