@@ -139,7 +139,9 @@ class ExprTranslator:
         if v.lstrip("-").isdigit():
             return ir.Lit(int(v), "int")
         lit = ir.Lit(float(v), "float")
-        if "e" not in v.lower():  # 2.5 is a DECIMAL, exact; 2.5e0 a DOUBLE
+        # 2.5 is a DECIMAL, exact; 2.5e0 a DOUBLE, and so is a literal of more digits than a
+        # DECIMAL holds (38, leading zeros included), as DuckDB types them
+        if "e" not in v.lower() and sum(c.isdigit() for c in v) <= 38:
             self.decimals[id(lit)] = (lit, Fraction(v))
         return lit
 

@@ -190,3 +190,16 @@ def test_gpu_kernels_in_the_simulator():
     r = subprocess.run([sys.executable, "-c", SIM_SCRIPT], cwd=ROOT, env=env,
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0 and "sim ok" in r.stdout, r.stdout[-3000:] + r.stderr[-3000:]
+
+
+def test_decimal_literals_beyond_38_digits_are_doubles(tmp_path):
+    # DuckDB types a literal with more digits than a DECIMAL holds as a DOUBLE: 2**53 + 1
+    # written with 44 digits rounds to 2**53; with 37 digits it stays exact
+    t = pa.table({"x": pa.array([2**53, 2**53 + 2, 5], pa.int64())})
+    pq.write_table(t, tmp_path / "t.parquet")
+    ingest([tmp_path / "t.parquet"], tmp_path / "data" / "trips")
+    with bamql.connect(tmp_path / "data", device="cpu") as con:
+        for frac in ("0" * 28, "0" * 21, "0" * 22):
+            for op in (">=", "=", "<"):
+                sql = f"SELECT COUNT(*) FROM trips WHERE x {op} 9007199254740993.{frac}"
+                assert_same_rows(con.sql(sql).rows(), duck(sql, t), ordered=False)
