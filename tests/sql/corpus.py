@@ -414,8 +414,15 @@ def in_place(sql: str, table: str, path: Path) -> str:
     from sqlglot import exp
 
     tree = sqlglot.parse_one(sql, dialect="duckdb")
-    for t in tree.find_all(exp.Table):
-        if t.name == table and not t.args.get("db"):
+    ctes = [c for c in tree.find_all(exp.CTE) if c.alias == table]
+
+    def names_cte(t: exp.Table) -> bool:
+        """``t`` names a CTE of the table's name (not inside that CTE's own body, where the
+        name is still the table: CTEs here are not recursive)."""
+        return any(t.find_ancestor(exp.CTE) is not c for c in ctes)
+
+    for t in list(tree.find_all(exp.Table)):
+        if t.name == table and not t.args.get("db") and not names_cte(t):
             if not t.alias:
                 t.set("alias", exp.TableAlias(this=exp.to_identifier(table)))
             t.set("this", exp.to_identifier(str(path), quoted=True))
