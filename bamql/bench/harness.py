@@ -36,6 +36,7 @@ from bamql.queries import TAXI_QUERIES, load
 from bamql.storage.cluster import check_keys
 from bamql.storage.format import FORMAT_VERSION, MANIFEST, PAGES_META
 from bamql.storage.ingest import ingest
+from bamql.storage.packing import column_sizes
 from bamql.storage.store import PageStore
 from bamql.storage.valuesets import wanted
 
@@ -332,6 +333,11 @@ def run(cfg: BenchConfig, say: Callable[[str], None] = print) -> dict:
             for ps in cfg.page_sizes:
                 with PageStore(data.stores[ps] / "trips") as s:
                     ps_cols = s.columns
+                    # each column's bytes as plain pages and as stored (bit-packed or not)
+                    res["config"].setdefault("columns", {})[str(ps)] = [
+                        {"column": z.name, "dtype": z.dtype, "bits": z.bits,
+                         "plain_bytes": z.plain_bytes, "stored_bytes": z.stored_bytes,
+                         "ratio": round(z.ratio, 3)} for z in column_sizes(s.manifest)]
                 # page size matters to bamql only
                 group = [e for e in active if ps == cfg.page_sizes[0] or e.name.startswith("bamql")]
                 opened: list = []

@@ -266,3 +266,27 @@ def test_bench_clustered_stores_and_duckdb_sorted(tmp_path):
                         "--rows", "1000", "--workdir", str(tmp_path / "w2")],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 1 and "needs --cluster-by" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_bench_packed_stores_record_each_columns_bytes(tmp_path):
+    """--pack benchmarks bit-packed stores (kept apart from plain ones) and the JSON gives
+    each column's plain and stored bytes per page size."""
+    out = tmp_path / "res"
+    args = [sys.executable, "-m", "bamql.cli", "bench", "--engines", "bamql-cpu,duckdb", "--rows",
+            "30000", "--reps", "1", "--queries", "q01,q06", "--page-sizes", "512",
+            "--workdir", str(tmp_path / "w"), "--out", str(out), "--no-plots"]
+    for extra in ([], ["--pack"]):
+        r = subprocess.run(args + extra, capture_output=True, text=True, timeout=900)
+        assert r.returncode == 0, r.stderr
+        data = json.loads(out.with_suffix(".json").read_text())
+        assert data["config"]["pack"] is bool(extra)
+        assert all(x["ok"] for x in data["runs"])
+        cols = {c["column"]: c for c in data["config"]["columns"]["512"]}
+        zone = cols["pickup_location_id"]
+        if extra:  # 1..265 in 9 bits instead of int16
+            assert zone["bits"] == 9 and zone["ratio"] > 1.7
+            assert zone["stored_bytes"] < zone["plain_bytes"]
+        else:
+            assert all(c["bits"] == 0 and c["ratio"] == 1.0 for c in cols.values())
+    stores = sorted(p.name for p in next((tmp_path / "w").glob("r30000-*")).glob("data-*"))
+    assert stores == ["data-512-gauto", "data-512-gauto-packed"]
