@@ -81,7 +81,22 @@ def bind_files(text: str, tables: Collection[str], table_for: Callable[[FileRef]
                 found = True
     if not found:
         return text
+    for s in stmts:
+        for wg in list(s.find_all(exp.WithinGroup)) if s is not None else ():
+            _as_quantile(wg)
     return ";\n".join(s.sql(dialect="duckdb") for s in stmts if s is not None)
+
+
+def _as_quantile(node: exp.WithinGroup) -> None:
+    """``percentile_cont(q) WITHIN GROUP (ORDER BY x)`` (or ``_disc``) replaced by its
+    ``quantile_cont(x, q)``: sqlglot writes the former back as a text it does not read the
+    same way. Other shapes (several keys, other functions) stay for the translator to refuse."""
+    inner, order = node.this, node.expression
+    if isinstance(inner, exp.PercentileCont | exp.PercentileDisc) and isinstance(order, exp.Order) \
+            and len(order.expressions) == 1:
+        if order.expressions[0].args.get("desc"):
+            raise PlanError("WITHIN GROUP (ORDER BY ... DESC) is not supported: use 1 - q")
+        node.replace(type(inner)(this=order.expressions[0].this, expression=inner.this))
 
 
 def mentioned(stmt: exp.Expression) -> frozenset[str] | None:

@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+import bamql
 from bamql.config import Config
 from bamql.engine.session import Session
 from bamql.errors import PlanError
@@ -230,3 +231,15 @@ def test_column_names_after_a_files_alias_are_refused(session, tmp_path):
     pq.write_table(pa.table({"b": [1, 2], "a": [3, 4]}), tmp_path / "x.parquet")
     with pytest.raises(PlanError, match="column names after the alias t"):
         session.sql(f"SELECT SUM(b) FROM '{tmp_path}/x.parquet' t(a, b) WHERE a > 2")
+
+
+def test_within_group_quantiles_over_files(tmp_path):
+    # the files' binding writes the statement back as text: WITHIN GROUP must survive it
+    path = tmp_path / "x.parquet"
+    pq.write_table(pa.table({"m": [1.0, 2.0, 3.0, None, 7.5], "k": [1, 1, 2, 2, 2]}), path)
+    sql = (f"SELECT k, percentile_cont(0.25) WITHIN GROUP (ORDER BY m), "
+           f"percentile_disc(0.75) WITHIN GROUP (ORDER BY m) FROM '{path}' GROUP BY k ORDER BY k")
+    with bamql.connect(device="cpu") as con:
+        assert con.sql(sql).rows() == duckdb.sql(sql).fetchall()
+        with pytest.raises(PlanError, match="DESC"):
+            con.sql(f"SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY m DESC) FROM '{path}'")
