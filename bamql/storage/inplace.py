@@ -174,19 +174,27 @@ def _columns(srcs: Sequence[Source], wanted: frozenset[str] | None,
     if wanted is None:
         return have
     out = [n for n in have if n.casefold() in wanted]
-    return out if out or not have else [_narrowest(srcs[0])]
+    if out or not have:
+        return out
+    # one of a type in every file, where there is one: a column the query does not read
+    # must not fail it on a type conflict between files (DuckDB never reads it)
+    same = [n for n in srcs[0].schema.names
+            if len({f.type for x in srcs if (f := _field(x.schema, n)) is not None}) == 1]
+    return [_narrowest(srcs[0], same or None)]
 
 
-def _narrowest(s: Source) -> str:
-    """The column of ``s`` cheapest to read (the fewest compressed bytes in a Parquet file;
-    the first otherwise)."""
+def _narrowest(s: Source, among: Sequence[str] | None = None) -> str:
+    """The column of ``s`` (of ``among``, when given) cheapest to read (the fewest
+    compressed bytes in a Parquet file; the first otherwise)."""
+    names = list(among) if among else s.schema.names
     if isinstance(s, ParquetSource):
         md = s._f.metadata
-        sizes = [sum(md.row_group(g).column(i).total_compressed_size
-                     for g in range(md.num_row_groups)) for i in range(md.num_columns)]
-        if len(sizes) == len(s.schema.names) and sizes:
-            return s.schema.names[sizes.index(min(sizes))]
-    return s.schema.names[0]
+        sizes = {s.schema.names[i]: sum(md.row_group(g).column(i).total_compressed_size
+                                        for g in range(md.num_row_groups))
+                 for i in range(md.num_columns)} if md.num_columns == len(s.schema.names) else {}
+        if sizes and all(n in sizes for n in names):
+            return min(names, key=lambda n: sizes[n])
+    return names[0]
 
 
 def _read(s: Source, cols: list[str], filt: pc.Expression | None) -> tuple[pa.Table, tuple]:
