@@ -87,6 +87,18 @@ SAMPLE_DIR = Path(__file__).resolve().parents[1] / "tests" / "data" / "tlc-sampl
 SAMPLES = sorted(SAMPLE_DIR.glob("yellow_tripdata_sample_2019-*.csv"))
 
 
+@pytest.fixture
+def session(tmp_path):
+    """A CPU session whose file cache is the test's own (files in FROM, registered tables);
+    modules that query a store define their own ``session``."""
+    from bamql.config import Config
+    from bamql.engine.session import Session
+
+    s = Session(config=Config(device="cpu", file_cache=tmp_path / "cache"))
+    yield s
+    s.close()
+
+
 @pytest.fixture(scope="session")
 def taxi_table() -> pa.Table:
     """60,000 generated trips, 0.5% in Williamsburg so that filters have matches."""

@@ -41,3 +41,8 @@ def assert_same_rows(ours: list[tuple], ref: list[tuple], ordered: bool) -> None
     for r1, r2 in zip(ours, ref, strict=True):
         assert len(r1) == len(r2)
         assert all(same_value(a, b) for a, b in zip(r1, r2, strict=True)), (r1, r2)
+
+
+def session_rows(session, sql: str, params=None) -> list[tuple]:
+    """A session's answer to ``sql`` as tuples, through Arrow (the types a user gets)."""
+    return [tuple(r.values()) for r in session.sql(sql, params).to_arrow().to_pylist()]

@@ -8,20 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from bamql.config import Config
-from bamql.engine.session import Session
-from tests.reference import assert_same_rows
-
-
-@pytest.fixture
-def session(tmp_path):
-    s = Session(config=Config(device="cpu", file_cache=tmp_path / "cache"))
-    yield s
-    s.close()
-
-
-def _ours(s: Session, sql: str, params=None) -> list[tuple]:
-    return [tuple(r.values()) for r in s.sql(sql, params).to_arrow().to_pylist()]
+from tests.reference import assert_same_rows, session_rows
 
 
 def _duck(sql: str, params=None) -> list[tuple]:
@@ -37,14 +24,14 @@ def test_narrow_integers_with_nulls_are_stored_wider(session, tmp_path):
     pq.write_table(t, tmp_path / "n.parquet")
     sql = (f"SELECT COUNT(*), SUM(i8), MIN(i8), MAX(u8), SUM(i16), COUNT(i16) "
            f"FROM '{tmp_path}/n.parquet' WHERE i8 < 100 OR i8 IS NULL")
-    assert_same_rows(_ours(session, sql), _duck(sql), ordered=True)
+    assert_same_rows(session_rows(session, sql), _duck(sql), ordered=True)
 
 
 def test_order_by_nulls_first(session, tmp_path):
     pq.write_table(pa.table({"k": pa.array([3, None, 1, 1], pa.int64())}), tmp_path / "o.parquet")
     for order in ("k NULLS FIRST", "k DESC NULLS FIRST", "k DESC", "k NULLS LAST", "2, k NULLS FIRST"):
         sql = f"SELECT k, COUNT(*) FROM '{tmp_path}/o.parquet' GROUP BY k ORDER BY {order}"
-        assert _ours(session, sql) == _duck(sql), order
+        assert session_rows(session, sql) == _duck(sql), order
 
 
 @pytest.mark.parametrize("q", [
@@ -62,20 +49,20 @@ def test_a_cte_shadows_a_registered_table_of_its_name(session, tmp_path, q):
     zones = session.dimensions["zones"].table
     con = duckdb.connect()
     con.register("zones", zones)
-    assert_same_rows(_ours(session, sql), con.sql(sql).fetchall(), ordered=True)
+    assert_same_rows(session_rows(session, sql), con.sql(sql).fetchall(), ordered=True)
 
 
 def test_population_variance_of_one_non_finite_value(session, tmp_path):
     t = pa.table({"g": [1, 2, 3], "x": [float("inf"), float("nan"), 1.0]})
     pq.write_table(t, tmp_path / "v.parquet")
     sql = f"SELECT g, VAR_POP(x), STDDEV_POP(x) FROM '{tmp_path}/v.parquet' GROUP BY g ORDER BY g"
-    assert_same_rows(_ours(session, sql), _duck(sql), ordered=True)
+    assert_same_rows(session_rows(session, sql), _duck(sql), ordered=True)
 
 
 def test_a_file_whose_name_looks_like_a_glob(session, tmp_path):
     pq.write_table(pa.table({"a": [1, 2, 3]}), tmp_path / "br[a]ck.parquet")
     sql = f"SELECT COUNT(*), SUM(a) FROM read_parquet('{tmp_path}/br[a]ck.parquet')"
-    assert_same_rows(_ours(session, sql), _duck(sql), ordered=True)
+    assert_same_rows(session_rows(session, sql), _duck(sql), ordered=True)
 
 
 @pytest.mark.parametrize("src", ["['{d}/a.parquet', '{d}/a.parquet']", "['{d}/*.parquet', '{d}/a.parquet']",
@@ -94,12 +81,12 @@ def test_a_rewrite_that_keeps_size_and_mtime_is_not_served_stale(session, tmp_pa
     p = tmp_path / "e.parquet"
     pq.write_table(pa.table({"a": [1, 2, 3]}), p)
     sql = f"SELECT COUNT(*), SUM(a) FROM '{p}'"
-    assert _ours(session, sql) == _duck(sql)
+    assert session_rows(session, sql) == _duck(sql)
     st = p.stat()
     pq.write_table(pa.table({"a": [1, 2, 5]}), p)  # same size
     os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))  # same mtime
     assert p.stat().st_size == st.st_size
-    assert_same_rows(_ours(session, sql), _duck(sql), ordered=True)
+    assert_same_rows(session_rows(session, sql), _duck(sql), ordered=True)
 
 
 def test_deep_nesting_in_a_fresh_process_answers_or_refuses_in_one_line(tmp_path):
@@ -134,4 +121,4 @@ def test_a_registered_table_with_a_full_range_int8_key(session):
     con = duckdb.connect()
     con.register("i8k", t)
     sql = "SELECT name, COUNT(*), SUM(id) FROM i8k GROUP BY 1 ORDER BY 1"
-    assert_same_rows(_ours(session, sql), con.sql(sql).fetchall(), ordered=True)
+    assert_same_rows(session_rows(session, sql), con.sql(sql).fetchall(), ordered=True)

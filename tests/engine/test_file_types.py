@@ -10,22 +10,10 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
 
-from bamql.config import Config
 from bamql.engine.session import Session
 from bamql.errors import BamqlError, IngestError
 from tests.conftest import SAMPLES
-from tests.reference import assert_same_rows
-
-
-@pytest.fixture
-def session(tmp_path):
-    s = Session(config=Config(device="cpu", file_cache=tmp_path / "cache"))
-    yield s
-    s.close()
-
-
-def _ours(s: Session, sql: str) -> list[tuple]:
-    return [tuple(r.values()) for r in s.sql(sql).to_arrow().to_pylist()]
+from tests.reference import assert_same_rows, session_rows
 
 
 def _duck(sql: str) -> list[tuple]:
@@ -37,7 +25,7 @@ def _duck(sql: str) -> list[tuple]:
 def _check(s: Session, glob: str, queries: list[str]) -> None:
     """Each query's answer over ``glob`` equals DuckDB's with ``union_by_name``."""
     for q in queries:
-        ours = _ours(s, q.format(src=f"'{glob}'"))
+        ours = session_rows(s, q.format(src=f"'{glob}'"))
         ref = _duck(q.format(src=f"read_parquet('{glob}', union_by_name=true)"))
         assert_same_rows(ours, ref, ordered="ORDER BY" in q)
 
@@ -147,7 +135,7 @@ def test_types_real_files_carry_answer_as_duckdb(session, tmp_path):
     pq.write_table(_types_table(), tmp_path / "types.parquet", row_group_size=10_000)
     src = tmp_path / "types.parquet"
     for q in TYPE_QUERIES:
-        ours = _ours(session, q.format(src=f"'{src}'"))
+        ours = session_rows(session, q.format(src=f"'{src}'"))
         ref = _no_tz(_duck(q.format(src=f"'{src}'")))
         assert_same_rows(ours, [tuple(float(x) if hasattr(x, "as_tuple") else x for x in r)
                                 for r in ref], ordered=False)
@@ -158,7 +146,7 @@ def test_a_zero_row_file_answers_as_duckdb(session, tmp_path):
     for q in ["SELECT COUNT(*), SUM(amt), MIN(ts), COUNT(big) FROM {src}",
               "SELECT big, COUNT(*) FROM {src} GROUP BY big"]:
         q = q.format(src=f"'{tmp_path}/none.parquet'")
-        assert_same_rows(_ours(session, q), _duck(q), ordered=False)
+        assert_same_rows(session_rows(session, q), _duck(q), ordered=False)
 
 
 @pytest.mark.parametrize("typ", [pa.date32(), pa.date64(), pa.time64("us"),
@@ -177,4 +165,4 @@ def test_column_names_match_without_regard_to_case(session, tmp_path):
     for q in ["SELECT SUM(FARE_AMOUNT), COUNT(fare_amount), MAX(Fare_Amount) FROM {src}",
               "SELECT BIG, COUNT(*) FROM {src} WHERE FLAG = 1 AND fare_AMOUNT > 1 GROUP BY BIG"]:
         q = q.format(src=src)
-        assert_same_rows(_ours(session, q), _duck(q), ordered=False)
+        assert_same_rows(session_rows(session, q), _duck(q), ordered=False)

@@ -18,7 +18,7 @@ from bamql.engine.session import Session, connect
 from bamql.errors import BamqlError, IngestError, PlanError
 from bamql.storage import filecache
 from tests.conftest import SAMPLES
-from tests.reference import assert_same_rows, duck_tables
+from tests.reference import assert_same_rows, duck_tables, session_rows
 
 QUERIES = [
     "SELECT COUNT(*), SUM(total_amount), AVG(trip_distance), MIN(fare_amount), "
@@ -65,17 +65,6 @@ def files(tmp_path_factory) -> Path:
     return root
 
 
-@pytest.fixture
-def session(tmp_path):
-    s = Session(config=Config(device="cpu", file_cache=tmp_path / "cache"))
-    yield s
-    s.close()
-
-
-def _ours(s: Session, sql: str) -> list[tuple]:
-    return [tuple(r.values()) for r in s.sql(sql).to_arrow().to_pylist()]
-
-
 def _duck(sql: str) -> list[tuple]:
     return duckdb.sql(sql).fetchall()
 
@@ -86,12 +75,12 @@ def _duck(sql: str) -> list[tuple]:
                                  "'{d}/csv/x?.csv'", "read_csv(['{d}/csv/x1.csv', '{d}/csv/x2.csv'])"])
 def test_files_answer_as_duckdb(session, files, q, src):
     sql = q.format(src=src.format(d=files))
-    assert_same_rows(_ours(session, sql), _duck(sql), ordered="ORDER BY" in sql)
+    assert_same_rows(session_rows(session, sql), _duck(sql), ordered="ORDER BY" in sql)
 
 
 @pytest.mark.parametrize("q", QUERIES[:3])
 def test_a_directory_reads_its_visible_files(session, files, q):
-    ours = _ours(session, q.format(src=f"'{files}/trips/'"))
+    ours = session_rows(session, q.format(src=f"'{files}/trips/'"))
     # the hidden file and the marker are skipped, as the glob over the data files does
     ref = _duck(q.format(src=f"'{files}/trips/**/[!.]*.parquet'"))
     assert_same_rows(ours, ref, ordered=True)
@@ -99,7 +88,7 @@ def test_a_directory_reads_its_visible_files(session, files, q):
 
 @pytest.mark.parametrize("q", QUERIES[:3])
 def test_orc_files_answer_as_duckdb_over_their_rows(session, files, q):
-    ours = _ours(session, q.format(src=f"read_orc('{files}/orc/all.orc')"))
+    ours = session_rows(session, q.format(src=f"read_orc('{files}/orc/all.orc')"))
     ref = duck_tables(q.format(src="t"), {"t": paorc.read_table(files / "orc" / "all.orc")})
     assert_same_rows(ours, ref, ordered=True)
 
@@ -108,7 +97,7 @@ def test_orc_files_answer_as_duckdb_over_their_rows(session, files, q):
 def test_the_real_tlc_sample_in_place(session, q):
     src = f"'{SAMPLES[0].parent}/yellow_tripdata_sample_2019-*.csv'"
     sql = q.format(src=src)
-    assert_same_rows(_ours(session, sql), _duck(sql), ordered=True)
+    assert_same_rows(session_rows(session, sql), _duck(sql), ordered=True)
 
 
 def test_a_second_query_reuses_the_store_and_a_change_replaces_it(tmp_path, files):
@@ -120,26 +109,27 @@ def test_a_second_query_reuses_the_store_and_a_change_replaces_it(tmp_path, file
     sql = f"SELECT COUNT(*), SUM(total_amount) FROM '{d}/*.parquet'"
     with Session(config=Config(device="cpu", file_cache=cache, cache_files=True)) as s:
         before = filecache.INGESTS
-        first = _ours(s, sql)
+        first = session_rows(s, sql)
         assert filecache.INGESTS == before + 1
         (store,) = [p for p in cache.iterdir() if not p.name.startswith(".")]
         ino = store.stat().st_ino
-        assert _ours(s, sql) == first and _ours(s, sql.replace("COUNT(*), ", "COUNT(*),")) == first
+        assert session_rows(s, sql) == first
+        assert session_rows(s, sql.replace("COUNT(*), ", "COUNT(*),")) == first
         assert filecache.INGESTS == before + 1
     with Session(config=Config(device="cpu", file_cache=cache, cache_files=True)) as s:
-        assert _ours(s, sql) == first
+        assert session_rows(s, sql) == first
         assert filecache.INGESTS == before + 1 and store.stat().st_ino == ino
         # a changed file (other rows, other size and mtime): a new store, the stale one gone
         pq.write_table(t.slice(0, 400), d / "x.parquet")
         os.utime(d / "x.parquet", ns=(1, 1))
-        assert_same_rows(_ours(s, sql), _duck(sql), ordered=True)
-        assert _ours(s, sql)[0][0] == 400
+        assert_same_rows(session_rows(s, sql), _duck(sql), ordered=True)
+        assert session_rows(s, sql)[0][0] == 400
         assert filecache.INGESTS == before + 2
         stores = [p for p in cache.iterdir() if not p.name.startswith(".")]
         assert len(stores) == 1 and stores[0] != store
         # a new file matching the glob is another file list: a store of its own
         pq.write_table(t.slice(0, 100), d / "y.parquet")
-        assert _ours(s, sql)[0][0] == 500
+        assert session_rows(s, sql)[0][0] == 500
         assert filecache.INGESTS == before + 3
 
 
@@ -148,7 +138,7 @@ def test_connect_without_a_path_serves_files_only(files, tmp_path, monkeypatch):
     with connect(device="cpu") as s:
         assert s.tables() == []
         sql = f"SELECT COUNT(*) FROM '{files}/trips/a.parquet'"
-        assert _ours(s, sql) == _duck(sql)
+        assert session_rows(s, sql) == _duck(sql)
         assert (tmp_path / "c").is_dir()
         with pytest.raises(PlanError, match="unknown table 'trips'"):
             s.sql("SELECT COUNT(*) FROM trips")
@@ -176,8 +166,8 @@ def test_explain_in_place_says_what_was_read(session, files):
 def test_stored_tables_and_files_in_one_session(taxi_store, files, tmp_path):
     with Session(taxi_store, config=Config(device="cpu", file_cache=tmp_path / "c")) as s:
         names = s.tables()
-        a = _ours(s, f"SELECT COUNT(*) FROM {names[0]}")
-        b = _ours(s, f"SELECT COUNT(*) FROM '{files}/trips/a.parquet'")
+        a = session_rows(s, f"SELECT COUNT(*) FROM {names[0]}")
+        b = session_rows(s, f"SELECT COUNT(*) FROM '{files}/trips/a.parquet'")
         assert b == [(1200,)] and a[0][0] > 0 and s.tables() == names
 
 
@@ -212,7 +202,7 @@ def test_bad_files_are_one_line_errors(session, files, src, error, text):
 
 def test_a_file_uri_is_read_as_the_local_file(session, files):
     p = files / "trips" / "a.parquet"
-    assert _ours(session, f"SELECT COUNT(*) FROM 'file://{p}'") == [(1200,)]
+    assert session_rows(session, f"SELECT COUNT(*) FROM 'file://{p}'") == [(1200,)]
 
 
 def test_an_unreadable_file_is_one_line(session, tmp_path):
@@ -227,7 +217,7 @@ def test_an_unreadable_file_is_one_line(session, tmp_path):
 
 def test_a_zero_row_parquet_file_is_an_empty_table(session, files):
     sql = f"SELECT COUNT(*), SUM(total_amount) FROM '{files}/trips/empty.parquet'"
-    assert_same_rows(_ours(session, sql), _duck(sql), ordered=True)
+    assert_same_rows(session_rows(session, sql), _duck(sql), ordered=True)
 
 
 def test_an_unknown_column_of_files_names_the_files_not_their_store(session, files):
@@ -245,4 +235,4 @@ def test_files_join_the_zone_table_as_duckdb(session, files):
            "GROUP BY z.Borough ORDER BY z.Borough")
     con = duckdb.connect()
     con.register("zones", zones)
-    assert_same_rows(_ours(session, sql), con.sql(sql).fetchall(), ordered=True)
+    assert_same_rows(session_rows(session, sql), con.sql(sql).fetchall(), ordered=True)

@@ -19,7 +19,7 @@ from bamql.errors import BamqlError
 from bamql.storage.ingest import ingest
 from bamql.storage.partitioned import open_table
 from tests.conftest import SAMPLES
-from tests.reference import assert_same_rows
+from tests.reference import assert_same_rows, session_rows
 
 YEARS = ("2019", "2020", "__HIVE_DEFAULT_PARTITION__")
 ZONES = ("03", "10", "x")  # a leading zero and a word: VARCHAR, as in DuckDB
@@ -35,17 +35,6 @@ def trips(tmp_path_factory) -> Path:
         d.mkdir(parents=True)
         pq.write_table(t.slice(k * 300, 300), d / "part-0.parquet")
     return root
-
-
-@pytest.fixture
-def session(tmp_path):
-    s = Session(config=Config(device="cpu", file_cache=tmp_path / "cache"))
-    yield s
-    s.close()
-
-
-def _ours(s: Session, sql: str) -> list[tuple]:
-    return [tuple(r.values()) for r in s.sql(sql).to_arrow().to_pylist()]
 
 
 QUERIES = [
@@ -72,9 +61,9 @@ def test_hive_files_answer_as_duckdb(session, trips, q, src):
         ref = duckdb.sql(ref_sql).fetchall()
     except duckdb.Error:
         with pytest.raises(BamqlError):
-            _ours(session, q.format(src=src.format(d=trips)))
+            session_rows(session, q.format(src=src.format(d=trips)))
         return
-    assert_same_rows(_ours(session, q.format(src=src.format(d=trips))), ref,
+    assert_same_rows(session_rows(session, q.format(src=src.format(d=trips))), ref,
                      ordered="ORDER BY" in q)
 
 
@@ -89,7 +78,7 @@ def test_where_on_keys_prunes_files_and_explain_counts_them(tmp_path, trips, cac
     assert "files: 2 of 9 Parquet files after partition pruning" in text
     assert "partitioned by yr, zone" in text
     # the store made holds only the two files' rows
-    assert _ours(session, f"SELECT COUNT(*) FROM {src} WHERE yr = 2019 AND zone IN ('03', '10')") \
+    assert session_rows(session, f"SELECT COUNT(*) FROM {src} WHERE yr = 2019 AND zone IN ('03', '10')") \
         == [(600,)]
     cache = session.config.file_cache_dir
     stores = [p for p in cache.iterdir() if not p.name.startswith(".")] if cache_files \
@@ -102,17 +91,17 @@ def test_where_on_keys_prunes_files_and_explain_counts_them(tmp_path, trips, cac
 
 def test_hive_partitioning_false_reads_no_keys(session, trips):
     sql = f"SELECT COUNT(*) FROM read_parquet('{trips}/**/*.parquet', hive_partitioning = false)"
-    assert _ours(session, sql) == [(2700,)]
+    assert session_rows(session, sql) == [(2700,)]
     with pytest.raises(BamqlError, match="yr"):
-        _ours(session, sql + " WHERE yr = 2019")
+        session_rows(session, sql + " WHERE yr = 2019")
 
 
 def test_options_other_than_hive_are_refused(session, trips):
     with pytest.raises(BamqlError, match="only the option hive_partitioning"):
-        _ours(session, f"SELECT COUNT(*) FROM read_parquet('{trips}/**/*.parquet', "
+        session_rows(session, f"SELECT COUNT(*) FROM read_parquet('{trips}/**/*.parquet', "
                        "union_by_name = true)")
     with pytest.raises(BamqlError, match="takes true or false"):
-        _ours(session, f"SELECT COUNT(*) FROM read_parquet('{trips}/**/*.parquet', "
+        session_rows(session, f"SELECT COUNT(*) FROM read_parquet('{trips}/**/*.parquet', "
                        "hive_partitioning = 'yes')")
 
 
@@ -137,4 +126,4 @@ def test_a_key_that_is_also_a_column_is_refused(session, tmp_path):
     d.mkdir(parents=True)
     pq.write_table(pa.table({"v": [5]}), d / "p.parquet")
     with pytest.raises(BamqlError, match="'v' is both in the file and a partition key"):
-        _ours(session, f"SELECT SUM(v) FROM '{tmp_path}/d/**/*.parquet'")
+        session_rows(session, f"SELECT SUM(v) FROM '{tmp_path}/d/**/*.parquet'")

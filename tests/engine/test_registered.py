@@ -8,18 +8,9 @@ import datetime as dt
 import pyarrow as pa
 import pytest
 
-from bamql.config import Config
-from bamql.engine.session import Session
 from bamql.errors import PlanError
 from bamql.storage import filecache
 from tests.reference import assert_same_rows, duck_tables
-
-
-@pytest.fixture
-def session(tmp_path):
-    s = Session(config=Config(device="cpu", file_cache=tmp_path / "cache"))
-    yield s
-    s.close()
 
 
 def _table() -> pa.Table:

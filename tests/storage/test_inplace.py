@@ -18,7 +18,7 @@ from bamql.errors import PlanError
 from bamql.planner.files import bind_files
 from bamql.storage.files import FileSet
 from bamql.storage.inplace import ReadSpec, pushed_filter, read_in_place
-from tests.reference import assert_same_rows
+from tests.reference import assert_same_rows, session_rows
 from tests.sql.corpus import SAMPLE_DIR, read_back
 
 N = 1000
@@ -108,17 +108,6 @@ def test_row_groups_are_pruned_and_counted(tmp_path):
     assert "row groups 2 of 10" in made.describe()
 
 
-@pytest.fixture
-def session(tmp_path):
-    s = Session(config=Config(device="cpu", file_cache=tmp_path / "cache"))
-    yield s
-    s.close()
-
-
-def _ours(s: Session, sql: str) -> list[tuple]:
-    return [tuple(r.values()) for r in s.sql(sql).to_arrow().to_pylist()]
-
-
 #: one query per pushed kind (each compiles a kernel: a few, not every WHERE above)
 QUERY_WHERES = ["id > 990", "i IN (1, 2, NULL)", "i > 2.5", "i IS NULL", "f > 1", "f <= -1.5",
                 "f = -0.0", "s >= 'B'", "id >= 2000", "i > 5 AND s = 'a'"]
@@ -129,13 +118,13 @@ def test_queries_answer_as_duckdb_over_the_same_parquet(session, tmp_path, where
     pq.write_table(_table(), tmp_path / "x.parquet", row_group_size=64)
     sql = (f"SELECT COUNT(*), COUNT(i), SUM(id), MIN(f), MAX(f), MIN(s) "
            f"FROM '{tmp_path}/x.parquet' WHERE {where}")
-    assert_same_rows(_ours(session, sql), duckdb.sql(sql).fetchall(), ordered=False)
+    assert_same_rows(session_rows(session, sql), duckdb.sql(sql).fetchall(), ordered=False)
 
 
 def test_every_row_group_pruned_gives_empty_aggregates(session, tmp_path):
     pq.write_table(_table(), tmp_path / "x.parquet", row_group_size=100)
     sql = f"SELECT COUNT(*), SUM(id), AVG(f) FROM '{tmp_path}/x.parquet' WHERE id < 0"
-    assert _ours(session, sql) == duckdb.sql(sql).fetchall() == [(0, None, None)]
+    assert session_rows(session, sql) == duckdb.sql(sql).fetchall() == [(0, None, None)]
     assert "row groups 0 of 10" in session.explain(sql).splitlines()[0]
 
 
@@ -154,7 +143,7 @@ def test_empty_zero_row_and_differing_files(session, tmp_path):
               "SELECT COUNT(*) FROM {} WHERE s = 'b'",
               "SELECT COUNT(*), SUM(g) FROM {} WHERE g = 1 AND id < 700",
               "SELECT COUNT(*) FROM {}"):
-        assert_same_rows(_ours(session, q.format(ours_src)), duckdb.sql(q.format(src)).fetchall(),
+        assert_same_rows(session_rows(session, q.format(ours_src)), duckdb.sql(q.format(src)).fetchall(),
                          ordered=False)
 
 
@@ -169,7 +158,7 @@ def test_hive_directories_in_place(session, tmp_path):
               "GROUP BY part ORDER BY part",
               "SELECT COUNT(*) FROM {} WHERE part = 2"):
         sql = q.format(src)
-        assert_same_rows(_ours(session, sql), duckdb.sql(sql).fetchall(), ordered=True)
+        assert_same_rows(session_rows(session, sql), duckdb.sql(sql).fetchall(), ordered=True)
 
 
 def test_the_real_tlc_sample_as_parquet(session, tmp_path):
@@ -181,7 +170,7 @@ def test_the_real_tlc_sample_as_parquet(session, tmp_path):
                   "store_and_fwd_flag = 'Y' OR passenger_count > 4"):
         sql = (f"SELECT COUNT(*), AVG(trip_distance), SUM(total_amount), MIN(pickup_datetime) "
                f"FROM {src} WHERE {where}")
-        assert_same_rows(_ours(session, sql), duckdb.sql(sql).fetchall(), ordered=False)
+        assert_same_rows(session_rows(session, sql), duckdb.sql(sql).fetchall(), ordered=False)
 
 
 
@@ -192,7 +181,7 @@ def test_cache_files_ingests_whole_and_in_place_does_not(tmp_path):
                               (False, "read in place: row groups 1 of 10")):
         with Session(config=Config(device="cpu", file_cache=tmp_path / f"c{cache_files}",
                                    cache_files=cache_files)) as s:
-            assert _ours(s, sql) == duckdb.sql(sql).fetchall()
+            assert session_rows(s, sql) == duckdb.sql(sql).fetchall()
             assert want in s.explain(sql).splitlines()[0]
     # the session removes the stores it read in place when it closes
     assert not list((tmp_path / "cFalse" / ".inplace").iterdir())
@@ -208,7 +197,7 @@ def test_no_filter_is_pushed_on_a_column_of_differing_types(session, tmp_path):
     pq.write_table(pa.table({"x": pa.array([2.5, float(b)], pa.float64())}), d / "b.parquet")
     for where in ("x = 9007199254740993", "x >= 9007199254740993", "x < 9007199254740992"):
         sql = f"SELECT COUNT(*) FROM {{}} WHERE {where}"
-        assert _ours(session, sql.format(f"'{d}/*.parquet'")) == duckdb.sql(sql.format(
+        assert session_rows(session, sql.format(f"'{d}/*.parquet'")) == duckdb.sql(sql.format(
             f"read_parquet('{d}/*.parquet', union_by_name = true)")).fetchall(), where
 
 

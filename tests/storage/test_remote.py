@@ -28,7 +28,7 @@ from bamql.storage.ingest import ingest
 from bamql.storage.partitioned import open_table
 from bamql.storage.remote import RemotePath
 from tests.conftest import SAMPLES
-from tests.reference import assert_same_rows
+from tests.reference import assert_same_rows, session_rows
 
 
 def _sample(rows: int = 2000) -> pa.Table:
@@ -61,17 +61,6 @@ def tree(tmp_path_factory) -> Path:
     pq.write_table(t.slice(50, 50), root / "flat" / "sub" / "deep" / "b.parquet")
     pq.write_table(t.slice(0, 5), root / "flat" / "sub" / "[x].parquet")
     return root
-
-
-def _ours(s: Session, sql: str) -> list[tuple]:
-    return [tuple(r.values()) for r in s.sql(sql).to_arrow().to_pylist()]
-
-
-@pytest.fixture
-def session(tmp_path):
-    s = Session(config=Config(device="cpu", file_cache=tmp_path / "cache"))
-    yield s
-    s.close()
 
 
 QUERIES = [
@@ -123,7 +112,7 @@ _DIR_REF = "'{u}/trips/**/[!.]*.parquet'"
                                  "read_parquet(['{u}/flat/sub/a.parquet', "
                                  "'{u}/flat/sub/deep/b.parquet'])", "'{u}/trips/'"])
 def test_file_uris_answer_as_duckdb(session, tree, q, src):
-    ours = _ours(session, q.format(src=src.format(u=f"file://{tree}")))
+    ours = session_rows(session, q.format(src=src.format(u=f"file://{tree}")))
     ref_src = _DIR_REF if src.endswith("/'") else src
     ref = duckdb.sql(q.format(src=ref_src.format(u=str(tree)))).fetchall()
     assert_same_rows(ours, ref, ordered=True)
@@ -131,7 +120,7 @@ def test_file_uris_answer_as_duckdb(session, tree, q, src):
 
 def test_hive_partitions_over_file_uris_prune_and_answer_as_duckdb(session, tree):
     src = f"'file://{tree}/trips/**/*.parquet'"
-    ours = _ours(session, HIVE.format(src=src))
+    ours = session_rows(session, HIVE.format(src=src))
     ref = duckdb.sql(HIVE.format(src=f"'{tree}/trips/**/*.parquet'")).fetchall()
     assert_same_rows(ours, ref, ordered=True)
     assert ours and all(r[0] == 2019 for r in ours)
@@ -141,7 +130,7 @@ def test_hive_partitions_over_file_uris_prune_and_answer_as_duckdb(session, tree
 
 def test_an_orc_uri_answers_as_its_rows(session, tree):
     q = QUERIES[1]
-    ours = _ours(session, q.format(src=f"read_orc('file://{tree}/flat/all.orc')"))
+    ours = session_rows(session, q.format(src=f"read_orc('file://{tree}/flat/all.orc')"))
     con = duckdb.connect()
     con.register("t", paorc.read_table(tree / "flat" / "all.orc"))
     assert_same_rows(ours, con.sql(q.format(src="t")).fetchall(), ordered=True)
@@ -156,12 +145,12 @@ def test_a_uri_store_is_reused_and_replaced_on_change(tmp_path):
     sql = f"SELECT COUNT(*), SUM(total_amount) FROM 'file://{d}/*.parquet'"
     with Session(config=Config(device="cpu", file_cache=cache, cache_files=True)) as s:
         before = filecache.INGESTS
-        first = _ours(s, sql)
+        first = session_rows(s, sql)
         assert first[0][0] == 800 and filecache.INGESTS == before + 1
-        assert _ours(s, sql) == first and filecache.INGESTS == before + 1
+        assert session_rows(s, sql) == first and filecache.INGESTS == before + 1
         pq.write_table(t.slice(0, 300), d / "x.parquet")
         os.utime(d / "x.parquet", ns=(1, 1))
-        assert _ours(s, sql)[0][0] == 300 and filecache.INGESTS == before + 2
+        assert session_rows(s, sql)[0][0] == 300 and filecache.INGESTS == before + 2
         assert len([p for p in cache.iterdir() if not p.name.startswith(".")]) == 1
 
 
@@ -182,7 +171,7 @@ def test_ingest_reads_uris(tree, tmp_path):
     assert r.rows == 2000 + 55
     sql = "SELECT COUNT(*), SUM(fare_amount), AVG(tip_amount) FROM {src}"
     with Session(tmp_path / "t", config=Config(device="cpu")) as s:
-        ours = _ours(s, sql.format(src=s.tables()[0]))
+        ours = session_rows(s, sql.format(src=s.tables()[0]))
     ref = duckdb.sql(sql.format(src=f"(SELECT * FROM '{tree}/flat/x?.csv' UNION ALL "
                                     f"SELECT * FROM '{tree}/flat/sub/*.parquet')")).fetchall()
     assert_same_rows(ours, ref, ordered=True)
@@ -244,20 +233,20 @@ def s3(tree):
 @pytest.mark.parametrize("src", ["'{u}/trips/**/*.parquet'", "read_csv('{u}/flat/x?.csv')",
                                  "'{u}/trips/'", "read_parquet('{u}/flat/sub/**/*.parquet')"])
 def test_s3_files_answer_as_duckdb(s3, session, tree, q, src):
-    ours = _ours(session, q.format(src=src.format(u="s3://bkt")))
+    ours = session_rows(session, q.format(src=src.format(u="s3://bkt")))
     ref_src = _DIR_REF if src.endswith("/'") else src
     ref = duckdb.sql(q.format(src=ref_src.format(u=str(tree)))).fetchall()
     assert_same_rows(ours, ref, ordered=True)
 
 
 def test_s3_hive_partitions_and_orc(s3, session, tree):
-    ours = _ours(session, HIVE.format(src="'s3://bkt/trips/*/*/*.parquet'"))
+    ours = session_rows(session, HIVE.format(src="'s3://bkt/trips/*/*/*.parquet'"))
     ref = duckdb.sql(HIVE.format(src=f"'{tree}/trips/*/*/*.parquet'")).fetchall()
     assert_same_rows(ours, ref, ordered=True)
     q = QUERIES[0].format(src="read_orc('s3://bkt/flat/all.orc')")
     con = duckdb.connect()
     con.register("t", paorc.read_table(tree / "flat" / "all.orc"))
-    assert_same_rows(_ours(session, q), con.sql(QUERIES[0].format(src="t")).fetchall(),
+    assert_same_rows(session_rows(session, q), con.sql(QUERIES[0].format(src="t")).fetchall(),
                      ordered=True)
 
 
@@ -268,13 +257,13 @@ def test_s3_store_is_reused_and_replaced_when_an_object_changes(s3, tree, tmp_pa
         pq.write_table(t, out)
     sql = "SELECT COUNT(*), SUM(fare_amount) FROM 's3://bkt/change/*.parquet'"
     before = filecache.INGESTS
-    first = _ours(session, sql)
-    assert first[0][0] == 500 and _ours(session, sql) == first
+    first = session_rows(session, sql)
+    assert first[0][0] == 500 and session_rows(session, sql) == first
     assert filecache.INGESTS == before + 1
     time.sleep(1.1)  # S3's last-modified time counts seconds
     with s3.open_output_stream("bkt/change/x.parquet") as out:
         pq.write_table(t.slice(0, 200), out)
-    assert _ours(session, sql)[0][0] == 200 and filecache.INGESTS == before + 2
+    assert session_rows(session, sql)[0][0] == 200 and filecache.INGESTS == before + 2
     session.close()
 
 
@@ -286,7 +275,7 @@ def test_ingest_from_s3_in_partitions(s3, tree, tmp_path):
     finally:
         t.close()
     with Session(tmp_path / "t", config=Config(device="cpu")) as s:
-        ours = _ours(s, HIVE.format(src=s.tables()[0]))
+        ours = session_rows(s, HIVE.format(src=s.tables()[0]))
     ref = duckdb.sql(HIVE.format(src=f"'{tree}/trips/*/*/part-*.parquet'")).fetchall()
     assert_same_rows(ours, ref, ordered=True)
     # files without partition columns: each partition's process opens its files by URI
@@ -294,7 +283,7 @@ def test_ingest_from_s3_in_partitions(s3, tree, tmp_path):
     assert r.rows == 105
     q = QUERIES[1]
     with Session(tmp_path / "u", config=Config(device="cpu")) as s:
-        ours = _ours(s, q.format(src=s.tables()[0]))
+        ours = session_rows(s, q.format(src=s.tables()[0]))
     ref = duckdb.sql(q.format(src=f"'{tree}/flat/sub/**/*.parquet'")).fetchall()
     assert_same_rows(ours, ref, ordered=True)
 
