@@ -22,9 +22,7 @@ import numpy as np
 
 from bamql.config import Backend, Device, Medium
 from bamql.engine.accumulate import Grouped, int_avgs, order_keys
-from bamql.engine.cpu import Matches, warm_readers
-from bamql.engine.partition import partition_stats
-from bamql.engine.rows import column_env, plan_rows, widen
+from bamql.engine.rows import column_env, row_matches, widen
 from bamql.engine.stats import QueryStats
 from bamql.planner import ir
 from bamql.planner.evaluate import evaluate
@@ -256,13 +254,8 @@ def run_hashed(table: PartitionedTable, q: ir.Query, medium: Medium, device: Dev
     parts: list[Partial] = []
     all_stats = []
     for store in table.parts:
-        plan = plan_rows(store, q.table, q.predicate, cols, medium)
-        st = partition_stats(plan, store, device, backend)
         t1 = time.perf_counter()
-        matches = Matches(plan, store, st)
-        matches.warm()
-        warm_readers(store.page_size)
-        st.compile_seconds = time.perf_counter() - t1
+        matches, st = row_matches(store, q.table, q.predicate, cols, medium, device, backend)
         t2 = time.perf_counter()
         for window, rows, vals in matches:
             for c in cols:

@@ -47,6 +47,21 @@ def plan_rows(store: PageStore, table: str, predicate: ir.Expr | None, columns: 
     return plan_query(q, store, MEDIA[medium])
 
 
+def row_matches(store: PageStore, table: str, predicate: ir.Expr | None,
+                columns: tuple[str, ...], medium: Medium, device: Device,
+                backend: Backend) -> tuple[Matches, QueryStats]:
+    """The rows of ``store`` that ``predicate`` keeps, by morsel, with ``columns`` readable
+    at them (``plan_rows``); compiled and warmed, its compile time in the statistics."""
+    plan = plan_rows(store, table, predicate, columns, medium)
+    stats = partition_stats(plan, store, device, backend)
+    t0 = time.perf_counter()
+    matches = Matches(plan, store, stats)
+    matches.warm()
+    warm_readers(store.page_size)
+    stats.compile_seconds = time.perf_counter() - t0
+    return matches, stats
+
+
 def column_env(store: PageStore, vals: dict[str, np.ndarray]) -> dict[str, Vec]:
     """Stored values -> the evaluator's (values, valid) per column (floats as float64,
     integers, timestamps and dictionary codes as int64)."""
@@ -103,13 +118,8 @@ class _Kept:
 def _partition_rows(store: PageStore, q: ir.RowQuery, medium: Medium, device: Device,
                     backend: Backend, want: int | None) -> tuple[_Kept, QueryStats]:
     """The rows of one partition: all of them, or its first ``want`` in ``q``'s order."""
-    plan = plan_rows(store, q.table, q.predicate, q.columns, medium)
-    stats = partition_stats(plan, store, device, backend)
     t0 = time.perf_counter()
-    matches = Matches(plan, store, stats)
-    matches.warm()
-    warm_readers(store.page_size)
-    stats.compile_seconds = time.perf_counter() - t0
+    matches, stats = row_matches(store, q.table, q.predicate, q.columns, medium, device, backend)
     order_cols = tuple(dict.fromkeys(c for e, _, _ in q.order for c in ir.columns_of(e)))
     kept = _Kept([(np.empty(0), np.empty(0, bool)) for _ in q.exprs],
                  [(np.empty(0), np.empty(0, bool)) for _ in q.order])
@@ -236,10 +246,7 @@ def quantiles(table: PartitionedTable, q: ir.Query, domains, g: Grouped, medium:
     slots_parts: list[np.ndarray] = []
     vals_parts: dict[int, list[Vec]] = {j: [] for j in js}
     for store in table.parts:
-        plan = plan_rows(store, q.table, q.predicate, cols, medium)
-        st = partition_stats(plan, store, device, backend)
-        matches = Matches(plan, store, st)
-        matches.warm()
+        matches, st = row_matches(store, q.table, q.predicate, cols, medium, device, backend)
         for window, rows, vals in matches:
             for c in cols:
                 if c not in vals:
