@@ -296,11 +296,8 @@ class Session:
                 table = open_table(cached.store)
                 stale = [n for n in self._files if n.startswith(f"files_{files.names_key}_")]
                 for n in stale:
-                    old = self._files.pop(n)
+                    self._off_gpu(self._files.pop(n))
                     del self._file_notes[n], self._file_labels[n]
-                    if self.gpu is not None:
-                        for part in old.parts:
-                            self.gpu.drop(part)
                 self._files[name] = table
                 self._file_notes[name] = cached.describe()
                 self._file_labels[name] = ", ".join(f"'{x}'" for x in ref.specs)
@@ -344,10 +341,15 @@ class Session:
         table = self._files.pop(name, None)
         self._file_notes.pop(name, None)
         self._file_labels.pop(name, None)
-        if table is not None and self.gpu is not None:  # its page cache on the GPU goes too
+        if table is not None:
+            self._off_gpu(table)
+        shutil.rmtree(out, ignore_errors=True)
+
+    def _off_gpu(self, table: PartitionedTable) -> None:
+        """Release a table this session no longer serves from the GPU (its page caches)."""
+        if self.gpu is not None:
             for part in table.parts:
                 self.gpu.drop(part)
-        shutil.rmtree(out, ignore_errors=True)
 
     # -- queries -------------------------------------------------------------------------
     def plan(self, q: ir.Query) -> PhysicalPlan:
