@@ -96,6 +96,7 @@ class Medium(_Choice):
 
     FILE = "file"  # a disk read by the CPU engine, slow at random reads
     QUEUE = "queue"  # the same disk with thousands of reads in flight (GPU file backend)
+    NVCOMP = "nvcomp"  # the queue's disk, compressed copies decompressed on the GPU (nvCOMP)
     CACHED = "cached"  # files in the OS page cache
     HOST = "host"  # pinned host memory read by the GPU over PCIe
     GPU = "gpu"  # GPU memory

@@ -204,6 +204,8 @@ def all_engines() -> dict[str, Engine]:
           BamqlEngine("gpu", "file"),
           # the file backend with every dependent column gathered through the queue
           BamqlEngine("gpu", "file", medium="cached", name="bamql-gpu-file-gather"),
+          # the file backend planned for host-side zstd decompression (as without nvCOMP)
+          BamqlEngine("gpu", "file", medium="queue", name="bamql-gpu-file-queue"),
           RapidsEngine(), RapidsEngine(stripes=True), DuckDbEngine(), DuckDbEngine(sort=True),
           PyarrowWholeEngine()]
     return {e.name: e for e in es}

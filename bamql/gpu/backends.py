@@ -25,7 +25,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 import numpy as np
 
@@ -101,6 +101,18 @@ class FileSource:
     warp_seq: object  # each staging page's sequence number
     staged: tuple  # what each staging page holds, and the row-group layout
     colbufs: dict = field(default_factory=dict)  # column -> pinned mapped buffer
+    devbufs: dict = field(default_factory=dict)  # column -> GPU buffer decompressed into
+    devsums: dict = field(default_factory=dict)  # column -> its page checksums on the GPU
+
+
+class ColumnRead(NamedTuple):
+    """Where a directly read column is for one query (``GpuBackend.column``)."""
+
+    buffer: object  # uint8 device or mapped array holding the column's pages
+    offset: int  # byte offset of its first page in ``buffer``
+    moved: int  # pages that crossed PCIe or came from disk for this query
+    disk_bytes: int | None  # bytes read from disk (the zstd copy's, when streamed from it)
+    on_gpu: bool = False  # ``buffer`` is GPU memory the backend filled for this query
 
 
 class GpuBackend(ABC):
@@ -151,11 +163,14 @@ class GpuBackend(ABC):
         return set()
 
     @abstractmethod
-    def column(self, source, store: PageStore, c, ranges,
-               compressed: bool) -> tuple[object, int, int, int | None]:
-        """Where directly read column ``c`` is for a query over ``ranges``: ``(buffer, byte
-        offset, pages moved now, bytes read from disk or None)``; ``compressed``: the plan
-        streams it from its zstd copy."""
+    def column(self, source, store: PageStore, c, ranges, compressed: bool) -> ColumnRead:
+        """Where directly read column ``c`` is for a query over ``ranges``; ``compressed``:
+        the plan streams it from its zstd copy."""
+
+    def adopt(self, source, name: str) -> None:
+        """The engine keeps column ``name``'s buffer of the last ``column`` call (one
+        ``on_gpu``) as resident: the next read of it goes to a new buffer."""
+        return None
 
     @abstractmethod
     def io_args(self, source) -> tuple:
@@ -218,7 +233,7 @@ class DeviceBackend(GpuBackend):
         return set(used)
 
     def column(self, source: MemorySource, store: PageStore, c, ranges, compressed: bool):
-        return source.pages, c.first_page * store.page_size, 0, None
+        return ColumnRead(source.pages, c.first_page * store.page_size, 0, None)
 
     def io_args(self, source: MemorySource) -> tuple:
         return (source.words,)
@@ -246,14 +261,16 @@ class HostBackend(GpuBackend):
 
     def column(self, source: MemorySource, store: PageStore, c, ranges, compressed: bool):
         # the pages holding candidates cross PCIe
-        return source.pages, c.first_page * store.page_size, ranges.pages(c.rows_per_page), None
+        return ColumnRead(source.pages, c.first_page * store.page_size,
+                          ranges.pages(c.rows_per_page), None)
 
     def io_args(self, source: MemorySource) -> tuple:
         return (source.words,)
 
 
 class FileBackend(GpuBackend):
-    """The store in its volume files: GPU-initiated reads for misses, host streams for scans."""
+    """The store in its volume files: GPU-initiated reads for misses, host streams for scans
+    (compressed copies decompressed on the GPU where nvCOMP is installed: ``gpu.inflate``)."""
 
     kind = Backend.FILE
     medium = Medium.QUEUE
@@ -266,6 +283,12 @@ class FileBackend(GpuBackend):
         # one staging page per warp in flight (at most ``CHUNK`` bytes of them)
         self.max_warps = sms * 8 * kernel.BLOCK // 32
         self._pool: ThreadPoolExecutor | None = None  # the streams' sequential reads
+        from bamql.gpu import inflate
+
+        #: decompresses compressed copies on the GPU (None: on host threads)
+        self.inflater = inflate.make(cuda)
+        if self.inflater is not None:
+            self.medium = Medium.NVCOMP
 
     def page_ids(self, store: PageStore) -> int:
         return store.manifest.all_pages  # row-group copies' pages too: gathers read them
@@ -303,8 +326,19 @@ class FileBackend(GpuBackend):
 
     def column(self, source: FileSource, store: PageStore, c, ranges, compressed: bool):
         """Read the pages of ``c`` that hold candidate rows into its pinned mapped buffer, in
-        large sequential reads on several threads (from its zstd copy with ``compressed``)."""
+        large sequential reads on several threads (from its zstd copy with ``compressed``:
+        into GPU memory where the GPU decompresses it)."""
         ps, rpp = store.page_size, c.rows_per_page
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(8, thread_name_prefix="bamql-stream")
+        if compressed and self.inflater is not None and store.zst_sums is not None:
+            buf = source.devbufs.get(c.name)
+            if buf is None:
+                buf = self.cuda.device_array(max(c.n_pages, 1) * ps, dtype=np.uint8)
+                source.devbufs[c.name] = buf
+            p0, p1 = ranges.page_runs(rpp)
+            nbytes = self.inflater.read(store, c, p0, p1, buf, self._pool, source.devsums)
+            return ColumnRead(buf, 0, int((p1 - p0).sum()), nbytes, on_gpu=True)
         buf = source.colbufs.get(c.name)
         if buf is None:
             buf = self.cuda.mapped_array(max(c.n_pages, 1) * ps, dtype=np.uint8)
@@ -316,15 +350,16 @@ class FileBackend(GpuBackend):
             cp = store.manifest.streams.chunk_pages
             step = max(cp, step // cp * cp)
         jobs = [(i, min(i + step, p1)) for p0, p1 in runs for i in range(p0, p1, step)]
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(8, thread_name_prefix="bamql-stream")
         if compressed:
             read = lambda j: store.read_stream(c.name, j[0], j[1], view[j[0] : j[1]])  # noqa: E731
         else:
             read = lambda j: store.read_pages(  # noqa: E731
                 np.arange(c.first_page + j[0], c.first_page + j[1]), view[j[0] : j[1]])
         nbytes = sum(self._pool.map(read, jobs))
-        return buf, 0, sum(b - a for a, b in jobs), nbytes
+        return ColumnRead(buf, 0, sum(b - a for a, b in jobs), nbytes)
+
+    def adopt(self, source: FileSource, name: str) -> None:
+        source.devbufs.pop(name, None)
 
     def io_args(self, source: FileSource) -> tuple:
         q = source.queue
@@ -362,6 +397,8 @@ class FileBackend(GpuBackend):
 
     def close(self, source: FileSource) -> None:
         source.queue.stop()
+        source.devbufs.clear()  # GPU memory goes with the table
+        source.devsums.clear()
 
     def shutdown(self) -> None:
         if self._pool is not None:

@@ -368,11 +368,15 @@ class GpuEngine:
             arr = t.resident[c.name]
             return arr, arr, 0, 0
         count = c.n_pages * c.rows_per_page
-        base, off, moved, nbytes = self.backend.column(t.source, store, c, ranges, compressed)
-        if nbytes is not None:
-            disk[c.name] = nbytes  # what came from the disk (the zstd copy's bytes)
-        view = self._view(t, c.name, base, c.np_dtype, off, count)
+        rd = self.backend.column(t.source, store, c, ranges, compressed)
+        moved = rd.moved
+        if rd.disk_bytes is not None:
+            disk[c.name] = rd.disk_bytes  # what came from the disk (the zstd copy's bytes)
+        view = self._view(t, c.name, rd.buffer, c.np_dtype, rd.offset, count)
         if self.backend.in_gpu_memory:
+            return view, view, 0, moved
+        if rd.on_gpu:  # decompressed into GPU memory: resident as it is
+            self._adopt(t, store, c.name, view, full)
             return view, view, 0, moved
         nbytes = count * c.itemsize
         if full and t.resident_bytes + nbytes <= t.cache.n_slots * store.page_size:
@@ -401,10 +405,14 @@ class GpuEngine:
         if c.name in t.resident:
             return t.resident[c.name], ref, 0, 0
         words = c.n_pages * store.page_size // 8
-        base, off, moved, nbytes = self.backend.column(t.source, store, c, ranges, compressed)
-        if nbytes is not None:
-            disk[c.name] = nbytes
-        view = self._view(t, c.name, base, np.uint64, off, words)
+        rd = self.backend.column(t.source, store, c, ranges, compressed)
+        moved = rd.moved
+        if rd.disk_bytes is not None:
+            disk[c.name] = rd.disk_bytes
+        view = self._view(t, c.name, rd.buffer, np.uint64, rd.offset, words)
+        if rd.on_gpu:  # decompressed into GPU memory: resident as it is
+            self._adopt(t, store, c.name, view, full)
+            return view, ref, 0, moved
         if (full and not self.backend.in_gpu_memory
                 and t.resident_bytes + words * 8 <= t.cache.n_slots * store.page_size):
             try:
@@ -416,6 +424,15 @@ class GpuEngine:
             t.resident_bytes += d.nbytes
             return d, ref, 0, moved
         return view, ref, 0, moved
+
+    def _adopt(self, t: Table, store: PageStore, name: str, view, full: bool) -> None:
+        """Keep a column the backend decompressed into GPU memory resident (a full scan,
+        within the table's GPU budget, as a written-through copy would be)."""
+        if full and t.resident_bytes + view.nbytes <= t.cache.n_slots * store.page_size:
+            self.backend.adopt(t.source, name)
+            t.spare.pop(name, None)
+            t.resident[name] = view
+            t.resident_bytes += view.nbytes
 
     @staticmethod
     def _view(t: Table, name: str, base, dtype, off: int, count: int):

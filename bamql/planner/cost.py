@@ -19,6 +19,9 @@ class Medium:
     #: reads the OS page cache answers run while others wait on the disk (many readers in
     #: flight), so they add nothing to a disk-bound gather
     overlaps_cached: bool = False
+    #: bytes out per second of a compressed copy decompressed as its chunks arrive, beside
+    #: the reads (the GPU's nvCOMP); 0: on host threads, after the reads (``decompress_rate``)
+    inflate_bytes_per_s: float = 0.0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "name", config.Medium(self.name))  # a typo is an error
@@ -31,6 +34,10 @@ FILE = Medium("file", 1.7e9, 4.0e4)
 #: flight, compiled host workers reading); a row group's other members come from the OS
 #: page cache meanwhile. Calibrated: see docs/measurements.md#cost-model-constants.
 QUEUE = Medium("queue", 1.6e9, 8.0e4, overlaps_cached=True)
+#: The queue's disk where compressed copies are decompressed on the GPU (``gpu.inflate``):
+#: batches of chunks decompress while the next ones are read. Calibrated: see
+#: docs/measurements.md#cost-model-constants.
+NVCOMP = Medium("nvcomp", 1.6e9, 8.0e4, overlaps_cached=True, inflate_bytes_per_s=4e9)
 #: Files already in the OS page cache (warm): memory-speed reads, system call per request.
 CACHED = Medium("cached", 8e9, 2.0e6)
 #: Pinned host memory read by the GPU over PCIe, 32-byte sectors at any address.
@@ -38,7 +45,7 @@ CACHED = Medium("cached", 8e9, 2.0e6)
 HOST = Medium("host", 50e9, 1.5e9)
 #: GPU memory.
 GPU = Medium("gpu", 3.0e12, 1.0e10)
-MEDIA: dict[config.Medium, Medium] = {m.name: m for m in (FILE, QUEUE, CACHED, HOST, GPU)}
+MEDIA: dict[config.Medium, Medium] = {m.name: m for m in (FILE, QUEUE, NVCOMP, CACHED, HOST, GPU)}
 
 
 def touch_probability(selectivity: float, rows_per_page: int) -> float:
@@ -70,9 +77,12 @@ def decompress_rate() -> float:
 
 
 def compressed_time(n_pages: int, page_size: int, medium: Medium, stream_bytes: float) -> float:
-    """Seconds to stream a column from its compressed copy: its bytes, then decompression."""
-    return (1.0 / medium.random_reads_per_s + stream_bytes / medium.seq_bytes_per_s
-            + n_pages * page_size / decompress_rate())
+    """Seconds to stream a column from its compressed copy: its bytes, then decompression
+    (or, where the medium decompresses beside the reads, the slower of the two)."""
+    read = 1.0 / medium.random_reads_per_s + stream_bytes / medium.seq_bytes_per_s
+    if medium.inflate_bytes_per_s:
+        return max(read, n_pages * page_size / medium.inflate_bytes_per_s)
+    return read + n_pages * page_size / decompress_rate()
 
 
 def _pages_time(n_pages: int, page_size: int, medium: Medium) -> float:

@@ -266,7 +266,7 @@ def _estimate(e: ir.Expr, store: PageStore) -> float:
 
 # -- planning ----------------------------------------------------------------------------
 #: Media read from disk, where row groups pay (elsewhere every page read costs the same).
-DISK_MEDIA = (config.Medium.FILE, config.Medium.QUEUE)
+DISK_MEDIA = (config.Medium.FILE, config.Medium.QUEUE, config.Medium.NVCOMP)
 
 
 def _through_groups(access: list[Access], store: PageStore, sel: float, medium: Medium) -> list[Access]:

@@ -623,7 +623,7 @@ def _finish_store(d: Path, writer: PageWriter, plans, rows: int, page_size: int,
     if compress == "zstd":
         from bamql.storage.streams import write_streams
 
-        streams, arrays["zst:off"], arrays["zst:len"] = write_streams(
+        streams, arrays["zst:off"], arrays["zst:len"], arrays["zst:sum"] = write_streams(
             d, columns, page_size, volumes, writer.total_pages)
     arrays["izmin"], arrays["izmax"] = writer.izmin, writer.izmax  # exact int64 zone maps
     # packed pages' frames of reference, over every page (row-group copies are plain)

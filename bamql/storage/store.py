@@ -80,6 +80,9 @@ class PageStore(Verification):
                     c: ValueSets(int(z[f"vset_lo:{c}"][0]), z[f"vset:{c}"], meta.n_pages)
                     for c, meta in self.columns.items() if f"vset:{c}" in z.files}
                 zst = (z["zst:off"], z["zst:len"]) if m.streams is not None else None
+                #: each compressed chunk's ``streams.chunk_hash`` (none in older stores)
+                self.zst_sums: np.ndarray | None = (
+                    z["zst:sum"] if zst is not None and "zst:sum" in z.files else None)
         except (ValueError, KeyError, IndexError, OSError) as e:
             raise StoreError(f"store {self.path}: {PAGES_META} is malformed ({e}); the store "
                              "is corrupt") from None
@@ -124,6 +127,9 @@ class PageStore(Verification):
                     or ends[-1] != sm.file_bytes
                     or [sm.first_chunk[c.name] for c in m.columns] != first[:-1].tolist()):
                 return f"the chunks of the compressed copy {sm.file} do not fit it"
+            sums = self.zst_sums
+            if sums is not None and (sums.dtype != np.uint64 or sums.shape != off.shape):
+                return f"the chunk checksums of the compressed copy {sm.file} do not match its chunks"
         return None
 
     def _ref_inconsistency(self) -> str | None:
@@ -290,6 +296,22 @@ class PageStore(Verification):
             if len(bad):
                 raise self.checksum_error(int(ids[bad[0]]))
         return n
+
+    def stream_chunks(self, name: str) -> tuple[int, np.ndarray, np.ndarray]:
+        """The compressed copy's chunks of column ``name``: ``(index of its first chunk,
+        their byte offsets in the copy, their lengths)``."""
+        sm, (off, ln) = self.manifest.streams, self._zst
+        k0 = sm.first_chunk[name]
+        k1 = k0 + -(-self.column(name).n_pages // sm.chunk_pages)
+        return k0, off[k0:k1], ln[k0:k1]
+
+    def read_compressed(self, offset: int, out: np.ndarray) -> None:
+        """``len(out)`` bytes of the compressed copy from byte ``offset`` into ``out``
+        (one ``pread``, outside the GIL)."""
+        n = os.preadv(self._zst_fd, [memoryview(out).cast("B")], offset)
+        if n != out.nbytes:
+            raise StoreError(f"store {self.path}: compressed copy {self.manifest.streams.file} "
+                             "is truncated; the store is corrupt")
 
     def read_scattered(self, page_ids: np.ndarray, out: np.ndarray, rows: np.ndarray,
                        verify: bool = True) -> int:

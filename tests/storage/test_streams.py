@@ -99,3 +99,56 @@ def test_disk_streams_read_the_copy_and_memory_does_not(small_pages, taxi_orc, m
             assert st.columns[name].bytes_read < st.columns[name].whole_bytes / 4
     with bamql.connect(small_pages, device="cpu", medium="cached") as con:
         assert "(zstd copy)" not in con.explain(sql)  # from memory, decompressing costs more
+
+
+def test_every_chunk_has_a_checksum_of_its_compressed_bytes(small_pages):
+    from bamql.storage.streams import chunk_hash
+
+    with PageStore(small_pages / "trips") as s:
+        assert s.zst_sums is not None and s.zst_sums.dtype == np.uint64
+        for name in ("pickup_location_id", "mta_tax"):
+            k0, offs, lens = s.stream_chunks(name)
+            assert len(offs) == -(-s.column(name).n_pages // s.manifest.streams.chunk_pages)
+            for k in range(len(offs)):
+                raw = np.empty(int(lens[k]), np.uint8)
+                s.read_compressed(int(offs[k]), raw)
+                assert chunk_hash(raw) == s.zst_sums[k0 + k]
+
+
+def test_chunk_hash_sees_every_byte_at_any_alignment_and_length():
+    from bamql.storage.streams import chunk_hash
+
+    rng = np.random.default_rng(5)
+    buf = rng.integers(0, 256, 4099).astype(np.uint8)
+    seen = set()
+    for start in range(8):  # unaligned views hash as their bytes do
+        for n in (0, 1, 7, 8, 9, 63, 4000):
+            blob = buf[start : start + n]
+            h = chunk_hash(blob)
+            assert h == chunk_hash(blob.copy())
+            seen.add(int(h))
+            for i in range(0, n, max(1, n // 5)):
+                bad = blob.copy()
+                bad[i] ^= 1 << int(rng.integers(0, 8))
+                assert chunk_hash(bad) != h
+    assert chunk_hash(np.zeros(3, np.uint8)) != chunk_hash(np.zeros(4, np.uint8))  # length counts
+    assert len(seen) > 40  # distinct blobs, distinct sums (equal one-byte blobs aside)
+
+
+def test_a_gpu_that_decompresses_streams_compressed_copies_sooner(small_pages):
+    from bamql.planner import cost
+
+    with PageStore(small_pages / "trips") as s:
+        c = s.column("trip_distance")
+        comp = s.stream_bytes[c.name]
+        ratio = c.n_pages * s.page_size / comp
+        assert ratio > 1.2
+        # on host threads, a column compressed this little is read plain from the queue's disk
+        # at least as often as from its copy; decompressed beside the reads, the copy wins
+        # whenever it is smaller
+        for n_pages in (1_000, 100_000, 10_000_000):
+            stream = n_pages * s.page_size / ratio
+            assert cost.use_compressed(n_pages, s.page_size, cost.NVCOMP, stream)
+            assert (cost.compressed_time(n_pages, s.page_size, cost.NVCOMP, stream)
+                    <= cost.compressed_time(n_pages, s.page_size, cost.QUEUE, stream))
+        assert not cost.use_compressed(1_000, s.page_size, cost.NVCOMP, 1_000 * s.page_size * 1.01)

@@ -1,0 +1,222 @@
+"""Compressed stream copies decompressed on the GPU (nvCOMP), for the ``file`` backend.
+
+A column the plan streams from its zstd copy (``storage.streams``) is read from disk as
+compressed chunks, checked on the host against their chunk checksums (nvCOMP's decoder
+trusts its input: a damaged chunk must be a one-line error, not a fault on the device),
+copied to the GPU and decompressed there in batches, each batch while the next is read;
+the pages are then checked against their page checksums by a kernel. The column lands in
+GPU memory, where the query's kernel reads it (and later queries, if it stays resident).
+
+The disk then delivers compressed bytes and the host's threads only read and check them:
+the host's zstd decompression (``planner.cost.DECOMPRESS_BYTES_PER_S``) is off the path.
+Where nvCOMP is missing (or in numba's CUDA simulator) the backend decompresses on the
+host as before (``make`` returns None).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Protocol
+
+import numpy as np
+from numba import cuda
+
+from bamql.errors import StoreError
+from bamql.gpu.device import typed
+from bamql.storage.pagemath import page_hash
+from bamql.storage.store import PageStore
+from bamql.storage.streams import chunk_hash
+
+#: compressed bytes per batch: a read the disk serves at its sequential rate, and enough
+#: chunks (64 KiB of pages each) to fill the GPU's decompression
+BATCH_BYTES = 8 << 20
+
+
+class Decoder(Protocol):
+    """Decompresses a batch of zstd chunks already in GPU memory."""
+
+    #: the alignment (bytes) a chunk needs in GPU memory
+    align: int
+
+    def decode(self, comp, in_offs: Sequence[int], in_lens: Sequence[int], out,
+               out_offs: Sequence[int], out_lens: Sequence[int]) -> None:
+        """Chunk ``k`` at ``comp[in_offs[k] :][: in_lens[k]]`` into ``out[out_offs[k] :]
+        [: out_lens[k]]`` (both uint8 device arrays), ordered on the default stream."""
+
+
+class NvcompDecoder:
+    """zstd chunks decompressed by nvCOMP (``nvidia-nvcomp-cu13``), on the default stream."""
+
+    def __init__(self) -> None:
+        from nvidia import nvcomp
+
+        self._nv = nvcomp
+        self._codec = nvcomp.Codec(algorithm="Zstd", bitstream_kind=nvcomp.BitstreamKind.RAW,
+                                   cuda_stream=0)
+        self.align = max(1, int(self._codec.get_required_decompression_alignment()))
+
+    def decode(self, comp, in_offs, in_lens, out, out_offs, out_lens) -> None:
+        nv = self._nv
+        srcs = nv.as_arrays(comp, [int(x) for x in in_offs], [int(x) for x in in_lens], 0)
+        dsts = nv.as_arrays(out, [int(x) for x in out_offs], [int(x) for x in out_lens], 0)
+        self._codec.decode(srcs, out=dsts)
+
+
+class HostDecoder:
+    """The same contract on the host (pyarrow's zstd, then a copy to the device): what the
+    tests run in numba's CUDA simulator, where nvCOMP cannot."""
+
+    align = 8
+
+    def decode(self, comp, in_offs, in_lens, out, out_offs, out_lens) -> None:
+        from bamql.storage.streams import codec
+
+        host = comp.copy_to_host()
+        cd = codec()
+        for a, n, o, m in zip(in_offs, in_lens, out_offs, out_lens, strict=True):
+            pages = np.frombuffer(cd.decompress(host[a : a + n], decompressed_size=m,
+                                                asbytes=True), np.uint8)
+            out[o : o + m].copy_to_device(pages)
+
+
+def make(cuda) -> GpuInflater | None:
+    """The inflater of a real GPU with nvCOMP installed; None otherwise (the host path)."""
+    from bamql.gpu.device import SIMULATOR
+
+    if SIMULATOR:
+        return None
+    try:
+        return GpuInflater(cuda, NvcompDecoder())
+    except Exception:  # nvCOMP missing or unusable: the host decompresses as before
+        return None
+
+
+def needed_chunks(p0: np.ndarray, p1: np.ndarray, chunk_pages: int) -> np.ndarray:
+    """The chunks (sorted, unique) that hold pages ``p0[i] .. p1[i] - 1``."""
+    if not len(p0):
+        return np.zeros(0, np.int64)
+    k0, k1 = p0 // chunk_pages, (p1 - 1) // chunk_pages + 1
+    return np.unique(np.concatenate([np.arange(a, b) for a, b in zip(k0, k1, strict=True)]))
+
+
+def batches(chunks: np.ndarray, lens: np.ndarray, max_bytes: int) -> list[tuple[int, int]]:
+    """``chunks`` cut into ``[i, j)`` index runs of consecutive chunks of at most
+    ``max_bytes`` compressed (at least one chunk each): each is one read."""
+    out: list[tuple[int, int]] = []
+    i, size = 0, 0
+    for j in range(len(chunks)):
+        n = int(lens[chunks[j]])
+        if j > i and (chunks[j] != chunks[j - 1] + 1 or size + n > max_bytes):
+            out.append((i, j))
+            i, size = j, 0
+        size += n
+    if len(chunks):
+        out.append((i, len(chunks)))
+    return out
+
+
+class GpuInflater:
+    """Reads columns' compressed chunks and decompresses them into GPU memory.
+
+    Parameters
+    ----------
+    cuda
+        ``numba.cuda`` (or its simulator).
+    decoder
+        What decompresses a batch on the device (``NvcompDecoder``; ``HostDecoder`` in the
+        simulator).
+    """
+
+    def __init__(self, cuda, decoder: Decoder) -> None:
+        self.cuda = cuda
+        self.decoder = decoder
+        self._staging = None  # pinned host bytes, grown as needed
+        self._comp = None  # device bytes the staging is copied to
+
+    def _buffers(self, n: int):
+        cuda = self.cuda
+        if self._staging is None or self._staging.size < n:
+            size = max(n, 1 << 20)
+            self._staging = cuda.pinned_array(size, np.uint8)
+            self._comp = cuda.device_array(size, np.uint8)
+        return self._staging, self._comp
+
+    def read(self, store: PageStore, c, p0: np.ndarray, p1: np.ndarray, out,
+             pool: ThreadPoolExecutor, sums: dict) -> int:
+        """Pages ``p0[i] .. p1[i] - 1`` (relative to column ``c``'s first page) into ``out``
+        (uint8 device array of the column's pages), from the compressed copy; every chunk
+        and page checked (``sums``: the store's columns' page checksums on the GPU, filled
+        as needed). Returns the compressed bytes read."""
+        sm, ps = store.manifest.streams, store.page_size
+        cp = sm.chunk_pages
+        k_base, offs, lens = store.stream_chunks(c.name)
+        zsums = store.zst_sums[k_base : k_base + len(offs)]
+        need = needed_chunks(p0, p1, cp)
+        if not len(need):
+            return 0
+        align = self.decoder.align
+        slot = (lens[need] + align - 1) // align * align
+        pos = np.concatenate([[0], np.cumsum(slot)[:-1]])  # each chunk's place in the staging
+        staging, comp = self._buffers(int(slot.sum()))
+        jobs = batches(need, lens, BATCH_BYTES)
+
+        def fetch(job: tuple[int, int]) -> None:
+            i, j = job
+            first, last = need[i], need[j - 1]
+            a, b = int(offs[first]), int(offs[last] + lens[last])
+            store.read_compressed(a, staging[pos[i] : pos[i] + b - a])
+            for q in range(j - 1, i - 1, -1):  # each chunk to its aligned place, last first
+                k, n = need[q], int(lens[need[q]])
+                src = int(pos[i] + offs[k] - a)
+                if src != pos[q]:
+                    staging[pos[q] : pos[q] + n] = staging[src : src + n]
+                if chunk_hash(staging[pos[q] : pos[q] + n]) != zsums[k]:
+                    raise StoreError(f"store {store.path}: compressed copy of column "
+                                     f"{c.name!r}: chunk {k} fails its checksum; the store is "
+                                     "corrupt")
+
+        n_pages = c.n_pages
+        for (i, j), _ in zip(jobs, pool.map(fetch, jobs), strict=True):
+            end = int(pos[j - 1] + lens[need[j - 1]])
+            comp[pos[i] : end].copy_to_device(staging[pos[i] : end])
+            ks = need[i:j]
+            self.decoder.decode(comp, pos[i:j], lens[ks], out, ks * cp * ps,
+                                (np.minimum((ks + 1) * cp, n_pages) - ks * cp) * ps)
+        self._verify(store, c, need, out, sums)
+        return int(lens[need].sum())
+
+    def _verify(self, store: PageStore, c, need: np.ndarray, out, sums: dict) -> None:
+        """Every page of chunks ``need`` in ``out`` against its page checksum (a kernel)."""
+        cuda, ps, cp = self.cuda, store.page_size, store.manifest.streams.chunk_pages
+        want = sums.get(c.name)
+        if want is None:
+            want = cuda.to_device(store.pages.checksum[c.first_page : c.first_page + c.n_pages])
+            sums[c.name] = want
+        bad = cuda.to_device(np.array([c.n_pages], np.int64))
+        words = typed(out, np.uint64)
+        n = len(need) * cp
+        threads = 128
+        _check[max(1, -(-n // threads)), threads](
+            words, ps // 8, cuda.to_device(need), cp, c.n_pages, c.first_page, want, bad)
+        first_bad = int(bad.copy_to_host()[0])
+        if first_bad < c.n_pages:
+            raise store.checksum_error(c.first_page + first_bad)
+
+
+_page_hash = cuda.jit(device=True)(page_hash.py_func)
+
+
+@cuda.jit(cache=True)
+def _check(words, wpp, need, cp, n_pages, first_page, want, bad):
+    """Thread ``t`` checks page ``need[t // cp] * cp + t % cp`` of a column (``words``: its
+    pages as uint64, ``wpp`` words a page) against ``want``; the first bad page's index
+    lands in ``bad[0]`` (an atomic min)."""
+    t = cuda.grid(1)
+    if t >= need.shape[0] * cp:
+        return
+    p = need[t // cp] * cp + t % cp
+    if p >= n_pages:
+        return
+    if _page_hash(words[p * wpp : (p + 1) * wpp], first_page + p) != want[p]:
+        cuda.atomic.min(bad, 0, p)
