@@ -1,10 +1,11 @@
 """Compressed stream copies decompressed on the GPU (nvCOMP), for the ``file`` backend.
 
 A column the plan streams from its zstd copy (``storage.streams``) is read from disk as
-compressed chunks, checked on the host against their chunk checksums (nvCOMP's decoder
-trusts its input: a damaged chunk must be a one-line error, not a fault on the device),
-copied to the GPU and decompressed there in batches, each batch while the next is read;
-the pages are then checked against their page checksums by a kernel. The column lands in
+compressed chunks, in parallel reads, each checked on the host against its chunk checksum
+(nvCOMP's decoder trusts its input: a damaged chunk must be a one-line error, not a fault
+on the device); the chunks are copied to the GPU and decompressed there in one batch (each
+call of nvCOMP's Python API costs milliseconds whatever its size, so a column is one call),
+and the pages are checked against their page checksums by a kernel. The column lands in
 GPU memory, where the query's kernel reads it (and later queries, if it stays resident).
 
 The disk then delivers compressed bytes and the host's threads only read and check them:
@@ -28,9 +29,8 @@ from bamql.storage.pagemath import page_hash
 from bamql.storage.store import PageStore
 from bamql.storage.streams import chunk_hash
 
-#: compressed bytes per batch: a read the disk serves at its sequential rate, and enough
-#: chunks (64 KiB of pages each) to fill the GPU's decompression
-BATCH_BYTES = 8 << 20
+#: compressed bytes per read: several reads in flight keep the disk busy
+READ_BYTES = 2 << 20
 
 
 class Decoder(Protocol):
@@ -159,7 +159,7 @@ class GpuInflater:
         slot = (lens[need] + align - 1) // align * align
         pos = np.concatenate([[0], np.cumsum(slot)[:-1]])  # each chunk's place in the staging
         staging, comp = self._buffers(int(slot.sum()))
-        jobs = batches(need, lens, BATCH_BYTES)
+        jobs = batches(need, lens, READ_BYTES)
 
         def fetch(job: tuple[int, int]) -> None:
             i, j = job
@@ -176,13 +176,11 @@ class GpuInflater:
                                      f"{c.name!r}: chunk {k} fails its checksum; the store is "
                                      "corrupt")
 
-        n_pages = c.n_pages
-        for (i, j), _ in zip(jobs, pool.map(fetch, jobs), strict=True):
-            end = int(pos[j - 1] + lens[need[j - 1]])
-            comp[pos[i] : end].copy_to_device(staging[pos[i] : end])
-            ks = need[i:j]
-            self.decoder.decode(comp, pos[i:j], lens[ks], out, ks * cp * ps,
-                                (np.minimum((ks + 1) * cp, n_pages) - ks * cp) * ps)
+        list(pool.map(fetch, jobs))
+        end = int(pos[-1] + lens[need[-1]])
+        comp[:end].copy_to_device(staging[:end])
+        self.decoder.decode(comp, pos, lens[need], out, need * cp * ps,
+                            (np.minimum((need + 1) * cp, c.n_pages) - need * cp) * ps)
         self._verify(store, c, need, out, sums)
         return int(lens[need].sum())
 

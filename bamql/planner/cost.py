@@ -19,9 +19,11 @@ class Medium:
     #: reads the OS page cache answers run while others wait on the disk (many readers in
     #: flight), so they add nothing to a disk-bound gather
     overlaps_cached: bool = False
-    #: bytes out per second of a compressed copy decompressed as its chunks arrive, beside
-    #: the reads (the GPU's nvCOMP); 0: on host threads, after the reads (``decompress_rate``)
+    #: bytes out per second of a compressed copy decompressed by the GPU (nvCOMP) once its
+    #: chunks are read, and the fixed seconds of that one call per column; 0: on host threads
+    #: (``decompress_rate``)
     inflate_bytes_per_s: float = 0.0
+    inflate_call_s: float = 0.0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "name", config.Medium(self.name))  # a typo is an error
@@ -35,9 +37,10 @@ FILE = Medium("file", 1.7e9, 4.0e4)
 #: page cache meanwhile. Calibrated: see docs/measurements.md#cost-model-constants.
 QUEUE = Medium("queue", 1.6e9, 8.0e4, overlaps_cached=True)
 #: The queue's disk where compressed copies are decompressed on the GPU (``gpu.inflate``):
-#: batches of chunks decompress while the next ones are read. Calibrated: see
+#: a column's chunks in one nvCOMP call once they are read. Calibrated: see
 #: docs/measurements.md#cost-model-constants.
-NVCOMP = Medium("nvcomp", 1.6e9, 8.0e4, overlaps_cached=True, inflate_bytes_per_s=4e9)
+NVCOMP = Medium("nvcomp", 1.6e9, 8.0e4, overlaps_cached=True, inflate_bytes_per_s=30e9,
+                inflate_call_s=0.006)
 #: Files already in the OS page cache (warm): memory-speed reads, system call per request.
 CACHED = Medium("cached", 8e9, 2.0e6)
 #: Pinned host memory read by the GPU over PCIe, 32-byte sectors at any address.
@@ -78,10 +81,10 @@ def decompress_rate() -> float:
 
 def compressed_time(n_pages: int, page_size: int, medium: Medium, stream_bytes: float) -> float:
     """Seconds to stream a column from its compressed copy: its bytes, then decompression
-    (or, where the medium decompresses beside the reads, the slower of the two)."""
+    (on the GPU where the medium says so)."""
     read = 1.0 / medium.random_reads_per_s + stream_bytes / medium.seq_bytes_per_s
     if medium.inflate_bytes_per_s:
-        return max(read, n_pages * page_size / medium.inflate_bytes_per_s)
+        return read + medium.inflate_call_s + n_pages * page_size / medium.inflate_bytes_per_s
     return read + n_pages * page_size / decompress_rate()
 
 
