@@ -101,7 +101,8 @@ class FileSource:
     warp_seq: object  # each staging page's sequence number
     staged: tuple  # what each staging page holds, and the row-group layout
     colbufs: dict = field(default_factory=dict)  # column -> pinned mapped buffer
-    devbufs: dict = field(default_factory=dict)  # column -> GPU buffer decompressed into
+    devbuf: object = None  # GPU memory the compressed copies are decompressed into
+    ready: dict = field(default_factory=dict)  # column -> its ColumnRead of the last prefetch
     devsums: dict = field(default_factory=dict)  # column -> its page checksums on the GPU
 
 
@@ -166,6 +167,11 @@ class GpuBackend(ABC):
     def column(self, source, store: PageStore, c, ranges, compressed: bool) -> ColumnRead:
         """Where directly read column ``c`` is for a query over ``ranges``; ``compressed``:
         the plan streams it from its zstd copy."""
+
+    def prefetch(self, source, store: PageStore, cols: list, ranges) -> None:
+        """Columns ``cols`` are about to be read from their compressed copies over
+        ``ranges`` (a backend may read them together)."""
+        return None
 
     def adopt(self, source, name: str) -> None:
         """The engine keeps column ``name``'s buffer of the last ``column`` call (one
@@ -332,13 +338,11 @@ class FileBackend(GpuBackend):
         if self._pool is None:
             self._pool = ThreadPoolExecutor(8, thread_name_prefix="bamql-stream")
         if compressed and self.inflater is not None and store.zst_sums is not None:
-            buf = source.devbufs.get(c.name)
-            if buf is None:
-                buf = self.cuda.device_array(max(c.n_pages, 1) * ps, dtype=np.uint8)
-                source.devbufs[c.name] = buf
-            p0, p1 = ranges.page_runs(rpp)
-            nbytes = self.inflater.read(store, c, p0, p1, buf, self._pool, source.devsums)
-            return ColumnRead(buf, 0, int((p1 - p0).sum()), nbytes, on_gpu=True)
+            rd = source.ready.pop(c.name, None)
+            if rd is None:
+                self.prefetch(source, store, [c], ranges)
+                rd = source.ready.pop(c.name)
+            return rd
         buf = source.colbufs.get(c.name)
         if buf is None:
             buf = self.cuda.mapped_array(max(c.n_pages, 1) * ps, dtype=np.uint8)
@@ -358,8 +362,28 @@ class FileBackend(GpuBackend):
         nbytes = sum(self._pool.map(read, jobs))
         return ColumnRead(buf, 0, sum(b - a for a, b in jobs), nbytes)
 
+    def prefetch(self, source: FileSource, store: PageStore, cols: list, ranges) -> None:
+        """Where the GPU decompresses: read the compressed copies of ``cols`` (the pages
+        holding candidates) into GPU memory in one batch, for ``column`` to hand out."""
+        source.ready.clear()
+        if self.inflater is None or store.zst_sums is None or not cols:
+            return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(8, thread_name_prefix="bamql-stream")
+        ps = store.page_size
+        sizes = np.array([max(c.n_pages, 1) * ps for c in cols], np.int64)
+        base = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        buf = source.devbuf
+        if buf is None or buf.size < sizes.sum():
+            buf = source.devbuf = self.cuda.device_array(int(sizes.sum()), dtype=np.uint8)
+        items = [(c, *ranges.page_runs(c.rows_per_page), int(b))
+                 for c, b in zip(cols, base, strict=True)]
+        got = self.inflater.read(store, items, buf, self._pool, source.devsums)
+        for (c, p0, p1, b), n in zip(items, got, strict=True):
+            source.ready[c.name] = ColumnRead(buf, b, int((p1 - p0).sum()), n, on_gpu=True)
+
     def adopt(self, source: FileSource, name: str) -> None:
-        source.devbufs.pop(name, None)
+        source.devbuf = None  # its pages stay resident: the next batch goes elsewhere
 
     def io_args(self, source: FileSource) -> tuple:
         q = source.queue
@@ -397,7 +421,8 @@ class FileBackend(GpuBackend):
 
     def close(self, source: FileSource) -> None:
         source.queue.stop()
-        source.devbufs.clear()  # GPU memory goes with the table
+        source.devbuf = None  # GPU memory goes with the table
+        source.ready.clear()
         source.devsums.clear()
 
     def shutdown(self) -> None:

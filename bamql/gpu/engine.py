@@ -299,6 +299,9 @@ class GpuEngine:
         out = _Scans()
         first = set(plan.stages[0].columns) if plan.stages else set()
         zst = {a.column: a.compressed for a in plan.access}  # streamed from the zstd copy
+        self.backend.prefetch(t.source, store, [store.column(n) for n in sorted(scan)
+                                                if zst.get(n, False) and n not in t.resident],
+                              plan.ranges)
         for n in sorted(scan):
             # write-through only for stage-1 columns: every candidate row is live when they
             # are read, so the device copy gets every value (later columns only the survivors')
@@ -436,13 +439,14 @@ class GpuEngine:
 
     @staticmethod
     def _view(t: Table, name: str, base, dtype, off: int, count: int):
-        """The typed view of a scanned column's pages, made once (its identity keys the
-        plan's prepared launch)."""
+        """The typed view of a scanned column's pages, made once per buffer and offset (its
+        identity keys the plan's prepared launch; a batch of decompressed columns puts a
+        column at another offset when the batch holds other columns)."""
         hit = t.col_views.get(name)
-        if hit is None or hit[0] is not base:
-            hit = (base, typed(base, dtype, off, count))
+        if hit is None or hit[0] is not base or hit[1] != off:
+            hit = (base, off, typed(base, dtype, off, count))
             t.col_views[name] = hit
-        return hit[1]
+        return hit[2]
 
     def close(self) -> None:
         """Release every table's source and the backend."""

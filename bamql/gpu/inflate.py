@@ -142,57 +142,80 @@ class GpuInflater:
             self._comp = cuda.device_array(size, np.uint8)
         return self._staging, self._comp
 
-    def read(self, store: PageStore, c, p0: np.ndarray, p1: np.ndarray, out,
-             pool: ThreadPoolExecutor, sums: dict) -> int:
-        """Pages ``p0[i] .. p1[i] - 1`` (relative to column ``c``'s first page) into ``out``
-        (uint8 device array of the column's pages), from the compressed copy; every chunk
-        and page checked (``sums``: the store's columns' page checksums on the GPU, filled
-        as needed). Returns the compressed bytes read."""
-        sm, ps = store.manifest.streams, store.page_size
-        cp = sm.chunk_pages
-        k_base, offs, lens = store.stream_chunks(c.name)
-        zsums = store.zst_sums[k_base : k_base + len(offs)]
-        need = needed_chunks(p0, p1, cp)
-        if not len(need):
-            return 0
-        align = self.decoder.align
-        slot = (lens[need] + align - 1) // align * align
-        pos = np.concatenate([[0], np.cumsum(slot)[:-1]])  # each chunk's place in the staging
-        staging, comp = self._buffers(int(slot.sum()))
-        jobs = batches(need, lens, READ_BYTES)
+    def read(self, store: PageStore, items: Sequence[tuple], out, pool: ThreadPoolExecutor,
+             sums: dict) -> list[int]:
+        """Columns' pages from the compressed copy into GPU memory, every chunk and page
+        checked, all in one decode call.
 
-        def fetch(job: tuple[int, int]) -> None:
-            i, j = job
+        Parameters
+        ----------
+        items
+            ``(column, p0, p1, byte offset)``: pages ``p0[i] .. p1[i] - 1`` (relative to the
+            column's first page) go to ``out[offset + page * page_size :]``.
+        out
+            uint8 device array holding each column's pages at its offset.
+        sums
+            The store's columns' page checksums on the GPU, filled as needed.
+
+        Returns the compressed bytes read per item.
+        """
+        ps, cp = store.page_size, store.manifest.streams.chunk_pages
+        align = self.decoder.align
+        cols = []  # per item: column, needed chunks, offsets, lengths, sums, first slot
+        n_slots, total = 0, 0
+        for c, p0, p1, base in items:
+            k_base, offs, lens = store.stream_chunks(c.name)
+            need = needed_chunks(p0, p1, cp)
+            cols.append((c, need, offs, lens, store.zst_sums[k_base : k_base + len(offs)],
+                         n_slots, base))
+            n_slots += len(need)
+        if not n_slots:
+            return [0] * len(items)
+        in_len = np.concatenate([lens[need] for _, need, _, lens, *_ in cols])
+        slot = (in_len + align - 1) // align * align
+        pos = np.concatenate([[0], np.cumsum(slot)[:-1]])  # each chunk's place in the staging
+        total = int(slot.sum())
+        staging, comp = self._buffers(total)
+
+        def fetch(job: tuple) -> None:
+            (c, need, offs, lens, zsums, s0, _), i, j = job
             first, last = need[i], need[j - 1]
             a, b = int(offs[first]), int(offs[last] + lens[last])
-            store.read_compressed(a, staging[pos[i] : pos[i] + b - a])
+            at = int(pos[s0 + i])
+            store.read_compressed(a, staging[at : at + b - a])
             for q in range(j - 1, i - 1, -1):  # each chunk to its aligned place, last first
-                k, n = need[q], int(lens[need[q]])
-                src = int(pos[i] + offs[k] - a)
-                if src != pos[q]:
-                    staging[pos[q] : pos[q] + n] = staging[src : src + n]
-                if chunk_hash(staging[pos[q] : pos[q] + n]) != zsums[k]:
+                k, n, to = need[q], int(lens[need[q]]), int(pos[s0 + q])
+                src = at + int(offs[k]) - a
+                if src != to:
+                    staging[to : to + n] = staging[src : src + n]
+                if chunk_hash(staging[to : to + n]) != zsums[k]:
                     raise StoreError(f"store {store.path}: compressed copy of column "
                                      f"{c.name!r}: chunk {k} fails its checksum; the store is "
                                      "corrupt")
 
+        jobs = [(col, i, j) for col in cols for i, j in batches(col[1], col[3], READ_BYTES)]
         list(pool.map(fetch, jobs))
-        end = int(pos[-1] + lens[need[-1]])
+        end = int(pos[-1] + in_len[-1])
         comp[:end].copy_to_device(staging[:end])
-        self.decoder.decode(comp, pos, lens[need], out, need * cp * ps,
-                            (np.minimum((need + 1) * cp, c.n_pages) - need * cp) * ps)
-        self._verify(store, c, need, out, sums)
-        return int(lens[need].sum())
+        out_off = np.concatenate([base + need * cp * ps for _, need, *_, base in cols])
+        out_len = np.concatenate([(np.minimum((need + 1) * cp, c.n_pages) - need * cp) * ps
+                                  for c, need, *_ in cols])
+        self.decoder.decode(comp, pos, in_len, out, out_off, out_len)
+        for c, need, *_, base in cols:
+            if len(need):
+                self._verify(store, c, need, out, base, sums)
+        return [int(lens[need].sum()) for _, need, _, lens, *_ in cols]
 
-    def _verify(self, store: PageStore, c, need: np.ndarray, out, sums: dict) -> None:
-        """Every page of chunks ``need`` in ``out`` against its page checksum (a kernel)."""
+    def _verify(self, store: PageStore, c, need: np.ndarray, out, base: int, sums: dict) -> None:
+        """Every page of chunks ``need`` of column ``c`` (at byte ``base`` of ``out``)
+        against its page checksum (a kernel)."""
         cuda, ps, cp = self.cuda, store.page_size, store.manifest.streams.chunk_pages
         want = sums.get(c.name)
         if want is None:
             want = cuda.to_device(store.pages.checksum[c.first_page : c.first_page + c.n_pages])
             sums[c.name] = want
         bad = cuda.to_device(np.array([c.n_pages], np.int64))
-        words = typed(out, np.uint64)
+        words = typed(out, np.uint64, base, c.n_pages * ps // 8)
         n = len(need) * cp
         threads = 128
         _check[max(1, -(-n // threads)), threads](

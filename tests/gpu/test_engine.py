@@ -420,6 +420,7 @@ def test_zstd_copies_decompressed_on_the_gpu_match_the_cpu_engine(zstd_store, cp
     from bamql.config import Medium
     from bamql.errors import StoreError
     from bamql.planner import cost
+    from bamql.storage.store import PageStore
 
     pytest.importorskip("nvidia.nvcomp")
     # a table this small streams plain where the GPU's fixed call time counts: plan as if free
@@ -437,13 +438,17 @@ def test_zstd_copies_decompressed_on_the_gpu_match_the_cpu_engine(zstd_store, cp
     # a damaged chunk is a one-line error before it reaches nvCOMP; the GPU stays usable
     bad = tmp_path / "bad"
     shutil.copytree(zstd_store, bad)
+    sql = "SELECT SUM(fare_amount), SUM(trip_distance), SUM(tip_amount) FROM trips WHERE vendor_id > 0"
     z = bad / "trips" / "zst-000.bin"
     raw = bytearray(z.read_bytes())
-    for i in range(len(raw) // 10, len(raw), len(raw) // 10):
-        raw[i] ^= 0x5A
+    with PageStore(bad / "trips") as st:
+        for name in ("fare_amount", "trip_distance", "tip_amount", "vendor_id"):
+            _, offs, lens = st.stream_chunks(name)
+            for o, n in zip(offs, lens, strict=True):  # every chunk of every column read
+                raw[int(o + n // 2)] ^= 0x5A
     z.write_bytes(bytes(raw))
-    sql = "SELECT SUM(fare_amount), SUM(trip_distance), SUM(tip_amount) FROM trips WHERE vendor_id > 0"
     with bamql.connect(bad, device="gpu", backend="file") as con:
+        assert "zstd copy" in con.explain(sql)
         with pytest.raises(StoreError, match="fails its checksum"):
             con.sql(sql).rows()
     with bamql.connect(zstd_store, device="gpu", backend="file") as con:
