@@ -20,8 +20,8 @@ class Medium:
     #: flight), so they add nothing to a disk-bound gather
     overlaps_cached: bool = False
     #: bytes out per second of a compressed copy decompressed by the GPU (nvCOMP) once its
-    #: chunks are read, and the fixed seconds of that one call per column; 0: on host threads
-    #: (``decompress_rate``)
+    #: chunks are read, and a column's share of the fixed seconds of that call (one per
+    #: query, shared by its streamed columns); 0: on host threads (``decompress_rate``)
     inflate_bytes_per_s: float = 0.0
     inflate_call_s: float = 0.0
 
@@ -37,10 +37,10 @@ FILE = Medium("file", 1.7e9, 4.0e4)
 #: page cache meanwhile. Calibrated: see docs/measurements.md#cost-model-constants.
 QUEUE = Medium("queue", 1.6e9, 8.0e4, overlaps_cached=True)
 #: The queue's disk where compressed copies are decompressed on the GPU (``gpu.inflate``):
-#: a column's chunks in one nvCOMP call once they are read. Calibrated: see
+#: a query's streamed columns in one nvCOMP call once they are read. Calibrated: see
 #: docs/measurements.md#cost-model-constants.
 NVCOMP = Medium("nvcomp", 1.6e9, 8.0e4, overlaps_cached=True, inflate_bytes_per_s=30e9,
-                inflate_call_s=0.006)
+                inflate_call_s=0.002)
 #: Files already in the OS page cache (warm): memory-speed reads, system call per request.
 CACHED = Medium("cached", 8e9, 2.0e6)
 #: Pinned host memory read by the GPU over PCIe, 32-byte sectors at any address.
