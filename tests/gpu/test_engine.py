@@ -258,13 +258,18 @@ def test_caches_far_smaller_than_the_working_set_answer_right(pressure_store, ba
                 assert_same_rows(con.sql(sql).rows(), duck(sql, table), ordered="ORDER BY" in sql)
 
 
-def test_limits_are_clear_errors(stores):
+def test_limits_are_clear_errors(stores, monkeypatch):
     from numba import cuda
 
-    free, _ = cuda.current_context().get_memory_info()
-    with bamql.connect(stores[4096], device="gpu", backend="host", cache=free * 4) as con:
+    # a cache is capped at the table's pages, so a small table always fits: the GPU is made
+    # to report 1 MiB free instead
+    ctx = type(cuda.current_context())
+    real = ctx.get_memory_info
+    with bamql.connect(stores[4096], device="gpu", backend="host", cache="64MiB") as con:
+        monkeypatch.setattr(ctx, "get_memory_info", lambda self: (1 << 20, real(self)[1]))
         with pytest.raises(bamql.DeviceError, match="GiB of GPU memory"):
             con.sql(QUERIES["q01"])
+        monkeypatch.undo()
     with pytest.raises(bamql.DeviceError, match="backend must be one of"):
         bamql.connect(stores[4096], device="gpu", backend="tape")
 
