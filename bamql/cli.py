@@ -393,12 +393,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="skip the PNG of times and speed-ups (<out>-time.png)")
     so.set_defaults(func=cmd_bench_scaleout)
 
-    from bamql.engine.cli_sql import add_sql_commands
+    from bamql.engine.cli_sql import add_serve_command, add_sql_commands
 
     add_sql_commands(sub)
-
-    from bamql.engine.server import add_serve_command
-
     add_serve_command(sub)
 
     return p

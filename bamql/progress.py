@@ -1,19 +1,12 @@
-"""Progress bars for long work (rich), quiet when output is not a terminal."""
+"""Progress bars for long work (rich), quiet when output is not a terminal.
+
+rich loads when a bar is shown, not when a command that might show one imports this."""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
 
 @contextmanager
@@ -30,6 +23,15 @@ def progress_bars(
     if not enabled:
         yield [lambda n: None for _ in tasks]
         return
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
     cols = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
             TimeElapsedColumn(), TimeRemainingColumn())
     with Progress(*cols, transient=True) as p:

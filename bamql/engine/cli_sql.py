@@ -1,4 +1,7 @@
-"""The query commands of the CLI: ``bamql sql`` and ``bamql shell``."""
+"""The query commands of the CLI: ``bamql sql``, ``bamql shell`` and ``bamql serve``.
+
+Building the parser imports nothing heavy: each command imports the session, the output
+and the server when it runs, so that ``bamql --help`` stays quick."""
 
 from __future__ import annotations
 
@@ -6,7 +9,7 @@ import argparse
 import sys
 
 from bamql.config import Backend, Device
-from bamql.engine.output import FORMATS, render
+from bamql.engine.output import FORMATS
 from bamql.errors import UsageError
 
 
@@ -32,6 +35,8 @@ def _connect(a: argparse.Namespace):
 
 
 def cmd_sql(a: argparse.Namespace) -> int:
+    from bamql.engine.output import render
+
     with _connect(a) as s:
         res = s.sql(a.query)
         if res.is_explain:
@@ -102,3 +107,36 @@ def add_sql_commands(sub) -> None:
                         description="Interactive SQL: statements end with ';'; .help lists commands.")
     _common(sh)
     sh.set_defaults(func=cmd_shell)
+
+
+def cmd_serve(a: argparse.Namespace) -> int:
+    from bamql.engine.server import cmd_serve as serve
+
+    return serve(a)
+
+
+def add_serve_command(sub) -> None:
+    """Register ``serve`` on the CLI's subparsers."""
+    p = sub.add_parser(
+        "serve", help="serve tables to many clients over Arrow Flight",
+        description="Open DIR once (compiled kernels, caches and pinned tables stay warm) and "
+        "answer queries from many clients over Arrow Flight (gRPC). Clients: bamql sql "
+        "--server URL, bamql shell --server URL, bamql.connect('grpc://HOST:PORT', token=...), "
+        "any Flight SQL client (ADBC, JDBC: grpc://HOST:PORT), "
+        "or any Flight client (do_get with a ticket of JSON {\"sql\": ..., \"params\": [...]}). "
+        "SIGINT or SIGTERM finish the queries in flight, close the session and stop.")
+    p.add_argument("data", metavar="DIR", help="a table directory or a directory of tables")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1: this machine only; 0.0.0.0: all)")
+    p.add_argument("--port", type=int, default=8815, help="port (default 8815; 0: any free one)")
+    p.add_argument("--token", default=None,
+                   help="require this bearer token of every client (default: BAMQL_SERVER_TOKEN, "
+                   "else none); clients pass --token or set BAMQL_SERVER_TOKEN")
+    p.add_argument("--tls-cert", default=None, metavar="PEM",
+                   help="serve over TLS (grpc+tls://) with this certificate chain ...")
+    p.add_argument("--tls-key", default=None, metavar="PEM", help="... and this private key")
+    p.add_argument("--allow-files", action="store_true",
+                   help="let queries name files in FROM ('x.parquet'), read from the server's "
+                   "file system (off: only DIR's tables)")
+    add_engine_options(p)
+    p.set_defaults(func=cmd_serve)

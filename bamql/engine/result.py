@@ -16,6 +16,7 @@ from bamql.errors import OutOfRangeError, UsageError
 from bamql.intmath import fits_int64
 from bamql.planner import ir
 from bamql.planner.evaluate import evaluate
+from bamql.storage.arrownp import from_numpy
 from bamql.storage.format import ColumnMeta
 
 
@@ -29,15 +30,15 @@ def arrow_column(v: np.ndarray, ok: np.ndarray, e: ir.Expr, q: ir.Query, cols) -
     ``e`` (floats as DOUBLE, integers, timestamps, dictionary codes as strings)."""
     mask = ~ok
     if e.kind == "float":
-        return pa.array(v.astype(np.float64), mask=mask, type=pa.float64())
+        return from_numpy(v.astype(np.float64), ok, pa.float64())
     if e.kind == "int" and v.dtype == object:  # exact integers: a SUM, arithmetic over one
         return _exact_ints(v, ok)
     if e.kind == "int":
-        return pa.array(v.astype(np.int64), mask=mask, type=pa.int64())
+        return from_numpy(v.astype(np.int64), ok, pa.int64())
     if e.kind == "bool":
-        return pa.array(v.astype(bool), mask=mask, type=pa.bool_())
+        return from_numpy(v.astype(bool), ok, pa.bool_())
     if e.kind == "timestamp":
-        return pa.array(v.astype(np.int64), mask=mask, type=pa.timestamp("us"))
+        return from_numpy(v.astype(np.int64), ok, pa.timestamp("us"))
     if e.kind == "string" and isinstance(e, ir.KeyRef | ir.AggRef):
         d = _dictionary_of(e, q, cols)
         codes = np.where(ok, v, 0).astype(np.int64)

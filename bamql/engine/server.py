@@ -39,7 +39,6 @@ import pyarrow as pa
 import pyarrow.flight as fl
 
 from bamql.engine import flightsql, wire
-from bamql.engine.cli_sql import add_engine_options
 from bamql.engine.flightsql import Kind, Message
 from bamql.engine.result import Result
 from bamql.engine.session import Session
@@ -428,30 +427,3 @@ def cmd_serve(a: argparse.Namespace) -> int:
     serve(s, lambda m: print(f"bamql: {m}", file=sys.stderr, flush=True), host=a.host,
           port=a.port, token=token, tls=tls, allow_files=a.allow_files)
     return 0
-
-
-def add_serve_command(sub) -> None:
-    """Register ``serve`` on the CLI's subparsers."""
-    p = sub.add_parser(
-        "serve", help="serve tables to many clients over Arrow Flight",
-        description="Open DIR once (compiled kernels, caches and pinned tables stay warm) and "
-        "answer queries from many clients over Arrow Flight (gRPC). Clients: bamql sql "
-        "--server URL, bamql shell --server URL, bamql.connect('grpc://HOST:PORT', token=...), "
-        "any Flight SQL client (ADBC, JDBC: grpc://HOST:PORT), "
-        "or any Flight client (do_get with a ticket of JSON {\"sql\": ..., \"params\": [...]}). "
-        "SIGINT or SIGTERM finish the queries in flight, close the session and stop.")
-    p.add_argument("data", metavar="DIR", help="a table directory or a directory of tables")
-    p.add_argument("--host", default="127.0.0.1",
-                   help="address to listen on (default 127.0.0.1: this machine only; 0.0.0.0: all)")
-    p.add_argument("--port", type=int, default=8815, help="port (default 8815; 0: any free one)")
-    p.add_argument("--token", default=None,
-                   help="require this bearer token of every client (default: BAMQL_SERVER_TOKEN, "
-                   "else none); clients pass --token or set BAMQL_SERVER_TOKEN")
-    p.add_argument("--tls-cert", default=None, metavar="PEM",
-                   help="serve over TLS (grpc+tls://) with this certificate chain ...")
-    p.add_argument("--tls-key", default=None, metavar="PEM", help="... and this private key")
-    p.add_argument("--allow-files", action="store_true",
-                   help="let queries name files in FROM ('x.parquet'), read from the server's "
-                   "file system (off: only DIR's tables)")
-    add_engine_options(p)
-    p.set_defaults(func=cmd_serve)

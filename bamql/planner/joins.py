@@ -35,6 +35,7 @@ from bamql.planner.grouping import kernel_slots
 from bamql.planner.show import show
 from bamql.planner.subqueries import in_subquery
 from bamql.planner.translate import MAX_GROUPS, Translator, key_domain, translate
+from bamql.storage.arrownp import to_numpy
 from bamql.storage.format import ColumnMeta
 
 
@@ -68,6 +69,12 @@ class Dimension:
         return low[0] if len(low) == 1 else None
 
 
+def _zero_nulls(a: pa.Array) -> pa.Array:
+    """``a`` with its nulls as 0 (``fill_null`` makes a scalar, and pyarrow's scalars import
+    pandas: a column without nulls is kept as it is)."""
+    return a.fill_null(0) if a.null_count else a
+
+
 def dimension(name: str, data) -> Dimension:
     """A dimension table from a pyarrow Table, a pandas or polars DataFrame, or anything
     with ``__arrow_c_stream__``; columns of types bamql does not read (decimals, dates,
@@ -84,13 +91,13 @@ def dimension(name: str, data) -> Dimension:
         t = col.type
         if pa.types.is_dictionary(t):
             col, t = col.cast(t.value_type), t.value_type
-        valid = col.is_valid().to_numpy(zero_copy_only=False)
+        valid = to_numpy(col.is_valid())
         if pa.types.is_integer(t):
-            kind, v = "int", col.fill_null(0).cast(pa.int64()).to_numpy()
+            kind, v = "int", to_numpy(_zero_nulls(col).cast(pa.int64()))
         elif pa.types.is_floating(t):
-            kind, v = "float", col.fill_null(0).cast(pa.float64()).to_numpy()
+            kind, v = "float", to_numpy(_zero_nulls(col).cast(pa.float64()))
         elif pa.types.is_timestamp(t):
-            kind, v = "timestamp", col.cast(pa.timestamp("us")).cast(pa.int64()).fill_null(0).to_numpy()
+            kind, v = "timestamp", to_numpy(_zero_nulls(col.cast(pa.timestamp("us")).cast(pa.int64())))
         elif pa.types.is_string(t) or pa.types.is_large_string(t):
             strs = col.to_pylist()
             dictionary = tuple(sorted({s for s in strs if s is not None}))

@@ -30,7 +30,6 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 
 from bamql.errors import IngestError
 from bamql.storage.files import FileSet, with_partitions
@@ -221,6 +220,8 @@ def _read_parquet(s: ParquetSource, cols: list[str], filt: pc.Expression | None)
         fs, where = s.path.filesystem, s.path.fs_path
     else:
         fs, where = None, str(s.path)
+    import pyarrow.dataset as ds  # pandas comes with it: only a Parquet query pays for it
+
     try:
         dset = ds.dataset(where, format="parquet", filesystem=fs)
         total = md.num_row_groups
