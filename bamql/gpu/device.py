@@ -20,12 +20,40 @@ import numpy as np
 SIMULATOR = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") == "1"
 
 
+def _driver_loads() -> bool:
+    """Whether a CUDA driver library loads here, by the names numba-cuda tries on Linux (a
+    driver named by ``NUMBA_CUDA_DRIVER``, or another platform, counts as present: numba
+    decides)."""
+    import ctypes
+    import sys
+
+    if os.environ.get("NUMBA_CUDA_DRIVER") or not sys.platform.startswith("linux"):
+        return True
+    for name in ("libcuda.so", "libcuda.so.1", "/usr/lib/libcuda.so", "/usr/lib/libcuda.so.1",
+                 "/usr/lib64/libcuda.so", "/usr/lib64/libcuda.so.1"):
+        try:
+            ctypes.CDLL(name)
+            return True
+        except OSError:
+            continue
+    return False
+
+
 def gpu_available() -> str | None:
     """None when the GPU engine can run here, else the reason (one line)."""
     if SIMULATOR:
         return "the numba CUDA simulator is enabled (NUMBA_ENABLE_CUDASIM=1)"
     if tuple(int(x) for x in np.__version__.split(".")[:2]) >= (2, 5):
         return f"numpy {np.__version__} breaks numba-cuda; install numpy<2.5"
+    import importlib.util
+
+    try:
+        if importlib.util.find_spec("numba.cuda") is None:
+            return "numba-cuda is not installed; pip install 'bamql[gpu]'"
+    except ImportError:
+        return "numba-cuda is not installed; pip install 'bamql[gpu]'"
+    if not _driver_loads():  # a CPU-only machine: no need to import numba.cuda to know
+        return "no CUDA driver or device"
     try:
         from numba import cuda
     except ImportError:
