@@ -22,6 +22,7 @@ DuckDB does; any other is left out (reading more, never less):
 from __future__ import annotations
 
 import math
+import os
 import shutil
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -54,10 +55,9 @@ _EXACT_F64 = 1 << 53
 _EXACT_F32 = 1 << 24
 _INT_RANGES = {pa.int8(): 8, pa.int16(): 16, pa.int32(): 32, pa.int64(): 64}
 _UINT_RANGES = {pa.uint8(): 8, pa.uint16(): 16, pa.uint32(): 32, pa.uint64(): 64}
-#: files of one query read at once (their decoding shares pyarrow's CPU pool; a remote
-#: file's reader mostly waits)
-_READERS = 8
 _T = TypeVar("_T")
+#: rows of a chunk below which a read's chunks are combined into one
+_SMALL_CHUNK = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -133,15 +133,19 @@ def read_in_place(files: FileSet, spec: ReadSpec, out: Path) -> InPlace:
     names = _columns(srcs, spec.columns, keys)
     filters = _agreed(srcs, spec.filters)
 
+    # pyarrow decodes a file's row groups in parallel: with as many files as cores, each
+    # file is read in one thread, which spares the pool's contention
+    inner = len(srcs) < _cores()
+
     def one(s: Source) -> tuple[pa.Table, tuple]:
         cols = [n for n in s.schema.names if n in names]
         if cols or not s.schema.names:
-            return _read(s, cols, pushed_filter(s.schema, filters))
+            return _read(s, cols, pushed_filter(s.schema, filters), inner)
         # a file without the columns read (union_by_name): its row count alone
-        t, st = _read(s, [_narrowest(s)], None)
+        t, st = _read(s, [_narrowest(s)], None, inner)
         return t.select([]), st
 
-    read = _each(one, srcs)
+    read = [(_compacted(t), st) for t, st in _each(one, srcs)]
     tables = [with_partitions(TableSource(t, s.path.name), part, i)
               for i, (s, (t, _)) in enumerate(zip(srcs, read, strict=True))]
     stats = [st for _, st in read]
@@ -162,12 +166,14 @@ def read_in_place(files: FileSet, spec: ReadSpec, out: Path) -> InPlace:
 
 
 def _each(fn: Callable[[Source], _T], srcs: Sequence[Source]) -> list[_T]:
-    """``fn`` of every source, in their order, the files read at once in threads (pyarrow
-    decodes without the GIL); a failure raises the error of the first file, in order, that
-    failed (one line naming it), and the reads not yet started are not started."""
-    if len(srcs) < 2:
+    """``fn`` of every source, in their order, up to one file per core read at once in
+    threads (pyarrow decodes without the GIL); a failure raises the error of the first
+    file, in order, that failed (one line naming it), and the reads not yet started are
+    not started."""
+    workers = min(len(srcs), _cores())
+    if workers < 2:
         return [fn(s) for s in srcs]
-    with ThreadPoolExecutor(min(len(srcs), _READERS)) as ex:
+    with ThreadPoolExecutor(workers) as ex:
         futs = [ex.submit(fn, s) for s in srcs]
         try:
             return [f.result() for f in futs]
@@ -175,6 +181,17 @@ def _each(fn: Callable[[Source], _T], srcs: Sequence[Source]) -> list[_T]:
             for f in futs:
                 f.cancel()
             raise
+
+
+def _cores() -> int:
+    return os.cpu_count() or 1
+
+
+def _compacted(t: pa.Table) -> pa.Table:
+    """``t`` in one chunk where its chunks are small: a filtered read keeps a few rows of
+    each batch it scanned, and the store's writer pays a fixed cost per chunk and column."""
+    chunks = max((c.num_chunks for c in t.columns), default=0)
+    return t.combine_chunks() if chunks > 1 and t.num_rows < chunks * _SMALL_CHUNK else t
 
 
 def _agreed(srcs: Sequence[Source], filters: Sequence[KeyFilter]) -> list[KeyFilter]:
@@ -224,11 +241,13 @@ def _narrowest(s: Source, among: Sequence[str] | None = None) -> str:
     return names[0]
 
 
-def _read(s: Source, cols: list[str], filt: pc.Expression | None) -> tuple[pa.Table, tuple]:
-    """The rows of ``s`` that ``filt`` keeps, columns ``cols``; and (row groups, row groups
-    read, rows, rows read, bytes read, bytes of those columns)."""
+def _read(s: Source, cols: list[str], filt: pc.Expression | None,
+          threads: bool = True) -> tuple[pa.Table, tuple]:
+    """The rows of ``s`` that ``filt`` keeps, columns ``cols`` (a Parquet file's row groups
+    decoded in parallel with ``threads``); and (row groups, row groups read, rows, rows
+    read, bytes read, bytes of those columns)."""
     if isinstance(s, ParquetSource):
-        return _read_parquet(s, cols, filt)
+        return _read_parquet(s, cols, filt, threads)
     with _reading(s.path):
         batches = list(s.batches(columns=cols)) if cols else []
     if cols:
@@ -242,7 +261,8 @@ def _read(s: Source, cols: list[str], filt: pc.Expression | None) -> tuple[pa.Ta
     return t, (groups, groups, s.num_rows, t.num_rows, s.nbytes, s.nbytes)
 
 
-def _read_parquet(s: ParquetSource, cols: list[str], filt: pc.Expression | None):
+def _read_parquet(s: ParquetSource, cols: list[str], filt: pc.Expression | None,
+                  threads: bool = True):
     md = s._f.metadata
     if isinstance(s.path, RemotePath):
         fs, where = s.path.filesystem, s.path.fs_path
@@ -257,7 +277,7 @@ def _read_parquet(s: ParquetSource, cols: list[str], filt: pc.Expression | None)
             kept = [rg.id for frag in dset.get_fragments(filt)
                     for f in frag.split_by_row_group(filt) for rg in f.row_groups]
         with _reading(s.path):
-            t = dset.to_table(columns=cols, filter=filt, use_threads=True) if cols else \
+            t = dset.to_table(columns=cols, filter=filt, use_threads=threads) if cols else \
                 pa.table({})
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as e:
         raise _unreadable(s.path, "Parquet", e) from None
