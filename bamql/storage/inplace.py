@@ -133,16 +133,13 @@ def read_in_place(files: FileSet, spec: ReadSpec, out: Path) -> InPlace:
     names = _columns(srcs, spec.columns, keys)
     filters = _agreed(srcs, spec.filters)
 
-    # pyarrow decodes a file's row groups in parallel: with as many files as cores, each
-    # file is read in one thread, which spares the pool's contention
-    inner = len(srcs) < _cores()
 
     def one(s: Source) -> tuple[pa.Table, tuple]:
         cols = [n for n in s.schema.names if n in names]
         if cols or not s.schema.names:
-            return _read(s, cols, pushed_filter(s.schema, filters), inner)
+            return _read(s, cols, pushed_filter(s.schema, filters))
         # a file without the columns read (union_by_name): its row count alone
-        t, st = _read(s, [_narrowest(s)], None, inner)
+        t, st = _read(s, [_narrowest(s)], None)
         return t.select([]), st
 
     read = [(_compacted(t), st) for t, st in _each(one, srcs)]
@@ -167,7 +164,8 @@ def read_in_place(files: FileSet, spec: ReadSpec, out: Path) -> InPlace:
 
 def _each(fn: Callable[[Source], _T], srcs: Sequence[Source]) -> list[_T]:
     """``fn`` of every source, in their order, up to one file per core read at once in
-    threads (pyarrow decodes without the GIL); a failure raises the error of the first
+    threads (pyarrow decodes without the GIL, each file's row groups in its own thread
+    pool); a failure raises the error of the first
     file, in order, that failed (one line naming it), and the reads not yet started are
     not started."""
     workers = min(len(srcs), _cores())
@@ -241,13 +239,11 @@ def _narrowest(s: Source, among: Sequence[str] | None = None) -> str:
     return names[0]
 
 
-def _read(s: Source, cols: list[str], filt: pc.Expression | None,
-          threads: bool = True) -> tuple[pa.Table, tuple]:
-    """The rows of ``s`` that ``filt`` keeps, columns ``cols`` (a Parquet file's row groups
-    decoded in parallel with ``threads``); and (row groups, row groups read, rows, rows
-    read, bytes read, bytes of those columns)."""
+def _read(s: Source, cols: list[str], filt: pc.Expression | None) -> tuple[pa.Table, tuple]:
+    """The rows of ``s`` that ``filt`` keeps, columns ``cols``; and (row groups, row groups
+    read, rows, rows read, bytes read, bytes of those columns)."""
     if isinstance(s, ParquetSource):
-        return _read_parquet(s, cols, filt, threads)
+        return _read_parquet(s, cols, filt)
     with _reading(s.path):
         batches = list(s.batches(columns=cols)) if cols else []
     if cols:
@@ -261,8 +257,7 @@ def _read(s: Source, cols: list[str], filt: pc.Expression | None,
     return t, (groups, groups, s.num_rows, t.num_rows, s.nbytes, s.nbytes)
 
 
-def _read_parquet(s: ParquetSource, cols: list[str], filt: pc.Expression | None,
-                  threads: bool = True):
+def _read_parquet(s: ParquetSource, cols: list[str], filt: pc.Expression | None):
     md = s._f.metadata
     if isinstance(s.path, RemotePath):
         fs, where = s.path.filesystem, s.path.fs_path
@@ -277,7 +272,7 @@ def _read_parquet(s: ParquetSource, cols: list[str], filt: pc.Expression | None,
             kept = [rg.id for frag in dset.get_fragments(filt)
                     for f in frag.split_by_row_group(filt) for rg in f.row_groups]
         with _reading(s.path):
-            t = dset.to_table(columns=cols, filter=filt, use_threads=threads) if cols else \
+            t = dset.to_table(columns=cols, filter=filt, use_threads=True) if cols else \
                 pa.table({})
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as e:
         raise _unreadable(s.path, "Parquet", e) from None
