@@ -163,13 +163,13 @@ def read_in_place(files: FileSet, spec: ReadSpec, out: Path) -> InPlace:
 
 
 def _each(fn: Callable[[Source], _T], srcs: Sequence[Source]) -> list[_T]:
-    """``fn`` of every source, in their order, up to one file per core read at once in
-    threads (pyarrow decodes without the GIL, each file's row groups in its own thread
-    pool); a failure raises the error of the first
-    file, in order, that failed (one line naming it), and the reads not yet started are
-    not started."""
+    """``fn`` of every source, in their order; where the files outnumber the cores, one file
+    per core read at once in threads (pyarrow decodes without the GIL; fewer files already
+    fill the cores with their row groups, and read no faster at once). A failure raises the
+    error of the first file, in order, that failed (one line naming it), and the reads not
+    yet started are not started."""
     workers = min(len(srcs), _cores())
-    if workers < 2:
+    if len(srcs) <= workers:
         return [fn(s) for s in srcs]
     with ThreadPoolExecutor(workers) as ex:
         futs = [ex.submit(fn, s) for s in srcs]

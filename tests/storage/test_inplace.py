@@ -277,6 +277,7 @@ def test_files_are_read_at_once_in_their_order(monkeypatch):
             raise IngestError(f"file {k} is not a readable Parquet file")
         return k * 10
 
+    monkeypatch.setattr(inplace, "_cores", lambda: 2)  # four files on two cores: threads
     bad: set[int] = set()
     assert inplace._each(fn, [0, 1, 2, 3]) == [0, 10, 20, 30]
     bad = {2, 3}
