@@ -135,7 +135,8 @@ def column_plans(sources: Sequence[Source], cols, floats: str = "auto",
                  scan_progress: Callable[[int], None] | None = None,
                  pack: bool = False) -> list[ColumnPlan]:
     """The storage of each unified column: integers narrowed to their range, floats scanned
-    for scaled-integer decimals (``floats="auto"``), strings dictionary-coded (sorted, so
+    for scaled-integer decimals (``floats="auto"``; ``"decimals"``: only the columns that
+    some source holds as DECIMAL), strings dictionary-coded (sorted, so
     code order is string order). Reads the sources' statistics, and scans what they lack.
     With ``pack``, integer-stored columns get the bit width of their stored range
     (``storage.packing``; timestamps' ranges cost a scan of them)."""
@@ -173,7 +174,10 @@ def column_plans(sources: Sequence[Source], cols, floats: str = "auto",
                             lo[n] = min(lo.get(n, mm["min"].as_py()), mm["min"].as_py())
                             hi[n] = max(hi.get(n, mm["max"].as_py()), mm["max"].as_py())
     doubles = [n for n, k, t in cols if k == "float" and pa.types.is_float64(t)]
-    scans = _scan_floats(sources, doubles, scan_progress) if floats == "auto" and doubles else {}
+    if floats == "decimals":  # DuckDB's DECIMALs keep their exact rounding; doubles stay plain
+        doubles = [n for n in doubles if any(
+            n in s.schema.names and pa.types.is_decimal(s.schema.field(n).type) for s in sources)]
+    scans = _scan_floats(sources, doubles, scan_progress) if floats != "plain" and doubles else {}
     if scan_progress and not scans:  # nothing to check: that pass is done
         scan_progress(sum(s.num_rows for s in sources))
     plans = []

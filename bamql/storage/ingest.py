@@ -122,7 +122,10 @@ def ingest(
     floats
         ``"auto"``: a float64 column whose values are all decimals of at most 4 digits and
         fit is stored as scaled int16/int32 (``storage.decimals``; exact, and 2-4x fewer
-        bytes to stream); ``"plain"``: every float as it comes.
+        bytes to stream); ``"plain"``: every float as it comes; ``"decimals"``: as
+        ``"auto"`` for the columns that some source holds as DECIMAL (they keep DuckDB's
+        exact decimal rounding), every other float as it comes, with no pass over it (a
+        store made for one query, ``storage.inplace``).
     compress
         ``"zstd"``: also write a compressed copy of every column, which streams and scans
         read from disk when the cost model finds that quicker (``storage.streams``);
@@ -153,7 +156,7 @@ def ingest(
         raise IngestError("no source files given")
     if out.exists():
         raise IngestError(f"output {out} already exists; remove it or choose another path")
-    if floats not in ("auto", "plain"):
+    if floats not in ("auto", "plain", "decimals"):
         raise IngestError(f"--floats must be auto or plain, got {floats!r}")
     if compress not in ("zstd", "none"):
         raise IngestError(f"--compress must be zstd or none, got {compress!r}")

@@ -22,11 +22,14 @@ DuckDB does; any other is left out (reading more, never less):
 from __future__ import annotations
 
 import math
+import os
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
+from typing import TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -51,6 +54,9 @@ _EXACT_F64 = 1 << 53
 _EXACT_F32 = 1 << 24
 _INT_RANGES = {pa.int8(): 8, pa.int16(): 16, pa.int32(): 32, pa.int64(): 64}
 _UINT_RANGES = {pa.uint8(): 8, pa.uint16(): 16, pa.uint32(): 32, pa.uint64(): 64}
+_T = TypeVar("_T")
+#: rows of a chunk below which a read's chunks are combined into one
+_SMALL_CHUNK = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -125,19 +131,25 @@ def read_in_place(files: FileSet, spec: ReadSpec, out: Path) -> InPlace:
         check_columns(list(keys), s.schema.names, str(s.path))
     names = _columns(srcs, spec.columns, keys)
     filters = _agreed(srcs, spec.filters)
-    tables, stats = [], []
-    for i, s in enumerate(srcs):
+
+
+    def one(s: Source) -> tuple[pa.Table, tuple]:
         cols = [n for n in s.schema.names if n in names]
-        filt = pushed_filter(s.schema, filters)
         if cols or not s.schema.names:
-            t, st = _read(s, cols, filt)
-        else:  # a file without the columns read (union_by_name): its row count alone
-            t, st = _read(s, [_narrowest(s)], None)
-            t = t.select([])
-        tables.append(with_partitions(TableSource(t, s.path.name), part, i))
-        stats.append(st)
+            return _read(s, cols, pushed_filter(s.schema, filters))
+        # a file without the columns read (union_by_name): its row count alone
+        t, st = _read(s, [_narrowest(s)], None)
+        return t.select([]), st
+
+    read = [(_compacted(t), st) for t, st in _each(one, srcs)]
+    tables = [with_partitions(TableSource(t, s.path.name), part, i)
+              for i, (s, (t, _)) in enumerate(zip(srcs, read, strict=True))]
+    stats = [st for _, st in read]
     try:
-        ingest(tables, out, table=files.table_name)
+        # floats as they come: a pass that finds scaled decimals costs more than it saves
+        # in a store that serves one query (DECIMAL columns keep it: DuckDB rounds them
+        # exactly)
+        ingest(tables, out, table=files.table_name, floats="decimals")
     except IngestError:
         shutil.rmtree(out, ignore_errors=True)
         raise
@@ -147,6 +159,36 @@ def read_in_place(files: FileSet, spec: ReadSpec, out: Path) -> InPlace:
         sum(x[2] for x in stats), sum(x[3] for x in stats), sum(x[4] for x in stats),
         sum(x[5] for x in stats), "" if first is None else str(first),
         all(isinstance(s, ParquetSource) for s in srcs)))
+
+
+def _each(fn: Callable[[Source], _T], srcs: Sequence[Source]) -> list[_T]:
+    """``fn`` of every source, in their order; where the files outnumber the cores, one file
+    per core read at once in threads (pyarrow decodes without the GIL; fewer files already
+    fill the cores with their row groups, and read no faster at once). A failure raises the
+    error of the first file, in order, that failed (one line naming it), and the reads not
+    yet started are not started."""
+    workers = min(len(srcs), _cores())
+    if len(srcs) <= workers:
+        return [fn(s) for s in srcs]
+    with ThreadPoolExecutor(workers) as ex:
+        futs = [ex.submit(fn, s) for s in srcs]
+        try:
+            return [f.result() for f in futs]
+        except BaseException:
+            for f in futs:
+                f.cancel()
+            raise
+
+
+def _cores() -> int:
+    return os.cpu_count() or 1
+
+
+def _compacted(t: pa.Table) -> pa.Table:
+    """``t`` in one chunk where its chunks are small: a filtered read keeps a few rows of
+    each batch it scanned, and the store's writer pays a fixed cost per chunk and column."""
+    chunks = max((c.num_chunks for c in t.columns), default=0)
+    return t.combine_chunks() if chunks > 1 and t.num_rows < chunks * _SMALL_CHUNK else t
 
 
 def _agreed(srcs: Sequence[Source], filters: Sequence[KeyFilter]) -> list[KeyFilter]:

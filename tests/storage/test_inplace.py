@@ -5,6 +5,9 @@ directories, differing schemas, every row group pruned, the real TLC sample)."""
 
 from __future__ import annotations
 
+import time
+from decimal import Decimal
+
 import duckdb
 import numpy as np
 import pyarrow as pa
@@ -14,10 +17,11 @@ import pytest
 import bamql
 from bamql.config import Config
 from bamql.engine.session import Session
-from bamql.errors import PlanError
+from bamql.errors import IngestError, PlanError
 from bamql.planner.files import bind_files
 from bamql.storage.files import FileSet
 from bamql.storage.inplace import ReadSpec, pushed_filter, read_in_place
+from bamql.storage.partitioned import open_table
 from tests.reference import assert_same_rows, session_rows
 from tests.sql.corpus import SAMPLE_DIR, read_back
 
@@ -232,3 +236,68 @@ def test_within_group_quantiles_over_files(tmp_path):
         assert con.sql(sql).rows() == duckdb.sql(sql).fetchall()
         with pytest.raises(PlanError, match="DESC"):
             con.sql(f"SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY m DESC) FROM '{path}'")
+
+
+def test_in_place_stores_keep_doubles_plain_and_decimals_scaled(session, tmp_path):
+    # a store made for one query skips the pass that finds decimal doubles; a DECIMAL
+    # column keeps its scaled integers (DuckDB rounds it exactly, half away from zero)
+    cents = np.random.default_rng(3).integers(-99_999, 99_999, N)
+    cents[:4] = [25, -25, 35, 5]  # ties when rounded to one decimal
+    t = pa.table({"f": pa.array(cents / 100), "d": pa.array(
+        [Decimal(int(c)).scaleb(-2) for c in cents], pa.decimal128(12, 2), mask=cents % 7 == 0)})
+    pq.write_table(t, tmp_path / "x.parquet", row_group_size=300)
+    files = FileSet.resolve([str(tmp_path / "x.parquet")])
+    made = read_in_place(files, ReadSpec(None), tmp_path / "store")
+    with open_table(made.store) as st:
+        cols = st.columns
+        assert (cols["f"].dtype, cols["f"].scale) == ("float64", 0)
+        assert cols["d"].scale == 2 and cols["d"].dtype != "float64"
+    src = f"'{tmp_path}/x.parquet'"
+    for q in ("SELECT SUM(f), AVG(d), MIN(d), MAX(f), COUNT(d) FROM {} WHERE f > -500.5",
+              "SELECT ROUND(f, 1) AS r, COUNT(*) FROM {} WHERE f BETWEEN -0.5 AND 0.5 "
+              "GROUP BY r ORDER BY r",
+              "SELECT SUM(ROUND(f, 1)), SUM(d) FROM {} WHERE d < 0"):
+        assert_same_rows(session_rows(session, q.format(src)), duckdb.sql(q.format(src)).fetchall(),
+                         ordered="ORDER BY" in q)
+    # the DECIMAL's exact rounding is still refused, never answered as a double's
+    with pytest.raises(PlanError, match="exact decimal digits"):
+        session.sql(f"SELECT SUM(ROUND(d, 1)) FROM {src}")
+
+
+def test_files_are_read_at_once_in_their_order(monkeypatch):
+    # later files finish first; the answers keep the files' order, and a failure raises
+    # the first failing file's error, in the files' order
+    import bamql.storage.inplace as inplace
+
+    delay = {0: 0.2, 1: 0.0, 2: 0.1, 3: 0.0}
+
+    def fn(k: int) -> int:
+        time.sleep(delay[k])
+        if k in bad:
+            raise IngestError(f"file {k} is not a readable Parquet file")
+        return k * 10
+
+    monkeypatch.setattr(inplace, "_cores", lambda: 2)  # four files on two cores: threads
+    bad: set[int] = set()
+    assert inplace._each(fn, [0, 1, 2, 3]) == [0, 10, 20, 30]
+    bad = {2, 3}
+    with pytest.raises(IngestError, match="file 2 "):
+        inplace._each(fn, [0, 1, 2, 3])
+
+
+def test_a_corrupt_file_among_several_is_named(session, tmp_path):
+    d = tmp_path / "d"
+    d.mkdir()
+    t = _table()
+    for k in range(3):
+        pq.write_table(t, d / f"{k}.parquet", row_group_size=200, compression="none")
+    # a page header of file 1's middle row group overwritten: its footer still opens
+    md = pq.ParquetFile(d / "1.parquet").metadata
+    off = md.row_group(2).column(0).data_page_offset
+    raw = bytearray((d / "1.parquet").read_bytes())
+    raw[off:off + 64] = b"\xff" * 64
+    (d / "1.parquet").write_bytes(bytes(raw))
+    with pytest.raises(IngestError) as e:
+        session.sql(f"SELECT SUM(id) FROM '{d}/*.parquet'")
+    msg = str(e.value)
+    assert "1.parquet is not a readable Parquet file" in msg and "\n" not in msg
