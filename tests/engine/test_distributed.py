@@ -16,6 +16,9 @@ from tests.reference import assert_same_rows
 
 distributed = pytest.importorskip("distributed")
 QUERIES = all_queries()
+#: one pytest-xdist worker runs the module: its fixtures (a partitioned ingest, every query
+#: compiled and answered on one node) are built once, not once per worker
+pytestmark = pytest.mark.xdist_group("distributed")
 
 
 @pytest.fixture(scope="module")
