@@ -37,6 +37,8 @@ def pytest_configure(config):
     # subprocesses started by tests share it
     if "BAMQL_CACHE_DIR" not in os.environ:
         os.environ["BAMQL_CACHE_DIR"] = tempfile.mkdtemp(prefix="bamql-test-cache-")
+    if getattr(config.option, "loadgroup", False):  # a pytest-xdist worker
+        config.pluginmanager.register(_GroupsInNodeIds(), "bamql-xdist-groups")
     if not config.getoption("hypothesis_profile", None):
         settings.load_profile("full" if selects_slow(config) else "quick")
 
@@ -81,6 +83,38 @@ def pytest_collection_modifyitems(config, items):
     if slow:
         config.hook.pytest_deselected(items=slow)
         items[:] = keep
+
+
+def _group(item) -> str:
+    """The pytest-xdist group of ``item`` as ``--dist loadgroup`` names it ("" for none); a
+    GPU test's is "gpu" alone, whatever its module groups."""
+    if item.get_closest_marker("gpu"):
+        return "gpu"
+    names = {str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+             for m in item.iter_markers("xdist_group")}
+    return "_".join(sorted(names))
+
+
+class _GroupsInNodeIds:
+    """On a ``--dist loadgroup`` worker, each grouped test's node id ends in ``@<group>``:
+    the scheduler groups tests by that suffix alone. pytest-xdist writes it into the node's
+    ``_nodeid``, which pytest 9.2 no longer reads (pytest-xdist issue 1386): here it goes
+    into the node's structured id, else every group is lost (the GPU tests' included)."""
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_collection_modifyitems(self, config, items):
+        out = yield
+        for item in items:
+            group, nodeid = _group(item), item.nodeid
+            if "@" in nodeid.rpartition("]")[2]:  # xdist's own suffix (pytest before 9.2)
+                nodeid = nodeid.rpartition("@")[0]
+            if not group or item.nodeid == f"{nodeid}@{group}":
+                continue
+            if hasattr(item, "_id"):
+                item._id = type(item._id).parse(f"{nodeid}@{group}")
+            else:
+                item._nodeid = f"{nodeid}@{group}"
+        return out
 
 
 SAMPLE_DIR = Path(__file__).resolve().parents[1] / "tests" / "data" / "tlc-sample"

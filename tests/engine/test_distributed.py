@@ -10,12 +10,17 @@ import time
 import pytest
 
 import bamql
+from bamql.engine.session import gpu_unavailable_reason
 from bamql.queries import all_queries
 from bamql.storage.ingest import ingest
 from tests.reference import assert_same_rows
 
 distributed = pytest.importorskip("distributed")
 QUERIES = all_queries()
+GPU_REASON = gpu_unavailable_reason()
+#: one pytest-xdist worker runs the module: its fixtures (a partitioned ingest, every query
+#: compiled and answered on one node) are built once, not once per worker
+pytestmark = pytest.mark.xdist_group("distributed")
 
 
 @pytest.fixture(scope="module")
@@ -183,12 +188,8 @@ def test_local_gpu_cluster_lets_a_slow_worker_exit(capfd):
 
 
 @pytest.mark.gpu
+@pytest.mark.skipif(GPU_REASON is not None, reason=f"no GPU: {GPU_REASON}")  # before the fixtures
 def test_gpu_workers_match_one_node(parted, single):
-    from bamql.engine.session import gpu_unavailable_reason
-
-    why = gpu_unavailable_reason()
-    if why is not None:
-        pytest.skip(f"no GPU: {why}")
     for backend in ("host", "file"):
         with bamql.connect(parted, device="gpu", backend=backend, cluster="local-gpus") as con:
             for name, sql in QUERIES.items():

@@ -55,7 +55,11 @@ PLAN = ci_plan(QUERIES, dataset_names())
 #: bit-packed one, fewer queries.
 SAMPLE = ci_plan(QUERIES, dataset_names(), (*CI_SHAPES[:4], next(s for s in CI_SHAPES if s.pack)),
                  every=SAMPLE_EVERY)
-CPU_CASES = [pytest.param(s, n, qs, id=f"sample-{s.name}-{n}") for s, n, qs in SAMPLE] + [
+#: A data set's cases share one pytest-xdist worker: the CPU kernels of a query are the same
+#: on most shapes (and read in place), so the first shape compiles them and the others load
+#: them from the disk cache (on two workers at once, both would compile them).
+CPU_CASES = [pytest.param(s, n, qs, id=f"sample-{s.name}-{n}", marks=pytest.mark.xdist_group(f"corpus-{n}"))
+             for s, n, qs in SAMPLE] + [
     pytest.param(s, n, qs, id=f"{s.name}-{n}", marks=pytest.mark.slow) for s, n, qs in PLAN]
 GEN_ROWS = 8_000
 REPO = Path(__file__).resolve().parents[2]
@@ -142,7 +146,11 @@ def test_cpu_matches_duckdb(workdir, datasets, refs, shape, ds_name, queries):
 FILES_EVERY = 9
 
 
-@pytest.mark.parametrize("ds_name", ["gen-0.01", "hostile", "hostile-empty"])
+@pytest.mark.parametrize("ds_name", [
+    # on the worker of the data set's CPU cases (``CPU_CASES``): a table read in place runs
+    # the kernels of the stored table, which loads those of the queries the two have in common
+    pytest.param(n, marks=pytest.mark.xdist_group(f"corpus-{n}"))
+    for n in ("gen-0.01", "hostile", "hostile-empty")])
 def test_files_in_place_match_duckdb(workdir, datasets, refs, ds_name):
     out = run_queries(QUERIES[::FILES_EVERY], datasets[ds_name], FILES_SHAPE, Engine(), workdir,
                       refs)
