@@ -110,10 +110,13 @@ class _GroupsInNodeIds:
                 nodeid = nodeid.rpartition("@")[0]
             if not group or item.nodeid == f"{nodeid}@{group}":
                 continue
-            if hasattr(item, "_id"):
-                item._id = type(item._id).parse(f"{nodeid}@{group}")
-            else:
-                item._nodeid = f"{nodeid}@{group}"
+            try:  # pytest internals: where they differ, the groups are lost, not the run
+                if hasattr(item, "_id"):
+                    item._id = type(item._id).parse(f"{nodeid}@{group}")
+                else:
+                    item._nodeid = f"{nodeid}@{group}"
+            except Exception:
+                return out
         return out
 
 
