@@ -14,7 +14,8 @@ file set (the 20 M-row generated Parquet in ``/work/benchwork``, unsorted and so
 
 The OS page cache cannot be dropped on this machine (no root): every "first" run reads the
 files from memory if an earlier run touched them, so these are first-query times, not cold
-ones. Usage: ``python bench/diag/inplace_files.py [--data DIR] [--out FILE]``.
+ones. Usage: ``python bench/diag/inplace_files.py [--data DIR] [--out FILE] [--device cpu,gpu]``
+(``--device gpu``: bamql's GPU engine over the rows read in place).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ QUERIES = [f"q{i:02d}" for i in range(1, 7)]
 _CHILD = r"""
 import json, sys, time
 from pathlib import Path
-mode, src, cache = sys.argv[1], sys.argv[2], sys.argv[3]
+mode, src, cache, device = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[5]
 from bamql.queries import load as load_query
 sqls = [load_query(q).replace("FROM trips", f"FROM '{src}'") for q in json.loads(sys.argv[4])]
 out = []
@@ -49,7 +50,7 @@ if mode == "duckdb":
 else:
     from bamql.config import Config
     from bamql.engine.session import Session
-    s = Session(config=Config(device="cpu", file_cache=Path(cache), cache_files=mode == "cache"))
+    s = Session(config=Config(device=device, file_cache=Path(cache), cache_files=mode == "cache"))
     for sql in sqls:
         t0 = time.perf_counter(); r = s.sql(sql); first = time.perf_counter() - t0
         t0 = time.perf_counter(); s.sql(sql); warm = time.perf_counter() - t0
@@ -60,9 +61,10 @@ print(json.dumps(out))
 """
 
 
-def _run(mode: str, src: str, queries: list[str], cache: Path) -> list[dict]:
+def _run(mode: str, src: str, queries: list[str], cache: Path, device: str = "cpu") -> list[dict]:
     t0 = time.perf_counter()
-    p = subprocess.run([sys.executable, "-c", _CHILD, mode, src, str(cache), json.dumps(queries)],
+    p = subprocess.run([sys.executable, "-c", _CHILD, mode, src, str(cache), json.dumps(queries),
+                        device],
                        capture_output=True, text=True, cwd=REPO, check=True)
     rows = json.loads(p.stdout.strip().splitlines()[-1])
     print(f"{mode} {src}: {time.perf_counter() - t0:.1f} s", file=sys.stderr)
@@ -74,6 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "vm" /
                     "cpu-vm-20M-inplace-files.json")
+    ap.add_argument("--device", default="cpu", help="bamql's device for the in-place runs "
+                    "(cpu, gpu or 'cpu,gpu' for both)")
     a = ap.parse_args(argv)
     from bamql.bench.harness import machine
 
@@ -84,10 +88,11 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for name in ("parquet", "parquet-sorted-pickup_location_id"):
             src = str(a.data / name / "*.parquet")
-            result[name] = {
-                "bamql_in_place": _run("inplace", src, QUERIES, Path(tmp) / f"c-{name}"),
-                "duckdb": _run("duckdb", src, QUERIES, Path(tmp) / "unused"),
-            }
+            result[name] = {"duckdb": _run("duckdb", src, QUERIES, Path(tmp) / "unused")}
+            for dev in a.device.split(","):
+                key = "bamql_in_place" if dev == "cpu" else f"bamql_in_place_{dev}"
+                result[name][key] = _run("inplace", src, QUERIES, Path(tmp) / f"c-{name}-{dev}",
+                                         dev)
         result["parquet"]["bamql_cache_files"] = _run(
             "cache", str(a.data / "parquet" / "*.parquet"), QUERIES[:1], Path(tmp) / "cache")
     a.out.write_text(json.dumps(result, indent=1) + "\n")
