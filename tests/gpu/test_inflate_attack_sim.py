@@ -235,7 +235,7 @@ def test_aligned_staging_slots_deliver_every_page_of_scattered_ranges():
     _run("layout", ingest={"page_size": 512})
 
 
-@pytest.mark.parametrize("cache", ["16KiB", None])
+@pytest.mark.parametrize("cache", [pytest.param("16KiB", marks=pytest.mark.slow), None])
 def test_a_damaged_chunk_in_one_column_fails_its_queries_only(cache):
     _run("damage", ingest={"page_size": 512}, cache=cache)
 
