@@ -245,8 +245,6 @@ def test_a_damaged_chunk_in_one_column_fails_its_queries_only(cache):
     pytest.param({"page_size": 4096}, marks=pytest.mark.slow),
     pytest.param({"page_size": 65536}, marks=pytest.mark.slow),
     pytest.param({"page_size": 512, "pack": True}, marks=pytest.mark.slow),
-    pytest.param({"page_size": 512, "partitions": 3}, marks=pytest.mark.slow),
-    pytest.param({"page_size": 4096, "groups": [["w", "f"]]}, marks=pytest.mark.slow),
-], ids=["512", "4096", "65536", "packed", "partitions", "groups"])
+], ids=["512", "4096", "65536", "packed"])
 def test_queries_in_shuffled_orders_with_small_caches_and_clears_match_duckdb(ingest):
     _run("mix", ingest=ingest, align=64, rounds=1 if ingest["page_size"] == 512 else 2)
