@@ -339,9 +339,14 @@ class FileBackend(GpuBackend):
             self._pool = ThreadPoolExecutor(8, thread_name_prefix="bamql-stream")
         if compressed and self.inflater is not None and store.zst_sums is not None:
             rd = source.ready.pop(c.name, None)
-            if rd is None:
-                self.prefetch(source, store, [c], ranges)
-                rd = source.ready.pop(c.name)
+            if rd is None:  # not in the batch: a buffer of its own, the batch's columns intact
+                batch, keep = source.ready, source.devbuf
+                source.ready, source.devbuf = {}, None
+                try:
+                    self.prefetch(source, store, [c], ranges)
+                    rd = source.ready.pop(c.name)
+                finally:
+                    source.ready, source.devbuf = batch, keep
             return rd
         buf = source.colbufs.get(c.name)
         if buf is None:

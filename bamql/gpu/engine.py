@@ -193,7 +193,11 @@ class GpuEngine:
         kern = kernel.compile_kernel(src)
         stats.compile_seconds = time.perf_counter() - t_start
         ranges = self._range_arrays(t, plan.ranges)
-        scans = self._scans(t, plan, store, scan)
+        # a cache clear from another thread waits: between the batch read of the compressed
+        # columns and their hand-out it would make a column counted resident be read again,
+        # over the batch's buffer (and ``t.resident`` change under the checks)
+        with self._cache_lock:
+            scans = self._scans(t, plan, store, scan)
         key = (id(plan), tuple(a if isinstance(a, int) else id(a) for a in scans.arrays))
         ln = t.launches.get(key)
         if ln is None or ln.plan is not plan:
