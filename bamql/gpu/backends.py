@@ -173,11 +173,6 @@ class GpuBackend(ABC):
         ``ranges`` (a backend may read them together)."""
         return None
 
-    def adopt(self, source, name: str) -> None:
-        """The engine keeps column ``name``'s buffer of the last ``column`` call (one
-        ``on_gpu``) as resident: the next read of it goes to a new buffer."""
-        return None
-
     @abstractmethod
     def io_args(self, source) -> tuple:
         """The kernel's I/O arguments (``kernel.kernel_source``'s ``io``)."""
@@ -386,9 +381,6 @@ class FileBackend(GpuBackend):
         got = self.inflater.read(store, items, buf, self._pool, source.devsums)
         for (c, p0, p1, b), n in zip(items, got, strict=True):
             source.ready[c.name] = ColumnRead(buf, b, int((p1 - p0).sum()), n, on_gpu=True)
-
-    def adopt(self, source: FileSource, name: str) -> None:
-        source.devbuf = None  # its pages stay resident: the next batch goes elsewhere
 
     def io_args(self, source: FileSource) -> tuple:
         q = source.queue

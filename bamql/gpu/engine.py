@@ -382,8 +382,8 @@ class GpuEngine:
         view = self._view(t, c.name, rd.buffer, c.np_dtype, rd.offset, count)
         if self.backend.in_gpu_memory:
             return view, view, 0, moved
-        if rd.on_gpu:  # decompressed into GPU memory: resident as it is
-            self._adopt(t, store, c.name, view, full)
+        if rd.on_gpu:  # decompressed into GPU memory: a copy of its own stays resident
+            view = self._keep(t, store, c.name, view, full)
             return view, view, 0, moved
         nbytes = count * c.itemsize
         if full and t.resident_bytes + nbytes <= t.cache.n_slots * store.page_size:
@@ -417,9 +417,8 @@ class GpuEngine:
         if rd.disk_bytes is not None:
             disk[c.name] = rd.disk_bytes
         view = self._view(t, c.name, rd.buffer, np.uint64, rd.offset, words)
-        if rd.on_gpu:  # decompressed into GPU memory: resident as it is
-            self._adopt(t, store, c.name, view, full)
-            return view, ref, 0, moved
+        if rd.on_gpu:  # decompressed into GPU memory: a copy of its own stays resident
+            return self._keep(t, store, c.name, view, full), ref, 0, moved
         if (full and not self.backend.in_gpu_memory
                 and t.resident_bytes + words * 8 <= t.cache.n_slots * store.page_size):
             try:
@@ -432,14 +431,24 @@ class GpuEngine:
             return d, ref, 0, moved
         return view, ref, 0, moved
 
-    def _adopt(self, t: Table, store: PageStore, name: str, view, full: bool) -> None:
-        """Keep a column the backend decompressed into GPU memory resident (a full scan,
-        within the table's GPU budget, as a written-through copy would be)."""
-        if full and t.resident_bytes + view.nbytes <= t.cache.n_slots * store.page_size:
-            self.backend.adopt(t.source, name)
-            t.spare.pop(name, None)
-            t.resident[name] = view
-            t.resident_bytes += view.nbytes
+    def _keep(self, t: Table, store: PageStore, name: str, view, full: bool):
+        """A column the backend decompressed into its (reused) GPU buffer: after a full
+        scan, within the table's GPU budget, a copy in GPU memory of its own (the spare
+        one, if a clear left it) stays resident, as a written-through copy would; the array
+        the kernel reads."""
+        if not full or t.resident_bytes + view.nbytes > t.cache.n_slots * store.page_size:
+            return view
+        d = t.spare.pop(name, None)
+        if d is None or d.shape != view.shape or d.dtype != view.dtype:
+            t.spare.clear()  # other columns' idle buffers go before a new one comes
+            try:
+                d = self.cuda.device_array(view.shape, dtype=view.dtype)
+            except Exception:  # no room: read it from the batch buffer this time
+                return view
+        d.copy_to_device(view)
+        t.resident[name] = d
+        t.resident_bytes += d.nbytes
+        return d
 
     @staticmethod
     def _view(t: Table, name: str, base, dtype, off: int, count: int):
