@@ -15,6 +15,7 @@ from dataclasses import replace
 from bamql.config import Medium
 from bamql.planner import cost
 
-cost.MEDIA[Medium.NVCOMP] = replace(cost.NVCOMP, inflate_call_s=0.0)
-sys.argv = ["tests.sql.corpus", *sys.argv[1:]]
-runpy.run_module("tests.sql.corpus", run_name="__main__")
+if __name__ == "__main__":  # ingest's worker processes import this file again
+    cost.MEDIA[Medium.NVCOMP] = replace(cost.NVCOMP, inflate_call_s=0.0)
+    sys.argv = ["tests.sql.corpus", *sys.argv[1:]]
+    runpy.run_module("tests.sql.corpus", run_name="__main__")
