@@ -68,7 +68,7 @@ def test_cache_and_page_size_are_checked_as_sizes():
 @pytest.mark.parametrize("kind,typo,error,text", [
     (Device, "gpus", DeviceError, "device must be one of auto, cpu, gpu, not 'gpus'"),
     (Backend, "hots", DeviceError, "backend must be one of host, gpu, file, not 'hots'"),
-    (Medium, "disk", DeviceError, "medium must be one of file, queue, cached, host, gpu, not 'disk'"),
+    (Medium, "disk", DeviceError, "medium must be one of file, queue, nvcomp, cached, host, gpu, not 'disk'"),
     (AccessPath, "gaher", ConfigError, "access path must be one of scan, gather, stream, direct, "
                                        "cache, not 'gaher'"),
     (Role, "predicat", ConfigError, "role must be one of predicate, dependent, not 'predicat'"),
@@ -104,7 +104,7 @@ def test_the_cost_model_media_are_the_medium_names():
 def test_plans_use_the_enums(taxi_store):
     from bamql.planner.physical import DISK_MEDIA
 
-    assert DISK_MEDIA == (Medium.FILE, Medium.QUEUE)
+    assert DISK_MEDIA == (Medium.FILE, Medium.QUEUE, Medium.NVCOMP)
     with bamql.connect(taxi_store, device="cpu") as con:
         plan = con.plan(con._translate(
             "SELECT AVG(fare_amount) FROM trips WHERE passenger_count = 3"))
@@ -143,7 +143,7 @@ def test_settings_are_normalized_and_frozen():
 @pytest.mark.parametrize("setting,bad,error,text", [
     ("device", "tpu", DeviceError, "device must be one of auto, cpu, gpu, not 'tpu'"),
     ("backend", "tape", DeviceError, "backend must be one of host, gpu, file, not 'tape'"),
-    ("medium", "ssd", DeviceError, "medium must be one of file, queue, cached, host, gpu, not 'ssd'"),
+    ("medium", "ssd", DeviceError, "medium must be one of file, queue, nvcomp, cached, host, gpu, not 'ssd'"),
     ("cache", "8 GiBs", DeviceError, "cache: not a size: '8 GiBs'"),
     ("cache", -5, DeviceError, "cache: not a size: -5"),
     ("page_size", "lots", PlanError, "page_size: not a size: 'lots'"),
