@@ -20,6 +20,32 @@ import numpy as np
 SIMULATOR = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") == "1"
 
 
+_ATOMIC_LOCKS = ("addlock", "sublock", "andlock", "orlock", "xorlock", "maxlock", "minlock",
+                 "compare_and_swaplock", "caslock", "inclock", "declock", "exchlock")
+
+
+def share_simulator_atomics() -> None:
+    """Make numba's simulated atomics atomic with respect to each other.
+
+    The simulator guards each kind of atomic with a lock of its own, so a ``cas`` and a
+    ``sub`` on one word can interleave and lose an update; on a GPU they cannot. The page
+    cache mixes kinds on a page's state word (``cas`` to take a reference, ``sub`` to drop
+    it, ``exch`` to publish): a lost update there left a page BUSY with no loader and the
+    simulated kernel spinning for ever. One lock for every kind restores the hardware's
+    guarantee. Call it before a simulated kernel runs.
+    """
+    from numba.cuda.simulator import kernelapi
+
+    lock = getattr(kernelapi, "_bamql_atomic_lock", None)
+    if lock is None:
+        import threading
+
+        lock = kernelapi._bamql_atomic_lock = threading.Lock()
+    for name in _ATOMIC_LOCKS:
+        if hasattr(kernelapi, name):
+            setattr(kernelapi, name, lock)
+
+
 def _driver_loads() -> bool:
     """Whether a CUDA driver library loads here, by the names numba-cuda tries on Linux (a
     driver named by ``NUMBA_CUDA_DRIVER``, or another platform, counts as present: numba

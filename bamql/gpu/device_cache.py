@@ -35,6 +35,10 @@ if SIMULATOR:  # the simulator has neither nanosleep nor ldcg
 
     import time as _time
 
+    from bamql.gpu.device import share_simulator_atomics
+
+    share_simulator_atomics()
+
     @cuda.jit(device=True)
     def backoff():
         # the simulator's threads are Python threads: a spinning one gives up the GIL, so

@@ -101,7 +101,8 @@ def test_unencodable_and_too_deep_predicates_are_left_to_the_compiler():
 
 
 SCRIPT = textwrap.dedent("""
-    import random, tempfile
+    import faulthandler, random, tempfile
+    faulthandler.dump_traceback_later(840, exit=True)  # a hang shows its threads' stacks
     from pathlib import Path
     import pyarrow.parquet as pq
     import bamql
