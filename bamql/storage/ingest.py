@@ -157,7 +157,7 @@ def ingest(
     if out.exists():
         raise IngestError(f"output {out} already exists; remove it or choose another path")
     if floats not in ("auto", "plain", "decimals"):
-        raise IngestError(f"--floats must be auto or plain, got {floats!r}")
+        raise IngestError(f"--floats must be auto, plain or decimals, got {floats!r}")
     if compress not in ("zstd", "none"):
         raise IngestError(f"--compress must be zstd or none, got {compress!r}")
     given = _given_sources(sources)

@@ -115,7 +115,7 @@ def test_plain_keeps_float64(tmp_path, taxi_orc):
     with PageStore(tmp_path / "t") as s:
         assert s.column("trip_distance").dtype == "float64"
         assert s.column("trip_distance").scale == 0
-    with pytest.raises(IngestError, match="--floats must be auto or plain"):
+    with pytest.raises(IngestError, match="--floats must be auto, plain or decimals"):
         ingest(taxi_orc, tmp_path / "u", floats="decimal")
     assert not (tmp_path / "u").exists()
 
