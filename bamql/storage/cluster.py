@@ -193,7 +193,8 @@ def rank_codes(values: np.ndarray, nulls: np.ndarray, bits: int) -> np.ndarray:
     inv = inv.reshape(-1)
     rank[~nulls] = inv
     distinct = (int(inv.max()) + 1 if len(inv) else 0) + bool(nulls.any())
-    rank[nulls] = distinct - 1
+    if distinct:
+        rank[nulls] = distinct - 1
     if distinct > 1 << (64 - bits):
         raise IngestError(f"a clustering key has {distinct:,} distinct values, more than a "
                           "Z-order of these keys ranks; partition the table")
