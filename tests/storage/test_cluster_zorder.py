@@ -17,7 +17,7 @@ import pytest
 
 import bamql
 from bamql.config import ClusterOrder
-from bamql.errors import UsageError
+from bamql.errors import StoreError, UsageError
 from bamql.queries import load
 from bamql.storage.cluster import (
     Clustering,
@@ -31,7 +31,7 @@ from bamql.storage.cluster import (
 from bamql.storage.encoding import null_mask, sentinel_for
 from bamql.storage.ingest import append, ingest, refresh
 from bamql.storage.partitioned import open_table
-from tests.conftest import SAMPLES
+from tests.conftest import SAMPLES, edit_manifest
 from tests.reference import assert_same_rows, duck
 
 NINE = [f"q{i:02d}" for i in range(1, 10)]
@@ -239,3 +239,16 @@ def test_zorder_prunes_a_filter_on_the_second_key_alone(tmp_path, grid):
     z_rows, z_a, z_skip_a = _pages(tmp_path / "z", on_a)
     assert_same_rows(z_rows, duck(on_a, ref), ordered=False)
     assert s_skip_a > 0.9 and z_skip_a > 0.7  # the first key still prunes, if less
+
+
+def test_a_manifest_with_an_unknown_or_keyless_order_is_refused(tmp_path, nully):
+    ingest(nully[:1], tmp_path / "t", cluster_by="zorder(k,s)")
+    r = subprocess.run([sys.executable, "-m", "bamql.cli", "verify", str(tmp_path / "t")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "clustered by zorder(k, s)" in r.stdout
+    edit_manifest(tmp_path / "t", lambda m: m.update(cluster_order="hilbert"))
+    with pytest.raises(StoreError, match="cluster order 'hilbert'"):
+        open_table(tmp_path / "t")
+    edit_manifest(tmp_path / "t", lambda m: m.update(cluster_order="zorder", cluster_by=[]))
+    with pytest.raises(StoreError, match="cluster order 'zorder'"):
+        open_table(tmp_path / "t")
