@@ -117,23 +117,29 @@ def cmd_verify(a: argparse.Namespace) -> int:
     parts = s.parts  # a table of one store is a table of one partition
     pages = sum(p.manifest.all_pages for p in parts)
     groups = len(parts[0].manifest.groups)
+    from bamql.storage.cluster import describe
+
     keys = parts[0].manifest.cluster_by
+    order = parts[0].manifest.cluster_order
     print(f"{a.store}: OK ({s.rows:,} rows, {len(s.columns)} columns, {pages:,} pages "
           f"of {s.page_size} B" + (f" ({groups} row group(s) included)" if groups else "")
-          + f", {len(parts)} partition(s)" + (f", clustered by {', '.join(keys)}" if keys else "")
+          + f", {len(parts)} partition(s)" + (f", clustered by {describe(keys, order)}" if keys else "")
           + ")")
     return 0
 
 
 def cmd_info(a: argparse.Namespace) -> int:
     """``bamql info TABLE``: each column's storage and its bytes, plain and as stored."""
+    from bamql.storage.cluster import describe
     from bamql.storage.packing import column_sizes
     from bamql.storage.partitioned import open_table
 
     with open_table(a.store) as t:
         sizes = [column_sizes(p.manifest) for p in t.parts]
+        m = t.parts[0].manifest
         print(f"{a.store}: {t.rows:,} rows, {len(t.columns)} columns, {t.page_size} B pages, "
-              f"{len(t.parts)} partition(s)")
+              f"{len(t.parts)} partition(s)"
+              + (f", clustered by {describe(m.cluster_by, m.cluster_order)}" if m.cluster_by else ""))
     print(f"  {'column':<24} {'stored as':<16} {'plain MB':>10} {'stored MB':>10} {'ratio':>6}")
     for k, c in enumerate(sizes[0]):
         plain = sum(s[k].plain_bytes for s in sizes)
@@ -173,6 +179,7 @@ def cmd_bench(a: argparse.Namespace) -> int:
     from pathlib import Path
 
     from bamql.bench.harness import BenchConfig, run, summary
+    from bamql.storage.cluster import parse_cluster_by
 
     queries = _query_names(a.queries)
     try:
@@ -181,11 +188,12 @@ def cmd_bench(a: argparse.Namespace) -> int:
         raise BamqlError(f"--selectivity takes numbers such as 0.0005,0.01, not {a.selectivity!r}") from None
     if any(not 0 <= s <= 1 for s in shares):
         raise BamqlError("--selectivity values must be within 0..1")
+    clustering = parse_cluster_by(a.cluster_by or None)
     cfg = BenchConfig(rows=a.rows, queries=queries, engines=_split(a.engines), modes=_split(a.modes),
                       reps=a.reps, page_sizes=tuple(_size(x) for x in _split(a.page_sizes)),
                       shares=shares, workdir=Path(a.workdir), out=Path(a.out), plots=not a.no_plots,
                       groups=a.groups, floats=a.floats, compress=a.compress,
-                      cluster_by=_split(a.cluster_by) if a.cluster_by else (), pack=a.pack)
+                      cluster_by=clustering.keys, cluster_order=clustering.order, pack=a.pack)
     res = run(cfg, say=lambda m: print(f"bamql: {m}", file=sys.stderr))
     print(summary(res))
     print(f"results: {cfg.out}.json" + "".join(f", {p}" for p in res.get("plots", [])))
@@ -293,8 +301,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="only these columns (default: all); the others are not even decoded")
     i.add_argument("--cluster-by", default=None, metavar="A,B",
                    help="sort each partition's rows by these columns (ascending, NULLs last), so "
-                   "that filters on them prune pages and gathers read few, dense pages; an "
-                   "--append sorts the table's old and new rows together")
+                   "that filters on them prune pages and gathers read few, dense pages; "
+                   "zorder(a,b): order them by a Z-order of the columns, so that a filter on any "
+                   "one of them prunes; an --append orders the table's old and new rows together")
     i.add_argument("--pack", action="store_true", default=None,
                    help="bit-pack integer, timestamp, string-code and scaled-decimal columns to "
                    "the bits of their range, with a frame of reference per page (a zone id takes "
@@ -357,7 +366,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "--compress)")
     b.add_argument("--cluster-by", default=None, metavar="A,B",
                    help="cluster the stores by these columns (see bamql ingest --cluster-by) and "
-                   "sort duckdb-sorted's Parquet copy by them, e.g. pickup_location_id")
+                   "order duckdb-sorted's Parquet copy the same way, e.g. pickup_location_id or "
+                   "zorder(pickup_location_id,pickup_datetime)")
     b.add_argument("--pack", action="store_true",
                    help="bit-pack the stores' integer-stored columns (see bamql ingest --pack)")
     b.set_defaults(func=cmd_bench)

@@ -127,6 +127,21 @@ class Role(_Choice):
     DEPENDENT = "dependent"  # read only for rows that pass it (group keys, aggregates)
 
 
+class ClusterOrder(_Choice):
+    """How a clustered table orders its rows by its keys (``storage.cluster``)."""
+
+    SORT = "sort"  # lexicographic: the first key, then the next among its ties
+    ZORDER = "zorder"  # the keys' rank codes with their bits interleaved (a Z curve)
+
+    @classmethod
+    def _setting(cls) -> str:
+        return "cluster order"
+
+    @classmethod
+    def _error(cls) -> type[BamqlError]:
+        return UsageError
+
+
 # -- sizes ---------------------------------------------------------------------------------
 _UNITS = {"": 1, "b": 1, "byte": 1, "bytes": 1,
           **{u: 1000 ** (i + 1) for i, names in enumerate(

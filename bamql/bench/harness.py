@@ -27,13 +27,14 @@ import pyarrow.parquet as pq
 
 from bamql.bench.engines import Data, all_engines
 from bamql.bench.minimum import matching_rows, page_minimum
+from bamql.config import ClusterOrder
 from bamql.datasets.generator import GenParams
 from bamql.datasets.orc import generate_orc
 from bamql.errors import BamqlError
 from bamql.planner.translate import translate
 from bamql.progress import ingest_progress, progress_bar
 from bamql.queries import TAXI_QUERIES, load
-from bamql.storage.cluster import check_keys
+from bamql.storage.cluster import Clustering, arrow_values, check_keys, describe, zorder_permutation
 from bamql.storage.format import FORMAT_VERSION, MANIFEST, PAGES_META
 from bamql.storage.ingest import ingest
 from bamql.storage.packing import column_sizes
@@ -62,6 +63,8 @@ class BenchConfig:
     compress: str = "none"  # compressed stream copies (storage.streams): zstd or none
     #: clustering keys of the stores (storage.cluster) and of duckdb-sorted's Parquet copy
     cluster_by: tuple[str, ...] = ()
+    #: how ``cluster_by`` orders rows (``config.ClusterOrder``): sort or zorder
+    cluster_order: ClusterOrder = ClusterOrder.SORT
     #: bit-packed stores (storage.packing; ``bamql ingest --pack``)
     pack: bool = False
 
@@ -110,7 +113,7 @@ def h2d_bandwidth() -> float:
 
 
 def _stale(store: Path, compress: str = "none", cluster_by: tuple[str, ...] = (),
-           pack: bool = False) -> bool:
+           pack: bool = False, cluster_order: ClusterOrder = ClusterOrder.SORT) -> bool:
     """A store written by an older format or bamql (no page value sets), or without the
     compressed copy, the clustering or the packing asked for (re-ingested rather than
     measured as current)."""
@@ -125,6 +128,7 @@ def _stale(store: Path, compress: str = "none", cluster_by: tuple[str, ...] = ()
     return (m.get("format_version") != FORMAT_VERSION
             or (m.get("streams") is not None) != (compress == "zstd")
             or tuple(m.get("cluster_by", ())) != tuple(cluster_by)
+            or m.get("cluster_order", "sort") != cluster_order
             or bool(m.get("pack", False)) != pack
             or bool(small) and not any(k.startswith("vset:") for k in keys))
 
@@ -136,24 +140,36 @@ def _orc_to_parquet(src: Path, dst: Path) -> None:
             w.write_batch(f.read_stripe(i))
 
 
-def sorted_parquet(src: str, dst: Path, keys: Sequence[str]) -> None:
-    """The rows of the Parquet files ``src`` (a glob) sorted by ``keys`` (ascending, NULLs
-    last, as ``bamql ingest --cluster-by``), written by DuckDB as one zstd Parquet file
+def sorted_parquet(src: str, dst: Path, keys: Sequence[str],
+                   order: ClusterOrder = ClusterOrder.SORT) -> None:
+    """The rows of the Parquet files ``src`` (a glob) in the order of ``bamql ingest
+    --cluster-by`` over ``keys`` (sorted ascending, NULLs last; or the Z-order of one
+    store, computed by the same function as at ingest), written as one zstd Parquet file
     ``dst`` with row groups of as many rows as the first of ``src``'s (so that DuckDB's
     row-group statistics prune at the same grain as over the unsorted copy)."""
     import glob
 
     import duckdb
 
-    first = pq.ParquetFile(sorted(glob.glob(src))[0]).metadata
+    files = sorted(glob.glob(src))
+    first = pq.ParquetFile(files[0]).metadata
     rg = max(first.row_group(0).num_rows if first.num_row_groups else 1, 1)
-    order = ", ".join(f'"{k}" ASC NULLS LAST' for k in keys)
     tmp = dst.with_name(f".{dst.name}.tmp")
     tmp.unlink(missing_ok=True)
+    if ClusterOrder(order) is ClusterOrder.ZORDER and len(keys) > 1:
+        import pyarrow as pa
+
+        # the files in the order the stores ingest their ORC twins, rows in the store's order
+        t = pa.concat_tables(pq.read_table(f) for f in files)
+        t = t.take(zorder_permutation([arrow_values(t.column(k)) for k in keys]))
+        pq.write_table(t, tmp, row_group_size=rg, compression="zstd")
+        tmp.rename(dst)
+        return
+    order_by = ", ".join(f'"{k}" ASC NULLS LAST' for k in keys)
     con = duckdb.connect()
     try:
         con.execute(f"SET temp_directory = '{dst.parent / '.duckdb-tmp'}'")
-        con.execute(f"COPY (SELECT * FROM read_parquet('{src}') ORDER BY {order}) TO '{tmp}' "
+        con.execute(f"COPY (SELECT * FROM read_parquet('{src}') ORDER BY {order_by}) TO '{tmp}' "
                     f"(FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE {rg})")
     finally:
         con.close()
@@ -174,12 +190,15 @@ def generate(out: Path, rows: int, share: float, fmt: str = "orc",
 def prepare(workdir: Path, rows: int, share: float, page_sizes: Sequence[int],
             parquet_copy: bool = True, groups: str = "auto", floats: str = "auto",
             compress: str = "none", cluster_by: Sequence[str] = (),
-            sorted_copy: bool = False, pack: bool = False) -> Data:
-    """ORC, a Parquet copy (for DuckDB), a copy sorted by ``cluster_by`` (``sorted_copy``,
-    for duckdb-sorted) and a store per page size, clustered by ``cluster_by`` when given
+            sorted_copy: bool = False, pack: bool = False,
+            cluster_order: ClusterOrder = ClusterOrder.SORT) -> Data:
+    """ORC, a Parquet copy (for DuckDB), a copy ordered by ``cluster_by`` in
+    ``cluster_order`` (``sorted_copy``, for duckdb-sorted) and a store per page size,
+    clustered so when given
     (each reused when there and current; stores with row groups, plain floats, clustering or
     packing are kept apart from the others)."""
     cluster_by = tuple(cluster_by)
+    zsuffix = "-zorder" if cluster_order == ClusterOrder.ZORDER and cluster_by else ""
     base = workdir / f"r{rows}-s{share:g}"
     orc = base / "orc"
     if not orc.exists():
@@ -205,25 +224,28 @@ def prepare(workdir: Path, rows: int, share: float, page_sizes: Sequence[int],
     if sorted_copy:
         if not cluster_by:
             raise BamqlError("duckdb-sorted needs --cluster-by (the keys its copy is sorted by)")
-        sorted_pq = base / f"parquet-sorted-{'-'.join(cluster_by)}" / "trips.parquet"
+        sorted_pq = base / (f"parquet-sorted-{'-'.join(cluster_by)}" + zsuffix) / "trips.parquet"
         if not sorted_pq.exists():
             sorted_pq.parent.mkdir(parents=True, exist_ok=True)
-            with progress_bar(f"sorting a Parquet copy by {', '.join(cluster_by)}", 1) as adv:
-                sorted_parquet(str(parquet), sorted_pq, cluster_by)
+            with progress_bar(f"ordering a Parquet copy by {describe(cluster_by, cluster_order)}",
+                              1) as adv:
+                sorted_parquet(str(parquet), sorted_pq, cluster_by, cluster_order)
                 adv(1)
     stores = {}
     for ps in page_sizes:
         d = base / (f"data-{ps}" + ("" if groups in (None, "none") else f"-g{groups}")
                     + ("-fplain" if floats == "plain" else "")
                     + ("-zstd" if compress == "zstd" else "")
-                    + (f"-c{'-'.join(cluster_by)}" if cluster_by else "")
+                    + (f"-c{'-'.join(cluster_by)}{zsuffix}" if cluster_by else "")
                     + ("-packed" if pack else ""))
-        if (d / "trips").exists() and _stale(d / "trips", compress, cluster_by, pack):
+        if (d / "trips").exists() and _stale(d / "trips", compress, cluster_by, pack,
+                                             cluster_order):
             shutil.rmtree(d / "trips")
         if not (d / "trips").exists():
             with ingest_progress(f"ingesting ({ps} B pages)", rows) as bars:
                 ingest(orcs, d / "trips", page_size=ps, **bars, groups=groups,
-                       floats=floats, compress=compress, cluster_by=cluster_by or None,
+                       floats=floats, compress=compress,
+                       cluster_by=Clustering(cluster_by, ClusterOrder(cluster_order)),
                        pack=pack)
         stores[ps] = d
     return Data(rows, share, orcs, parquet, stores, sorted_pq)
@@ -292,7 +314,7 @@ def run(cfg: BenchConfig, say: Callable[[str], None] = print) -> dict:
         "modes": list(cfg.modes), "reps": cfg.reps, "page_sizes": list(cfg.page_sizes),
         "shares": list(cfg.shares), "cold": cold_ok, "groups": cfg.groups,
         "floats": cfg.floats, "compress": cfg.compress, "cluster_by": list(cfg.cluster_by),
-        "pack": cfg.pack},
+        "cluster_order": str(cfg.cluster_order), "pack": cfg.pack},
         "runs": [], "errors": []}
     steps = len(cfg.shares) * len(cfg.queries) * sum(
         len(cfg.page_sizes) if e.name.startswith("bamql") else 1 for e in active)
@@ -301,7 +323,7 @@ def run(cfg: BenchConfig, say: Callable[[str], None] = print) -> dict:
                             parquet_copy=any(e.name == "duckdb" for e in active), groups=cfg.groups,
                             floats=cfg.floats, compress=cfg.compress, cluster_by=cfg.cluster_by,
                             sorted_copy=any(e.name == "duckdb-sorted" for e in active),
-                            pack=cfg.pack)
+                            pack=cfg.pack, cluster_order=cfg.cluster_order)
              for share in cfg.shares}
     found: dict[tuple, np.ndarray | None] = {}  # (share, predicate) -> matching rows (ORC)
 

@@ -1,14 +1,25 @@
-"""Clustered tables (``bamql ingest --cluster-by a,b``): each store's rows sorted by keys.
+"""Clustered tables (``bamql ingest --cluster-by a,b``): each store's rows ordered by keys.
 
 Rows whose key values are alike then sit in few pages, so zone maps and page value sets
 prune nearly every page of a predicate on the keys, and the gathers of the dependent
 columns become a few dense pages instead of one page per matching row.
 
-The order is lexicographic over the keys, each ascending with NULLs last, and stable (rows
-of equal keys keep their source order). Keys are compared as stored: integers and
-timestamps by value, strings by their dictionary codes (the dictionary is sorted, so code
-order is string order), scaled decimals by their scaled integers, floats by value with NaN
-and NULL last.
+Two orders (:class:`~bamql.config.ClusterOrder`), spelled ``a,b`` and ``zorder(a,b)``:
+
+- ``sort``: lexicographic over the keys, each ascending with NULLs last, and stable (rows
+  of equal keys keep their source order). A filter on the first key prunes best; one on
+  a later key alone prunes little.
+- ``zorder``: each key's values mapped to a rank code of ``64 // keys`` bits (at most 32):
+  its distinct values, NULL last, in order, spread evenly over the code range
+  (:func:`rank_codes`); the codes' bits interleaved, the first key's bit first in each
+  round, into one 64-bit Z key, then a stable sort on it. A filter on any one key prunes
+  a share of the pages, at some cost to a filter on the first key. The order is a
+  function of the store's key values alone, so it is deterministic; of one key it is
+  ``sort``'s.
+
+Keys are compared as stored: integers and timestamps by value, strings by their
+dictionary codes (the dictionary is sorted, so code order is string order), scaled
+decimals by their scaled integers, floats by value with NaN and NULL last.
 
 Writing is two passes over the rows of one store: pass 1 reads the key columns and makes
 the permutation (``argsort``); pass 2 reads the other columns a few at a time, permutes
@@ -19,11 +30,16 @@ columns are narrower), beside one source batch.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
-from bamql.errors import IngestError
+from bamql.config import ClusterOrder
+from bamql.errors import IngestError, UsageError
 from bamql.storage.encoding import null_mask
 from bamql.storage.writer import ColumnPlan, PageWriter
 
@@ -34,20 +50,73 @@ PASS_BUDGET = 1 << 30
 CHUNK_ROWS = 1 << 20
 
 
-def parse_cluster_by(spec: str | Sequence[str] | None) -> tuple[str, ...]:
-    """``"a,b"`` or ``["a", "b"]`` -> the key names; None or empty -> no clustering.
+#: Most keys a Z-order interleaves (each gets ``64 // keys`` bits of the Z key).
+MAX_ZORDER_KEYS = 8
 
-    A name given twice is a one-line error.
+#: Bits of one key's rank code at most (a key alone, or two).
+MAX_CODE_BITS = 32
+
+_CALL = re.compile(r"^\s*([A-Za-z_]\w*)\s*\((.*)\)\s*$", re.S)
+
+
+@dataclass(frozen=True)
+class Clustering:
+    """A table's clustering: its keys and their order; no keys for the sources' order."""
+
+    keys: tuple[str, ...] = ()
+    order: ClusterOrder = ClusterOrder.SORT
+
+    def __bool__(self) -> bool:
+        return bool(self.keys)
+
+    def describe(self) -> str:
+        """The keys as a user spells them: ``a, b`` or ``zorder(a, b)``."""
+        return describe(self.keys, self.order)
+
+
+#: No clustering: the sources' order.
+NO_CLUSTERING = Clustering()
+
+
+def describe(keys: Sequence[str], order: ClusterOrder | str) -> str:
+    """``a, b`` (sort) or ``zorder(a, b)``: clustering keys as EXPLAIN and verify show them."""
+    text = ", ".join(keys)
+    return text if ClusterOrder(order) is ClusterOrder.SORT else f"{order}({text})"
+
+
+def parse_cluster_by(spec: str | Sequence[str] | Clustering | None) -> Clustering:
+    """``"a,b"`` or ``["a", "b"]`` (lexicographic), ``"zorder(a,b)"`` (Z-order) -> the
+    table's clustering; None or empty -> none.
+
+    A name given twice, an empty name, an unknown order (``hilbert(a,b)``) or more than
+    :data:`MAX_ZORDER_KEYS` Z-order keys is a one-line UsageError.
     """
     if spec is None:
-        return ()
-    names = [s.strip() for s in (spec.split(",") if isinstance(spec, str) else spec)]
+        return Clustering()
+    if isinstance(spec, Clustering):
+        return spec
+    order = ClusterOrder.SORT
+    text = spec
+    if isinstance(spec, str):
+        m = _CALL.match(spec)
+        if m is not None:
+            try:
+                order = ClusterOrder(m.group(1).lower())
+            except UsageError:
+                raise UsageError(f"--cluster-by {spec!r}: no cluster order {m.group(1)!r}; write "
+                                 "a,b (sorted) or zorder(a,b)") from None
+            text = m.group(2)
+        elif "(" in spec or ")" in spec:
+            raise UsageError(f"--cluster-by {spec!r} is not a,b or zorder(a,b)")
+    names = [s.strip() for s in (text.split(",") if isinstance(text, str) else text)]
     if any(not n for n in names):
-        raise IngestError(f"--cluster-by {spec!r} has an empty column name")
+        raise UsageError(f"--cluster-by {spec!r} has an empty column name")
     dup = next((n for n in names if names.count(n) > 1), None)
     if dup is not None:
-        raise IngestError(f"--cluster-by names column {dup!r} twice")
-    return tuple(names)
+        raise UsageError(f"--cluster-by names column {dup!r} twice")
+    if order is ClusterOrder.ZORDER and len(names) > MAX_ZORDER_KEYS:
+        raise UsageError(f"--cluster-by {spec!r}: a Z-order takes at most {MAX_ZORDER_KEYS} keys")
+    return Clustering(tuple(names), order)
 
 
 def check_keys(keys: Sequence[str], have: Sequence[str]) -> None:
@@ -58,16 +127,100 @@ def check_keys(keys: Sequence[str], have: Sequence[str]) -> None:
                               f"{', '.join(have)}")
 
 
-def permutation(keys: Sequence[np.ndarray]) -> np.ndarray:
-    """The stable order of rows that sorts stored key columns ``keys`` (first key first)
-    ascending, NULLs last."""
+def permutation(keys: Sequence[np.ndarray],
+                order: ClusterOrder = ClusterOrder.SORT) -> np.ndarray:
+    """The stable order of rows that sorts stored key columns ``keys`` (first key first):
+    lexicographic ascending with NULLs last, or by their Z key (:func:`zorder_key`)."""
     if not keys:
         raise ValueError("no key to sort by")
+    if order is ClusterOrder.ZORDER and len(keys) > 1:
+        return zorder_permutation([(v, null_mask(v)) for v in keys])
     cols: list[np.ndarray] = []
     for v in reversed(keys):  # np.lexsort: its last key is the primary one
         # the NULL flag ranks before the value; NULLs share one stored value, so they tie
         cols.extend((v, null_mask(v)))
     return np.lexsort(cols)
+
+
+def zorder_permutation(keys: Sequence[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """The stable order of rows by the Z key of ``keys``, each ``(values, nulls)`` as
+    :func:`rank_codes` takes them: stored columns at ingest, or Arrow columns
+    (:func:`arrow_values`) for a copy in the same order."""
+    bits = code_bits(len(keys))
+    return np.argsort(zorder_key([rank_codes(v, n, bits) for v, n in keys], bits), kind="stable")
+
+
+def arrow_values(col: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """An Arrow column as ``(values, nulls)`` that :func:`rank_codes` orders as the column
+    is ordered (timestamps as integers, strings as Python strings; NULLs filled in, and
+    flagged in ``nulls``)."""
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    if pa.types.is_dictionary(col.type):
+        col = col.cast(col.type.value_type)
+    if pa.types.is_temporal(col.type):
+        col = col.cast(pa.int64())
+    nulls = col.is_null().to_numpy(zero_copy_only=False)
+    fill = "" if pa.types.is_string(col.type) or pa.types.is_large_string(col.type) else 0
+    values = pc.fill_null(col, pa.scalar(fill, col.type)).to_numpy(zero_copy_only=False)
+    return values, nulls
+
+
+def code_bits(n_keys: int) -> int:
+    """Bits of each key's rank code in a Z key of ``n_keys`` keys: 64 bits shared, at most
+    :data:`MAX_CODE_BITS` each."""
+    return min(MAX_CODE_BITS, 64 // n_keys)
+
+
+def rank_codes(values: np.ndarray, nulls: np.ndarray, bits: int) -> np.ndarray:
+    """``values``' rank codes of ``bits`` bits (uint64): the dense rank of each value among
+    the distinct non-NULL values (NaN after the numbers, all NaNs one value), NULLs
+    (``nulls`` true) after them all, scaled to span ``0 .. 2**bits``: ``rank * 2**bits //
+    distinct``. Equal values get equal codes and the order of values is kept (codes may
+    merge neighbours when there are more than ``2**bits`` distinct values); scaling makes
+    the first bit of every key's code split its values in halves, so no key's bits sit
+    idle at the top of the Z key.
+
+    ``values`` may be any array ``np.unique`` orders as the column is ordered: stored
+    values (strings as their sorted dictionary's codes), or an Arrow column's values
+    (strings as Python strings).
+    """
+    if not 1 <= bits <= MAX_CODE_BITS:
+        raise ValueError(f"rank codes take 1..{MAX_CODE_BITS} bits, not {bits}")
+    nulls = np.asarray(nulls, dtype=bool)
+    rank = np.empty(len(values), dtype=np.uint64)
+    _, inv = np.unique(values[~nulls], return_inverse=True)  # NaNs sort last, as one
+    inv = inv.reshape(-1)
+    rank[~nulls] = inv
+    distinct = (int(inv.max()) + 1 if len(inv) else 0) + bool(nulls.any())
+    if distinct:
+        rank[nulls] = distinct - 1
+    if distinct > 1 << (64 - bits):
+        raise IngestError(f"a clustering key has {distinct:,} distinct values, more than a "
+                          "Z-order of these keys ranks; partition the table")
+    # rank < distinct <= rows < 2**32, so rank << 32 stays within 64 bits
+    return (rank << np.uint64(bits)) // np.uint64(max(distinct, 1))
+
+
+#: ``_SPREAD[k][b]``: the 8 bits of byte ``b`` placed ``k`` bits apart (bit i at bit i*k).
+_SPREAD = {k: np.array([sum(((b >> i) & 1) << (i * k) for i in range(8)) for b in range(256)],
+                       dtype=np.uint64) for k in range(1, MAX_ZORDER_KEYS + 1)}
+
+
+def zorder_key(codes: Sequence[np.ndarray], bits: int) -> np.ndarray:
+    """The Z key (uint64) of rank codes ``codes`` of ``bits`` bits each: from the top, bit
+    ``bits - 1`` of every key (the first key's the highest), then bit ``bits - 2``..."""
+    k = len(codes)
+    if not 1 <= k <= MAX_ZORDER_KEYS or k * bits > 64:
+        raise ValueError(f"{k} keys of {bits} bits do not fit a 64-bit Z key")
+    spread = _SPREAD[k]
+    z = np.zeros(len(codes[0]), dtype=np.uint64)
+    for j, c in enumerate(codes):
+        c = np.asarray(c, dtype=np.uint64)
+        for byte in range(-(-bits // 8)):
+            part = spread[((c >> np.uint64(8 * byte)) & np.uint64(0xFF)).astype(np.intp)]
+            z |= part << np.uint64(8 * byte * k + (k - 1 - j))
+    return z
 
 
 def _passes(plans: Sequence[ColumnPlan], rows: int, budget: int) -> list[list[int]]:
@@ -87,10 +240,10 @@ def _passes(plans: Sequence[ColumnPlan], rows: int, budget: int) -> list[list[in
 
 
 def write_clustered(read: Callable[[list[str]], Iterator[dict[str, np.ndarray]]],
-                    plans: Sequence[ColumnPlan], writer: PageWriter, keys: Sequence[str],
+                    plans: Sequence[ColumnPlan], writer: PageWriter, clustering: Clustering,
                     rows: int, progress: Callable[[int], None] | None = None,
                     budget: int = PASS_BUDGET) -> None:
-    """Write a store's ``rows`` rows, sorted by ``keys``, through ``writer``.
+    """Write a store's ``rows`` rows, in the order of ``clustering``, through ``writer``.
 
     Parameters
     ----------
@@ -99,8 +252,8 @@ def write_clustered(read: Callable[[list[str]], Iterator[dict[str, np.ndarray]]]
         values (``columnplans.to_storage``) of the columns ``names``.
     plans, writer
         The columns, and the page writer of the store they go to.
-    keys
-        The clustering keys, names of ``plans``' columns.
+    clustering
+        The clustering keys (names of ``plans``' columns) and their order.
     rows
         The store's row count.
     progress
@@ -109,7 +262,8 @@ def write_clustered(read: Callable[[list[str]], Iterator[dict[str, np.ndarray]]]
         Stored bytes pass 2 holds at once.
     """
     by_name = {pl.name: i for i, pl in enumerate(plans)}
-    perm = permutation(_whole(read, list(keys), rows, plans, by_name))
+    keys = list(clustering.keys)
+    perm = permutation(_whole(read, keys, rows, plans, by_name), clustering.order)
     groups = _passes(plans, rows, budget)
     done = cols = 0
     for g in groups:

@@ -46,6 +46,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bamql.config import ClusterOrder
 from bamql.errors import StoreError
 from bamql.storage.encoding import sentinel_for
 from bamql.storage.packing import MAX_BITS, PACKABLE_TYPES, rows_per_page
@@ -287,6 +288,8 @@ class Manifest:
     origin: Origin | None = None
     #: made with ``ingest(pack=True)``: eligible columns bit-packed (kept by appends)
     pack: bool = False
+    #: how ``cluster_by`` orders the rows (``config.ClusterOrder``: sort or zorder)
+    cluster_order: str = "sort"
 
     @property
     def all_pages(self) -> int:
@@ -311,6 +314,10 @@ class Manifest:
             del d["origin"]
         if not d["pack"]:  # plain stores are written as before packing existed
             del d["pack"]
+        if d["cluster_order"] == "sort":  # as written before Z-order existed
+            del d["cluster_order"]
+        else:
+            d["cluster_order"] = str(d["cluster_order"])
         for c in d["columns"]:
             if not c["bits"]:
                 del c["bits"]
@@ -406,6 +413,9 @@ def _inconsistency(m: Manifest) -> str | None:
         return f"the columns hold {nxt} pages, the volumes {m.total_pages}"
     if any(k not in names for k in m.cluster_by) or len(set(m.cluster_by)) != len(m.cluster_by):
         return f"clustering keys {list(m.cluster_by)} are not distinct columns"
+    orders = tuple(o.value for o in ClusterOrder)
+    if m.cluster_order not in orders or (m.cluster_order != "sort" and not m.cluster_by):
+        return f"cluster order {m.cluster_order!r} of keys {list(m.cluster_by)}"
     by_name = {c.name: c for c in m.columns}
     seen: set[str] = set()
     nxt = m.total_pages  # the row groups' pages follow, group after group

@@ -26,8 +26,9 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from bamql.config import ClusterOrder
 from bamql.errors import IngestError
-from bamql.storage.cluster import check_keys, parse_cluster_by, write_clustered
+from bamql.storage.cluster import NO_CLUSTERING, Clustering, check_keys, parse_cluster_by, write_clustered
 from bamql.storage.columnplans import column_plans, select, to_storage, unify_schemas
 from bamql.storage.files import expand_all, open_all, with_partitions
 from bamql.storage.format import (
@@ -140,8 +141,9 @@ def ingest(
         checked (``bamql.progress.ingest_progress`` drives both bars).
     cluster_by
         Clustering keys (``"a,b"`` or names): each store's rows (each partition's) sorted by
-        them, ascending, NULLs last (``storage.cluster``, which says what memory it takes);
-        None for the sources' order. The manifest records them.
+        them, ascending, NULLs last; ``"zorder(a,b)"``: ordered by a Z-order of their ranks,
+        so that a filter on any one key prunes pages (``storage.cluster``, which says what
+        memory it takes); None for the sources' order. The manifest records them.
     pack
         Bit-pack the integer-stored columns (integers, timestamps, dictionary codes, scaled
         floats) to the bits of their range, with a frame of reference per page
@@ -188,8 +190,8 @@ def append(
     and an append that fails or is killed leaves the old table as it was. Appends to one
     table run one at a time (a lock beside it).
 
-    A clustered table (``ingest(cluster_by=...)``) stays clustered by the same keys: each
-    store's old and new rows are sorted together.
+    A clustered table (``ingest(cluster_by=...)``) stays clustered by the same keys in the
+    same order (sorted or Z-order): each store's old and new rows are ordered together.
 
     A source that lacks one of the table's columns, or whose column has another kind
     (a string where the table has an integer), is a one-line error before anything is
@@ -307,7 +309,7 @@ def _state(out: Path) -> _Stored:
                         partitions=len(t.parts) if t.partitioned else 1,
                         groups=[g.members for g in m.groups] if m.groups else None,
                         compress="zstd" if m.streams is not None else "none",
-                        cluster=m.cluster_by,
+                        cluster=Clustering(m.cluster_by, ClusterOrder(m.cluster_order)),
                         floats=origin.floats if origin is not None else "auto", pack=m.pack)
         return _Stored(t.name or out.name, list(t.columns), t.rows, settings,
                        tuple(x for p in t.parts for x in p.manifest.sources), origin)
@@ -361,12 +363,12 @@ def _append_lock(out: Path):
 def _build(srcs, cols, out: Path, page_size: int, volumes: int, name: str,
            names: tuple[str, ...], progress, partitions: int, groups, floats: str,
            scan_progress, compress: str, t0: float, replace: bool,
-           cluster: tuple[str, ...] = (), origin: Origin | None = None,
+           cluster: Clustering = NO_CLUSTERING, origin: Origin | None = None,
            pack: bool = False) -> IngestReport:
     """Write ``srcs`` as a table at ``out``: a new one, or (``replace``) in place of the
     table there, exchanged in one rename."""
     if cluster:  # an unknown key fails before the sources are read
-        check_keys(cluster, [c[0] for c in cols])
+        check_keys(cluster.keys, [c[0] for c in cols])
     plans = column_plans(srcs, cols, floats, scan_progress, pack)
     rows = sum(s.num_rows for s in srcs)
     if partitions < 1 or partitions > max(rows, 1):
@@ -444,7 +446,7 @@ def exchange(a: Path, b: Path) -> None:
 
 def _write(srcs, plans, bounds: list[int], dirs: list[Path], rows: int, page_size: int,
            volumes: int, name: str, names: tuple[str, ...], progress, groups, compress: str,
-           writers: list[PageWriter], cluster: tuple[str, ...] = (),
+           writers: list[PageWriter], cluster: Clustering = NO_CLUSTERING,
            origin: Origin | None = None, pack: bool = False) -> None:
     """Write the table's store (or its partitions' stores) into the scratch directory."""
     tmp = dirs[0] if len(dirs) == 1 else dirs[0].parent
@@ -479,7 +481,7 @@ def _write(srcs, plans, bounds: list[int], dirs: list[Path], rows: int, page_siz
 
 def _ingest_partition(sources: list[str | Source], plans, bounds: list[int], k: int, d: str,
                       page_size: int, volumes: int, table: str, names: tuple[str, ...],
-                      groups=None, compress: str = "none", cluster: tuple[str, ...] = (),
+                      groups=None, compress: str = "none", cluster: Clustering = NO_CLUSTERING,
                       origin: Origin | None = None, pack: bool = False) -> int:
     """Write partition ``k`` (rows ``bounds[k]:bounds[k+1]``) as a store in ``d``, reading
     only the sources that overlap it (its rows sorted by ``cluster`` when given); runs in a
@@ -524,7 +526,7 @@ def _ingest_partition(sources: list[str | Source], plans, bounds: list[int], k: 
 
 
 def _ingest_partitions(srcs, plans, bounds, dirs, page_size, volumes, table, names, progress,
-                       groups=None, compress: str = "none", cluster: tuple[str, ...] = (),
+                       groups=None, compress: str = "none", cluster: Clustering = NO_CLUSTERING,
                        origin: Origin | None = None, pack: bool = False) -> None:
     """Every partition, each in its own process when there are several cores (sources are
     decoded in parallel; a partition reads only the sources that overlap its rows)."""
@@ -601,7 +603,7 @@ def _spawn_can_start() -> bool:
 
 def _finish_store(d: Path, writer: PageWriter, plans, rows: int, page_size: int, volumes: int,
                   table: str, sources: tuple[str, ...], groups=None, compress: str = "none",
-                  cluster: tuple[str, ...] = (), origin: Origin | None = None,
+                  cluster: Clustering = NO_CLUSTERING, origin: Origin | None = None,
                   pack: bool = False) -> None:
     """Flush a store's last pages, write its row groups, its page metadata and its manifest
     (last)."""
@@ -645,8 +647,8 @@ def _finish_store(d: Path, writer: PageWriter, plans, rows: int, page_size: int,
         table=table, rows=rows, page_size=page_size, n_volumes=volumes,
         total_pages=writer.total_pages, columns=tuple(columns),
         pages_meta_sha256=hashlib.sha256(meta_bytes).hexdigest(), sources=sources,
-        groups=group_metas, streams=streams, cluster_by=tuple(cluster), origin=origin,
-        pack=pack,
+        groups=group_metas, streams=streams, cluster_by=cluster.keys, origin=origin,
+        pack=pack, cluster_order=cluster.order,
     )
     mpath = d / MANIFEST
     mpath.write_text(man.to_json())

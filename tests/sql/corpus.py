@@ -118,6 +118,8 @@ class Shape:
     partitions: int = 1
     #: rows sorted by the schema's ``CLUSTER_KEYS`` (``ingest --cluster-by``)
     cluster: bool = False
+    #: clustered by a Z-order of the keys instead (``--cluster-by zorder(a,b)``)
+    zorder: bool = False
     #: integer-stored columns bit-packed (``ingest --pack``)
     pack: bool = False
     #: no store: the rows written as Parquet with small row groups and queried in place
@@ -130,16 +132,17 @@ class Shape:
             return "files"
         return (f"p{self.page_size}-g{self.groups}-f{self.floats}-c{self.compress}"
                 f"-x{self.partitions}" + ("-k" if self.cluster else "")
-                + ("-b" if self.pack else ""))
+                + ("-z" if self.zorder else "") + ("-b" if self.pack else ""))
 
     @classmethod
     def parse(cls, name: str) -> Shape:
         if name == "files":
             return FILES_SHAPE
-        m = re.fullmatch(r"p(\d+)-g(auto|none)-f(auto|plain)-c(none|zstd)-x(\d+)(-k)?(-b)?", name)
-        if not m:
+        m = re.fullmatch(r"p(\d+)-g(auto|none)-f(auto|plain)-c(none|zstd)-x(\d+)(-k)?(-z)?(-b)?",
+                         name)
+        if not m or m[7] and not m[6]:
             raise ValueError(f"not a shape name: {name!r} (e.g. {BASE_SHAPE.name})")
-        return cls(int(m[1]), m[2], m[3], m[4], int(m[5]), bool(m[6]), bool(m[7]))
+        return cls(int(m[1]), m[2], m[3], m[4], int(m[5]), bool(m[6]), bool(m[7]), bool(m[8]))
 
 
 BASE_SHAPE = Shape()
@@ -159,6 +162,7 @@ CI_SHAPES: tuple[Shape, ...] = (
     Shape(512, "none", "auto", "none", 3, cluster=True),
     Shape(512, "auto", "auto", "zstd", 3, pack=True),
     Shape(65536, "none", "auto", "none", 1, cluster=True, pack=True),
+    Shape(512, "none", "auto", "none", 3, cluster=True, zorder=True),
 )
 #: What a clustered shape sorts each schema's rows by (NULLs in the hostile keys).
 CLUSTER_KEYS = {"trips": "pickup_location_id,pickup_datetime", "hostile": "k,s"}
@@ -448,7 +452,8 @@ def store(ds: Dataset, shape: Shape, workdir: Path) -> Path:
         ingest(ds.files, table, page_size=shape.page_size,
                groups=None if shape.groups == "none" else shape.groups, floats=shape.floats,
                compress=shape.compress, partitions=parts,
-               cluster_by=CLUSTER_KEYS[ds.schema] if shape.cluster else None, pack=shape.pack)
+               cluster_by=(f"zorder({CLUSTER_KEYS[ds.schema]})" if shape.zorder
+                           else CLUSTER_KEYS[ds.schema]) if shape.cluster else None, pack=shape.pack)
     return datadir
 
 
