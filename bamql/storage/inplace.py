@@ -24,7 +24,6 @@ from __future__ import annotations
 import math
 import os
 import shutil
-import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -34,7 +33,6 @@ from typing import TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from bamql.errors import IngestError
 from bamql.storage.files import FileSet, with_partitions
@@ -138,7 +136,7 @@ def read_in_place(files: FileSet, spec: ReadSpec, out: Path) -> InPlace:
     def one(s: Source) -> tuple[pa.Table, tuple]:
         cols = [n for n in s.schema.names if n in names]
         if cols or not s.schema.names:
-            return _read(s, cols, _pushed_node(s.schema, filters))
+            return _read(s, cols, pushed_filter(s.schema, filters))
         # a file without the columns read (union_by_name): its row count alone
         t, st = _read(s, [_narrowest(s)], None)
         return t.select([]), st
@@ -240,7 +238,7 @@ def _narrowest(s: Source, among: Sequence[str] | None = None) -> str:
     return names[0]
 
 
-def _read(s: Source, cols: list[str], filt: _Call | None) -> tuple[pa.Table, tuple]:
+def _read(s: Source, cols: list[str], filt: pc.Expression | None) -> tuple[pa.Table, tuple]:
     """The rows of ``s`` that ``filt`` keeps, columns ``cols``; and (row groups, row groups
     read, rows, rows read, bytes read, bytes of those columns)."""
     if isinstance(s, ParquetSource):
@@ -253,213 +251,48 @@ def _read(s: Source, cols: list[str], filt: _Call | None) -> tuple[pa.Table, tup
     else:
         t = pa.table({})
     if filt is not None and t.num_columns:
-        t = t.filter(filt.expr())
+        t = t.filter(filt)
     groups = s._f.nstripes if isinstance(s, OrcSource) else 1
     return t, (groups, groups, s.num_rows, t.num_rows, s.nbytes, s.nbytes)
 
 
-def _read_parquet(s: ParquetSource, cols: list[str], filt: _Call | None):
-    """:func:`_read` of a Parquet file: of each row group whose statistics can hold a row
-    ``filt`` keeps, the columns ``filt`` reads, then where it keeps rows the other columns
-    of ``cols``, and the rows it keeps. Read with ``pyarrow.parquet`` alone: Arrow's
-    dataset module brings pandas with it, a large part of a first query."""
+def _read_parquet(s: ParquetSource, cols: list[str], filt: pc.Expression | None):
     md = s._f.metadata
-    total = md.num_row_groups
-    leaves = [md.schema.column(i).path for i in range(md.num_columns)]
-    kept = [g for g in range(total) if filt is None or _may_hold(md, leaves, g, filt)]
-    schema = pa.schema([s.schema.field(c) for c in cols])
-    if cols and kept:
-        # the filter's columns first (all of the file's: it was made from its schema)
-        first = [] if filt is None else sorted(filt.columns())
-        rest = [c for c in cols if c not in first]
-
-        # row groups one per core at once, each thread with its own reader (one reader's
-        # reads are not safe at once); a remote file's row groups one after the other
-        threads = 1 if isinstance(s.path, RemotePath) else min(len(kept), _cores())
-        mine = threading.local()
-
-        def reader() -> pq.ParquetFile:
-            if threads == 1:
-                return s._f
-            if not hasattr(mine, "f"):
-                mine.f = pq.ParquetFile(str(s.path), metadata=md)
-            return mine.f
-
-        def group(g: int) -> pa.Table | None:
-            f, par = reader(), threads == 1
-            if filt is None:
-                return f.read_row_group(g, columns=cols, use_threads=par)
-            head = f.read_row_group(g, columns=first, use_threads=par)
-            at = pc.indices_nonzero(pc.fill_null(filt.mask(head), False))
-            if not len(at):
-                return None
-            t = head.take(at)
-            if rest:
-                tail = f.read_row_group(g, columns=rest, use_threads=par).take(at)
-                for c in rest:
-                    t = t.append_column(tail.schema.field(c), tail.column(c))
-            return t.select(cols)
-
-        try:
-            with _reading(s.path):
-                parts = _each_group(group, kept, threads)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as e:
-            raise _unreadable(s.path, "Parquet", e) from None
-        parts = [p for p in parts if p is not None]
-        t = pa.concat_tables(parts) if parts else schema.empty_table()
+    if isinstance(s.path, RemotePath):
+        fs, where = s.path.filesystem, s.path.fs_path
     else:
-        t = schema.empty_table() if cols else pa.table({})
-    idx = [i for i in range(md.num_columns) if leaves[i].split(".")[0] in cols]
+        fs, where = None, str(s.path)
+    import pyarrow.dataset as ds  # pandas comes with it: only a Parquet query pays for it
+
+    try:
+        dset = ds.dataset(where, format="parquet", filesystem=fs)
+        total = md.num_row_groups
+        if filt is None:
+            kept = list(range(total))
+        else:
+            kept = [rg.id for frag in dset.get_fragments(filt)
+                    for f in frag.split_by_row_group(filt) for rg in f.row_groups]
+        with _reading(s.path):
+            t = dset.to_table(columns=cols, filter=filt, use_threads=True) if cols else \
+                pa.table({})
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as e:
+        raise _unreadable(s.path, "Parquet", e) from None
+    idx = [i for i in range(md.num_columns) if md.schema.column(i).path.split(".")[0] in cols]
     size = [[md.row_group(g).column(i).total_compressed_size for i in idx] for g in range(total)]
     return t, (total, len(kept), md.num_rows, t.num_rows,
                sum(sum(size[g]) for g in kept), sum(sum(r) for r in size))
-
-
-def _each_group(fn: Callable[[int], _T], groups: Sequence[int], workers: int) -> list[_T]:
-    """``fn`` of every row group, in their order, ``workers`` at once in threads (pyarrow
-    decodes without the GIL)."""
-    if workers <= 1:
-        return [fn(g) for g in groups]
-    with ThreadPoolExecutor(workers) as ex:
-        return list(ex.map(fn, groups))
-
-
-def _may_hold(md, leaves: Sequence[str], g: int, filt: _Call) -> bool:
-    """Whether row group ``g`` can hold a row ``filt`` keeps, by its column statistics
-    (signed integer and float columns; NULL counts of any column)."""
-    rg = md.row_group(g)
-    if rg.num_rows == 0:
-        return False
-
-    def stats(name: str) -> _Stats | None:
-        if leaves.count(name) != 1:
-            return None
-        col = rg.column(leaves.index(name))
-        st = col.statistics
-        if st is None:
-            return None
-        nulls = st.null_count if st.has_null_count else None
-        lo = hi = None
-        if st.has_min_max and _stat_kind(col.physical_type, st.logical_type) is not None:
-            lo, hi = st.min, st.max
-            if isinstance(lo, float) and (math.isnan(lo) or math.isnan(hi)):
-                lo = hi = None
-        return _Stats(lo, hi, nulls)
-
-    return filt.may_hold(stats, rg.num_rows)
-
-
-def _stat_kind(physical: str, logical) -> str | None:
-    """'int' or 'float' where a column's min and max order as its values do (signed
-    integers, floats); None for the others (unsigned integers, whose older statistics
-    order as signed ones; strings, whose bounds a writer may truncate)."""
-    name = str(logical)
-    if physical in ("INT32", "INT64") and (name == "None" or "isSigned=true" in name):
-        return "int"
-    if physical in ("FLOAT", "DOUBLE") and name == "None":
-        return "float"
-    return None
 
 
 # -- the pushed filter ---------------------------------------------------------------------
 def pushed_filter(schema: pa.Schema, filters: Sequence[KeyFilter]) -> pc.Expression | None:
     """The conjunction of the ``filters`` that can be pushed into a read of a file of
     ``schema`` (see the module's docstring), or None where none can."""
-    node = _pushed_node(schema, filters)
-    return None if node is None else node.expr()
-
-
-def _pushed_node(schema: pa.Schema, filters: Sequence[KeyFilter]) -> _Call | None:
-    """:func:`pushed_filter` as a :class:`_Call` tree (which also evaluates over a table
-    without Arrow's query engine, and over row-group statistics)."""
     out = None
     for f in filters:
         e = _pushed(schema, f)
         if e is not None:
             out = e if out is None else out & e
     return out
-
-
-@dataclass(frozen=True)
-class _Call:
-    """One Arrow compute function of column names (``str``) and literals (``pa.Scalar``)
-    or other calls: the pushed filter, as an Expression (:meth:`expr`), as a mask of a
-    table's rows (:meth:`mask`) and as whether a row group's statistics can hold a row it
-    keeps (:meth:`may_hold`)."""
-
-    fn: str
-    args: tuple[_Call | str | pa.Scalar, ...]
-
-    def __and__(self, other: _Call) -> _Call:
-        return _Call("and_kleene", (self, other))
-
-    def __or__(self, other: _Call) -> _Call:
-        return _Call("or_kleene", (self, other))
-
-    def expr(self) -> pc.Expression:
-        args = [a.expr() if isinstance(a, _Call) else
-                pc.field(a) if isinstance(a, str) else pc.scalar(a) for a in self.args]
-        return pc.Expression._call(self.fn, args)
-
-    def columns(self) -> set[str]:
-        """The column names the call reads."""
-        out: set[str] = set()
-        for a in self.args:
-            if isinstance(a, _Call):
-                out |= a.columns()
-            elif isinstance(a, str):
-                out.add(a)
-        return out
-
-    def mask(self, t: pa.Table) -> pa.ChunkedArray | pa.Array:
-        """The rows of ``t`` the call keeps (True; False or NULL for the others)."""
-        args = [a.mask(t) if isinstance(a, _Call) else
-                t.column(a) if isinstance(a, str) else a for a in self.args]
-        return pc.call_function(self.fn, args)
-
-    def may_hold(self, stats: Callable[[str], _Stats | None], rows: int) -> bool:
-        """Whether a row group of ``rows`` rows whose column statistics ``stats`` gives can
-        hold a row the call keeps (True where the statistics cannot tell)."""
-        if self.fn == "and_kleene":
-            return all(a.may_hold(stats, rows) for a in self.args)  # type: ignore[union-attr]
-        if self.fn == "or_kleene":
-            return any(a.may_hold(stats, rows) for a in self.args)  # type: ignore[union-attr]
-        col = self.args[0]
-        st = stats(col) if isinstance(col, str) else None
-        if st is None:
-            return True
-        if self.fn == "is_null":
-            return st.nulls is None or st.nulls > 0
-        if self.fn == "is_valid":
-            return st.nulls is None or st.nulls < rows
-        if self.fn not in _BOUND_OPS or st.lo is None or len(self.args) != 2 \
-                or not isinstance(self.args[1], pa.Scalar):
-            return True  # is_nan (statistics leave NaN out), or a shape not known here
-        v = self.args[1].as_py()
-        if not isinstance(v, int | float) or (isinstance(v, float) and math.isnan(v)):
-            return True
-        return _BOUND_OPS[self.fn](st.lo, st.hi, v)
-
-
-@dataclass(frozen=True)
-class _Stats:
-    """A column chunk's statistics: the least and greatest value that is neither NULL
-    nor NaN (None where unknown) and the NULL count (None where unknown)."""
-
-    lo: int | float | None
-    hi: int | float | None
-    nulls: int | None
-
-
-#: whether values in [lo, hi] can compare true with v
-_BOUND_OPS: dict[str, Callable[[float, float, float], bool]] = {
-    "equal": lambda lo, hi, v: lo <= v <= hi,
-    "not_equal": lambda lo, hi, v: not lo == hi == v,
-    "less": lambda lo, hi, v: lo < v,
-    "less_equal": lambda lo, hi, v: lo <= v,
-    "greater": lambda lo, hi, v: hi > v,
-    "greater_equal": lambda lo, hi, v: hi >= v,
-}
 
 
 def _field(schema: pa.Schema, name: str) -> pa.Field | None:
@@ -471,16 +304,16 @@ def _field(schema: pa.Schema, name: str) -> pa.Field | None:
     return hits[0] if len(hits) == 1 else None
 
 
-def _pushed(schema: pa.Schema, f: KeyFilter) -> _Call | None:
+def _pushed(schema: pa.Schema, f: KeyFilter) -> pc.Expression | None:
     fld = _field(schema, f.column)
     if fld is None:
         return None
-    x = fld.name
+    x = pc.field(fld.name)
     t = fld.type
     if f.op == Cmp.IS_NULL:
-        return _Call("is_null", (x,))
+        return x.is_null()
     if f.op == Cmp.NOT_NULL:
-        return _Call("is_valid", (x,))
+        return x.is_valid()
     kind = _kind(t)
     if kind is None:
         return None
@@ -515,8 +348,8 @@ _OPS = {Cmp.EQ: "equal", Cmp.NE: "not_equal", Cmp.LT: "less", Cmp.LE: "less_equa
         Cmp.GT: "greater", Cmp.GE: "greater_equal"}
 
 
-def _compare(kind: str, t: pa.DataType, x: str, op: Cmp,
-             v: int | str | Decimal) -> _Call | None:
+def _compare(kind: str, t: pa.DataType, x: pc.Expression, op: Cmp,
+             v: int | str | Decimal) -> pc.Expression | None:
     """``x op v`` for a column of kind ``kind`` (a superset of DuckDB's answer), or None
     where it cannot be pushed."""
     if kind == "string":
@@ -543,12 +376,13 @@ def _compare(kind: str, t: pa.DataType, x: str, op: Cmp,
     elif t == pa.float64() and math.isfinite(float(v)) and op != Cmp.NE:
         # DuckDB's double of a decimal may be an ulp off the nearest one: widen by a few
         lo, hi = _widened(float(v))
-        ge, le = _op(x, Cmp.GE, pa.scalar(lo)), _op(x, Cmp.LE, pa.scalar(hi))
-        e = {Cmp.EQ: ge & le, Cmp.LT: le, Cmp.LE: le, Cmp.GT: ge, Cmp.GE: ge}[op]
+        e = {Cmp.EQ: (x >= pa.scalar(lo)) & (x <= pa.scalar(hi)), Cmp.LT: x <= pa.scalar(hi),
+             Cmp.LE: x <= pa.scalar(hi), Cmp.GT: x >= pa.scalar(lo),
+             Cmp.GE: x >= pa.scalar(lo)}[op]
     else:
         return None
     if op in (Cmp.GT, Cmp.GE, Cmp.NE):
-        e = e | _Call("is_nan", (x,))  # NaN is above every number in DuckDB (and unequal to them)
+        e = e | pc.is_nan(x)  # NaN is above every number in DuckDB (and unequal to them)
     return e
 
 
@@ -559,8 +393,8 @@ def _widened(v: float, ulps: int = 4) -> tuple[float, float]:
     return lo, hi
 
 
-def _op(x: str, op: Cmp, lit: pa.Scalar) -> _Call:
-    return _Call(_OPS[op], (x, lit))
+def _op(x: pc.Expression, op: Cmp, lit: pa.Scalar) -> pc.Expression:
+    return pc.Expression._call(_OPS[op], [x, pc.scalar(lit)])
 
 
 def _int_bounds(op: Cmp, v: Decimal) -> tuple[Cmp, int] | None:
