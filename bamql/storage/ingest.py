@@ -54,7 +54,7 @@ from bamql.storage.sources import (
     TableSource,
     open_source,
 )
-from bamql.storage.writer import PageWriter
+from bamql.storage.writer import PageWriter, sync
 
 
 @dataclass(frozen=True)
@@ -653,4 +653,4 @@ def _finish_store(d: Path, writer: PageWriter, plans, rows: int, page_size: int,
     mpath = d / MANIFEST
     mpath.write_text(man.to_json())
     with open(mpath, "rb") as fh:
-        os.fsync(fh.fileno())
+        sync(fh.fileno())

@@ -123,6 +123,7 @@ def read_in_place(files: FileSet, spec: ReadSpec, out: Path) -> InPlace:
         The store to make; it must not exist (the caller removes it when done).
     """
     from bamql.storage.ingest import ingest
+    from bamql.storage.writer import unsynced
 
     srcs = [open_source(f) for f in files.files]
     part = files.partitioning
@@ -149,7 +150,8 @@ def read_in_place(files: FileSet, spec: ReadSpec, out: Path) -> InPlace:
         # floats as they come: a pass that finds scaled decimals costs more than it saves
         # in a store that serves one query (DECIMAL columns keep it: DuckDB rounds them
         # exactly)
-        ingest(tables, out, table=files.table_name, floats="decimals")
+        with unsynced():  # the store lives as long as the session: no flush to disk
+            ingest(tables, out, table=files.table_name, floats="decimals")
     except IngestError:
         shutil.rmtree(out, ignore_errors=True)
         raise

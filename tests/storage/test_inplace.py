@@ -5,6 +5,7 @@ directories, differing schemas, every row group pruned, the real TLC sample)."""
 
 from __future__ import annotations
 
+import os
 import time
 from decimal import Decimal
 
@@ -123,6 +124,17 @@ def test_queries_answer_as_duckdb_over_the_same_parquet(session, tmp_path, where
     sql = (f"SELECT COUNT(*), COUNT(i), SUM(id), MIN(f), MAX(f), MIN(s) "
            f"FROM '{tmp_path}/x.parquet' WHERE {where}")
     assert_same_rows(session_rows(session, sql), duckdb.sql(sql).fetchall(), ordered=False)
+
+
+def test_the_store_read_in_place_is_not_synced(session, tmp_path, monkeypatch):
+    """It lives as long as the session that reads it: no flush to disk, same answers."""
+    pq.write_table(_table(), tmp_path / "x.parquet", row_group_size=100)
+    synced: list[int] = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(fd) or real(fd))
+    sql = f"SELECT COUNT(*), SUM(id), MIN(f), MAX(s) FROM '{tmp_path}/x.parquet' WHERE id >= 850"
+    assert_same_rows(session_rows(session, sql), duckdb.sql(sql).fetchall(), ordered=False)
+    assert synced == []
 
 
 def test_every_row_group_pruned_gives_empty_aggregates(session, tmp_path):
