@@ -117,20 +117,19 @@ def cmd_verify(a: argparse.Namespace) -> int:
     parts = s.parts  # a table of one store is a table of one partition
     pages = sum(p.manifest.all_pages for p in parts)
     groups = len(parts[0].manifest.groups)
-    from bamql.storage.cluster import describe
+    from bamql.storage.cluster import clustered_by
 
-    keys = parts[0].manifest.cluster_by
-    order = parts[0].manifest.cluster_order
+    m = parts[0].manifest
     print(f"{a.store}: OK ({s.rows:,} rows, {len(s.columns)} columns, {pages:,} pages "
           f"of {s.page_size} B" + (f" ({groups} row group(s) included)" if groups else "")
-          + f", {len(parts)} partition(s)" + (f", clustered by {describe(keys, order)}" if keys else "")
+          + f", {len(parts)} partition(s)" + clustered_by(m.cluster_by, m.cluster_order)
           + ")")
     return 0
 
 
 def cmd_info(a: argparse.Namespace) -> int:
     """``bamql info TABLE``: each column's storage and its bytes, plain and as stored."""
-    from bamql.storage.cluster import describe
+    from bamql.storage.cluster import clustered_by
     from bamql.storage.packing import column_sizes
     from bamql.storage.partitioned import open_table
 
@@ -139,7 +138,7 @@ def cmd_info(a: argparse.Namespace) -> int:
         m = t.parts[0].manifest
         print(f"{a.store}: {t.rows:,} rows, {len(t.columns)} columns, {t.page_size} B pages, "
               f"{len(t.parts)} partition(s)"
-              + (f", clustered by {describe(m.cluster_by, m.cluster_order)}" if m.cluster_by else ""))
+              + clustered_by(m.cluster_by, m.cluster_order))
     print(f"  {'column':<24} {'stored as':<16} {'plain MB':>10} {'stored MB':>10} {'ratio':>6}")
     for k, c in enumerate(sizes[0]):
         plain = sum(s[k].plain_bytes for s in sizes)

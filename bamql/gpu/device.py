@@ -30,7 +30,7 @@ def share_simulator_atomics() -> None:
     The simulator guards each kind of atomic with a lock of its own, so a ``cas`` and a
     ``sub`` on one word can interleave and lose an update; on a GPU they cannot. The page
     cache mixes kinds on a page's state word (``cas`` to take a reference, ``sub`` to drop
-    it, ``exch`` to publish): a lost update there left a page BUSY with no loader and the
+    it, ``exch`` to publish): a lost update there leaves a page BUSY with no loader and the
     simulated kernel spinning for ever. One lock for every kind restores the hardware's
     guarantee. Call it before a simulated kernel runs.
     """

@@ -25,7 +25,7 @@ from bamql.planner.evaluate import predicate_mask
 from bamql.planner.ranges import RowRanges
 from bamql.planner.show import format_bytes, show, show_query
 from bamql.planner.translate import key_domain
-from bamql.storage.cluster import describe
+from bamql.storage.cluster import clustered_by
 from bamql.storage.encoding import null_mask
 from bamql.storage.store import PageStore
 
@@ -365,10 +365,8 @@ def plan_query(q: ir.Query, store: PageStore, medium: Medium = FILE,
 def explain_text(p: PhysicalPlan, store: PageStore) -> str:
     """EXPLAIN: stages, zone-map pruning, access paths and estimated bytes vs whole columns."""
     q = p.query
-    keys = store.manifest.cluster_by
     lines = [f"Aggregate over {q.table} ({p.rows:,} rows, {p.page_size} B pages, medium: {p.medium}"
-             + (f", clustered by {describe(keys, store.manifest.cluster_order)}" if keys else "")
-             + ")",
+             + clustered_by(store.manifest.cluster_by, store.manifest.cluster_order) + ")",
              f"  logical: {show_query(q)}"]
     if q.keys:
         lines.append("  group by: " + ", ".join(show(k) for k in q.keys)

@@ -36,7 +36,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from bamql.config import ClusterOrder
 from bamql.errors import IngestError, UsageError
@@ -69,19 +68,21 @@ class Clustering:
     def __bool__(self) -> bool:
         return bool(self.keys)
 
-    def describe(self) -> str:
-        """The keys as a user spells them: ``a, b`` or ``zorder(a, b)``."""
-        return describe(self.keys, self.order)
-
 
 #: No clustering: the sources' order.
 NO_CLUSTERING = Clustering()
 
 
 def describe(keys: Sequence[str], order: ClusterOrder | str) -> str:
-    """``a, b`` (sort) or ``zorder(a, b)``: clustering keys as EXPLAIN and verify show them."""
+    """``a, b`` (sort) or ``zorder(a, b)``: clustering keys as a user spells them."""
     text = ", ".join(keys)
     return text if ClusterOrder(order) is ClusterOrder.SORT else f"{order}({text})"
+
+
+def clustered_by(keys: Sequence[str], order: ClusterOrder | str) -> str:
+    """``", clustered by a, b"`` as EXPLAIN, verify and info show a table's clustering;
+    ``""`` when it has no keys."""
+    return f", clustered by {describe(keys, order)}" if keys else ""
 
 
 def parse_cluster_by(spec: str | Sequence[str] | Clustering | None) -> Clustering:
@@ -154,6 +155,8 @@ def arrow_values(col: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarra
     """An Arrow column as ``(values, nulls)`` that :func:`rank_codes` orders as the column
     is ordered (timestamps as integers, strings as Python strings; NULLs filled in, and
     flagged in ``nulls``)."""
+    import pyarrow.compute as pc  # the bench's copy only: not on the planner's import
+
     if isinstance(col, pa.ChunkedArray):
         col = col.combine_chunks()
     if pa.types.is_dictionary(col.type):

@@ -101,21 +101,6 @@ def test_clustered_sample_answers_q1_q9_as_duckdb(tmp_path, sample_table, sample
 
 
 # -- NULL keys, strings, append -----------------------------------------------------------------
-@pytest.fixture(scope="module")
-def nully(tmp_path_factory) -> list[Path]:
-    """Two Parquet files whose keys (an integer and a string) hold NULLs."""
-    d = tmp_path_factory.mktemp("nully")
-    rng = np.random.default_rng(5)
-    files = []
-    for f, n in enumerate((3000, 1700)):
-        k = pa.array(rng.integers(0, 30, n), mask=rng.random(n) < 0.07)
-        s = pa.array(rng.choice(["x", "yy", "a"], n), mask=rng.random(n) < 0.05)
-        x = pa.array(rng.integers(-1000, 1000, n) / 100, mask=rng.random(n) < 0.03)
-        files.append(d / f"n{f}.parquet")
-        pq.write_table(pa.table({"k": k, "s": s, "x": x}), files[-1])
-    return files
-
-
 GROUPS = ("SELECT k, s, COUNT(*), SUM(x), MIN(x), MAX(x) FROM trips GROUP BY k, s",
           "SELECT COUNT(*), AVG(x) FROM trips WHERE k IN (3, 4) AND s = 'yy'",
           "SELECT COUNT(*), SUM(x) FROM trips WHERE k IS NULL OR s IS NULL",
