@@ -32,7 +32,7 @@ def sync(fd: int) -> None:
 def unsynced() -> Iterator[None]:
     """Within it, stores written in this thread are not flushed to disk: for a store that
     serves one query and is removed after it (``storage.inplace``), where a crash loses
-    nothing and each flush costs milliseconds."""
+    nothing and a flush only costs time."""
     token = _SYNC.set(False)
     try:
         yield

@@ -92,7 +92,7 @@ ATOMICS = textwrap.dedent("""
 
 def test_simulated_atomics_of_different_kinds_do_not_lose_updates():
     """numba's simulator locks each atomic kind apart; bamql makes them one lock, as on a
-    GPU (a lost update once left a page BUSY for ever and a CI run hung)."""
+    GPU (a lost update leaves a page BUSY for ever: the simulated kernel hangs)."""
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
     r = subprocess.run([sys.executable, "-c", ATOMICS], env=env, capture_output=True, text=True,
                        timeout=300)
