@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from bamql.config import Config, parse_size
+from bamql.config import Compression, Config, FloatEncoding, parse_size
 from bamql.errors import BamqlError
 
 _EPILOG = "Errors print one line; set BAMQL_DEBUG=1 or pass --debug for a traceback."
@@ -44,10 +44,15 @@ def _names(text: str | None) -> tuple[str, ...] | None:
     return None if text is None else _split(text)
 
 
+#: the choices of --floats and --compress, as the names argparse lists in its errors
+#: (``decimals`` is for stores made for one query: ``storage.inplace``)
+_FLOATS = [FloatEncoding.AUTO.value, FloatEncoding.PLAIN.value]
+_COMPRESS = [c.value for c in Compression]
+
 #: the ingest options that shape a table, with their defaults (None in the parser, so that a
 #: refresh, which keeps the table's own, can tell which were given)
 _SHAPING = {"page_size": 4096, "volumes": 1, "table": None, "partitions": 1, "groups": "none",
-            "floats": "auto", "compress": "none", "columns": None, "cluster_by": None,
+            "floats": FloatEncoding.AUTO, "compress": Compression.NONE, "columns": None, "cluster_by": None,
             "pack": False}
 
 
@@ -76,7 +81,8 @@ def cmd_ingest(a: argparse.Namespace) -> int:
     with ingest_progress("ingesting", rows) as bars:
         r = ingest(a.sources, a.out, page_size=opt["page_size"], volumes=opt["volumes"],
                    table=opt["table"], partitions=opt["partitions"], groups=opt["groups"],
-                   floats=opt["floats"], compress=opt["compress"], columns=_names(opt["columns"]),
+                   floats=FloatEncoding(opt["floats"]), compress=Compression(opt["compress"]),
+                   columns=_names(opt["columns"]),
                    cluster_by=opt["cluster_by"], pack=opt["pack"], **bars)
     print(f"ingested {r.rows:,} rows into {r.path} ({r.store_bytes / 1e6:,.1f} MB store, "
           f"page size {opt['page_size']} B) in {r.seconds:.2f} s: {r.rows / r.seconds:,.0f} rows/s, "
@@ -191,7 +197,8 @@ def cmd_bench(a: argparse.Namespace) -> int:
     cfg = BenchConfig(rows=a.rows, queries=queries, engines=_split(a.engines), modes=_split(a.modes),
                       reps=a.reps, page_sizes=tuple(_size(x) for x in _split(a.page_sizes)),
                       shares=shares, workdir=Path(a.workdir), out=Path(a.out), plots=not a.no_plots,
-                      groups=a.groups, floats=a.floats, compress=a.compress,
+                      groups=a.groups, floats=FloatEncoding(a.floats),
+                      compress=Compression(a.compress),
                       cluster_by=clustering.keys, cluster_order=clustering.order, pack=a.pack)
     res = run(cfg, say=lambda m: print(f"bamql: {m}", file=sys.stderr))
     print(summary(res))
@@ -288,11 +295,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="row groups: second copies of columns laid out so that a cold gather from "
                    "disk reads a row's values of every member at once. auto (float columns, as many "
                    "per group as pages fit in 4 KiB), none (default), or a,b,c;d,e")
-    i.add_argument("--floats", default=None, choices=["auto", "plain"],
+    i.add_argument("--floats", default=None, choices=_FLOATS,
                    help="auto (default): store float columns whose values are all decimals of at most "
                    "4 digits as scaled int16/int32, exactly (a 2-decimal fare takes 2 bytes, not 8); "
                    "plain: store every float as it comes")
-    i.add_argument("--compress", default=None, choices=["zstd", "none"],
+    i.add_argument("--compress", default=None, choices=_COMPRESS,
                    help="zstd: also keep a compressed copy of every column, which cold streams and "
                    "scans read from disk when the cost model finds that quicker (gathers keep "
                    "reading single pages); none (default): pages only")
@@ -357,10 +364,10 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     b.add_argument("--groups", default="auto", choices=["auto", "none"],
                    help="row groups in the stores (default auto; see bamql ingest --groups)")
-    b.add_argument("--floats", default="auto", choices=["auto", "plain"],
+    b.add_argument("--floats", default=FloatEncoding.AUTO.value, choices=_FLOATS,
                    help="decimal floats as scaled integers in the stores (default auto; see "
                    "bamql ingest --floats)")
-    b.add_argument("--compress", default="none", choices=["zstd", "none"],
+    b.add_argument("--compress", default=Compression.NONE.value, choices=_COMPRESS,
                    help="compressed stream copies in the stores (default none; see bamql ingest "
                    "--compress)")
     b.add_argument("--cluster-by", default=None, metavar="A,B",

@@ -44,7 +44,7 @@ from decimal import Decimal
 from enum import StrEnum
 from pathlib import Path
 
-from bamql.errors import BamqlError, ConfigError, DeviceError, PlanError, UsageError
+from bamql.errors import BamqlError, ConfigError, DeviceError, IngestError, PlanError, UsageError
 
 
 # -- names ---------------------------------------------------------------------------------
@@ -140,6 +140,37 @@ class ClusterOrder(_Choice):
     @classmethod
     def _error(cls) -> type[BamqlError]:
         return UsageError
+
+
+class FloatEncoding(_Choice):
+    """How ingest stores float64 columns (``ingest(floats=...)``, ``storage.decimals``)."""
+
+    AUTO = "auto"  # decimals of at most 4 digits as scaled int16/int32, found by a pass over them
+    PLAIN = "plain"  # every float as it comes
+    DECIMALS = "decimals"  # scaled only the columns some source holds as DECIMAL, with no pass
+
+    @classmethod
+    def _setting(cls) -> str:
+        return "--floats"
+
+    @classmethod
+    def _error(cls) -> type[BamqlError]:
+        return IngestError
+
+
+class Compression(_Choice):
+    """Whether ingest also writes a compressed copy of every column (``storage.streams``)."""
+
+    ZSTD = "zstd"  # pages and a zstd copy, which cold streams and scans may read instead
+    NONE = "none"  # pages only
+
+    @classmethod
+    def _setting(cls) -> str:
+        return "--compress"
+
+    @classmethod
+    def _error(cls) -> type[BamqlError]:
+        return IngestError
 
 
 # -- sizes ---------------------------------------------------------------------------------

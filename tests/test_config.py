@@ -11,8 +11,18 @@ import pytest
 
 import bamql
 from bamql import config
-from bamql.config import AccessPath, Backend, Config, Device, Medium, Role, parse_size
-from bamql.errors import ConfigError, DeviceError, PlanError, UsageError
+from bamql.config import (
+    AccessPath,
+    Backend,
+    Compression,
+    Config,
+    Device,
+    FloatEncoding,
+    Medium,
+    Role,
+    parse_size,
+)
+from bamql.errors import ConfigError, DeviceError, IngestError, PlanError, UsageError
 
 PACKAGE = Path(bamql.__file__).resolve().parent
 
@@ -74,6 +84,9 @@ def test_cache_and_page_size_are_checked_as_sizes():
     (Role, "predicat", ConfigError, "role must be one of predicate, dependent, not 'predicat'"),
     (Backend, "HOST", DeviceError, "backend must be one of host, gpu, file, not 'HOST'"),
     (Device, None, DeviceError, "device must be one of auto, cpu, gpu, not None"),
+    (FloatEncoding, "decimal", IngestError, "--floats must be one of auto, plain, decimals, "
+                                            "not 'decimal'"),
+    (Compression, "lz4", IngestError, "--compress must be one of zstd, none, not 'lz4'"),
 ])
 def test_a_typo_in_a_name_is_one_clean_error_listing_the_choices(kind, typo, error, text):
     with pytest.raises(error) as e:
@@ -89,6 +102,7 @@ def test_names_are_their_strings():
     assert f"{Role.PREDICATE:<10}|{AccessPath.SCAN}" == "predicate |scan"
     assert json.dumps({Device.GPU: [Backend.HOST, Medium.CACHED]}) == '{"gpu": ["host", "cached"]}'
     assert str(AccessPath.STREAM) == "stream"
+    assert json.dumps([FloatEncoding.DECIMALS, Compression.ZSTD]) == '["decimals", "zstd"]'
 
 
 def test_the_cost_model_media_are_the_medium_names():
@@ -272,6 +286,25 @@ def test_the_cli_reads_sizes_the_same_way():
     for text, want in (("4KiB", 4096), ("4096", 4096), ("512", 512), ("1MiB", 1 << 20)):
         assert p.parse_args(["ingest", "a.orc", "--out", "x", "--page-size", text]).page_size == want
     assert p.parse_args(["ingest", "a.orc", "--out", "x", "--page-size", "4KB"]).page_size == 4000
+
+
+@pytest.mark.parametrize("command", [["ingest", "a.orc", "--out", "x"], ["bench"]])
+@pytest.mark.parametrize("option,bad,good,choices", [
+    ("--floats", "decimals", FloatEncoding.PLAIN, "'auto', 'plain'"),
+    ("--compress", "lz4", Compression.ZSTD, "'zstd', 'none'"),
+])
+def test_the_clis_floats_and_compress_are_the_enums_names(capsys, command, option, bad, good,
+                                                          choices):
+    from bamql.cli import build_parser
+
+    p = build_parser()
+    with pytest.raises(SystemExit):
+        p.parse_args([*command, option, bad])
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1].endswith(
+        f"argument {option}: invalid choice: {bad!r} (choose from {choices})")
+    value = getattr(p.parse_args([*command, option, good.value]), option[2:])
+    assert type(good)(value) is good
 
 
 def test_a_bad_variable_is_one_line_from_the_cli(clean_env, capsys, tmp_path):

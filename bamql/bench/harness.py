@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 
 from bamql.bench.engines import Data, all_engines
 from bamql.bench.minimum import matching_rows, page_minimum
-from bamql.config import ClusterOrder
+from bamql.config import ClusterOrder, Compression, FloatEncoding
 from bamql.datasets.generator import GenParams
 from bamql.datasets.orc import generate_orc
 from bamql.errors import BamqlError
@@ -59,8 +59,8 @@ class BenchConfig:
     out: Path = Path("bench/results/latest")
     plots: bool = True
     groups: str = "auto"  # row groups of the stores (storage.groups): auto or none
-    floats: str = "auto"  # decimal floats as scaled integers (storage.decimals): auto or plain
-    compress: str = "none"  # compressed stream copies (storage.streams): zstd or none
+    floats: FloatEncoding = FloatEncoding.AUTO  # decimal floats as scaled integers: auto or plain
+    compress: Compression = Compression.NONE  # compressed stream copies (storage.streams)
     #: clustering keys of the stores (storage.cluster) and of duckdb-sorted's Parquet copy
     cluster_by: tuple[str, ...] = ()
     #: how ``cluster_by`` orders rows (``config.ClusterOrder``): sort or zorder
@@ -112,7 +112,7 @@ def h2d_bandwidth() -> float:
     return n / statistics.median(ts)
 
 
-def _stale(store: Path, compress: str = "none", cluster_by: tuple[str, ...] = (),
+def _stale(store: Path, compress: Compression = Compression.NONE, cluster_by: tuple[str, ...] = (),
            pack: bool = False, cluster_order: ClusterOrder = ClusterOrder.SORT) -> bool:
     """A store written by an older format or bamql (no page value sets), or without the
     compressed copy, the clustering or the packing asked for (re-ingested rather than
@@ -126,7 +126,7 @@ def _stale(store: Path, compress: str = "none", cluster_by: tuple[str, ...] = ()
     small = [c["name"] for c in m.get("columns", []) if c.get("kind") in ("int", "string")
              and wanted(c.get("min"), c.get("max"), c.get("scale"), m.get("page_size", 0))]
     return (m.get("format_version") != FORMAT_VERSION
-            or (m.get("streams") is not None) != (compress == "zstd")
+            or (m.get("streams") is not None) != (compress == Compression.ZSTD)
             or tuple(m.get("cluster_by", ())) != tuple(cluster_by)
             or m.get("cluster_order", "sort") != cluster_order
             or bool(m.get("pack", False)) != pack
@@ -188,8 +188,9 @@ def generate(out: Path, rows: int, share: float, fmt: str = "orc",
 
 
 def prepare(workdir: Path, rows: int, share: float, page_sizes: Sequence[int],
-            parquet_copy: bool = True, groups: str = "auto", floats: str = "auto",
-            compress: str = "none", cluster_by: Sequence[str] = (),
+            parquet_copy: bool = True, groups: str = "auto",
+            floats: FloatEncoding = FloatEncoding.AUTO, compress: Compression = Compression.NONE,
+            cluster_by: Sequence[str] = (),
             sorted_copy: bool = False, pack: bool = False,
             cluster_order: ClusterOrder = ClusterOrder.SORT) -> Data:
     """ORC, a Parquet copy (for DuckDB), a copy ordered by ``cluster_by`` in
@@ -234,8 +235,8 @@ def prepare(workdir: Path, rows: int, share: float, page_sizes: Sequence[int],
     stores = {}
     for ps in page_sizes:
         d = base / (f"data-{ps}" + ("" if groups in (None, "none") else f"-g{groups}")
-                    + ("-fplain" if floats == "plain" else "")
-                    + ("-zstd" if compress == "zstd" else "")
+                    + ("-fplain" if floats == FloatEncoding.PLAIN else "")
+                    + ("-zstd" if compress == Compression.ZSTD else "")
                     + (f"-c{'-'.join(cluster_by)}{zsuffix}" if cluster_by else "")
                     + ("-packed" if pack else ""))
         if (d / "trips").exists() and _stale(d / "trips", compress, cluster_by, pack,

@@ -43,6 +43,8 @@ _EXPLAIN = re.compile(r"^\s*explain\s+(analyze\s+)?", re.IGNORECASE)
 #: query repeated over unchanged files reads them once
 IN_PLACE_KEPT = 4
 _in_place_ids = itertools.count()
+#: the name of a directory of files read in place: ``<pid>-<n>``, made by process ``pid``
+_IN_PLACE_DIR = re.compile(r"([0-9]+)-[0-9]+")
 
 #: The TLC's 265-zone lookup shipped with the package (a data file: the engine does not
 #: import ``bamql.datasets``), registered as ``zones`` under the TLC's column names.
@@ -68,6 +70,35 @@ def gpu_unavailable_reason() -> str | None:
     from bamql.gpu.device import gpu_available
 
     return gpu_available()
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` may exist: only a ``ProcessLookupError`` says it does not
+    (another user's process cannot be signalled, yet is alive)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True  # alive, or a pid this system cannot name: left alone either way
+    return True
+
+
+def _remove_dead_in_place(root: Path) -> None:
+    """Remove the directories of files read in place under ``root`` (``<pid>-<n>``) whose
+    process no longer exists: a process killed mid-query leaves its own behind. Another
+    live process's directories, this process's, and names of any other form stay."""
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return
+    for e in entries:
+        m = _IN_PLACE_DIR.fullmatch(e.name)
+        if m is None or not e.is_dir(follow_symlinks=False):
+            continue
+        pid = int(m.group(1))
+        if pid > 0 and pid != os.getpid() and not _alive(pid):
+            shutil.rmtree(e.path, ignore_errors=True)
 
 
 class Session:
@@ -106,6 +137,7 @@ class Session:
                                      cache_files=cache_files)
         #: files read in place: (files, version, read spec) -> their table's name and store
         self._in_place: dict[tuple, tuple[str, Path]] = {}
+        self._in_place_swept = False  # the dead processes' directories removed (once)
         self.config = config
         self.path = Path(path) if path is not None else None
         self.medium = config.medium  # the cost model's medium; None: the backend's
@@ -321,6 +353,9 @@ class Session:
         except OSError as e:
             raise StoreError(f"cannot make the file cache {root}: {e.strerror} (set "
                              f"BAMQL_FILE_CACHE to a writable directory)") from None
+        if not self._in_place_swept:
+            self._in_place_swept = True
+            _remove_dead_in_place(root)
         out = root / f"{os.getpid()}-{next(_in_place_ids)}"
         shutil.rmtree(out, ignore_errors=True)  # a dead process's of the same pid
         made = read_in_place(files, spec, out)

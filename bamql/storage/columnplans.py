@@ -11,6 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from bamql.config import FloatEncoding
 from bamql.errors import IngestError
 from bamql.storage.decimals import DecimalScan, encode, real_nans, to_float64
 from bamql.storage.encoding import float_storage, narrow_int_dtype, sentinel_for
@@ -131,7 +132,7 @@ def select(cols: list, columns: Sequence[str] | None, source: str) -> list:
     return [c for c in cols if c[0] in keep]
 
 
-def column_plans(sources: Sequence[Source], cols, floats: str = "auto",
+def column_plans(sources: Sequence[Source], cols, floats: FloatEncoding = FloatEncoding.AUTO,
                  scan_progress: Callable[[int], None] | None = None,
                  pack: bool = False) -> list[ColumnPlan]:
     """The storage of each unified column: integers narrowed to their range, floats scanned
@@ -174,10 +175,10 @@ def column_plans(sources: Sequence[Source], cols, floats: str = "auto",
                             lo[n] = min(lo.get(n, mm["min"].as_py()), mm["min"].as_py())
                             hi[n] = max(hi.get(n, mm["max"].as_py()), mm["max"].as_py())
     doubles = [n for n, k, t in cols if k == "float" and pa.types.is_float64(t)]
-    if floats == "decimals":  # DuckDB's DECIMALs keep their exact rounding; doubles stay plain
+    if floats == FloatEncoding.DECIMALS:  # DuckDB's DECIMALs keep their exact rounding; doubles stay plain
         doubles = [n for n in doubles if any(
             n in s.schema.names and pa.types.is_decimal(s.schema.field(n).type) for s in sources)]
-    scans = _scan_floats(sources, doubles, scan_progress) if floats != "plain" and doubles else {}
+    scans = _scan_floats(sources, doubles, scan_progress) if floats != FloatEncoding.PLAIN and doubles else {}
     if scan_progress and not scans:  # nothing to check: that pass is done
         scan_progress(sum(s.num_rows for s in sources))
     plans = []

@@ -46,7 +46,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bamql.config import ClusterOrder
+from bamql.config import ClusterOrder, FloatEncoding
 from bamql.errors import StoreError
 from bamql.storage.encoding import sentinel_for
 from bamql.storage.packing import MAX_BITS, PACKABLE_TYPES, rows_per_page
@@ -255,7 +255,7 @@ class Origin:
     named them (paths, directories and globs made absolute; URIs as given), and per file
     ingested its path (resolved; a URI as listed), size and modification time (ns), as
     ``storage.filecache`` keys files. ``floats`` is the ``ingest(floats=...)`` the table was
-    made with, which its stored types do not tell."""
+    made with (a ``config.FloatEncoding`` value), which its stored types do not tell."""
 
     specs: tuple[str, ...]
     files: tuple[str, ...]
@@ -443,7 +443,7 @@ def _inconsistency(m: Manifest) -> str | None:
     o = m.origin
     if o is not None and not (
             all(isinstance(x, str) for x in (*o.specs, *o.files)) and _is_int(*o.sizes, *o.mtimes)
-            and len(o.files) == len(o.sizes) == len(o.mtimes) and o.floats in ("auto", "plain")):
+            and len(o.files) == len(o.sizes) == len(o.mtimes) and o.floats in tuple(FloatEncoding)):
         return "the record of its source files is malformed"
     return None
 

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from bamql.config import ClusterOrder
+from bamql.config import ClusterOrder, Compression, FloatEncoding
 from bamql.errors import IngestError
 from bamql.storage.cluster import NO_CLUSTERING, Clustering, check_keys, parse_cluster_by, write_clustered
 from bamql.storage.columnplans import column_plans, select, to_storage, unify_schemas
@@ -88,9 +88,9 @@ def ingest(
     progress: Callable[[int], None] | None = None,
     partitions: int = 1,
     groups: str | Sequence[Sequence[str]] | None = None,
-    floats: str = "auto",
+    floats: FloatEncoding | str = FloatEncoding.AUTO,
     scan_progress: Callable[[int], None] | None = None,
-    compress: str = "none",
+    compress: Compression | str = Compression.NONE,
     columns: Sequence[str] | None = None,
     cluster_by: str | Sequence[str] | None = None,
     pack: bool = False,
@@ -121,17 +121,18 @@ def ingest(
         They add second copies of their columns, which cold gathers from disk read with one
         disk read per row instead of one per column.
     floats
-        ``"auto"``: a float64 column whose values are all decimals of at most 4 digits and
-        fit is stored as scaled int16/int32 (``storage.decimals``; exact, and 2-4x fewer
-        bytes to stream); ``"plain"``: every float as it comes; ``"decimals"``: as
-        ``"auto"`` for the columns that some source holds as DECIMAL (they keep DuckDB's
-        exact decimal rounding), every other float as it comes, with no pass over it (a
-        store made for one query, ``storage.inplace``).
+        A :class:`bamql.config.FloatEncoding` or its name. ``"auto"``: a float64 column
+        whose values are all decimals of at most 4 digits and fit is stored as scaled
+        int16/int32 (``storage.decimals``; exact, and 2-4x fewer bytes to stream);
+        ``"plain"``: every float as it comes; ``"decimals"``: as ``"auto"`` for the columns
+        that some source holds as DECIMAL (they keep DuckDB's exact decimal rounding),
+        every other float as it comes, with no pass over it (a store made for one query,
+        ``storage.inplace``).
     compress
-        ``"zstd"``: also write a compressed copy of every column, which streams and scans
-        read from disk when the cost model finds that quicker (``storage.streams``);
-        ``"none"`` (the default: the benchmarks have not shown the copies faster; see
-        docs/measurements.md): pages only.
+        A :class:`bamql.config.Compression` or its name. ``"zstd"``: also write a
+        compressed copy of every column, which streams and scans read from disk when the
+        cost model finds that quicker (``storage.streams``); ``"none"`` (the default: the
+        benchmarks have not shown the copies faster; see docs/measurements.md): pages only.
     columns
         Only these columns (kept in the sources' order); None for all. The others are not
         even decoded: a table whose queries use a few of many columns is ingested and
@@ -158,10 +159,7 @@ def ingest(
         raise IngestError("no source files given")
     if out.exists():
         raise IngestError(f"output {out} already exists; remove it or choose another path")
-    if floats not in ("auto", "plain", "decimals"):
-        raise IngestError(f"--floats must be auto, plain or decimals, got {floats!r}")
-    if compress not in ("zstd", "none"):
-        raise IngestError(f"--compress must be zstd or none, got {compress!r}")
+    floats, compress = FloatEncoding(floats), Compression(compress)  # one-line errors
     given = _given_sources(sources)
     # files named by the user are recorded for a refresh; rows from memory have no origin
     origin = None if any(isinstance(x, Source) for x in given) else record(sources, given, floats)
@@ -308,9 +306,10 @@ def _state(out: Path) -> _Stored:
         settings = dict(page_size=m.page_size, volumes=m.n_volumes,
                         partitions=len(t.parts) if t.partitioned else 1,
                         groups=[g.members for g in m.groups] if m.groups else None,
-                        compress="zstd" if m.streams is not None else "none",
+                        compress=Compression.NONE if m.streams is None else Compression.ZSTD,
                         cluster=Clustering(m.cluster_by, ClusterOrder(m.cluster_order)),
-                        floats=origin.floats if origin is not None else "auto", pack=m.pack)
+                        floats=FloatEncoding.AUTO if origin is None else FloatEncoding(origin.floats),
+                        pack=m.pack)
         return _Stored(t.name or out.name, list(t.columns), t.rows, settings,
                        tuple(x for p in t.parts for x in p.manifest.sources), origin)
 
@@ -361,8 +360,8 @@ def _append_lock(out: Path):
 
 
 def _build(srcs, cols, out: Path, page_size: int, volumes: int, name: str,
-           names: tuple[str, ...], progress, partitions: int, groups, floats: str,
-           scan_progress, compress: str, t0: float, replace: bool,
+           names: tuple[str, ...], progress, partitions: int, groups,
+           floats: FloatEncoding, scan_progress, compress: Compression, t0: float, replace: bool,
            cluster: Clustering = NO_CLUSTERING, origin: Origin | None = None,
            pack: bool = False) -> IngestReport:
     """Write ``srcs`` as a table at ``out``: a new one, or (``replace``) in place of the
@@ -445,8 +444,8 @@ def exchange(a: Path, b: Path) -> None:
 
 
 def _write(srcs, plans, bounds: list[int], dirs: list[Path], rows: int, page_size: int,
-           volumes: int, name: str, names: tuple[str, ...], progress, groups, compress: str,
-           writers: list[PageWriter], cluster: Clustering = NO_CLUSTERING,
+           volumes: int, name: str, names: tuple[str, ...], progress, groups,
+           compress: Compression, writers: list[PageWriter], cluster: Clustering = NO_CLUSTERING,
            origin: Origin | None = None, pack: bool = False) -> None:
     """Write the table's store (or its partitions' stores) into the scratch directory."""
     tmp = dirs[0] if len(dirs) == 1 else dirs[0].parent
@@ -481,8 +480,9 @@ def _write(srcs, plans, bounds: list[int], dirs: list[Path], rows: int, page_siz
 
 def _ingest_partition(sources: list[str | Source], plans, bounds: list[int], k: int, d: str,
                       page_size: int, volumes: int, table: str, names: tuple[str, ...],
-                      groups=None, compress: str = "none", cluster: Clustering = NO_CLUSTERING,
-                      origin: Origin | None = None, pack: bool = False) -> int:
+                      groups=None, compress: Compression = Compression.NONE,
+                      cluster: Clustering = NO_CLUSTERING, origin: Origin | None = None,
+                      pack: bool = False) -> int:
     """Write partition ``k`` (rows ``bounds[k]:bounds[k+1]``) as a store in ``d``, reading
     only the sources that overlap it (its rows sorted by ``cluster`` when given); runs in a
     worker process. Returns its rows."""
@@ -526,8 +526,9 @@ def _ingest_partition(sources: list[str | Source], plans, bounds: list[int], k: 
 
 
 def _ingest_partitions(srcs, plans, bounds, dirs, page_size, volumes, table, names, progress,
-                       groups=None, compress: str = "none", cluster: Clustering = NO_CLUSTERING,
-                       origin: Origin | None = None, pack: bool = False) -> None:
+                       groups=None, compress: Compression = Compression.NONE,
+                       cluster: Clustering = NO_CLUSTERING, origin: Origin | None = None,
+                       pack: bool = False) -> None:
     """Every partition, each in its own process when there are several cores (sources are
     decoded in parallel; a partition reads only the sources that overlap its rows)."""
     from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -602,9 +603,9 @@ def _spawn_can_start() -> bool:
 
 
 def _finish_store(d: Path, writer: PageWriter, plans, rows: int, page_size: int, volumes: int,
-                  table: str, sources: tuple[str, ...], groups=None, compress: str = "none",
-                  cluster: Clustering = NO_CLUSTERING, origin: Origin | None = None,
-                  pack: bool = False) -> None:
+                  table: str, sources: tuple[str, ...], groups=None,
+                  compress: Compression = Compression.NONE, cluster: Clustering = NO_CLUSTERING,
+                  origin: Origin | None = None, pack: bool = False) -> None:
     """Flush a store's last pages, write its row groups, its page metadata and its manifest
     (last)."""
     from bamql.storage.groups import parse_groups, write_groups
@@ -625,7 +626,7 @@ def _finish_store(d: Path, writer: PageWriter, plans, rows: int, page_size: int,
         d, parse_groups(groups, columns, page_size), columns, page_size, volumes,
         writer.total_pages, writer.checksum, writer.zmin, writer.zmax, writer.nulls)
     streams = None
-    if compress == "zstd":
+    if compress == Compression.ZSTD:
         from bamql.storage.streams import write_streams
 
         streams, arrays["zst:off"], arrays["zst:len"], arrays["zst:sum"] = write_streams(

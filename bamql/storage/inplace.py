@@ -34,6 +34,7 @@ from typing import TypeVar
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from bamql.config import FloatEncoding
 from bamql.errors import IngestError
 from bamql.storage.files import FileSet, with_partitions
 from bamql.storage.hive import Cmp, KeyFilter, check_columns
@@ -151,7 +152,7 @@ def read_in_place(files: FileSet, spec: ReadSpec, out: Path) -> InPlace:
         # in a store that serves one query (DECIMAL columns keep it: DuckDB rounds them
         # exactly)
         with unsynced():  # the store lives as long as the session: no flush to disk
-            ingest(tables, out, table=files.table_name, floats="decimals")
+            ingest(tables, out, table=files.table_name, floats=FloatEncoding.DECIMALS)
     except IngestError:
         shutil.rmtree(out, ignore_errors=True)
         raise

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from bamql.config import FloatEncoding
 from bamql.errors import IngestError
 from bamql.storage import remote
 from bamql.storage.files import SourcePath, expand
@@ -53,8 +54,9 @@ def _key(f: SourcePath) -> str:
 
 
 def record(specs: Sequence[str | os.PathLike | RemotePath], files: Sequence[SourcePath],
-           floats: str) -> Origin:
-    """The origin of a table made from ``files``, which ``specs`` named."""
+           floats: FloatEncoding) -> Origin:
+    """The origin of a table made from ``files``, which ``specs`` named, ingested with
+    ``floats``."""
     ids = [identity(f) for f in files]
     return Origin(specs=tuple(dict.fromkeys(spec_text(s) for s in specs)),
                   files=tuple(i[0] for i in ids), sizes=tuple(i[1] for i in ids),

@@ -99,3 +99,46 @@ def test_the_note_goes_to_logging(taxi_store, monkeypatch, caplog):
     with caplog.at_level(logging.INFO, logger="bamql"), bamql.connect(taxi_store, device="cpu"):
         pass
     assert caplog.records == []  # no note, nothing logged
+
+
+def test_reading_in_place_removes_only_dead_processes_leftovers(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    import duckdb
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from bamql.config import Config
+    from bamql.engine.session import Session
+    from tests.reference import session_rows
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # reaped: its pid names no process now
+    with pytest.raises(ProcessLookupError):
+        os.kill(dead.pid, 0)
+    root = tmp_path / "c" / ".inplace"
+    left = {name: root / name for name in (
+        f"{dead.pid}-0", f"{dead.pid}-17",  # a process killed mid-query
+        f"{os.getppid()}-0",  # a live process's (the test's parent)
+        f"{os.getpid()}-{10**9}",  # this process's own
+        "junk", f"{dead.pid}-x", f"x{dead.pid}-0", f"{dead.pid}", "0-0")}  # no pid-n name
+    for d in left.values():
+        (d / "trips").mkdir(parents=True)
+        (d / "trips" / "manifest.json").write_text("{}")
+    (root / f"{dead.pid}-3").write_text("a file, not a directory")
+    pq.write_table(pa.table({"x": [1, 2, None]}), tmp_path / "x.parquet")
+    sql = f"SELECT COUNT(*), SUM(x) FROM '{tmp_path}/x.parquet'"
+    with Session(config=Config(device="cpu", file_cache=tmp_path / "c")) as s:
+        assert session_rows(s, sql) == duckdb.sql(sql).fetchall()
+        gone = {n for n, d in left.items() if not d.exists()}
+        assert gone == {f"{dead.pid}-0", f"{dead.pid}-17"}
+        assert (root / f"{dead.pid}-3").is_file()
+        # only the session's first in-place directory sweeps: a later leftover stays
+        (root / f"{dead.pid}-5").mkdir()
+        assert session_rows(s, sql.replace("SUM", "MAX")) == duckdb.sql(
+            sql.replace("SUM", "MAX")).fetchall()
+        assert (root / f"{dead.pid}-5").is_dir()
+    ours = [p.name for p in root.iterdir() if p.name.startswith(f"{os.getpid()}-")]
+    assert ours == [f"{os.getpid()}-{10**9}"]  # the session removed its own when it closed
