@@ -124,6 +124,14 @@ SAMPLE_DIR = Path(__file__).resolve().parents[1] / "tests" / "data" / "tlc-sampl
 SAMPLES = sorted(SAMPLE_DIR.glob("yellow_tripdata_sample_2019-*.csv"))
 
 
+@pytest.fixture(autouse=True)
+def _plans_for_the_disk(monkeypatch):
+    """Plans do not depend on what the OS page cache holds of a test's stores (a store just
+    written is all in it): the planner assumes each medium as configured.
+    ``tests/storage/test_residency.py`` turns the page cache back on."""
+    monkeypatch.setattr("bamql.storage.residency._LIBC", None)
+
+
 @pytest.fixture
 def session(tmp_path):
     """A CPU session whose file cache is the test's own (files in FROM, registered tables);

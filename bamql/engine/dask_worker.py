@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from bamql.config import Backend, Config, Device, Medium
 from bamql.engine.accumulate import combine_all
-from bamql.engine.partition import Domains, plan_partition, run_partition
+from bamql.engine.partition import Domains, page_cache, plan_partition, run_partition
 from bamql.errors import BamqlError
 from bamql.lru import LRU
 from bamql.planner import ir
@@ -81,10 +81,11 @@ def clear_caches() -> int:
 
 
 def _plan(store: PageStore, q: ir.Query, domains: Domains, medium: Medium) -> PhysicalPlan:
-    key = (str(store.path), q, domains, medium)
+    resident = page_cache(store, q.columns, medium)  # this worker's OS page cache
+    key = (str(store.path), q, domains, medium, resident)
     p = _plans.get(key)
     if p is None:  # a partition's metadata does not change: its plans can be reused
-        p = plan_partition(store, q, domains, medium)
+        p = plan_partition(store, q, domains, medium, resident)
         _plans.put(key, p)
     return p
 

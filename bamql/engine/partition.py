@@ -15,9 +15,10 @@ from bamql.engine.cpu import run_cpu
 from bamql.engine.stats import ColumnIO, QueryStats
 from bamql.planner import ir
 from bamql.planner.cost import MEDIA
-from bamql.planner.physical import PhysicalPlan, plan_query
+from bamql.planner.physical import DISK_MEDIA, PhysicalPlan, plan_query
 from bamql.planner.translate import key_domain
 from bamql.storage.format import ColumnMeta
+from bamql.storage.residency import cached_shares
 from bamql.storage.store import PageStore
 
 Domains = tuple[tuple[int, int], ...]
@@ -29,9 +30,25 @@ def table_domains(q: ir.Query, columns: dict[str, ColumnMeta]) -> Domains:
     return tuple(key_domain(k, columns) for k in q.keys)
 
 
-def plan_partition(store: PageStore, q: ir.Query, domains: Domains, medium: Medium) -> PhysicalPlan:
-    """The plan of ``q`` over one partition: its own zone maps, the table's key domains."""
-    return plan_query(q, store, MEDIA[medium], domains=domains)
+#: share of a column's pages (or a row-group copy's, by file name) in the OS page cache
+Resident = tuple[tuple[str, float], ...]
+
+
+def page_cache(store: PageStore, columns: tuple[str, ...], medium: Medium) -> Resident:
+    """What the OS page cache holds of ``columns`` of ``store`` (``storage.residency``) where
+    ``medium`` reads a disk (the planner then costs those pages as memory); () elsewhere."""
+    if medium not in DISK_MEDIA:
+        return ()
+    return tuple(sorted(cached_shares(store, columns).items()))
+
+
+def plan_partition(store: PageStore, q: ir.Query, domains: Domains, medium: Medium,
+                   resident: Resident | None = None) -> PhysicalPlan:
+    """The plan of ``q`` over one partition: its own zone maps, the table's key domains, and
+    what the OS page cache holds of it (``resident``; None: looked up here)."""
+    if resident is None:
+        resident = page_cache(store, q.columns, medium)
+    return plan_query(q, store, MEDIA[medium], domains=domains, resident=dict(resident))
 
 
 def partition_stats(plan: PhysicalPlan, store: PageStore, device: Device,

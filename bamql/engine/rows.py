@@ -20,7 +20,7 @@ import pyarrow as pa
 from bamql.config import Backend, Device, Medium
 from bamql.engine.accumulate import Grouped
 from bamql.engine.cpu import Matches, warm_readers
-from bamql.engine.partition import partition_stats
+from bamql.engine.partition import page_cache, partition_stats
 from bamql.engine.result import arrow_column, unique_names
 from bamql.engine.stats import QueryStats
 from bamql.planner import ir
@@ -44,7 +44,7 @@ def plan_rows(store: PageStore, table: str, predicate: ir.Expr | None, columns: 
     matching rows: planned as an aggregate over those columns is (``COUNT(c)`` each)."""
     aggs = tuple(ir.Agg("count", ir.Col(c, store.column(c).kind), "int") for c in columns)
     q = ir.Query(table, predicate, (), aggs, (), (), None, (), None)
-    return plan_query(q, store, MEDIA[medium])
+    return plan_query(q, store, MEDIA[medium], resident=dict(page_cache(store, q.columns, medium)))
 
 
 def row_matches(store: PageStore, table: str, predicate: ir.Expr | None,

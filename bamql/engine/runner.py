@@ -16,7 +16,7 @@ import numpy as np
 
 from bamql.config import Backend, Device, Medium
 from bamql.engine import accumulate
-from bamql.engine.partition import plan_partition, run_partition
+from bamql.engine.partition import page_cache, plan_partition, run_partition
 from bamql.engine.stats import QueryStats
 from bamql.lru import LRU
 from bamql.planner.physical import PhysicalPlan
@@ -67,14 +67,15 @@ class LocalRunner:
     def __init__(self, device: Device, backend: Backend, engine=None) -> None:
         self.device, self.backend, self.engine = device, backend, engine
         #: plans of the partitions after the first (the session keeps the first's):
-        #: (partition, query, medium) -> plan; an open store's metadata does not change
+        #: (partition, query, medium, page cache) -> plan; an open store's metadata does not change
         self._plans = LRU(1024)
 
     def _plan(self, store, plan: PhysicalPlan, medium: Medium) -> PhysicalPlan:
-        key = (str(store.path), plan.query, medium)
+        resident = page_cache(store, plan.query.columns, medium)
+        key = (str(store.path), plan.query, medium, resident)
         p = self._plans.get(key)
         if p is None:
-            p = plan_partition(store, plan.query, plan.key_domains, medium)
+            p = plan_partition(store, plan.query, plan.key_domains, medium, resident)
             self._plans.put(key, p)
         return p
 

@@ -19,7 +19,7 @@ from bamql.config import Backend, Config, Device, Medium
 from bamql.engine.accumulate import count_present, finish, n_groups, regroup
 from bamql.engine.describe import describe
 from bamql.engine.hashagg import explain_hashed, hashed_columns, run_hashed
-from bamql.engine.partition import plan_partition, table_domains
+from bamql.engine.partition import page_cache, plan_partition, table_domains
 from bamql.engine.result import Result, assemble
 from bamql.engine.rows import explain_rows, kernel_query, plan_rows, quantiles, run_rows
 from bamql.engine.runner import LocalRunner, Runner, merge
@@ -390,12 +390,14 @@ class Session:
     def plan(self, q: ir.Query) -> PhysicalPlan:
         """The physical plan of the table's first partition (its only one, for a table of
         one store), with the whole table's group-key domains."""
-        key = (q, self._medium())
+        table, kq, medium = self.store(q.table), kernel_query(q), self._medium()
+        resident = page_cache(table.parts[0], kq.columns, medium)
+        key = (q, medium, resident)
         p = self._plans.get(key)
         if p is None:  # an open store's metadata does not change: plans can be reused
-            table = self.store(q.table)
-            kq = kernel_query(q)  # quantiles are computed beside the kernel (engine.rows)
-            p = plan_partition(table.parts[0], kq, table_domains(kq, table.columns), key[1])
+            # quantiles are computed beside the kernel (engine.rows)
+            p = plan_partition(table.parts[0], kq, table_domains(kq, table.columns), medium,
+                               resident)
             self._plans.put(key, p)
         return p
 
@@ -478,7 +480,13 @@ class Session:
             return "\n".join((*q.steps, self.explain_query(q.fact)))
         table = self.store(q.table)
         runner = self._runner(table)
-        key = (q, self._medium(), runner.where)
+        if isinstance(q, ir.RowQuery):
+            cols = (*ir.columns_of(q.predicate), *q.columns)
+        else:
+            cols = kernel_query(q).columns
+        # the plan, and so its text, follows what the OS page cache holds
+        key = (q, self._medium(), runner.where,
+               page_cache(table.parts[0], tuple(dict.fromkeys(cols)), self._medium()))
         txt = self._explained.get(key)
         if txt is None:  # made once: every query's result carries it
             part = table.parts[0]
@@ -511,6 +519,7 @@ class Session:
         table = self.store(q.table)
         if self._hashed(query):
             return self._execute_hashed(q)
+        text = self.explain_query(query)  # before the run: its plan is the one that runs
         plan = self.plan(q)
         runner = self._runner(table)
         t0 = time.perf_counter()
@@ -535,16 +544,17 @@ class Session:
                 g = quantiles(table, q, plan.key_domains, g, self._medium(), self.device,
                               self.backend, stats)
             out = assemble(g, q, table.columns)
-        return Result(out, stats, self.explain_query(query))
+        return Result(out, stats, text)
 
     def _execute_rows(self, q: ir.RowQuery) -> Result:
         """Run a query that returns rows (``engine.rows``; on the CPU on any device)."""
         table = self.store(q.table)
+        text = self.explain_query(q)  # before the run, which changes what the OS caches
         try:
             out, stats = run_rows(table, q, self._medium(), self.device, self.backend)
         except MemoryError:
             raise DeviceError("out of host memory while running the query") from None
-        return Result(out, stats, self.explain_query(q))
+        return Result(out, stats, text)
 
     def _hashed(self, q) -> bool:
         """Whether ``q`` is a GROUP BY for the hash-aggregation step (``planner.grouping``);
@@ -557,11 +567,12 @@ class Session:
     def _execute_hashed(self, q: ir.Query) -> Result:
         """Run a hashed GROUP BY (``engine.hashagg``; on the CPU on any device)."""
         table = self.store(q.table)
+        text = self.explain_query(q)  # before the run, which changes what the OS caches
         try:
             g, stats = run_hashed(table, q, self._medium(), self.device, self.backend)
         except MemoryError:
             raise DeviceError("out of host memory while running the query") from None
-        return Result(assemble(g, q, table.columns), stats, self.explain_query(q))
+        return Result(assemble(g, q, table.columns), stats, text)
 
     def table(self, name: str):
         """A dataframe-like handle on a table (see bamql.engine.frame)."""

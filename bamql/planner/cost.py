@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from bamql import config
 from bamql.config import AccessPath
@@ -49,6 +49,18 @@ HOST = Medium("host", 50e9, 1.5e9)
 #: GPU memory.
 GPU = Medium("gpu", 3.0e12, 1.0e10)
 MEDIA: dict[config.Medium, Medium] = {m.name: m for m in (FILE, QUEUE, NVCOMP, CACHED, HOST, GPU)}
+
+
+def partly_cached(medium: Medium, share: float) -> Medium:
+    """``medium`` where the OS page cache holds ``share`` of the pages read: each byte and
+    each request costs the share-weighted mean of the page cache's cost and the medium's
+    (decompression stays where the medium does it)."""
+    f = min(max(share, 0.0), 1.0)
+    if f == 0.0 or medium.seq_bytes_per_s >= CACHED.seq_bytes_per_s:
+        return medium
+    seq = 1.0 / (f / CACHED.seq_bytes_per_s + (1.0 - f) / medium.seq_bytes_per_s)
+    rnd = 1.0 / (f / CACHED.random_reads_per_s + (1.0 - f) / medium.random_reads_per_s)
+    return replace(medium, seq_bytes_per_s=seq, random_reads_per_s=rnd)
 
 
 def touch_probability(selectivity: float, rows_per_page: int) -> float:

@@ -386,6 +386,15 @@ class Query:
     order: tuple[tuple[int, bool, bool], ...]
     limit: int | None
 
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The columns the predicate, the keys and the aggregates read, in first-use order."""
+        seen: dict[str, None] = {}
+        for e in (self.predicate, *self.keys, *self.aggs):
+            for c in columns_of(e):
+                seen.setdefault(c)
+        return tuple(seen)
+
 
 @dataclass(frozen=True)
 class RowQuery:

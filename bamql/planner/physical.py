@@ -3,6 +3,7 @@ access paths, EXPLAIN."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -18,6 +19,7 @@ from bamql.planner.cost import (
     Medium,
     choose_path,
     gather_cost,
+    partly_cached,
     stream_cost,
     use_compressed,
 )
@@ -68,6 +70,8 @@ class PhysicalPlan:
     est_selectivity: float
     key_domains: tuple[tuple[int, int], ...]
     medium: config.Medium
+    #: share of the pages each column read that the OS page cache held when planned
+    resident: tuple[tuple[str, float], ...] = ()
 
     @property
     def candidate_rows(self) -> int:
@@ -213,11 +217,15 @@ def prune(conj: tuple[ir.Expr, ...], store: PageStore, max_gap: int = 0) -> RowR
     return RowRanges.from_blocks(keep, block, rows).merged(max_gap)
 
 
-def gap_rows(conj: tuple[ir.Expr, ...], store: PageStore, medium: Medium) -> int:
+def gap_rows(conj: tuple[ir.Expr, ...], store: PageStore, medium: Medium,
+             resident: Mapping[str, float] | None = None) -> int:
     """The longest gap between candidate ranges worth reading through rather than skipping:
     the bytes a ``medium`` moves in the time one more read costs (a disk seek, a page-cache
-    call), over the bytes per row of the predicate columns (0 when skipping is free)."""
+    call), over the bytes per row of the predicate columns (0 when skipping is free).
+    ``resident``: the share of each column's pages in the OS page cache."""
     cols = {n for e in conj for n in ir.columns_of(e)}
+    if resident and cols:
+        medium = partly_cached(medium, sum(resident.get(n, 0.0) for n in cols) / len(cols))
     per_row = sum(store.column(n).value_bits for n in cols) / 8  # packed columns: bits / 8
     if not per_row:
         return 0
@@ -270,11 +278,13 @@ def _estimate(e: ir.Expr, store: PageStore) -> float:
 DISK_MEDIA = (config.Medium.FILE, config.Medium.QUEUE, config.Medium.NVCOMP)
 
 
-def _through_groups(access: list[Access], store: PageStore, sel: float, medium: Medium) -> list[Access]:
+def _through_groups(access: list[Access], store: PageStore, sel: float, medium: Medium,
+                    resident: Mapping[str, float]) -> list[Access]:
     """Dependent columns of one row group gathered through its copy when that is cheaper
     than their own best paths: the first member's page of a block costs a disk read, the
     others' come from the same OS page (storage.groups)."""
     out = list(access)
+    base = medium
     for g in store.manifest.groups:
         idx = [i for i, a in enumerate(out) if a.role == Role.DEPENDENT and a.column in g.members]
         if len(idx) < 2:
@@ -282,9 +292,11 @@ def _through_groups(access: list[Access], store: PageStore, sel: float, medium: 
         mine = 0.0
         for i in idx:
             c = store.column(out[i].column)
-            mine += min(gather_cost(c.n_pages, c.rows_per_page, sel, store.page_size, medium)[1],
-                        stream_cost(c.n_pages, store.page_size, medium,
+            cm = partly_cached(base, resident.get(c.name, 0.0))
+            mine += min(gather_cost(c.n_pages, c.rows_per_page, sel, store.page_size, cm)[1],
+                        stream_cost(c.n_pages, store.page_size, cm,
                                     store.stream_bytes.get(c.name))[1])
+        medium = partly_cached(base, resident.get(g.file, 0.0))
         pages, first = gather_cost(g.n_pages, g.rows_per_page, sel, store.page_size, medium)
         others = 0.0 if medium.overlaps_cached else (len(idx) - 1) * pages / CACHED.random_reads_per_s
         if first + others < mine:
@@ -295,11 +307,20 @@ def _through_groups(access: list[Access], store: PageStore, sel: float, medium: 
 
 
 def plan_query(q: ir.Query, store: PageStore, medium: Medium = FILE,
-               domains: tuple[tuple[int, int], ...] | None = None) -> PhysicalPlan:
+               domains: tuple[tuple[int, int], ...] | None = None,
+               resident: Mapping[str, float] | None = None) -> PhysicalPlan:
     """Choose stage order, pruning and access paths for ``q`` over ``store``.
 
     ``domains`` overrides the group-key domains (a partition plans with its whole table's).
+    ``resident`` is the share of each column's pages (and of each row-group copy, by its
+    file name) that the OS page cache holds (``storage.residency``): those pages cost what
+    the page cache costs, not what ``medium`` does.
     """
+    resident = dict(resident or {})
+
+    def medium_of(name: str) -> Medium:
+        return partly_cached(medium, resident.get(name, 0.0))
+
     conj = ir.conjuncts(q.predicate)
     sels = {c: estimate(c, store) for c in conj}
     ps = store.page_size
@@ -315,7 +336,7 @@ def plan_query(q: ir.Query, store: PageStore, medium: Medium = FILE,
         todo.remove(best)
         order.append(best)
         have.update(ir.columns_of(best))
-    ranges = prune(conj, store, gap_rows(conj, store, medium))
+    ranges = prune(conj, store, gap_rows(conj, store, medium, resident))
     cand = ranges.rows / max(store.rows, 1)
     # rows alive before each stage, as a share of all rows: pruning removes no matching row,
     # so it is the product of the stages' selectivities so far, capped by the candidates
@@ -330,11 +351,11 @@ def plan_query(q: ir.Query, store: PageStore, medium: Medium = FILE,
                 path, pages = AccessPath.SCAN, col.n_pages * cand
             else:
                 path, pages = choose_path(col.n_pages, col.rows_per_page, min(running, cand), ps,
-                                          medium, zb)
+                                          medium_of(name), zb)
             paths.append(path)
             access.append(Access(name, Role.PREDICATE, path, pages, col.n_pages,
                                  compressed=path != AccessPath.GATHER and use_compressed(
-                                     col.n_pages, ps, medium, zb)))
+                                     col.n_pages, ps, medium_of(name), zb)))
         fetched.update(new)
         stages.append(Stage(c, new, tuple(paths), sels[c]))
         running *= sels[c]
@@ -350,24 +371,35 @@ def plan_query(q: ir.Query, store: PageStore, medium: Medium = FILE,
         if not conj:
             path, pages = AccessPath.STREAM, float(col.n_pages)
         else:
-            path, pages = choose_path(col.n_pages, col.rows_per_page, est, ps, medium, zb)
+            path, pages = choose_path(col.n_pages, col.rows_per_page, est, ps, medium_of(name), zb)
         access.append(Access(name, Role.DEPENDENT, path, pages, col.n_pages,
-                             compressed=path != AccessPath.GATHER and use_compressed(col.n_pages, ps,
-                                                                            medium, zb)))
+                             compressed=path != AccessPath.GATHER and use_compressed(
+                                 col.n_pages, ps, medium_of(name), zb)))
     if conj and store.shadow and medium.name in DISK_MEDIA:
-        access = _through_groups(access, store, est, medium)
+        access = _through_groups(access, store, est, medium, resident)
     if domains is None:
         domains = tuple(key_domain(k, store.columns) for k in q.keys)
     return PhysicalPlan(q, store.rows, ps, tuple(stages), tuple(dep_cols), tuple(access), ranges,
-                        est, domains, medium.name)
+                        est, domains, medium.name,
+                        tuple((a.column, resident[a.column]) for a in access if a.column in resident))
+
+
+def page_cache(p: PhysicalPlan) -> str:
+    """``, OS page cache: N% of the pages read`` where the plan found any there (EXPLAIN)."""
+    if not p.resident or not any(f for _, f in p.resident):
+        return ""
+    whole = {a.column: a.n_pages for a in p.access}
+    n = sum(whole[c] for c, _ in p.resident)
+    share = sum(whole[c] * f for c, f in p.resident) / max(n, 1)
+    return f", OS page cache: {share:.0%} of the pages read"
 
 
 def explain_text(p: PhysicalPlan, store: PageStore) -> str:
     """EXPLAIN: stages, zone-map pruning, access paths and estimated bytes vs whole columns."""
     q = p.query
     lines = [f"Aggregate over {q.table} ({p.rows:,} rows, {p.page_size} B pages, medium: {p.medium}"
-             + clustered_by(store.manifest.cluster_by, store.manifest.cluster_order) + ")",
-             f"  logical: {show_query(q)}"]
+             + page_cache(p) + clustered_by(store.manifest.cluster_by, store.manifest.cluster_order)
+             + ")", f"  logical: {show_query(q)}"]
     if q.keys:
         lines.append("  group by: " + ", ".join(show(k) for k in q.keys)
                      + f"  ({int(np.prod([s + 1 for _, s in p.key_domains])):,} slots)")

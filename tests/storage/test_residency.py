@@ -1,0 +1,148 @@
+"""What the OS page cache holds of a store, and what the planner makes of it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from bamql.config import Medium
+from bamql.engine.partition import page_cache
+from bamql.engine.session import connect
+from bamql.planner import cost
+from bamql.planner.physical import plan_query
+from bamql.planner.translate import translate
+from bamql.queries import load
+from bamql.storage import residency
+from bamql.storage.ingest import ingest
+from bamql.storage.store import PageStore
+from tests.conftest import read_orc
+
+COLS = ("pickup_location_id", "trip_distance", "total_amount", "extra")
+LIBC = residency._libc()
+
+
+@pytest.fixture(autouse=True)
+def _page_cache(monkeypatch):
+    """The page cache as the product sees it (tests/conftest.py turns it off elsewhere)."""
+    monkeypatch.setattr(residency, "_LIBC", LIBC)
+
+
+def _evict(path: Path) -> None:
+    """Ask the OS to drop every file of the store at ``path`` from its page cache."""
+    os.sync()
+    for f in path.iterdir():
+        fd = os.open(f, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+@pytest.fixture(scope="module")
+def grouped(tmp_path_factory, taxi_orc) -> Path:
+    """The generated trips in 512 B pages, two volumes, a row group of two columns."""
+    d = tmp_path_factory.mktemp("resident")
+    ingest(taxi_orc, d / "trips", page_size=512, volumes=2, groups="total_amount,extra")
+    return d
+
+
+def _shares(store_dir: Path) -> dict[str, float]:
+    with PageStore(store_dir / "trips") as s:
+        return residency.cached_shares(s, COLS)
+
+
+def _evictable(store_dir: Path) -> None:
+    if not _shares(store_dir):
+        pytest.skip("this system cannot tell what its page cache holds (no mincore)")
+    _evict(store_dir / "trips")
+    if any(_shares(store_dir).values()):
+        pytest.skip("this file system keeps its pages cached (e.g. tmpfs)")
+
+
+def test_a_store_just_read_is_cached_and_an_evicted_one_is_not(grouped):
+    store = grouped / "trips"
+    with PageStore(store) as s:
+        for c in COLS:
+            s.read_column_pages(c)
+        got = residency.cached_shares(s, COLS)
+    if not got:
+        pytest.skip("this system cannot tell what its page cache holds (no mincore)")
+    assert set(got) == {*COLS, "grp-000.bin"}  # each column, and the row group's copy
+    assert all(v == 1.0 for v in got.values()), got
+    _evictable(grouped)
+    assert _shares(grouped) == dict.fromkeys(got, 0.0)
+    with PageStore(store) as s:  # half of one column's pages back in memory
+        c = s.column("trip_distance")
+        half = c.n_pages // 2
+        s.read_stream("trip_distance", 0, half, _pages(s, half), verify=False)
+        share = residency.cached_shares(s, ("trip_distance",))["trip_distance"]
+    assert 0.25 <= share <= 0.75
+
+
+def _pages(s: PageStore, n: int):
+    import numpy as np
+
+    return np.empty((n, s.page_size), np.uint8)
+
+
+def test_without_mincore_nothing_is_known(grouped, monkeypatch):
+    monkeypatch.setattr(residency, "_LIBC", None)
+    assert _shares(grouped) == {}
+    with PageStore(grouped / "trips") as s:
+        assert page_cache(s, COLS, Medium.FILE) == ()  # the planner assumes the disk
+
+
+def test_only_disk_media_look_at_the_page_cache(grouped):
+    with PageStore(grouped / "trips") as s:
+        for m in (Medium.CACHED, Medium.HOST, Medium.GPU):
+            assert page_cache(s, COLS, m) == ()
+
+
+def test_a_partly_cached_medium_lies_between_the_disk_and_memory():
+    assert cost.partly_cached(cost.FILE, 0.0) == cost.FILE
+    full = cost.partly_cached(cost.NVCOMP, 1.0)
+    assert full.seq_bytes_per_s == pytest.approx(cost.CACHED.seq_bytes_per_s)
+    assert full.random_reads_per_s == pytest.approx(cost.CACHED.random_reads_per_s)
+    assert full.inflate_bytes_per_s == cost.NVCOMP.inflate_bytes_per_s  # still the GPU's
+    half = cost.partly_cached(cost.FILE, 0.5)
+    assert cost.FILE.random_reads_per_s < half.random_reads_per_s < cost.CACHED.random_reads_per_s
+    assert cost.partly_cached(cost.HOST, 1.0) == cost.HOST  # faster than the page cache already
+    # a column a disk plan streams is gathered once its pages are in memory
+    assert cost.choose_path(10_000, 64, 0.0005, 512, cost.FILE)[0] == "stream"
+    assert cost.choose_path(10_000, 64, 0.0005, 512, cost.partly_cached(cost.FILE, 1.0))[0] == "gather"
+
+
+def test_plans_follow_the_page_cache_and_answers_do_not(grouped, taxi_orc):
+    q = load("q06")
+    t = read_orc(taxi_orc)  # noqa: F841 (DuckDB reads it by name)
+    want = duckdb.sql(q.replace("FROM trips", "FROM t")).fetchall()[0]
+    with connect(grouped, device="cpu") as con:
+        part = con.store("trips").parts[0]
+        for c in part.columns:
+            part.read_column_pages(c)
+        warm = con.sql(q)
+        if "OS page cache: 100% of the pages read" not in warm.explain():
+            pytest.skip("this system cannot tell what its page cache holds")
+        _evictable(grouped)
+        cold = con.sql(q)
+        assert "OS page cache" not in cold.explain()
+    for r in (warm, cold):
+        assert r.rows()[0] == pytest.approx(want, rel=1e-9)
+
+
+def test_pages_in_memory_plan_as_memory(grouped):
+    """A disk plan whose every page is cached is the page cache's plan; none cached, the
+    disk's."""
+    with PageStore(grouped / "trips") as part:
+        for sql in (load("q02"), load("q06"), "SELECT AVG(fare_amount), MAX(mta_tax) FROM trips "
+                    "WHERE pickup_location_id = 255 AND passenger_count = 6"):
+            q = translate(sql, {"trips": part.columns})
+            every = {c: 1.0 for c in (*part.columns, *(g.file for g in part.manifest.groups))}
+            for medium in (cost.FILE, cost.QUEUE, cost.NVCOMP):
+                cached = plan_query(q, part, cost.CACHED).access
+                warm = plan_query(q, part, medium, resident=every).access
+                assert [a.path for a in warm] == [a.path for a in cached]
+                assert plan_query(q, part, medium, resident={}) == plan_query(q, part, medium)
