@@ -14,8 +14,8 @@ from bamql.config import Backend, Device, Medium
 from bamql.engine.cpu import run_cpu
 from bamql.engine.stats import ColumnIO, QueryStats
 from bamql.planner import ir
-from bamql.planner.cost import MEDIA
-from bamql.planner.physical import DISK_MEDIA, PhysicalPlan, plan_query
+from bamql.planner.cost import MEDIA, PAGE_CACHED
+from bamql.planner.physical import PhysicalPlan, plan_query
 from bamql.planner.translate import key_domain
 from bamql.storage.format import ColumnMeta
 from bamql.storage.residency import cached_shares
@@ -36,8 +36,9 @@ Resident = tuple[tuple[str, float], ...]
 
 def page_cache(store: PageStore, columns: tuple[str, ...], medium: Medium) -> Resident:
     """What the OS page cache holds of ``columns`` of ``store`` (``storage.residency``) where
-    ``medium`` reads a disk (the planner then costs those pages as memory); () elsewhere."""
-    if medium not in DISK_MEDIA:
+    ``medium`` reads it from there faster (``planner.cost.PAGE_CACHED``: the planner then
+    costs those pages as memory); () elsewhere."""
+    if medium not in PAGE_CACHED:
         return ()
     return tuple(sorted(cached_shares(store, columns).items()))
 

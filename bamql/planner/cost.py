@@ -51,15 +51,22 @@ GPU = Medium("gpu", 3.0e12, 1.0e10)
 MEDIA: dict[config.Medium, Medium] = {m.name: m for m in (FILE, QUEUE, NVCOMP, CACHED, HOST, GPU)}
 
 
+#: The medium each disk medium becomes for pages the OS page cache holds. The CPU engine
+#: reads a cached page with one system call. The GPU file backend's reads go through its
+#: queue whether the page is cached or not, so its media keep their own figures.
+PAGE_CACHED: dict[config.Medium, Medium] = {config.Medium.FILE: CACHED}
+
+
 def partly_cached(medium: Medium, share: float) -> Medium:
     """``medium`` where the OS page cache holds ``share`` of the pages read: each byte and
-    each request costs the share-weighted mean of the page cache's cost and the medium's
-    (decompression stays where the medium does it)."""
+    each request costs the share-weighted mean of the cached medium's cost
+    (``PAGE_CACHED``) and ``medium``'s."""
     f = min(max(share, 0.0), 1.0)
-    if f == 0.0 or medium.seq_bytes_per_s >= CACHED.seq_bytes_per_s:
+    warm = PAGE_CACHED.get(medium.name)
+    if f == 0.0 or warm is None:
         return medium
-    seq = 1.0 / (f / CACHED.seq_bytes_per_s + (1.0 - f) / medium.seq_bytes_per_s)
-    rnd = 1.0 / (f / CACHED.random_reads_per_s + (1.0 - f) / medium.random_reads_per_s)
+    seq = 1.0 / (f / warm.seq_bytes_per_s + (1.0 - f) / medium.seq_bytes_per_s)
+    rnd = 1.0 / (f / warm.random_reads_per_s + (1.0 - f) / medium.random_reads_per_s)
     return replace(medium, seq_bytes_per_s=seq, random_reads_per_s=rnd)
 
 
