@@ -24,6 +24,13 @@ settings.register_profile("full", max_examples=40, derandomize=True, database=No
 settings.register_profile("explore", max_examples=400, print_blob=True)
 
 
+# numba's parallel kernels run on GNU OpenMP, whose idle threads spin before they sleep: on
+# a machine whose cores the pytest-xdist workers share, one worker's spinning threads take
+# the CPU that the other's tests (the CUDA simulator's Python threads most) wait for. Passive
+# threads sleep at once; the kernels and their thread counts stay the same.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
 def selects_slow(config) -> bool:
     """Whether this run's ``-m`` expression selects a test marked only ``slow``."""
     from _pytest.mark.expression import Expression

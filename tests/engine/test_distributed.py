@@ -134,7 +134,16 @@ def test_a_worker_killed_mid_query(parted, single, direct):
             assert_same_rows(out["rows"], single["q06"], ordered=False)  # never a wrong answer
 
 
-def test_unreachable_cluster_is_a_clear_error(parted):
+def test_unreachable_cluster_is_a_clear_error(parted, monkeypatch):
+    # the session's own connect call, with its timeout cut to 1 s: nothing listens on port
+    # 1, so the client retries until the timeout whatever its length
+    client = distributed.Client
+
+    def quick(*args, **kwargs):
+        assert kwargs.get("timeout"), "the session's connect has no timeout"
+        return client(*args, **{**kwargs, "timeout": "1s"})
+
+    monkeypatch.setattr(distributed, "Client", quick)
     with pytest.raises(bamql.BamqlError, match="cannot reach the Dask scheduler"):
         bamql.connect(parted, device="cpu", cluster="tcp://127.0.0.1:1")
 
