@@ -6,8 +6,10 @@ in GPU memory; predicate columns scanned whole are kept on the GPU too when they
 
 from __future__ import annotations
 
+import atexit
 import threading
 import time
+import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -61,6 +63,22 @@ class _Scans:
     disk: dict = field(default_factory=dict)  # column -> bytes read from disk (streams)
 
 
+#: the engines not yet closed: the process closes them at exit (``_close_at_exit``)
+_open: weakref.WeakSet = weakref.WeakSet()
+_exit_hook = threading.Lock()
+_hooked: list[bool] = []  # one entry once ``_close_at_exit`` is registered
+
+
+def _close_at_exit() -> None:
+    """Close the engines a program left open before the interpreter and CUDA shut down:
+    their I/O threads poll queues in pinned memory, which must not outlive the context."""
+    for e in list(_open):
+        try:
+            e.close()
+        except Exception:  # noqa: BLE001 (at exit nothing is left to report to)
+            pass
+
+
 class GpuEngine:
     """Runs physical plans on the GPU for one session (or one Dask worker).
 
@@ -91,6 +109,11 @@ class GpuEngine:
         # a cache clear and a kernel never overlap: a clear under a running kernel leaves
         # pages VALID with no slot (wrong reads) or slots no claim can take (a hang)
         self._cache_lock = threading.RLock()
+        with _exit_hook:  # registered after CUDA's own: atexit runs it first
+            if not _hooked:
+                atexit.register(_close_at_exit)
+                _hooked.append(True)
+            _open.add(self)
 
     # -- setting a table up ----------------------------------------------------------------
     def _table(self, store: PageStore) -> Table:
@@ -463,6 +486,7 @@ class GpuEngine:
 
     def close(self) -> None:
         """Release every table's source and the backend."""
+        _open.discard(self)
         for t in self.tables.values():
             self.backend.close(t.source)
         self.backend.shutdown()
