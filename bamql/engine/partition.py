@@ -14,7 +14,7 @@ from bamql.config import Backend, Device, Medium
 from bamql.engine.cpu import run_cpu
 from bamql.engine.stats import ColumnIO, QueryStats
 from bamql.planner import ir
-from bamql.planner.cost import MEDIA, PAGE_CACHED
+from bamql.planner.cost import MEDIA, reads_page_cache
 from bamql.planner.physical import PhysicalPlan, plan_query
 from bamql.planner.translate import key_domain
 from bamql.storage.format import ColumnMeta
@@ -36,9 +36,8 @@ Resident = tuple[tuple[str, float], ...]
 
 def page_cache(store: PageStore, columns: tuple[str, ...], medium: Medium) -> Resident:
     """What the OS page cache holds of ``columns`` of ``store`` (``storage.residency``) where
-    ``medium`` reads it from there faster (``planner.cost.PAGE_CACHED``: the planner then
-    costs those pages as memory); () elsewhere."""
-    if medium not in PAGE_CACHED:
+    plans over ``medium`` depend on it (``planner.cost.reads_page_cache``); () elsewhere."""
+    if not reads_page_cache(medium):
         return ()
     return tuple(sorted(cached_shares(store, columns).items()))
 

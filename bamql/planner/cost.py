@@ -52,9 +52,23 @@ MEDIA: dict[config.Medium, Medium] = {m.name: m for m in (FILE, QUEUE, NVCOMP, C
 
 
 #: The medium each disk medium becomes for pages the OS page cache holds. The CPU engine
-#: reads a cached page with one system call. The GPU file backend's reads go through its
-#: queue whether the page is cached or not, so its media keep their own figures.
+#: reads a cached page with one system call. The GPU file backend's media keep their own
+#: figures: planned with ``CACHED``'s over cached files, its plans (uncompressed scans
+#: through its queue, every dependent column gathered) ran slower than its disk plans;
+#: see docs/measurements.md#the-os-page-cache-in-the-plan.
 PAGE_CACHED: dict[config.Medium, Medium] = {config.Medium.FILE: CACHED}
+
+#: Disk media planned as another where the OS page cache holds at least ``WHOLLY`` of every
+#: column a query reads, its pages and its compressed copy alike: over cached files the GPU
+#: file backend ran the queue medium's plans (more gathers) faster than the nvCOMP medium's
+#: on every taxi query (docs/measurements.md#the-os-page-cache-in-the-plan).
+WHOLLY_CACHED: dict[config.Medium, Medium] = {config.Medium.NVCOMP: QUEUE}
+WHOLLY = 0.9
+
+
+def reads_page_cache(medium: config.Medium) -> bool:
+    """Whether plans over ``medium`` depend on what the OS page cache holds."""
+    return medium in PAGE_CACHED or medium in WHOLLY_CACHED
 
 
 def partly_cached(medium: Medium, share: float) -> Medium:

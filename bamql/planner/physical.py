@@ -16,6 +16,8 @@ from bamql.planner import ir
 from bamql.planner.cost import (
     CACHED,
     FILE,
+    WHOLLY,
+    WHOLLY_CACHED,
     Medium,
     choose_path,
     gather_cost,
@@ -317,6 +319,8 @@ def plan_query(q: ir.Query, store: PageStore, medium: Medium = FILE,
     the page cache costs, not what ``medium`` does.
     """
     resident = dict(resident or {})
+    if resident and medium.name in WHOLLY_CACHED and min(resident.values()) >= WHOLLY:
+        medium = WHOLLY_CACHED[medium.name]
 
     def medium_of(name: str) -> Medium:
         return partly_cached(medium, resident.get(name, 0.0))

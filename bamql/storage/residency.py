@@ -19,8 +19,11 @@ import numpy as np
 
 from bamql.storage.store import PageStore
 
-#: pages probed per column (and per row-group copy), spread evenly over it
+#: pages probed per column (and per row-group copy, and per column's compressed copy),
+#: spread evenly over it
 SAMPLES = 8
+#: the suffix of a column's name that names its compressed copy's share
+COPY = ":zst"
 
 
 def _libc():
@@ -66,8 +69,9 @@ def _cached(fd: int, offsets: list[int]) -> list[bool] | None:
 
 def cached_shares(store: PageStore, names: Iterable[str], samples: int = SAMPLES) -> dict[str, float]:
     """The share of each column's pages in the OS page cache (by ``samples`` probes spread
-    over it), and of each row-group copy holding one of them, by its file name; empty where
-    the system cannot tell (the planner then assumes the disk, as without this)."""
+    over it), of each row-group copy holding one of them (by its file name) and of each
+    one's compressed copy (by its name and ``COPY``); empty where the system cannot tell
+    (the planner then assumes the disk, as without this)."""
     if _LIBC is None:
         return {}
     names = tuple(names)
@@ -80,16 +84,24 @@ def cached_shares(store: PageStore, names: Iterable[str], samples: int = SAMPLES
         for p in np.unique(np.linspace(0, c.n_pages - 1, k).astype(np.int64)).tolist() if k else ():
             g = c.first_page + p
             probes.setdefault(g % nv, []).append((name, g // nv * ps))
+    copy: list[tuple[str, int]] = []  # (column's copy, offset) in the compressed copy
+    for name in names if store.copy_fd is not None else ():
+        _, off, ln = store.stream_chunks(name)
+        for k in np.unique(np.linspace(0, len(off) - 1, min(samples, len(off))).astype(np.int64)):
+            copy.append((f"{name}{COPY}", int(off[k] + ln[k] // 2)))
     wanted = set(names)
     for g, meta in enumerate(store.manifest.groups):
         if not wanted.isdisjoint(meta.members) and meta.n_pages:
             size = meta.n_pages * meta.block_bytes
             offs = np.linspace(0, size - 1, min(samples, meta.n_pages)).astype(np.int64).tolist()
             probes[nv + g] = [(meta.file, o) for o in offs]
+    files = [(int(lay.fds[f]), pairs) for f, pairs in probes.items()]
+    if copy:
+        files.append((store.copy_fd, copy))
     hits: dict[str, int] = {}
     count: dict[str, int] = {}
-    for f, pairs in probes.items():
-        got = _cached(int(lay.fds[f]), [o for _, o in pairs])
+    for fd, pairs in files:
+        got = _cached(fd, [o for _, o in pairs])
         if got is None:
             return {}
         for (name, _), h in zip(pairs, got, strict=True):

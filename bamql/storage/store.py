@@ -297,6 +297,11 @@ class PageStore(Verification):
                 raise self.checksum_error(int(ids[bad[0]]))
         return n
 
+    @property
+    def copy_fd(self) -> int | None:
+        """The descriptor of the compressed copy's file (None: the store has no copy)."""
+        return self._zst_fd
+
     def stream_chunks(self, name: str) -> tuple[int, np.ndarray, np.ndarray]:
         """The compressed copy's chunks of column ``name``: ``(index of its first chunk,
         their byte offsets in the copy, their lengths)``."""

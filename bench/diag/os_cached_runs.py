@@ -52,6 +52,11 @@ def main() -> None:
                (("alone", alone), ("paused", paused), ("turns_nvcomp", turns_a),
                 ("turns_queue", turns_b))}
         out["ms"][q] = row
+        for name, con in (("nvcomp", a_con), ("queue", b_con)):
+            r = con.sql(sql)
+            out.setdefault("plans", {}).setdefault(q, {})[name] = {
+                "explain": r.explain().splitlines()[0],
+                "paths": {n: str(c.path) for n, c in r.stats.columns.items()}}
         print(q, {k: statistics.median(v) for k, v in row.items()}, flush=True)
     a_con.close(), b_con.close()
     if a.out:

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import pytest
 
 from bamql.config import Medium
@@ -43,9 +44,11 @@ def _evict(path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def grouped(tmp_path_factory, taxi_orc) -> Path:
-    """The generated trips in 512 B pages, two volumes, a row group of two columns."""
+    """The generated trips in 512 B pages, two volumes, a row group of two columns and a
+    compressed copy of every column."""
     d = tmp_path_factory.mktemp("resident")
-    ingest(taxi_orc, d / "trips", page_size=512, volumes=2, groups="total_amount,extra")
+    ingest(taxi_orc, d / "trips", page_size=512, volumes=2, groups="total_amount,extra",
+           compress="zstd")
     return d
 
 
@@ -67,24 +70,25 @@ def test_a_store_just_read_is_cached_and_an_evicted_one_is_not(grouped):
     with PageStore(store) as s:
         for c in COLS:
             s.read_column_pages(c)
+            s.read_stream(c, 0, s.column(c).n_pages, _pages(s, s.column(c).n_pages))
         got = residency.cached_shares(s, COLS)
     if not got:
         pytest.skip("this system cannot tell what its page cache holds (no mincore)")
-    assert set(got) == {*COLS, "grp-000.bin"}  # each column, and the row group's copy
+    # each column, the row group's copy, each column's compressed copy
+    assert set(got) == {*COLS, "grp-000.bin", *(c + residency.COPY for c in COLS)}
     assert all(v == 1.0 for v in got.values()), got
     _evictable(grouped)
     assert _shares(grouped) == dict.fromkeys(got, 0.0)
     with PageStore(store) as s:  # half of one column's pages back in memory
         c = s.column("trip_distance")
         half = c.n_pages // 2
-        s.read_stream("trip_distance", 0, half, _pages(s, half), verify=False)
-        share = residency.cached_shares(s, ("trip_distance",))["trip_distance"]
-    assert 0.25 <= share <= 0.75
+        s.read_pages(np.arange(c.first_page, c.first_page + half), _pages(s, half), verify=False)
+        shares = residency.cached_shares(s, ("trip_distance",))
+    assert 0.25 <= shares["trip_distance"] <= 0.75
+    assert shares["trip_distance" + residency.COPY] == 0.0  # the copy was not read
 
 
-def _pages(s: PageStore, n: int):
-    import numpy as np
-
+def _pages(s: PageStore, n: int) -> np.ndarray:
     return np.empty((n, s.page_size), np.uint8)
 
 
@@ -95,12 +99,12 @@ def test_without_mincore_nothing_is_known(grouped, monkeypatch):
         assert page_cache(s, COLS, Medium.FILE) == ()  # the planner assumes the disk
 
 
-def test_only_the_cpu_engines_disk_looks_at_the_page_cache(grouped):
+def test_only_the_disk_media_whose_plans_change_look_at_the_page_cache(grouped):
     with PageStore(grouped / "trips") as s:
         if not page_cache(s, COLS, Medium.FILE):
             pytest.skip("this system cannot tell what its page cache holds (no mincore)")
-        # the GPU file backend reads through its queue, cached or not
-        for m in (Medium.QUEUE, Medium.NVCOMP, Medium.CACHED, Medium.HOST, Medium.GPU):
+        assert page_cache(s, COLS, Medium.NVCOMP)
+        for m in (Medium.QUEUE, Medium.CACHED, Medium.HOST, Medium.GPU):
             assert page_cache(s, COLS, m) == ()
 
 
@@ -150,5 +154,10 @@ def test_pages_in_memory_plan_as_memory(grouped):
             assert [a.path for a in warm] == [a.path for a in cached]
             for medium in (cost.FILE, cost.QUEUE, cost.NVCOMP):
                 assert plan_query(q, part, medium, resident={}) == plan_query(q, part, medium)
-            nv = plan_query(q, part, cost.NVCOMP, resident=every).access
-            assert nv == plan_query(q, part, cost.NVCOMP).access
+            # the GPU's nvCOMP plans become the queue's where nearly all is cached
+            every.update({c + residency.COPY: 1.0 for c in part.columns})
+            nv = plan_query(q, part, cost.NVCOMP, resident=every)
+            assert nv.medium == Medium.QUEUE
+            assert nv.access == plan_query(q, part, cost.QUEUE).access
+            some = {**every, "trip_distance" + residency.COPY: 0.5}
+            assert plan_query(q, part, cost.NVCOMP, resident=some).medium == Medium.NVCOMP
