@@ -46,6 +46,13 @@ _LIBC = _libc() if hasattr(mmap, "MAP_SHARED") else None
 _FAILED = ctypes.c_void_p(-1).value
 
 
+def set_enabled(on: bool) -> None:
+    """Probe the page cache (on where the system can), or never (off: every plan assumes the
+    disk its medium names, as tests and disk benchmarks that want those plans do)."""
+    global _LIBC
+    _LIBC = _libc() if on and hasattr(mmap, "MAP_SHARED") else None
+
+
 def _cached(fd: int, offsets: list[int]) -> list[bool] | None:
     """Whether the page cache holds the OS page of each of ``offsets`` of the file ``fd``
     (None: the system cannot tell)."""

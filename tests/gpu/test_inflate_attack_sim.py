@@ -36,11 +36,13 @@ SCRIPT = textwrap.dedent("""
     from bamql.gpu import backends, inflate
     from bamql.planner import cost
     from bamql.planner.ranges import RowRanges
+    from bamql.storage import residency
     from bamql.storage.ingest import ingest
     from bamql.storage.store import PageStore
     from tests.reference import assert_same_rows, duck
 
     warnings.simplefilter("ignore", RuntimeWarning)  # the simulated hash's uint64 wrap-around
+    residency.set_enabled(False)  # the disk's plans (zstd streams) whatever is cached
     mode, opts = sys.argv[1], json.loads(sys.argv[2])
 
     class Counting(inflate.HostDecoder):

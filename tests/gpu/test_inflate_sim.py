@@ -28,10 +28,12 @@ SCRIPT = textwrap.dedent("""
     import bamql
     from bamql.errors import StoreError
     from bamql.gpu import inflate
+    from bamql.storage import residency
     from bamql.storage.ingest import ingest
     from tests.reference import assert_same_rows, duck
 
     warnings.simplefilter("ignore", RuntimeWarning)  # the simulated hash's uint64 wrap-around
+    residency.set_enabled(False)  # the disk's plans (zstd streams) whatever is cached
 
     class Counting(inflate.HostDecoder):
         calls = 0
