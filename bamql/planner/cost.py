@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from bamql import config
 from bamql.config import AccessPath
@@ -51,37 +51,19 @@ GPU = Medium("gpu", 3.0e12, 1.0e10)
 MEDIA: dict[config.Medium, Medium] = {m.name: m for m in (FILE, QUEUE, NVCOMP, CACHED, HOST, GPU)}
 
 
-#: The medium each disk medium becomes for pages the OS page cache holds. The CPU engine
-#: reads a cached page with one system call. The GPU file backend's media keep their own
-#: figures: planned with ``CACHED``'s over cached files, its plans (uncompressed scans
-#: through its queue, every dependent column gathered) ran slower than its disk plans;
-#: see docs/measurements.md#the-os-page-cache-in-the-plan.
-PAGE_CACHED: dict[config.Medium, Medium] = {config.Medium.FILE: CACHED}
-
-#: Disk media planned as another where the OS page cache holds at least ``WHOLLY`` of every
-#: column a query reads, its pages and its compressed copy alike: over cached files the GPU
-#: file backend ran the queue medium's plans (more gathers) faster than the nvCOMP medium's
-#: on every taxi query (docs/measurements.md#the-os-page-cache-in-the-plan).
+#: Disk media planned as another where the OS page cache holds at least ``WHOLLY`` of what
+#: the other medium's plan reads (each column's pages, compressed copy or row-group copy,
+#: as its path reads): over cached files the GPU file backend ran the queue medium's plans
+#: (more gathers) faster than the nvCOMP medium's on every taxi query. The CPU engine's
+#: plans for cached files as ``CACHED`` ran slower than its ``FILE`` plans, so ``FILE``
+#: stays (docs/measurements.md#the-os-page-cache-in-the-plan).
 WHOLLY_CACHED: dict[config.Medium, Medium] = {config.Medium.NVCOMP: QUEUE}
 WHOLLY = 0.9
 
 
 def reads_page_cache(medium: config.Medium) -> bool:
     """Whether plans over ``medium`` depend on what the OS page cache holds."""
-    return medium in PAGE_CACHED or medium in WHOLLY_CACHED
-
-
-def partly_cached(medium: Medium, share: float) -> Medium:
-    """``medium`` where the OS page cache holds ``share`` of the pages read: each byte and
-    each request costs the share-weighted mean of the cached medium's cost
-    (``PAGE_CACHED``) and ``medium``'s."""
-    f = min(max(share, 0.0), 1.0)
-    warm = PAGE_CACHED.get(medium.name)
-    if f == 0.0 or warm is None:
-        return medium
-    seq = 1.0 / (f / warm.seq_bytes_per_s + (1.0 - f) / medium.seq_bytes_per_s)
-    rnd = 1.0 / (f / warm.random_reads_per_s + (1.0 - f) / medium.random_reads_per_s)
-    return replace(medium, seq_bytes_per_s=seq, random_reads_per_s=rnd)
+    return medium in WHOLLY_CACHED
 
 
 def touch_probability(selectivity: float, rows_per_page: int) -> float:

@@ -21,7 +21,6 @@ from bamql.planner.cost import (
     Medium,
     choose_path,
     gather_cost,
-    partly_cached,
     stream_cost,
     use_compressed,
 )
@@ -31,6 +30,7 @@ from bamql.planner.show import format_bytes, show, show_query
 from bamql.planner.translate import key_domain
 from bamql.storage.cluster import clustered_by
 from bamql.storage.encoding import null_mask
+from bamql.storage.residency import COPY
 from bamql.storage.store import PageStore
 
 
@@ -72,7 +72,8 @@ class PhysicalPlan:
     est_selectivity: float
     key_domains: tuple[tuple[int, int], ...]
     medium: config.Medium
-    #: share of the pages each column read that the OS page cache held when planned
+    #: share of what each column's path reads (its pages, or its compressed copy) that the
+    #: OS page cache held when planned
     resident: tuple[tuple[str, float], ...] = ()
 
     @property
@@ -219,15 +220,11 @@ def prune(conj: tuple[ir.Expr, ...], store: PageStore, max_gap: int = 0) -> RowR
     return RowRanges.from_blocks(keep, block, rows).merged(max_gap)
 
 
-def gap_rows(conj: tuple[ir.Expr, ...], store: PageStore, medium: Medium,
-             resident: Mapping[str, float] | None = None) -> int:
+def gap_rows(conj: tuple[ir.Expr, ...], store: PageStore, medium: Medium) -> int:
     """The longest gap between candidate ranges worth reading through rather than skipping:
     the bytes a ``medium`` moves in the time one more read costs (a disk seek, a page-cache
-    call), over the bytes per row of the predicate columns (0 when skipping is free).
-    ``resident``: the share of each column's pages in the OS page cache."""
+    call), over the bytes per row of the predicate columns (0 when skipping is free)."""
     cols = {n for e in conj for n in ir.columns_of(e)}
-    if resident and cols:
-        medium = partly_cached(medium, sum(resident.get(n, 0.0) for n in cols) / len(cols))
     per_row = sum(store.column(n).value_bits for n in cols) / 8  # packed columns: bits / 8
     if not per_row:
         return 0
@@ -280,13 +277,11 @@ def _estimate(e: ir.Expr, store: PageStore) -> float:
 DISK_MEDIA = (config.Medium.FILE, config.Medium.QUEUE, config.Medium.NVCOMP)
 
 
-def _through_groups(access: list[Access], store: PageStore, sel: float, medium: Medium,
-                    resident: Mapping[str, float]) -> list[Access]:
+def _through_groups(access: list[Access], store: PageStore, sel: float, medium: Medium) -> list[Access]:
     """Dependent columns of one row group gathered through its copy when that is cheaper
     than their own best paths: the first member's page of a block costs a disk read, the
     others' come from the same OS page (storage.groups)."""
     out = list(access)
-    base = medium
     for g in store.manifest.groups:
         idx = [i for i, a in enumerate(out) if a.role == Role.DEPENDENT and a.column in g.members]
         if len(idx) < 2:
@@ -294,11 +289,9 @@ def _through_groups(access: list[Access], store: PageStore, sel: float, medium: 
         mine = 0.0
         for i in idx:
             c = store.column(out[i].column)
-            cm = partly_cached(base, resident.get(c.name, 0.0))
-            mine += min(gather_cost(c.n_pages, c.rows_per_page, sel, store.page_size, cm)[1],
-                        stream_cost(c.n_pages, store.page_size, cm,
+            mine += min(gather_cost(c.n_pages, c.rows_per_page, sel, store.page_size, medium)[1],
+                        stream_cost(c.n_pages, store.page_size, medium,
                                     store.stream_bytes.get(c.name))[1])
-        medium = partly_cached(base, resident.get(g.file, 0.0))
         pages, first = gather_cost(g.n_pages, g.rows_per_page, sel, store.page_size, medium)
         others = 0.0 if medium.overlaps_cached else (len(idx) - 1) * pages / CACHED.random_reads_per_s
         if first + others < mine:
@@ -314,17 +307,15 @@ def plan_query(q: ir.Query, store: PageStore, medium: Medium = FILE,
     """Choose stage order, pruning and access paths for ``q`` over ``store``.
 
     ``domains`` overrides the group-key domains (a partition plans with its whole table's).
-    ``resident`` is the share of each column's pages (and of each row-group copy, by its
-    file name) that the OS page cache holds (``storage.residency``): those pages cost what
-    the page cache costs, not what ``medium`` does.
+    ``resident`` is the share of each column's pages, row-group copy and compressed copy
+    that the OS page cache holds (``storage.residency``): where it holds nearly all that
+    another medium's plan reads, some media take that plan (``planner.cost.WHOLLY_CACHED``).
     """
     resident = dict(resident or {})
-    if resident and medium.name in WHOLLY_CACHED and min(resident.values()) >= WHOLLY:
-        medium = WHOLLY_CACHED[medium.name]
-
-    def medium_of(name: str) -> Medium:
-        return partly_cached(medium, resident.get(name, 0.0))
-
+    if resident and medium.name in WHOLLY_CACHED:
+        alt = plan_query(q, store, WHOLLY_CACHED[medium.name], domains, resident)
+        if all(resident.get(read_key(a, store), 0.0) >= WHOLLY for a in alt.access):
+            return alt
     conj = ir.conjuncts(q.predicate)
     sels = {c: estimate(c, store) for c in conj}
     ps = store.page_size
@@ -340,7 +331,7 @@ def plan_query(q: ir.Query, store: PageStore, medium: Medium = FILE,
         todo.remove(best)
         order.append(best)
         have.update(ir.columns_of(best))
-    ranges = prune(conj, store, gap_rows(conj, store, medium, resident))
+    ranges = prune(conj, store, gap_rows(conj, store, medium))
     cand = ranges.rows / max(store.rows, 1)
     # rows alive before each stage, as a share of all rows: pruning removes no matching row,
     # so it is the product of the stages' selectivities so far, capped by the candidates
@@ -355,11 +346,11 @@ def plan_query(q: ir.Query, store: PageStore, medium: Medium = FILE,
                 path, pages = AccessPath.SCAN, col.n_pages * cand
             else:
                 path, pages = choose_path(col.n_pages, col.rows_per_page, min(running, cand), ps,
-                                          medium_of(name), zb)
+                                          medium, zb)
             paths.append(path)
             access.append(Access(name, Role.PREDICATE, path, pages, col.n_pages,
                                  compressed=path != AccessPath.GATHER and use_compressed(
-                                     col.n_pages, ps, medium_of(name), zb)))
+                                     col.n_pages, ps, medium, zb)))
         fetched.update(new)
         stages.append(Stage(c, new, tuple(paths), sels[c]))
         running *= sels[c]
@@ -375,21 +366,34 @@ def plan_query(q: ir.Query, store: PageStore, medium: Medium = FILE,
         if not conj:
             path, pages = AccessPath.STREAM, float(col.n_pages)
         else:
-            path, pages = choose_path(col.n_pages, col.rows_per_page, est, ps, medium_of(name), zb)
+            path, pages = choose_path(col.n_pages, col.rows_per_page, est, ps, medium, zb)
         access.append(Access(name, Role.DEPENDENT, path, pages, col.n_pages,
-                             compressed=path != AccessPath.GATHER and use_compressed(
-                                 col.n_pages, ps, medium_of(name), zb)))
+                             compressed=path != AccessPath.GATHER and use_compressed(col.n_pages, ps,
+                                                                            medium, zb)))
     if conj and store.shadow and medium.name in DISK_MEDIA:
-        access = _through_groups(access, store, est, medium, resident)
+        access = _through_groups(access, store, est, medium)
     if domains is None:
         domains = tuple(key_domain(k, store.columns) for k in q.keys)
     return PhysicalPlan(q, store.rows, ps, tuple(stages), tuple(dep_cols), tuple(access), ranges,
-                        est, domains, medium.name,
-                        tuple((a.column, resident[a.column]) for a in access if a.column in resident))
+                        est, domains, medium.name, tuple(sorted(
+                            (a.column, resident[read_key(a, store)]) for a in access
+                            if read_key(a, store) in resident)))
+
+
+def read_key(a: Access, store: PageStore) -> str:
+    """The key of what ``a`` reads in ``plan_query``'s ``resident``: the column's compressed
+    copy where it streams that, its row group's copy where it gathers through that, else
+    its pages."""
+    if a.compressed:
+        return a.column + COPY
+    if a.shadow:
+        return next(g.file for g in store.manifest.groups if a.column in g.members)
+    return a.column
 
 
 def page_cache(p: PhysicalPlan) -> str:
-    """``, OS page cache: N% of the pages read`` where the plan found any there (EXPLAIN)."""
+    """``, OS page cache: N% of the pages read`` where the plan found any there (EXPLAIN):
+    the share of what each column's access path reads, weighted by the column's pages."""
     if not p.resident or not any(f for _, f in p.resident):
         return ""
     whole = {a.column: a.n_pages for a in p.access}

@@ -13,7 +13,7 @@ from bamql.config import Medium
 from bamql.engine.partition import page_cache
 from bamql.engine.session import connect
 from bamql.planner import cost
-from bamql.planner.physical import plan_query
+from bamql.planner.physical import plan_query, read_key
 from bamql.planner.translate import translate
 from bamql.queries import load
 from bamql.storage import residency
@@ -96,68 +96,63 @@ def test_without_mincore_nothing_is_known(grouped, monkeypatch):
     monkeypatch.setattr(residency, "_LIBC", None)
     assert _shares(grouped) == {}
     with PageStore(grouped / "trips") as s:
-        assert page_cache(s, COLS, Medium.FILE) == ()  # the planner assumes the disk
+        assert page_cache(s, COLS, Medium.NVCOMP) == ()  # the planner assumes the disk
+    residency.set_enabled(False)
+    assert _shares(grouped) == {}
 
 
-def test_only_the_disk_media_whose_plans_change_look_at_the_page_cache(grouped):
+def test_only_media_whose_plans_change_look_at_the_page_cache(grouped):
     with PageStore(grouped / "trips") as s:
-        if not page_cache(s, COLS, Medium.FILE):
+        if not page_cache(s, COLS, Medium.NVCOMP):
             pytest.skip("this system cannot tell what its page cache holds (no mincore)")
-        assert page_cache(s, COLS, Medium.NVCOMP)
-        for m in (Medium.QUEUE, Medium.CACHED, Medium.HOST, Medium.GPU):
+        for m in (Medium.FILE, Medium.QUEUE, Medium.CACHED, Medium.HOST, Medium.GPU):
             assert page_cache(s, COLS, m) == ()
-
-
-def test_a_partly_cached_medium_lies_between_the_disk_and_memory():
-    assert cost.partly_cached(cost.FILE, 0.0) == cost.FILE
-    full = cost.partly_cached(cost.FILE, 1.0)
-    assert full.seq_bytes_per_s == pytest.approx(cost.CACHED.seq_bytes_per_s)
-    assert full.random_reads_per_s == pytest.approx(cost.CACHED.random_reads_per_s)
-    assert full.name == Medium.FILE  # EXPLAIN still names the medium planned for
-    assert cost.partly_cached(cost.NVCOMP, 1.0) == cost.NVCOMP
-    half = cost.partly_cached(cost.FILE, 0.5)
-    assert cost.FILE.random_reads_per_s < half.random_reads_per_s < cost.CACHED.random_reads_per_s
-    assert cost.partly_cached(cost.HOST, 1.0) == cost.HOST  # faster than the page cache already
-    # a column a disk plan streams is gathered once its pages are in memory
-    assert cost.choose_path(10_000, 64, 0.0005, 512, cost.FILE)[0] == "stream"
-    assert cost.choose_path(10_000, 64, 0.0005, 512, cost.partly_cached(cost.FILE, 1.0))[0] == "gather"
+    assert [m for m in Medium if cost.reads_page_cache(m)] == [Medium.NVCOMP]
 
 
 def test_plans_follow_the_page_cache_and_answers_do_not(grouped, taxi_orc):
     q = load("q06")
     t = read_orc(taxi_orc)  # noqa: F841 (DuckDB reads it by name)
     want = duckdb.sql(q.replace("FROM trips", "FROM t")).fetchall()[0]
-    with connect(grouped, device="cpu") as con:
+    # the CPU engine runs the nvCOMP medium's plans as the GPU file backend would plan them
+    with connect(grouped, device="cpu", medium="nvcomp") as con:
         part = con.store("trips").parts[0]
         for c in part.columns:
             part.read_column_pages(c)
+            part.read_stream(c, 0, part.column(c).n_pages, _pages(part, part.column(c).n_pages))
         warm = con.sql(q)
-        if "OS page cache: 100% of the pages read" not in warm.explain():
+        head = warm.explain().splitlines()[0]
+        if "OS page cache" not in head:
             pytest.skip("this system cannot tell what its page cache holds")
+        assert "medium: queue, OS page cache: 100% of the pages read" in head
         _evictable(grouped)
         cold = con.sql(q)
-        assert "OS page cache" not in cold.explain()
+        head = cold.explain().splitlines()[0]
+        assert "medium: nvcomp" in head and "OS page cache" not in head
     for r in (warm, cold):
         assert r.rows()[0] == pytest.approx(want, rel=1e-9)
 
 
-def test_pages_in_memory_plan_as_memory(grouped):
-    """A disk plan whose every page is cached is the page cache's plan; none cached, the
-    disk's."""
+def test_nvcomp_plans_as_the_queue_where_nearly_all_is_cached(grouped):
     with PageStore(grouped / "trips") as part:
         for sql in (load("q02"), load("q06"), "SELECT AVG(fare_amount), MAX(mta_tax) FROM trips "
                     "WHERE pickup_location_id = 255 AND passenger_count = 6"):
             q = translate(sql, {"trips": part.columns})
-            every = {c: 1.0 for c in (*part.columns, *(g.file for g in part.manifest.groups))}
-            cached = plan_query(q, part, cost.CACHED).access
-            warm = plan_query(q, part, cost.FILE, resident=every).access
-            assert [a.path for a in warm] == [a.path for a in cached]
+            every = {c: 1.0 for c in (*part.columns, *(g.file for g in part.manifest.groups),
+                                      *(c + residency.COPY for c in part.columns))}
             for medium in (cost.FILE, cost.QUEUE, cost.NVCOMP):
                 assert plan_query(q, part, medium, resident={}) == plan_query(q, part, medium)
-            # the GPU's nvCOMP plans become the queue's where nearly all is cached
-            every.update({c + residency.COPY: 1.0 for c in part.columns})
+            for medium in (cost.FILE, cost.QUEUE):  # their plans do not depend on it
+                assert plan_query(q, part, medium, resident=every).access == \
+                    plan_query(q, part, medium).access
             nv = plan_query(q, part, cost.NVCOMP, resident=every)
             assert nv.medium == Medium.QUEUE
             assert nv.access == plan_query(q, part, cost.QUEUE).access
-            some = {**every, "trip_distance" + residency.COPY: 0.5}
-            assert plan_query(q, part, cost.NVCOMP, resident=some).medium == Medium.NVCOMP
+            reads = [read_key(a, part) for a in nv.access]  # what the queue's plan reads
+            edge = {**every, reads[-1]: cost.WHOLLY}
+            assert plan_query(q, part, cost.NVCOMP, resident=edge).medium == Medium.QUEUE
+            for k in reads:
+                some = {**every, k: 0.5}
+                assert plan_query(q, part, cost.NVCOMP, resident=some).medium == Medium.NVCOMP
+            unread = {**every, **{c: 0.0 for c in part.columns if c not in q.columns}}
+            assert plan_query(q, part, cost.NVCOMP, resident=unread).medium == Medium.QUEUE
