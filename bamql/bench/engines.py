@@ -86,9 +86,7 @@ class BamqlEngine(Engine):
                            medium=self.medium)
 
     def run(self, sql, q, mode):
-        if self.device == "cpu":
-            self.con.medium = "file" if mode == "cold" else "cached"
-        elif mode in ("warm", "cold"):
+        if self.device != "cpu" and mode in ("warm", "cold"):
             self.con.gpu.clear_cache()  # every needed byte crosses PCIe again
         res = self.con.sql(sql)
         st = res.stats
