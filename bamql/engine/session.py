@@ -35,7 +35,7 @@ from bamql.planner.physical import PhysicalPlan, explain_text
 from bamql.planner.show import show
 from bamql.storage.filecache import ProgressFactory, cached_store, cached_table
 from bamql.storage.files import FileSet
-from bamql.storage.inplace import ReadSpec, read_in_place
+from bamql.storage.inplace import ReadPlan, ReadSpec, plan_in_place, read_in_place
 from bamql.storage.partitioned import PartitionedTable, is_table, open_table
 
 _EXPLAIN = re.compile(r"^\s*explain\s+(analyze\s+)?", re.IGNORECASE)
@@ -342,11 +342,9 @@ class Session:
         and removes the others' directories (and all of them when it closes)."""
         spec = ReadSpec(ref.names, ref.filters)
         key = (files.names_key, files.version_key, spec.key)
-        with self._lock:
-            hit = self._in_place.pop(key, None)
-            if hit is not None:
-                self._in_place[key] = hit  # now the most recent
-                return hit[0]
+        hit = self._in_place_hit(files, ref)
+        if hit is not None:
+            return hit
         root = self.config.file_cache_dir / ".inplace"
         try:
             root.mkdir(parents=True, exist_ok=True)
@@ -368,6 +366,17 @@ class Session:
             while len(self._in_place) > IN_PLACE_KEPT:
                 self._drop_in_place(next(iter(self._in_place)))
         return name
+
+    def _in_place_hit(self, files: FileSet, ref) -> str | None:
+        """The name of the table of what the query of ``ref`` reads of ``files`` where this
+        session read it already (now its most recent), else None."""
+        key = (files.names_key, files.version_key, ReadSpec(ref.names, ref.filters).key)
+        with self._lock:
+            hit = self._in_place.pop(key, None)
+            if hit is None:
+                return None
+            self._in_place[key] = hit
+            return hit[0]
 
     def _drop_in_place(self, key: tuple) -> None:
         """Forget a table read in place and remove its directory (a query still reading it
@@ -436,11 +445,11 @@ class Session:
             return describe(self, cq, params)
         m = _EXPLAIN.match(text)
         body = text[m.end():] if m else text
-        q = self._translate(self._bind_files(bind(body.strip().rstrip(";"), params)))
         if m and not m.group(1):
-            txt = self.explain_query(q)
+            txt = self._explain(bind(body.strip().rstrip(";"), params))
             return Result(pa.table({"explain": txt.splitlines()}), None, txt, is_explain=True)
-        res = self.execute(q)
+        res = self.execute(self._translate(self._bind_files(bind(body.strip().rstrip(";"),
+                                                                 params))))
         if m:
             txt = res.explain()
             return Result(pa.table({"explain": txt.splitlines()}), res.stats, res.plan_text,
@@ -451,8 +460,34 @@ class Session:
         """The EXPLAIN text of a query (``params`` as for :meth:`sql`)."""
         self._check_text(text)
         self._check_open()
-        return self.explain_query(
-            self._translate(self._bind_files(bind(text.strip().rstrip(";"), params))))
+        return self._explain(bind(text.strip().rstrip(";"), params))
+
+    def _explain(self, text: str) -> str:
+        """The EXPLAIN text of ``text`` (parameters bound): over files this session has not
+        read in place, what the read would take, from their metadata alone (no data read;
+        the physical plan is made over what the read keeps: EXPLAIN ANALYZE shows it)."""
+        planned: dict[str, tuple[ReadPlan, str]] = {}
+
+        def table_for(ref) -> str:
+            if self.config.cache_files:
+                return self._file_table(ref)
+            files = FileSet.resolve(ref.specs, ref.format, ref.hive, ref.filters)
+            hit = self._in_place_hit(files, ref)
+            if hit is not None:  # read already: its plan costs nothing
+                return hit
+            name = f"{files.table_name}_{len(planned)}"
+            planned[name] = (plan_in_place(files, ReadSpec(ref.names, ref.filters)),
+                             ", ".join(f"'{x}'" for x in ref.specs))
+            return name
+
+        from bamql.planner.files import bind_files
+
+        bound = bind_files(text, self.stores, table_for, self._registered_table)
+        if not planned:
+            return self.explain_query(self._translate(bound))
+        from bamql.engine.fileplan import explain_planned
+
+        return explain_planned(bound, planned, self.catalog(), self.dimensions)
 
     def _translate(self, text: str) -> ir.Query:
         """SQL -> IR, remembered per text: the catalog of an open session does not change

@@ -128,12 +128,7 @@ def read_in_place(files: FileSet, spec: ReadSpec, out: Path) -> InPlace:
 
     srcs = [open_source(f) for f in files.files]
     part = files.partitioning
-    keys = () if part is None else part.keys
-    for s in srcs if keys else ():
-        check_columns(list(keys), s.schema.names, str(s.path))
-    names = _columns(srcs, spec.columns, keys)
-    filters = _agreed(srcs, spec.filters)
-
+    names, filters = _prepared(srcs, files, spec)
 
     def one(s: Source) -> tuple[pa.Table, tuple]:
         cols = [n for n in s.schema.names if n in names]
@@ -162,6 +157,89 @@ def read_in_place(files: FileSet, spec: ReadSpec, out: Path) -> InPlace:
         sum(x[2] for x in stats), sum(x[3] for x in stats), sum(x[4] for x in stats),
         sum(x[5] for x in stats), "" if first is None else str(first),
         all(isinstance(s, ParquetSource) for s in srcs)))
+
+
+def _prepared(srcs: Sequence[Source], files: FileSet,
+              spec: ReadSpec) -> tuple[list[str], list[KeyFilter]]:
+    """The file columns a read of ``spec`` takes of ``srcs`` and the filters it may push
+    (the partition keys checked against the files' columns first)."""
+    part = files.partitioning
+    keys = () if part is None else part.keys
+    for s in srcs if keys else ():
+        check_columns(list(keys), s.schema.names, str(s.path))
+    return _columns(srcs, spec.columns, keys), _agreed(srcs, spec.filters)
+
+
+@dataclass(frozen=True)
+class ReadPlan:
+    """What :func:`read_in_place` would read of a file set, from the files' metadata alone
+    (Parquet footers, ORC metadata, a CSV file's first block): for EXPLAIN."""
+
+    files: FileSet
+    #: (name, kind, Arrow type) of each column the store would hold, as ingest types them
+    columns: tuple[tuple[str, str, pa.DataType], ...]
+    report: ReadReport
+    #: the number of files whose row groups carry statistics (Parquet)
+    with_stats: int
+
+    def describe(self) -> str:
+        """The EXPLAIN lines on the files and what a read of them would take."""
+        r = self.report
+        n = len(self.files.files)
+        cols = ", ".join(r.columns) or "none"
+        if self.with_stats == n:
+            groups = (f"row groups {r.row_groups_read:,} of {r.row_groups:,} kept by the "
+                      f"pushed filter's statistics, holding {r.rows_read:,} of {r.rows:,} rows")
+        elif self.with_stats:
+            groups = (f"row groups and stripes {r.row_groups_read:,} of {r.row_groups:,} (the "
+                      f"Parquet files' kept by the pushed filter's statistics; all of the others)")
+        elif r.row_groups:
+            groups = f"all {r.row_groups:,} stripes, rows {r.rows:,} (ORC: no statistics used)"
+        else:
+            groups = "all rows (CSV: no row groups nor statistics)"
+        sizes = (f"{_size(r.bytes_read)} of {_size(r.column_bytes)} column bytes" if r.exact_bytes
+                 else f"{_size(r.column_bytes)} file bytes (no per-column sizes)")
+        push = f"pushed filter {r.pushed}" if r.pushed else "no filter pushed"
+        return (f"files: {self.files.describe()}; EXPLAIN read their metadata only\n"
+                f"would read in place: {groups}; columns {cols}; {sizes}; {push}")
+
+
+def plan_in_place(files: FileSet, spec: ReadSpec) -> ReadPlan:
+    """What :func:`read_in_place` would read of ``files`` for ``spec``, from their metadata
+    only: the same columns, pushed filter and Parquet row groups (one function,
+    ``_kept_row_groups``, prunes for both); the column types are checked as the read's
+    ingest checks them (an unsupported type or a conflict between files is its error)."""
+    from bamql.storage.columnplans import unify_schemas
+
+    srcs = [open_source(f, count=False) for f in files.files]
+    part = files.partitioning
+    names, filters = _prepared(srcs, files, spec)
+    stats = []
+    for s in srcs:
+        cols = [n for n in s.schema.names if n in names]
+        filt = pushed_filter(s.schema, filters) if cols else None
+        if isinstance(s, ParquetSource):
+            md = s._f.metadata
+            try:
+                kept = _kept_row_groups(_parquet_dataset(s), md.num_row_groups, filt)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as e:
+                raise _unreadable(s.path, "Parquet", e) from None
+            rows = sum(md.row_group(g).num_rows for g in kept)
+            stats.append(_parquet_counts(md, cols, kept, rows))
+        else:
+            groups = s._f.nstripes if isinstance(s, OrcSource) else 0
+            stats.append((groups, groups, s.num_rows, s.num_rows, s.nbytes, s.nbytes))
+    empty = [with_partitions(TableSource(s.schema.empty_table().select(
+        [n for n in s.schema.names if n in names]), s.path.name), part, i)
+        for i, s in enumerate(srcs)]
+    first = pushed_filter(srcs[0].schema, filters) if srcs else None
+    report = ReadReport(
+        tuple(names), sum(x[0] for x in stats), sum(x[1] for x in stats),
+        sum(x[2] for x in stats), sum(x[3] for x in stats), sum(x[4] for x in stats),
+        sum(x[5] for x in stats), "" if first is None else str(first),
+        all(isinstance(s, ParquetSource) for s in srcs))
+    return ReadPlan(files, tuple(unify_schemas(empty)), report,
+                    sum(isinstance(s, ParquetSource) for s in srcs))
 
 
 def _each(fn: Callable[[Source], _T], srcs: Sequence[Source]) -> list[_T]:
@@ -261,29 +339,43 @@ def _read(s: Source, cols: list[str], filt: pc.Expression | None) -> tuple[pa.Ta
 
 def _read_parquet(s: ParquetSource, cols: list[str], filt: pc.Expression | None):
     md = s._f.metadata
-    if isinstance(s.path, RemotePath):
-        fs, where = s.path.filesystem, s.path.fs_path
-    else:
-        fs, where = None, str(s.path)
-    import pyarrow.dataset as ds  # pandas comes with it: only a Parquet query pays for it
-
     try:
-        dset = ds.dataset(where, format="parquet", filesystem=fs)
-        total = md.num_row_groups
-        if filt is None:
-            kept = list(range(total))
-        else:
-            kept = [rg.id for frag in dset.get_fragments(filt)
-                    for f in frag.split_by_row_group(filt) for rg in f.row_groups]
+        dset = _parquet_dataset(s)
+        kept = _kept_row_groups(dset, md.num_row_groups, filt)
         with _reading(s.path):
             t = dset.to_table(columns=cols, filter=filt, use_threads=True) if cols else \
                 pa.table({})
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as e:
         raise _unreadable(s.path, "Parquet", e) from None
+    return t, _parquet_counts(md, cols, kept, t.num_rows)
+
+
+def _kept_row_groups(dset, total: int, filt: pc.Expression | None) -> list[int]:
+    """The row groups (of ``total``) of the one-file Parquet dataset ``dset`` whose
+    statistics can hold a row ``filt`` keeps: what a read reads and EXPLAIN counts."""
+    if filt is None:
+        return list(range(total))
+    return [rg.id for frag in dset.get_fragments(filt)
+            for f in frag.split_by_row_group(filt) for rg in f.row_groups]
+
+
+def _parquet_counts(md, cols: Sequence[str], kept: Sequence[int], rows_read: int) -> tuple:
+    """(row groups, row groups kept, rows, ``rows_read``, compressed bytes of ``cols`` in
+    the groups kept, in all groups) of a Parquet file of metadata ``md``."""
     idx = [i for i in range(md.num_columns) if md.schema.column(i).path.split(".")[0] in cols]
-    size = [[md.row_group(g).column(i).total_compressed_size for i in idx] for g in range(total)]
-    return t, (total, len(kept), md.num_rows, t.num_rows,
-               sum(sum(size[g]) for g in kept), sum(sum(r) for r in size))
+    size = [[md.row_group(g).column(i).total_compressed_size for i in idx]
+            for g in range(md.num_row_groups)]
+    return (md.num_row_groups, len(kept), md.num_rows, rows_read,
+            sum(sum(size[g]) for g in kept), sum(sum(r) for r in size))
+
+
+def _parquet_dataset(s: ParquetSource):
+    """``s`` as a one-file pyarrow dataset (its footer read again, no data)."""
+    import pyarrow.dataset as ds  # pandas comes with it: only a Parquet query pays for it
+
+    if isinstance(s.path, RemotePath):
+        return ds.dataset(s.path.fs_path, format="parquet", filesystem=s.path.filesystem)
+    return ds.dataset(str(s.path), format="parquet")
 
 
 # -- the pushed filter ---------------------------------------------------------------------

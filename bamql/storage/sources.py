@@ -133,13 +133,14 @@ class ParquetSource(Source):
 class CsvSource(Source):
     """A CSV file with a header row; read in blocks, with a counting pass for the row count."""
 
-    def __init__(self, path: Path | RemotePath) -> None:
+    def __init__(self, path: Path | RemotePath, count: bool = True) -> None:
+        """``count`` False: the schema only (from the first block), ``num_rows`` -1."""
         super().__init__(path)
         try:
             r = self._open()
             self.schema = r.schema
             self._check_names()  # before the counting pass, which a repeated name breaks
-            self.num_rows = sum(b.num_rows for b in r)
+            self.num_rows = sum(b.num_rows for b in r) if count else -1
         except (pa.ArrowException, OSError) as e:
             raise _unreadable(path, "CSV", e) from None
 
@@ -290,15 +291,16 @@ def _null_batches(schema: pa.Schema, names: list[str], rows: int) -> Iterator[pa
                                          names=names)
 
 
-def open_source(path: str | Path | RemotePath | Source) -> Source:
+def open_source(path: str | Path | RemotePath | Source, count: bool = True) -> Source:
     """Open one input file (a path, a URI or a :class:`RemotePath`) by its extension
-    (.orc, .parquet/.pq, .csv); a Source is returned as it is."""
+    (.orc, .parquet/.pq, .csv); a Source is returned as it is. ``count`` False: a CSV
+    file's rows are not counted (``num_rows`` -1; its schema is read from its first block)."""
     if isinstance(path, Source):
         return path
     if isinstance(path, str) and is_uri(path):
         path = RemotePath(path)
     if isinstance(path, RemotePath):
-        return _open_remote(path)
+        return _open_remote(path, count)
     p = Path(path)
     if not p.exists():
         raise IngestError(f"source {p} does not exist")
@@ -310,18 +312,18 @@ def open_source(path: str | Path | RemotePath | Source) -> Source:
     if suffix in (".parquet", ".pq"):
         return ParquetSource(p)
     if suffix == ".csv":
-        return CsvSource(p)
+        return CsvSource(p, count)
     raise IngestError(f"source {p}: unknown format {suffix!r} (expected .orc, .parquet or .csv)")
 
 
-def _open_remote(p: RemotePath) -> Source:
+def _open_remote(p: RemotePath, count: bool = True) -> Source:
     suffix = p.suffix.lower()
     kinds = {".orc": OrcSource, ".parquet": ParquetSource, ".pq": ParquetSource,
              ".csv": CsvSource}
     if suffix not in kinds:
         raise IngestError(f"source {p}: unknown format {suffix!r} (expected .orc, .parquet "
                           "or .csv)")
-    return kinds[suffix](p)
+    return CsvSource(p, count) if kinds[suffix] is CsvSource else kinds[suffix](p)
 
 
 def _unreadable(path: Path | RemotePath, fmt: str, e: BaseException) -> IngestError:
