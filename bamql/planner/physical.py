@@ -31,6 +31,7 @@ from bamql.planner.show import format_bytes, show, show_query
 from bamql.planner.translate import key_domain
 from bamql.storage.cluster import clustered_by
 from bamql.storage.encoding import null_mask
+from bamql.storage.residency import COPY
 from bamql.storage.store import PageStore
 
 
@@ -72,7 +73,8 @@ class PhysicalPlan:
     est_selectivity: float
     key_domains: tuple[tuple[int, int], ...]
     medium: config.Medium
-    #: share of the pages each column read that the OS page cache held when planned
+    #: share of what each column reads (its pages, its row-group copy or its compressed
+    #: copy) that the OS page cache held when planned
     resident: tuple[tuple[str, float], ...] = ()
 
     @property
@@ -383,9 +385,18 @@ def plan_query(q: ir.Query, store: PageStore, medium: Medium = FILE,
         access = _through_groups(access, store, est, medium, resident)
     if domains is None:
         domains = tuple(key_domain(k, store.columns) for k in q.keys)
+    read = ((a.column, _read_from(a, store)) for a in access)
     return PhysicalPlan(q, store.rows, ps, tuple(stages), tuple(dep_cols), tuple(access), ranges,
                         est, domains, medium.name,
-                        tuple((a.column, resident[a.column]) for a in access if a.column in resident))
+                        tuple((c, resident[f]) for c, f in read if f in resident))
+
+
+def _read_from(a: Access, store: PageStore) -> str:
+    """The ``resident`` key of what ``a`` reads: its row-group copy's file, its compressed
+    copy (``storage.residency.COPY``) or its own pages."""
+    if a.shadow:
+        return next(g.file for g in store.manifest.groups if a.column in g.members)
+    return a.column + COPY if a.compressed else a.column
 
 
 def page_cache(p: PhysicalPlan) -> str:

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import duckdb
 import numpy as np
 import pytest
 
-from bamql.config import Medium
+from bamql.config import AccessPath, Medium
 from bamql.engine.partition import page_cache
 from bamql.engine.session import connect
-from bamql.planner import cost
-from bamql.planner.physical import plan_query
+from bamql.planner import cost, physical
+from bamql.planner.physical import explain_text, plan_query
 from bamql.planner.translate import translate
 from bamql.queries import load
 from bamql.storage import residency
@@ -161,3 +162,30 @@ def test_pages_in_memory_plan_as_memory(grouped):
             assert nv.access == plan_query(q, part, cost.QUEUE).access
             some = {**every, "trip_distance" + residency.COPY: 0.5}
             assert plan_query(q, part, cost.NVCOMP, resident=some).medium == Medium.NVCOMP
+
+
+def test_explain_counts_the_copies_a_plan_reads(grouped):
+    """A column streamed from its compressed copy, or gathered through its row group, reads
+    that copy: the plan's (and EXPLAIN's) share is the copy's, not its own pages'."""
+    seen = set()
+    with PageStore(grouped / "trips") as part:
+        shares = {**dict.fromkeys(part.columns, 0.25),
+                  **{c + residency.COPY: 0.5 for c in part.columns},
+                  **{g.file: 0.75 for g in part.manifest.groups}}
+        for sql in (load("q02"), load("q06"), "SELECT SUM(trip_distance), MAX(extra) FROM trips",
+                    "SELECT AVG(fare_amount), MAX(mta_tax), "
+                    "SUM(total_amount), SUM(extra) FROM trips WHERE pickup_location_id = 255 "
+                    "AND passenger_count = 6"):
+            q = translate(sql, {"trips": part.columns})
+            for medium in (cost.FILE, cost.QUEUE, cost.NVCOMP):
+                p = plan_query(q, part, medium, resident=shares)
+                got = dict(p.resident)
+                for a in p.access:
+                    kind = "shadow" if a.shadow else "compressed" if a.compressed else "pages"
+                    seen.add(kind)
+                    assert got[a.column] == {"shadow": 0.75, "compressed": 0.5, "pages": 0.25}[kind]
+                assert "OS page cache" in explain_text(p, part)
+        # a stream of the compressed copy (chosen on larger tables than this one's)
+        a = replace(p.access[-1], path=AccessPath.STREAM, compressed=True, shadow=False)
+        assert physical._read_from(a, part) == a.column + residency.COPY
+    assert seen >= {"shadow", "pages"}
