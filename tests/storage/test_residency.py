@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -189,3 +190,21 @@ def test_explain_counts_the_copies_a_plan_reads(grouped):
         a = replace(p.access[-1], path=AccessPath.STREAM, compressed=True, shadow=False)
         assert physical._read_from(a, part) == a.column + residency.COPY
     assert seen >= {"shadow", "pages"}
+
+
+def test_a_store_closed_or_cut_short_is_probed_without_a_crash(grouped, tmp_path):
+    """mincore never touches the mapping, so a file truncated after the store opened is
+    probed safely (no SIGBUS); a closed store's probe knows nothing rather than raising."""
+    s = PageStore(grouped / "trips")
+    s.close()
+    assert residency.cached_shares(s, COLS) == {}
+    shutil.copytree(grouped / "trips", tmp_path / "trips")
+    with PageStore(tmp_path / "trips") as s:
+        whole = residency.cached_shares(s, COLS)
+        for f in sorted((tmp_path / "trips").glob("*.bin")):
+            os.truncate(f, f.stat().st_size // 3)
+        cut = residency.cached_shares(s, COLS)
+        assert set(cut) == set(whole) or cut == {}
+        for f in sorted((tmp_path / "trips").glob("*.bin")):
+            os.truncate(f, 0)
+        assert residency.cached_shares(s, COLS) == {}
