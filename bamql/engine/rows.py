@@ -20,7 +20,7 @@ import pyarrow as pa
 from bamql.config import Backend, Device, Medium
 from bamql.engine.accumulate import Grouped
 from bamql.engine.cpu import Matches, warm_readers
-from bamql.engine.partition import page_cache, partition_stats
+from bamql.engine.partition import Resident, page_cache, partition_stats
 from bamql.engine.result import arrow_column, unique_names
 from bamql.engine.stats import QueryStats
 from bamql.planner import ir
@@ -39,12 +39,15 @@ ON_CPU = "rows: materialized on the CPU (row queries and quantiles have no GPU k
 
 
 def plan_rows(store: PageStore, table: str, predicate: ir.Expr | None, columns: tuple[str, ...],
-              medium: Medium) -> PhysicalPlan:
+              medium: Medium, resident: Resident | None = None) -> PhysicalPlan:
     """The plan that filters ``store`` by ``predicate`` and reads ``columns`` at the
-    matching rows: planned as an aggregate over those columns is (``COUNT(c)`` each)."""
+    matching rows: planned as an aggregate over those columns is (``COUNT(c)`` each);
+    ``resident``: what the OS page cache holds of them (None: looked up here)."""
     aggs = tuple(ir.Agg("count", ir.Col(c, store.column(c).kind), "int") for c in columns)
     q = ir.Query(table, predicate, (), aggs, (), (), None, (), None)
-    return plan_query(q, store, MEDIA[medium], resident=dict(page_cache(store, q.columns, medium)))
+    if resident is None:
+        resident = page_cache(store, q.columns, medium)
+    return plan_query(q, store, MEDIA[medium], resident=dict(resident))
 
 
 def row_matches(store: PageStore, table: str, predicate: ir.Expr | None,

@@ -19,7 +19,7 @@ from bamql.config import Backend, Config, Device, Medium
 from bamql.engine.accumulate import count_present, finish, n_groups, regroup
 from bamql.engine.describe import describe
 from bamql.engine.hashagg import explain_hashed, hashed_columns, run_hashed
-from bamql.engine.partition import page_cache, plan_partition, table_domains
+from bamql.engine.partition import Resident, page_cache, plan_partition, table_domains
 from bamql.engine.result import Result, assemble
 from bamql.engine.rows import explain_rows, kernel_query, plan_rows, quantiles, run_rows
 from bamql.engine.runner import LocalRunner, Runner, merge
@@ -396,11 +396,13 @@ class Session:
                 self.gpu.drop(part)
 
     # -- queries -------------------------------------------------------------------------
-    def plan(self, q: ir.Query) -> PhysicalPlan:
+    def plan(self, q: ir.Query, resident: Resident | None = None) -> PhysicalPlan:
         """The physical plan of the table's first partition (its only one, for a table of
-        one store), with the whole table's group-key domains."""
+        one store), with the whole table's group-key domains; ``resident``: what the OS
+        page cache holds of it (None: looked up here)."""
         table, kq, medium = self.store(q.table), kernel_query(q), self._medium()
-        resident = page_cache(table.parts[0], kq.columns, medium)
+        if resident is None:
+            resident = page_cache(table.parts[0], kq.columns, medium)
         key = (q, medium, resident)
         p = self._plans.get(key)
         if p is None:  # an open store's metadata does not change: plans can be reused
@@ -507,35 +509,41 @@ class Session:
             self._parsed.put(text, q)
         return q
 
-    def explain_query(self, q: ir.Query | JoinQuery) -> str:
+    def explain_query(self, q: ir.Query | JoinQuery, resident: Resident | None = None) -> str:
         """The EXPLAIN text of a logical query (a partitioned table's: of its first
         partition, after a line on the partitions and where they run); a join's starts
-        with what each join became."""
+        with what each join became. ``resident``: what the OS page cache holds of the
+        first partition (None: looked up here), the one input its text and plan share."""
         if isinstance(q, JoinQuery):
-            return "\n".join((*q.steps, self.explain_query(q.fact)))
+            return "\n".join((*q.steps, self.explain_query(q.fact, resident)))
         table = self.store(q.table)
         runner = self._runner(table)
         if isinstance(q, ir.RowQuery):
             cols = (*ir.columns_of(q.predicate), *q.columns)
+        elif self._hashed(q):
+            cols = (*ir.columns_of(q.predicate), *hashed_columns(q))
         else:
             cols = kernel_query(q).columns
-        # the plan, and so its text, follows what the OS page cache holds
-        key = (q, self._medium(), runner.where,
-               page_cache(table.parts[0], tuple(dict.fromkeys(cols)), self._medium()))
+        # the plan, and so its text, follows what the OS page cache holds: probed once here
+        if resident is None:
+            resident = page_cache(table.parts[0], tuple(dict.fromkeys(cols)), self._medium())
+        key = (q, self._medium(), runner.where, resident)
         txt = self._explained.get(key)
         if txt is None:  # made once: every query's result carries it
             part = table.parts[0]
             if isinstance(q, ir.RowQuery):
                 txt = explain_rows(q, explain_text(plan_rows(part, q.table, q.predicate,
-                                                             q.columns, self._medium()), part),
+                                                             q.columns, self._medium(),
+                                                             resident), part),
                                    self.device == Device.GPU)
             elif self._hashed(q):
                 runner = self._local  # the step runs in this process
                 txt = explain_hashed(q, explain_text(plan_rows(
-                    part, q.table, q.predicate, hashed_columns(q), self._medium()), part),
+                    part, q.table, q.predicate, hashed_columns(q), self._medium(), resident),
+                    part),
                     self.device == Device.GPU)
             else:
-                txt = explain_text(self.plan(q), part) + _quantile_line(q, self.device)
+                txt = explain_text(self.plan(q, resident), part) + _quantile_line(q, self.device)
             if table.partitioned:
                 txt = (f"{len(table.parts)} partitions of {table.rows:,} rows, run "
                        f"{runner.place}; partition 1:\n" + txt)
@@ -554,8 +562,10 @@ class Session:
         table = self.store(q.table)
         if self._hashed(query):
             return self._execute_hashed(q)
-        text = self.explain_query(query)  # before the run: its plan is the one that runs
-        plan = self.plan(q)
+        # the text before the run, of the plan that runs: one look at the OS page cache
+        resident = page_cache(table.parts[0], kernel_query(q).columns, self._medium())
+        text = self.explain_query(query, resident)
+        plan = self.plan(q, resident)
         runner = self._runner(table)
         t0 = time.perf_counter()
         try:

@@ -55,8 +55,11 @@ def set_enabled(on: bool) -> None:
 
 def _cached(fd: int, offsets: list[int]) -> list[bool] | None:
     """Whether the page cache holds the OS page of each of ``offsets`` of the file ``fd``
-    (None: the system cannot tell)."""
-    size = os.fstat(fd).st_size
+    (None: the system cannot tell, or the file is no longer open)."""
+    try:
+        size = os.fstat(fd).st_size
+    except OSError:  # a closed store: what reads it reports that, not the probe
+        return None
     if _LIBC is None or size == 0:
         return None
     addr = _LIBC.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import os
+import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import duckdb
 import numpy as np
 import pytest
 
-from bamql.config import Medium
+from bamql.config import AccessPath, Medium
 from bamql.engine.partition import page_cache
 from bamql.engine.session import connect
 from bamql.planner import cost
-from bamql.planner.physical import plan_query, read_key
+from bamql.planner.physical import explain_text, plan_query, read_key
 from bamql.planner.translate import translate
 from bamql.queries import load
 from bamql.storage import residency
@@ -156,3 +158,48 @@ def test_nvcomp_plans_as_the_queue_where_nearly_all_is_cached(grouped):
                 assert plan_query(q, part, cost.NVCOMP, resident=some).medium == Medium.NVCOMP
             unread = {**every, **{c: 0.0 for c in part.columns if c not in q.columns}}
             assert plan_query(q, part, cost.NVCOMP, resident=unread).medium == Medium.QUEUE
+
+
+def test_explain_counts_the_copies_a_plan_reads(grouped):
+    """A column streamed from its compressed copy, or gathered through its row group, reads
+    that copy: the plan's (and EXPLAIN's) share is the copy's, not its own pages'."""
+    seen = set()
+    with PageStore(grouped / "trips") as part:
+        shares = {**dict.fromkeys(part.columns, 0.25),
+                  **{c + residency.COPY: 0.5 for c in part.columns},
+                  **{g.file: 0.75 for g in part.manifest.groups}}
+        for sql in (load("q02"), load("q06"), "SELECT SUM(trip_distance), MAX(extra) FROM trips",
+                    "SELECT AVG(fare_amount), MAX(mta_tax), "
+                    "SUM(total_amount), SUM(extra) FROM trips WHERE pickup_location_id = 255 "
+                    "AND passenger_count = 6"):
+            q = translate(sql, {"trips": part.columns})
+            for medium in (cost.FILE, cost.QUEUE, cost.NVCOMP):
+                p = plan_query(q, part, medium, resident=shares)
+                got = dict(p.resident)
+                for a in p.access:
+                    kind = "shadow" if a.shadow else "compressed" if a.compressed else "pages"
+                    seen.add(kind)
+                    assert got[a.column] == {"shadow": 0.75, "compressed": 0.5, "pages": 0.25}[kind]
+                assert "OS page cache" in explain_text(p, part)
+        # a stream of the compressed copy (chosen on larger tables than this one's)
+        a = replace(p.access[-1], path=AccessPath.STREAM, compressed=True, shadow=False)
+        assert read_key(a, part) == a.column + residency.COPY
+    assert seen >= {"shadow", "pages"}
+
+
+def test_a_store_closed_or_cut_short_is_probed_without_a_crash(grouped, tmp_path):
+    """mincore never touches the mapping, so a file truncated after the store opened is
+    probed safely (no SIGBUS); a closed store's probe knows nothing rather than raising."""
+    s = PageStore(grouped / "trips")
+    s.close()
+    assert residency.cached_shares(s, COLS) == {}
+    shutil.copytree(grouped / "trips", tmp_path / "trips")
+    with PageStore(tmp_path / "trips") as s:
+        whole = residency.cached_shares(s, COLS)
+        for f in sorted((tmp_path / "trips").glob("*.bin")):
+            os.truncate(f, f.stat().st_size // 3)
+        cut = residency.cached_shares(s, COLS)
+        assert set(cut) == set(whole) or cut == {}
+        for f in sorted((tmp_path / "trips").glob("*.bin")):
+            os.truncate(f, 0)
+        assert residency.cached_shares(s, COLS) == {}
