@@ -105,7 +105,7 @@ class BamqlEngine(Engine):
 
 
 def _needed(q: ir.Query) -> list[str]:
-    return sorted({c for e in (q.predicate, *q.keys, *q.aggs) if e is not None for c in ir.columns_of(e)})
+    return sorted(q.columns)
 
 
 class DuckDbEngine(Engine):

@@ -50,7 +50,7 @@ def explain_planned(text: str, planned: Mapping[str, tuple[ReadPlan, str]],
     try:
         q = split_distinct(translate_joins(text, full, dims), full)
     except PlanError as e:  # name the files as the query did
-        raise PlanError(_relabel(str(e), labels)) from None
+        raise PlanError(relabel(str(e), labels)) from None
     lines = []
     for rp, _ in planned.values():
         lines += rp.describe().splitlines()
@@ -61,12 +61,14 @@ def explain_planned(text: str, planned: Mapping[str, tuple[ReadPlan, str]],
         lines.append("  logical: made over the strings the read finds (a string pattern test "
                      "is decided per string); EXPLAIN ANALYZE shows it")
     else:
-        lines.append("  logical: " + _relabel(_show(logical), labels))
+        lines.append("  logical: " + relabel(_show(logical), labels))
     lines.append(PHYSICAL_LATER)
     return "\n".join(lines)
 
 
-def _relabel(msg: str, labels: Mapping[str, str]) -> str:
+def relabel(msg: str, labels: Mapping[str, str]) -> str:
+    """``msg`` with each table name of ``labels`` replaced by its label (the FROM text that
+    named the files): errors name files as the query did."""
     for name, label in labels.items():
         msg = msg.replace(f"'{name}'", label).replace(name, label)
     return msg

@@ -18,6 +18,7 @@ import pyarrow as pa
 from bamql.config import Backend, Config, Device, Medium
 from bamql.engine.accumulate import count_present, finish, n_groups, regroup
 from bamql.engine.describe import describe
+from bamql.engine.fileplan import relabel
 from bamql.engine.hashagg import explain_hashed, hashed_columns, run_hashed
 from bamql.engine.partition import Resident, page_cache, plan_partition, table_domains
 from bamql.engine.result import Result, assemble
@@ -26,6 +27,7 @@ from bamql.engine.runner import LocalRunner, Runner, merge
 from bamql.errors import DeviceError, PlanError, StoreError, UsageError
 from bamql.lru import LRU
 from bamql.planner import ir
+from bamql.planner.cost import reads_page_cache
 from bamql.planner.describe import catalog_query
 from bamql.planner.distinct import distinct_slots, split_distinct
 from bamql.planner.grouping import check_hashed, hashed
@@ -400,13 +402,13 @@ class Session:
         """The physical plan of the table's first partition (its only one, for a table of
         one store), with the whole table's group-key domains; ``resident``: what the OS
         page cache holds of it (None: looked up here)."""
-        table, kq, medium = self.store(q.table), kernel_query(q), self._medium()
+        medium = self._medium()
         if resident is None:
-            resident = page_cache(table.parts[0], kq.columns, medium)
+            resident = self._resident(q)
         key = (q, medium, resident)
         p = self._plans.get(key)
         if p is None:  # an open store's metadata does not change: plans can be reused
-            # quantiles are computed beside the kernel (engine.rows)
+            table, kq = self.store(q.table), kernel_query(q)  # quantiles beside the kernel
             p = plan_partition(table.parts[0], kq, table_domains(kq, table.columns), medium,
                                resident)
             self._plans.put(key, p)
@@ -500,14 +502,27 @@ class Session:
                 q = _quantiles_alone(split_distinct(
                     translate_joins(text, self.catalog(), self.dimensions), self.catalog()))
             except PlanError as e:  # name files as the query did, not by their table's name
-                msg = str(e)
-                for name, label in self._file_labels.items():
-                    msg = msg.replace(f"'{name}'", label).replace(name, label)
+                msg = relabel(str(e), self._file_labels)
                 if msg == str(e):
                     raise
                 raise PlanError(msg) from None
             self._parsed.put(text, q)
         return q
+
+    def _resident(self, q: ir.Query | ir.RowQuery) -> Resident:
+        """What the OS page cache holds of the columns ``q``'s plan reads in the table's first
+        partition, looked up once per query and shared by its plan and its EXPLAIN text; ()
+        where the medium's plans do not depend on it."""
+        medium = self._medium()
+        if not reads_page_cache(medium):
+            return ()
+        if isinstance(q, ir.RowQuery):
+            cols = (*ir.columns_of(q.predicate), *q.columns)
+        elif self._hashed(q):
+            cols = (*ir.columns_of(q.predicate), *hashed_columns(q))
+        else:
+            cols = kernel_query(q).columns
+        return page_cache(self.store(q.table).parts[0], tuple(dict.fromkeys(cols)), medium)
 
     def explain_query(self, q: ir.Query | JoinQuery, resident: Resident | None = None) -> str:
         """The EXPLAIN text of a logical query (a partitioned table's: of its first
@@ -518,15 +533,8 @@ class Session:
             return "\n".join((*q.steps, self.explain_query(q.fact, resident)))
         table = self.store(q.table)
         runner = self._runner(table)
-        if isinstance(q, ir.RowQuery):
-            cols = (*ir.columns_of(q.predicate), *q.columns)
-        elif self._hashed(q):
-            cols = (*ir.columns_of(q.predicate), *hashed_columns(q))
-        else:
-            cols = kernel_query(q).columns
-        # the plan, and so its text, follows what the OS page cache holds: probed once here
-        if resident is None:
-            resident = page_cache(table.parts[0], tuple(dict.fromkeys(cols)), self._medium())
+        if resident is None:  # the plan, and so its text, follows what the OS page cache holds
+            resident = self._resident(q)
         key = (q, self._medium(), runner.where, resident)
         txt = self._explained.get(key)
         if txt is None:  # made once: every query's result carries it
@@ -563,7 +571,7 @@ class Session:
         if self._hashed(query):
             return self._execute_hashed(q)
         # the text before the run, of the plan that runs: one look at the OS page cache
-        resident = page_cache(table.parts[0], kernel_query(q).columns, self._medium())
+        resident = self._resident(q)
         text = self.explain_query(query, resident)
         plan = self.plan(q, resident)
         runner = self._runner(table)

@@ -66,7 +66,7 @@ class _Scans:
 #: the engines not yet closed: the process closes them at exit (``_close_at_exit``)
 _open: weakref.WeakSet = weakref.WeakSet()
 _exit_hook = threading.Lock()
-_hooked: list[bool] = []  # one entry once ``_close_at_exit`` is registered
+_hooked = False  # ``_close_at_exit`` is registered
 
 
 def _close_at_exit() -> None:
@@ -77,6 +77,17 @@ def _close_at_exit() -> None:
             e.close()
         except Exception:  # noqa: BLE001 (at exit nothing is left to report to)
             pass
+
+
+def _closed_at_exit(engine: GpuEngine) -> None:
+    """Have ``engine`` closed at exit unless closed before; the hook is registered with the
+    first engine, after CUDA's own, so that atexit runs it first."""
+    global _hooked
+    with _exit_hook:
+        if not _hooked:
+            atexit.register(_close_at_exit)
+            _hooked = True
+        _open.add(engine)
 
 
 class GpuEngine:
@@ -109,11 +120,7 @@ class GpuEngine:
         # a cache clear and a kernel never overlap: a clear under a running kernel leaves
         # pages VALID with no slot (wrong reads) or slots no claim can take (a hang)
         self._cache_lock = threading.RLock()
-        with _exit_hook:  # registered after CUDA's own: atexit runs it first
-            if not _hooked:
-                atexit.register(_close_at_exit)
-                _hooked.append(True)
-            _open.add(self)
+        _closed_at_exit(self)
 
     # -- setting a table up ----------------------------------------------------------------
     def _table(self, store: PageStore) -> Table:

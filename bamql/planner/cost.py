@@ -53,10 +53,10 @@ MEDIA: dict[config.Medium, Medium] = {m.name: m for m in (FILE, QUEUE, NVCOMP, C
 
 #: Disk media planned as another where the OS page cache holds at least ``WHOLLY`` of what
 #: the other medium's plan reads (each column's pages, compressed copy or row-group copy,
-#: as its path reads): over cached files the GPU file backend ran the queue medium's plans
-#: (more gathers) faster than the nvCOMP medium's on every taxi query. The CPU engine's
-#: plans for cached files as ``CACHED`` ran slower than its ``FILE`` plans, so ``FILE``
-#: stays (docs/measurements.md#the-os-page-cache-in-the-plan).
+#: as its path reads): over cached files, the GPU file backend's queue plans (gathers from
+#: memory) beat its nvCOMP plans (a decompression call per query). ``FILE`` is not here:
+#: the CPU engine's disk plans are the quicker ones over cached files too
+#: (docs/measurements.md#the-os-page-cache-in-the-plan).
 WHOLLY_CACHED: dict[config.Medium, Medium] = {config.Medium.NVCOMP: QUEUE}
 WHOLLY = 0.9
 

@@ -376,8 +376,8 @@ def plan_query(q: ir.Query, store: PageStore, medium: Medium = FILE,
         domains = tuple(key_domain(k, store.columns) for k in q.keys)
     return PhysicalPlan(q, store.rows, ps, tuple(stages), tuple(dep_cols), tuple(access), ranges,
                         est, domains, medium.name, tuple(sorted(
-                            (a.column, resident[read_key(a, store)]) for a in access
-                            if read_key(a, store) in resident)))
+                            (a.column, resident[k]) for a in access
+                            if (k := read_key(a, store)) in resident)))
 
 
 def read_key(a: Access, store: PageStore) -> str:
@@ -391,7 +391,7 @@ def read_key(a: Access, store: PageStore) -> str:
     return a.column
 
 
-def page_cache(p: PhysicalPlan) -> str:
+def _cache_note(p: PhysicalPlan) -> str:
     """``, OS page cache: N% of the pages read`` where the plan found any there (EXPLAIN):
     the share of what each column's access path reads, weighted by the column's pages."""
     if not p.resident or not any(f for _, f in p.resident):
@@ -406,7 +406,7 @@ def explain_text(p: PhysicalPlan, store: PageStore) -> str:
     """EXPLAIN: stages, zone-map pruning, access paths and estimated bytes vs whole columns."""
     q = p.query
     lines = [f"Aggregate over {q.table} ({p.rows:,} rows, {p.page_size} B pages, medium: {p.medium}"
-             + page_cache(p) + clustered_by(store.manifest.cluster_by, store.manifest.cluster_order)
+             + _cache_note(p) + clustered_by(store.manifest.cluster_by, store.manifest.cluster_order)
              + ")", f"  logical: {show_query(q)}"]
     if q.keys:
         lines.append("  group by: " + ", ".join(show(k) for k in q.keys)

@@ -53,14 +53,22 @@ def set_enabled(on: bool) -> None:
     _LIBC = _libc() if on and hasattr(mmap, "MAP_SHARED") else None
 
 
+def _spread(n: int, samples: int) -> list[int]:
+    """Up to ``samples`` distinct indexes of ``range(n)``, evenly spread, first and last in."""
+    k = min(samples, n)
+    return np.unique(np.linspace(0, n - 1, k).astype(np.int64)).tolist() if k else []
+
+
 def _cached(fd: int, offsets: list[int]) -> list[bool] | None:
     """Whether the page cache holds the OS page of each of ``offsets`` of the file ``fd``
     (None: the system cannot tell, or the file is no longer open)."""
+    if _LIBC is None:
+        return None
     try:
         size = os.fstat(fd).st_size
     except OSError:  # a closed store: what reads it reports that, not the probe
         return None
-    if _LIBC is None or size == 0:
+    if size == 0:
         return None
     addr = _LIBC.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
     if addr in (None, _FAILED):
@@ -88,23 +96,20 @@ def cached_shares(store: PageStore, names: Iterable[str], samples: int = SAMPLES
     lay = store.layout
     nv, ps = lay.n_volumes, lay.page_size
     probes: dict[int, list[tuple[str, int]]] = {}  # file index -> (column or copy, offset)
-    for name in names:
+    for name in names:  # page p of the store lies in volume p % nv, at (p // nv) * ps
         c = store.column(name)
-        k = min(samples, c.n_pages)
-        for p in np.unique(np.linspace(0, c.n_pages - 1, k).astype(np.int64)).tolist() if k else ():
+        for p in _spread(c.n_pages, samples):
             g = c.first_page + p
             probes.setdefault(g % nv, []).append((name, g // nv * ps))
     copy: list[tuple[str, int]] = []  # (column's copy, offset) in the compressed copy
     for name in names if store.copy_fd is not None else ():
         _, off, ln = store.stream_chunks(name)
-        for k in np.unique(np.linspace(0, len(off) - 1, min(samples, len(off))).astype(np.int64)):
-            copy.append((f"{name}{COPY}", int(off[k] + ln[k] // 2)))
+        copy += [(f"{name}{COPY}", int(off[k] + ln[k] // 2)) for k in _spread(len(off), samples)]
     wanted = set(names)
     for g, meta in enumerate(store.manifest.groups):
         if not wanted.isdisjoint(meta.members) and meta.n_pages:
-            size = meta.n_pages * meta.block_bytes
-            offs = np.linspace(0, size - 1, min(samples, meta.n_pages)).astype(np.int64).tolist()
-            probes[nv + g] = [(meta.file, o) for o in offs]
+            probes[nv + g] = [(meta.file, k * meta.block_bytes)
+                              for k in _spread(meta.n_pages, samples)]
     files = [(int(lay.fds[f]), pairs) for f, pairs in probes.items()]
     if copy:
         files.append((store.copy_fd, copy))
