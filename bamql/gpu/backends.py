@@ -40,6 +40,8 @@ SLOT_DTYPES = ("int8", "int16", "int32", "int64", "float32", "float64")
 #: the size of the chunks a whole store is read and copied in, and of a stream's reads
 CHUNK = 256 << 20
 STREAM_READ = 16 << 20
+#: threads reading a stream's (or a compressed copy's) chunks: reads in flight on the disk
+STREAM_THREADS = 8
 
 
 @dataclass
@@ -331,7 +333,7 @@ class FileBackend(GpuBackend):
         into GPU memory where the GPU decompresses it)."""
         ps, rpp = store.page_size, c.rows_per_page
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(8, thread_name_prefix="bamql-stream")
+            self._pool = ThreadPoolExecutor(STREAM_THREADS, thread_name_prefix="bamql-stream")
         if compressed and self.inflater is not None and store.zst_sums is not None:
             rd = source.ready.pop(c.name, None)
             if rd is None:  # not in the batch: a buffer of its own, the batch's columns intact
@@ -369,7 +371,7 @@ class FileBackend(GpuBackend):
         if self.inflater is None or store.zst_sums is None or not cols:
             return
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(8, thread_name_prefix="bamql-stream")
+            self._pool = ThreadPoolExecutor(STREAM_THREADS, thread_name_prefix="bamql-stream")
         ps = store.page_size
         sizes = np.array([max(c.n_pages, 1) * ps for c in cols], np.int64)
         base = np.concatenate([[0], np.cumsum(sizes)[:-1]])
