@@ -16,6 +16,7 @@ host as before (``make`` returns None).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
@@ -131,16 +132,22 @@ class GpuInflater:
     def __init__(self, cuda, decoder: Decoder) -> None:
         self.cuda = cuda
         self.decoder = decoder
-        self._staging = None  # pinned host bytes, grown as needed
-        self._comp = None  # device bytes the staging is copied to
+        self._local = threading.local()  # per reading thread: its pinned staging bytes
+        self._comp = None  # device bytes the chunks are copied to, grown as needed
 
-    def _buffers(self, n: int):
-        cuda = self.cuda
-        if self._staging is None or self._staging.size < n:
-            size = max(n, 1 << 20)
-            self._staging = cuda.pinned_array(size, np.uint8)
-            self._comp = cuda.device_array(size, np.uint8)
-        return self._staging, self._comp
+    def _device(self, n: int):
+        if self._comp is None or self._comp.size < n:
+            self._comp = self.cuda.device_array(max(n, 1 << 20), np.uint8)
+        return self._comp
+
+    def _staging(self, n: int) -> np.ndarray:
+        """The calling thread's pinned staging, at least ``n`` bytes: a read lands there and
+        goes on to the GPU from there, so no buffer the size of a whole query is pinned."""
+        buf = getattr(self._local, "buf", None)
+        if buf is None or buf.size < n:
+            buf = self._local.buf = self.cuda.pinned_array(max(n, READ_BYTES + (64 << 10)),
+                                                           np.uint8)
+        return buf
 
     def read(self, store: PageStore, items: Sequence[tuple], out, pool: ThreadPoolExecutor,
              sums: dict) -> list[int]:
@@ -162,7 +169,7 @@ class GpuInflater:
         ps, cp = store.page_size, store.manifest.streams.chunk_pages
         align = self.decoder.align
         cols = []  # per item: column, needed chunks, offsets, lengths, sums, first slot
-        n_slots, total = 0, 0
+        n_slots = 0
         for c, p0, p1, base in items:
             k_base, offs, lens = store.stream_chunks(c.name)
             need = needed_chunks(p0, p1, cp)
@@ -174,29 +181,32 @@ class GpuInflater:
         in_len = np.concatenate([lens[need] for _, need, _, lens, *_ in cols])
         slot = (in_len + align - 1) // align * align
         pos = np.concatenate([[0], np.cumsum(slot)[:-1]])  # each chunk's place in the staging
-        total = int(slot.sum())
-        staging, comp = self._buffers(total)
+        comp = self._device(int(slot.sum()))
 
         def fetch(job: tuple) -> None:
+            """One read of consecutive chunks into this thread's staging, each chunk moved
+            to its aligned place and checked, then copied to the GPU (while other threads
+            read)."""
             (c, need, offs, lens, zsums, s0, _), i, j = job
             first, last = need[i], need[j - 1]
             a, b = int(offs[first]), int(offs[last] + lens[last])
             at = int(pos[s0 + i])
-            store.read_compressed(a, staging[at : at + b - a])
+            span = int(pos[s0 + j - 1]) + int(lens[last]) - at
+            staging = self._staging(span)
+            store.read_compressed(a, staging[: b - a])
             for q in range(j - 1, i - 1, -1):  # each chunk to its aligned place, last first
-                k, n, to = need[q], int(lens[need[q]]), int(pos[s0 + q])
-                src = at + int(offs[k]) - a
+                k, n, to = need[q], int(lens[need[q]]), int(pos[s0 + q]) - at
+                src = int(offs[k]) - a
                 if src != to:
                     staging[to : to + n] = staging[src : src + n]
                 if chunk_hash(staging[to : to + n]) != zsums[k]:
                     raise StoreError(f"store {store.path}: compressed copy of column "
                                      f"{c.name!r}: chunk {k} fails its checksum; the store is "
                                      "corrupt")
+            comp[at : at + span].copy_to_device(staging[:span])
 
         jobs = [(col, i, j) for col in cols for i, j in batches(col[1], col[3], READ_BYTES)]
         list(pool.map(fetch, jobs))
-        end = int(pos[-1] + in_len[-1])
-        comp[:end].copy_to_device(staging[:end])
         out_off = np.concatenate([base + need * cp * ps for _, need, *_, base in cols])
         out_len = np.concatenate([(np.minimum((need + 1) * cp, c.n_pages) - need * cp) * ps
                                   for c, need, *_ in cols])
