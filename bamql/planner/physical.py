@@ -280,7 +280,11 @@ DISK_MEDIA = (config.Medium.FILE, config.Medium.QUEUE, config.Medium.NVCOMP)
 def _through_groups(access: list[Access], store: PageStore, sel: float, medium: Medium) -> list[Access]:
     """Dependent columns of one row group gathered through its copy when that is cheaper
     than their own best paths: the first member's page of a block costs a disk read, the
-    others' come from the same OS page (storage.groups)."""
+    others' come from the same OS page (storage.groups). Every touched block's pages of the
+    query's members cross the disk: where most blocks hold a match, the group reads those
+    columns' uncompressed pages, and their compressed copies stream fewer bytes. (The
+    block's other members' pages cross it too; they are not counted, which leans toward the
+    group where its saved requests matter.)"""
     out = list(access)
     for g in store.manifest.groups:
         idx = [i for i, a in enumerate(out) if a.role == Role.DEPENDENT and a.column in g.members]
@@ -292,7 +296,8 @@ def _through_groups(access: list[Access], store: PageStore, sel: float, medium: 
             mine += min(gather_cost(c.n_pages, c.rows_per_page, sel, store.page_size, medium)[1],
                         stream_cost(c.n_pages, store.page_size, medium,
                                     store.stream_bytes.get(c.name))[1])
-        pages, first = gather_cost(g.n_pages, g.rows_per_page, sel, store.page_size, medium)
+        pages, first = gather_cost(g.n_pages, g.rows_per_page, sel, len(idx) * store.page_size,
+                                   medium)
         others = 0.0 if medium.overlaps_cached else (len(idx) - 1) * pages / CACHED.random_reads_per_s
         if first + others < mine:
             for i in idx:
