@@ -8,7 +8,15 @@ reads the chunks that cover its pages and decompresses them on the host, or, on 
 nvCOMP, on the GPU (``gpu.inflate``); the pages it gets are checked against the same page
 checksums. Each chunk also has a checksum of its compressed bytes (``zst:sum``), checked
 before a chunk goes to the GPU: nvCOMP's decoder trusts its input, and a damaged chunk must
-be a clear error, not a fault on the device. The planner streams from the copy only where
+be a clear error, not a fault on the device.
+
+A chunk of a column whose values are wider than a byte is compressed *byte-shuffled*
+(``shuffle``, as Blosc and Parquet's BYTE_STREAM_SPLIT do): byte ``k`` of value ``i`` moves to
+``k * n + i`` for the chunk's ``n`` values, so the high bytes of small numbers and timestamps
+lie side by side, and zstd finds the runs that interleaved values hide. The manifest records
+each shuffled column's width (``StreamMeta.shuffle``); a reader unshuffles after decompressing
+(on the GPU, a kernel does: ``gpu.inflate``). Bit-packed columns are not shuffled: their codes
+do not sit on byte boundaries. The planner streams from the copy only where
 the cost model finds it quicker (``planner.cost.compressed_time``); what the copies save is
 in docs/measurements.md.
 """
@@ -25,7 +33,7 @@ import numpy as np
 import pyarrow as pa
 
 from bamql.errors import IngestError
-from bamql.storage.format import ColumnMeta, StreamMeta
+from bamql.storage.format import SHUFFLE_WIDTHS, ColumnMeta, StreamMeta
 from bamql.storage.nativeio import DiskLayout, read_into
 
 STREAM_FILE = "zst-000.bin"
@@ -36,13 +44,33 @@ CODEC = "zstd"
 #: the chunks of a batch in parallel.
 CHUNK_BYTES = 64 << 10
 
-
 class CorruptChunk(Exception):
     """A chunk of the compressed copy that cannot be read back."""
 
 
 def codec() -> pa.Codec:
     return pa.Codec(CODEC, compression_level=1)
+
+
+def shuffle_width(c: ColumnMeta) -> int:
+    """The width column ``c``'s chunks are byte-shuffled by when written: its values' bytes,
+    or 1 (not shuffled) for 1-byte values and bit-packed columns."""
+    return 1 if c.packed or c.itemsize not in SHUFFLE_WIDTHS else c.itemsize
+
+
+def shuffle(raw: np.ndarray, width: int) -> np.ndarray:
+    """The bytes ``raw`` (uint8, a multiple of ``width`` long) byte-shuffled: byte ``k`` of
+    element ``i`` to position ``k * n + i`` for ``n`` elements (a copy; ``raw`` if width 1)."""
+    if width <= 1:
+        return raw
+    return np.ascontiguousarray(raw.reshape(-1, width).T).reshape(-1)
+
+
+def unshuffle(raw: np.ndarray, width: int) -> np.ndarray:
+    """The inverse of ``shuffle``: the element bytes of shuffled ``raw`` back in order."""
+    if width <= 1:
+        return raw
+    return np.ascontiguousarray(raw.reshape(width, -1).T).reshape(-1)
 
 
 @numba.njit(nogil=True, cache=True)
@@ -94,6 +122,7 @@ def write_streams(d: Path, columns: Sequence[ColumnMeta], page_size: int, n_volu
     sums: list[int] = []
     pos = 0
     cd = codec()
+    widths = {c.name: shuffle_width(c) for c in columns}
 
     def chunk(c: ColumnMeta, k: int) -> bytes:
         p0, p1 = k * cp, min((k + 1) * cp, c.n_pages)
@@ -101,7 +130,7 @@ def write_streams(d: Path, columns: Sequence[ColumnMeta], page_size: int, n_volu
         pages = np.arange(c.first_page + p0, c.first_page + p1, dtype=np.int64)
         if read_into(layout, pages, buf, np.arange(p1 - p0, dtype=np.int64)) >= 0:
             raise IngestError(f"reading column {c.name!r} back for its compressed copy failed")
-        return cd.compress(buf, asbytes=True)
+        return cd.compress(shuffle(buf.reshape(-1), widths[c.name]), asbytes=True)
 
     fd = os.open(d / STREAM_FILE, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
     try:
@@ -121,7 +150,8 @@ def write_streams(d: Path, columns: Sequence[ColumnMeta], page_size: int, n_volu
         os.close(fd)
         for v in vol_fds:
             os.close(int(v))
-    meta = StreamMeta(STREAM_FILE, CODEC, cp, first, pos)
+    meta = StreamMeta(STREAM_FILE, CODEC, cp, first, pos,
+                      {n: w for n, w in widths.items() if w > 1})
     return meta, np.array(offs, np.int64), np.array(lens, np.int64), np.array(sums, np.uint64)
 
 
@@ -134,6 +164,7 @@ def read_chunks(fd: int, meta: StreamMeta, offs: np.ndarray, lens: np.ndarray, c
     cp = meta.chunk_pages
     k0, k1 = p0 // cp, (p1 - 1) // cp + 1
     base = meta.first_chunk[c.name]
+    width = meta.shuffle.get(c.name, 1)
     a = int(offs[base + k0])
     b = int(offs[base + k1 - 1] + lens[base + k1 - 1])
     raw = os.pread(fd, b - a, a)  # a column's chunks lie one after another: one read
@@ -149,7 +180,7 @@ def read_chunks(fd: int, meta: StreamMeta, offs: np.ndarray, lens: np.ndarray, c
                                                      asbytes=True), np.uint8)
         except (OSError, pa.ArrowException) as e:
             raise CorruptChunk(f"chunk {k} does not decompress ({e})") from None
-        pages = pages.reshape(c1 - c0, page_size)
+        pages = unshuffle(pages, width).reshape(c1 - c0, page_size)
         lo, hi = max(p0, c0), min(p1, c1)
         out[lo - p0 : hi - p0] = pages[lo - c0 : hi - c0]
 
