@@ -308,3 +308,23 @@ def test_a_wrong_shuffle_in_the_manifest_is_one_line_not_a_wrong_answer(widths, 
             c = s.column("i64")
             s.read_stream("i64", 0, c.n_pages, np.empty((c.n_pages, s.page_size), np.uint8))
     assert "\n" not in str(e.value)
+
+
+def test_info_reports_each_columns_copy(widths):
+    import subprocess
+    import sys
+
+    d, _ = widths
+    r = subprocess.run([sys.executable, "-m", "bamql.cli", "info", str(d / "data" / "trips")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    head, *rows = r.stdout.splitlines()[1:]
+    assert head.split()[-2:] == ["MB", "z-ratio"]
+    lines = {ln.split()[0]: ln.split() for ln in rows}
+    with PageStore(d / "data" / "trips") as s:
+        assert set(lines) == {c.name for c in s.manifest.columns}
+        for c in s.manifest.columns:
+            zst, ratio = float(lines[c.name][-2]), float(lines[c.name][-1])
+            stored = c.n_pages * s.page_size
+            assert zst == pytest.approx(s.stream_bytes[c.name] / 1e6, abs=0.006)
+            assert ratio == pytest.approx(stored / s.stream_bytes[c.name], abs=0.006)
