@@ -13,8 +13,10 @@ be a clear error, not a fault on the device.
 A chunk of a column whose values are wider than a byte is compressed *byte-shuffled*
 (``shuffle``, as Blosc and Parquet's BYTE_STREAM_SPLIT do): byte ``k`` of value ``i`` moves to
 ``k * n + i`` for the chunk's ``n`` values, so the high bytes of small numbers and timestamps
-lie side by side, and zstd finds the runs that interleaved values hide. The manifest records
-each shuffled column's width (``StreamMeta.shuffle``); a reader unshuffles after decompressing
+lie side by side, and zstd finds the runs that interleaved values hide. A column is shuffled
+where that makes a sample of its chunks smaller (a column of mostly zeros with rare values
+compresses better as it is). The manifest records each shuffled column's width
+(``StreamMeta.shuffle``); a reader unshuffles after decompressing
 (on the GPU, a kernel does: ``gpu.inflate``). Bit-packed columns are not shuffled: their codes
 do not sit on byte boundaries. The planner streams from the copy only where
 the cost model finds it quicker (``planner.cost.compressed_time``); what the copies save is
@@ -46,6 +48,8 @@ LEVEL = 3
 #: decompressing a chunk it only partly needs, and many chunks per column: a GPU decompresses
 #: the chunks of a batch in parallel.
 CHUNK_BYTES = 64 << 10
+#: Chunks of a column (spread over it) compressed both ways to choose whether to shuffle it.
+SAMPLE_CHUNKS = 8
 
 
 class CorruptChunk(Exception):
@@ -58,7 +62,7 @@ def codec() -> pa.Codec:
 
 
 def shuffle_width(c: ColumnMeta) -> int:
-    """The width column ``c``'s chunks are byte-shuffled by when written: its values' bytes,
+    """The width column ``c``'s chunks may be byte-shuffled by: its values' bytes,
     or 1 (not shuffled) for 1-byte values and bit-packed columns."""
     return 1 if c.packed or c.itemsize not in SHUFFLE_WIDTHS else c.itemsize
 
@@ -127,15 +131,31 @@ def write_streams(d: Path, columns: Sequence[ColumnMeta], page_size: int, n_volu
     sums: list[int] = []
     pos = 0
     cd = codec()
-    widths = {c.name: shuffle_width(c) for c in columns}
+    widths: dict[str, int] = {}
 
-    def chunk(c: ColumnMeta, k: int) -> bytes:
+    def pages_of(c: ColumnMeta, k: int) -> np.ndarray:
         p0, p1 = k * cp, min((k + 1) * cp, c.n_pages)
         buf = np.empty((p1 - p0, page_size), np.uint8)
         pages = np.arange(c.first_page + p0, c.first_page + p1, dtype=np.int64)
         if read_into(layout, pages, buf, np.arange(p1 - p0, dtype=np.int64)) >= 0:
             raise IngestError(f"reading column {c.name!r} back for its compressed copy failed")
-        return cd.compress(shuffle(buf.reshape(-1), widths[c.name]), asbytes=True)
+        return buf.reshape(-1)
+
+    def width_of(c: ColumnMeta, n_chunks: int) -> int:
+        """``shuffle_width(c)`` if shuffling makes a sample of its chunks smaller, else 1."""
+        w = shuffle_width(c)
+        if w == 1 or not n_chunks:
+            return 1
+        sample = np.unique(np.linspace(0, n_chunks - 1, min(n_chunks, SAMPLE_CHUNKS)).astype(int))
+        plain = shuffled = 0
+        for k in sample.tolist():
+            raw = pages_of(c, k)
+            plain += len(cd.compress(raw, asbytes=True))
+            shuffled += len(cd.compress(shuffle(raw, w), asbytes=True))
+        return w if shuffled < plain else 1
+
+    def chunk(c: ColumnMeta, k: int) -> bytes:
+        return cd.compress(shuffle(pages_of(c, k), widths[c.name]), asbytes=True)
 
     fd = os.open(d / STREAM_FILE, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
     try:
@@ -143,6 +163,7 @@ def write_streams(d: Path, columns: Sequence[ColumnMeta], page_size: int, n_volu
             for c in columns:
                 first[c.name] = len(offs)
                 n_chunks = -(-c.n_pages // cp)
+                widths[c.name] = width_of(c, n_chunks)
                 # the codec runs outside the GIL: chunks compress in parallel, in order
                 for blob in ex.map(lambda k, c=c: chunk(c, k), range(n_chunks)):
                     os.pwrite(fd, blob, pos)

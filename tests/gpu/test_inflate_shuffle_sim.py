@@ -37,7 +37,7 @@ SCRIPT = textwrap.dedent("""
     n = 9001  # int64 at 512 B pages: 141 pages, chunks of 128 pages, the last one partial
     t = pa.table({
         "i8": pa.array(rng.integers(0, 100, n), pa.int64(), mask=rng.random(n) < 0.05),
-        "i16": pa.array(rng.integers(-3000, 3000, n), pa.int64(), mask=rng.random(n) < 0.05),
+        "i16": pa.array(rng.integers(1, 266, n), pa.int64(), mask=rng.random(n) < 0.05),
         "i32": pa.array(rng.integers(-10**6, 10**6, n), pa.int64()),
         "i64": pa.array(np.sort(rng.integers(0, 10**12, n)), pa.int64(),
                         mask=rng.random(n) < 0.05),
