@@ -16,11 +16,12 @@ A chunk of a column whose values are wider than a byte is compressed *byte-shuff
 lie side by side, and zstd finds the runs that interleaved values hide. A column is shuffled
 where that makes a sample of its chunks smaller (a column of mostly zeros with rare values
 compresses better as it is). The manifest records each shuffled column's width
-(``StreamMeta.shuffle``); a reader unshuffles after decompressing
-(on the GPU, a kernel does: ``gpu.inflate``). Bit-packed columns are not shuffled: their codes
-do not sit on byte boundaries. The planner streams from the copy only where
-the cost model finds it quicker (``planner.cost.compressed_time``); what the copies save is
-in docs/measurements.md.
+(``StreamMeta.shuffle``); a reader unshuffles after decompressing (on the GPU, a kernel
+does: ``gpu.inflate``). Bit-packed columns are not shuffled: their codes do not sit on byte
+boundaries.
+
+The planner streams from the copy only where the cost model finds it quicker
+(``planner.cost.compressed_time``); what the copies save is in docs/measurements.md.
 """
 
 from __future__ import annotations
@@ -44,8 +45,8 @@ CODEC = "zstd"
 #: about the same ingest time; what a chunk costs to decompress hardly depends on it.
 LEVEL = 3
 #: Uncompressed bytes per chunk: large enough for the codec (zstd compresses the taxi
-#: columns about as well in 64 KiB as in 256 KiB chunks), small enough that a morsel wastes little
-#: decompressing a chunk it only partly needs, and many chunks per column: a GPU decompresses
+#: columns about as well in 64 KiB as in 256 KiB chunks), small enough that a morsel wastes
+#: little decompressing a chunk it only partly needs, and many chunks per column: a GPU decompresses
 #: the chunks of a batch in parallel.
 CHUNK_BYTES = 64 << 10
 #: Chunks of a column (spread over it) compressed both ways to choose whether to shuffle it.
@@ -75,11 +76,47 @@ def shuffle(raw: np.ndarray, width: int) -> np.ndarray:
     return np.ascontiguousarray(raw.reshape(-1, width).T).reshape(-1)
 
 
+@numba.njit(nogil=True, cache=True)
+def _unshuffle2(src: np.ndarray, dst: np.ndarray) -> None:  # pragma: no cover - compiled
+    n = dst.shape[0]
+    for i in range(n):
+        dst[i] = np.uint16(src[i]) | np.uint16(src[n + i]) << np.uint16(8)
+
+
+@numba.njit(nogil=True, cache=True)
+def _unshuffle4(src: np.ndarray, dst: np.ndarray) -> None:  # pragma: no cover - compiled
+    n = dst.shape[0]
+    for i in range(n):
+        dst[i] = (np.uint32(src[i]) | np.uint32(src[n + i]) << np.uint32(8)
+                  | np.uint32(src[2 * n + i]) << np.uint32(16)
+                  | np.uint32(src[3 * n + i]) << np.uint32(24))
+
+
+@numba.njit(nogil=True, cache=True)
+def _unshuffle8(src: np.ndarray, dst: np.ndarray) -> None:  # pragma: no cover - compiled
+    n = dst.shape[0]
+    for i in range(n):
+        v = np.uint64(0)
+        for b in range(8):
+            v |= np.uint64(src[b * n + i]) << np.uint64(8 * b)
+        dst[i] = v
+
+
+#: per width, the loop that unshuffles into little-endian words (a word per element, which
+#: the compiler vectorizes; a loop over bytes would not keep up with zstd) and their type
+_UNSHUFFLE = {2: (_unshuffle2, np.dtype("<u2")), 4: (_unshuffle4, np.dtype("<u4")),
+              8: (_unshuffle8, np.dtype("<u8"))}
+
+
 def unshuffle(raw: np.ndarray, width: int) -> np.ndarray:
-    """The inverse of ``shuffle``: the element bytes of shuffled ``raw`` back in order."""
+    """The inverse of ``shuffle``: the element bytes of shuffled ``raw`` (uint8, a multiple
+    of ``width`` long) back in order, a new array (``raw`` if width 1)."""
     if width <= 1:
         return raw
-    return np.ascontiguousarray(raw.reshape(width, -1).T).reshape(-1)
+    loop, dtype = _UNSHUFFLE[width]
+    out = np.empty(raw.size // width, dtype)
+    loop(raw, out)
+    return out.view(np.uint8)
 
 
 @numba.njit(nogil=True, cache=True)
