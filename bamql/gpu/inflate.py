@@ -230,7 +230,9 @@ class GpuInflater:
             self._scratch = self.cuda.device_array(max(need_bytes, 1 << 20), np.uint8)
         self.decoder.decode(comp, in_offs, in_lens, self._scratch, at, out_lens)
         cuda = self.cuda
-        _unshuffle[len(width), 128](self._scratch, cuda.to_device(at), out,
+        # the words a thread writes: a chunk lands at a whole page of ``out``
+        words = [typed(out, t) for t in (np.uint16, np.uint32, np.uint64)]
+        _unshuffle[len(width), 128](self._scratch, cuda.to_device(at), out, *words,
                                     cuda.to_device(np.asarray(out_offs, np.int64)),
                                     cuda.to_device(np.asarray(out_lens, np.int64)),
                                     cuda.to_device(width))
@@ -258,18 +260,31 @@ _page_hash = cuda.jit(device=True)(page_hash.py_func)
 
 
 @cuda.jit(cache=True)
-def _unshuffle(src, src_offs, dst, dst_offs, lens, widths):
+def _unshuffle(src, src_offs, dst, dst16, dst32, dst64, dst_offs, lens, widths):
     """Block ``k`` writes chunk ``k`` (``lens[k]`` bytes at ``src[src_offs[k]:]``) to
     ``dst[dst_offs[k]:]``, undoing its byte shuffle of width ``widths[k]`` (1: a copy):
-    byte ``b`` of element ``i`` comes from ``b * n + i`` for the chunk's ``n`` elements."""
+    byte ``b`` of element ``i`` comes from ``b * n + i`` for the chunk's ``n`` elements.
+    A thread writes whole elements, as little-endian words of ``dst16``/``dst32``/``dst64``
+    (views of ``dst``; ``dst_offs[k]`` is a multiple of 8), so a warp's stores coalesce."""
     k = cuda.blockIdx.x
     w = widths[k]
     n = lens[k] // w
     s0 = src_offs[k]
     d0 = dst_offs[k]
     for i in range(cuda.threadIdx.x, n, cuda.blockDim.x):
-        for b in range(w):
-            dst[d0 + i * w + b] = src[s0 + b * n + i]
+        if w == 8:
+            v = np.uint64(0)
+            for b in range(8):
+                v |= np.uint64(src[s0 + b * n + i]) << np.uint64(8 * b)
+            dst64[d0 // 8 + i] = v
+        elif w == 4:
+            dst32[d0 // 4 + i] = (np.uint32(src[s0 + i]) | np.uint32(src[s0 + n + i]) << np.uint32(8)
+                                  | np.uint32(src[s0 + 2 * n + i]) << np.uint32(16)
+                                  | np.uint32(src[s0 + 3 * n + i]) << np.uint32(24))
+        elif w == 2:
+            dst16[d0 // 2 + i] = np.uint16(src[s0 + i]) | np.uint16(src[s0 + n + i]) << np.uint16(8)
+        else:
+            dst[d0 + i] = src[s0 + i]
 
 
 @cuda.jit(cache=True)
