@@ -145,13 +145,18 @@ def cmd_info(a: argparse.Namespace) -> int:
         print(f"{a.store}: {t.rows:,} rows, {len(t.columns)} columns, {t.page_size} B pages, "
               f"{len(t.parts)} partition(s)"
               + clustered_by(m.cluster_by, m.cluster_order))
-    print(f"  {'column':<24} {'stored as':<16} {'plain MB':>10} {'stored MB':>10} {'ratio':>6}")
+        # the compressed copy's bytes per column, where every partition has one
+        zst = [p.stream_bytes for p in t.parts] if all(p.stream_bytes for p in t.parts) else None
+    print(f"  {'column':<24} {'stored as':<16} {'plain MB':>10} {'stored MB':>10} {'ratio':>6}"
+          + (f" {'zstd MB':>10} {'z-ratio':>7}" if zst else ""))
     for k, c in enumerate(sizes[0]):
         plain = sum(s[k].plain_bytes for s in sizes)
         stored = sum(s[k].stored_bytes for s in sizes)
         how = c.dtype + (f", {c.bits} bits" if c.bits else "")
+        copy = sum(z[c.name] for z in zst) if zst else 0
         print(f"  {c.name:<24} {how:<16} {plain / 1e6:>10.2f} {stored / 1e6:>10.2f} "
-              f"{plain / stored if stored else 1.0:>6.2f}")
+              f"{plain / stored if stored else 1.0:>6.2f}"
+              + (f" {copy / 1e6:>10.2f} {stored / copy if copy else 1.0:>7.2f}" if zst else ""))
     return 0
 
 
@@ -331,7 +336,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     n = sub.add_parser("info", help="show a table's columns and their bytes, plain and stored",
                        description="Each column's storage type, its bits per value when packed "
-                       "(ingest --pack), and its bytes as plain pages and as stored.")
+                       "(ingest --pack), and its bytes as plain pages and as stored; with a "
+                       "compressed copy (ingest --compress zstd), the copy's bytes and stored/copy.")
     n.add_argument("store", help="table directory")
     n.set_defaults(func=cmd_info)
 

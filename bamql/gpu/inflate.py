@@ -5,7 +5,9 @@ compressed chunks, in parallel reads, each checked on the host against its chunk
 (nvCOMP's decoder trusts its input: a damaged chunk must be a one-line error, not a fault
 on the device); the chunks are copied to the GPU and decompressed there in one batch (each
 call of nvCOMP's Python API costs milliseconds whatever its size, so a column is one call),
-and the pages are checked against their page checksums by a kernel. The column lands in
+and the pages are checked against their page checksums by a kernel. Chunks that the store
+byte-shuffled (``storage.streams.shuffle``) decompress into a scratch buffer, from which a
+kernel unshuffles them into place. The column lands in
 GPU memory, where the query's kernel reads it (and later queries, if it stays resident).
 
 The disk then delivers compressed bytes and the host's threads only read and check them:
@@ -134,6 +136,7 @@ class GpuInflater:
         self.decoder = decoder
         self._local = threading.local()  # per reading thread: its pinned staging bytes
         self._comp = None  # device bytes the chunks are copied to, grown as needed
+        self._scratch = None  # device bytes shuffled chunks decompress into, grown as needed
 
     def _device(self, n: int):
         if self._comp is None or self._comp.size < n:
@@ -210,11 +213,39 @@ class GpuInflater:
         out_off = np.concatenate([base + need * cp * ps for _, need, *_, base in cols])
         out_len = np.concatenate([(np.minimum((need + 1) * cp, c.n_pages) - need * cp) * ps
                                   for c, need, *_ in cols])
-        self.decoder.decode(comp, pos, in_len, out, out_off, out_len)
+        self._decode(store, cols, comp, pos, in_len, out, out_off, out_len)
         for c, need, *_, base in cols:
             if len(need):
                 self._verify(store, c, need, out, base, sums)
         return [int(lens[need].sum()) for _, need, _, lens, *_ in cols]
+
+    def _decode(self, store: PageStore, cols: list[tuple], comp, in_offs: np.ndarray,
+                in_lens: np.ndarray, out, out_offs: np.ndarray, out_lens: np.ndarray) -> None:
+        """The decoder's one call for the chunks of ``cols`` (``read``'s per item tuples,
+        column first, needed chunks second), ordered as the offsets and lengths are. Where
+        none is byte-shuffled, it decompresses straight into ``out``; else every chunk goes
+        to the scratch buffer and a kernel writes it into ``out``, unshuffled where its
+        column's copy is shuffled (one call either way: each costs milliseconds)."""
+        shuffle = store.manifest.streams.shuffle
+        width = np.concatenate([np.full(len(need), shuffle.get(c.name, 1), np.int64)
+                                for c, need, *_ in cols])
+        if (width <= 1).all():
+            self.decoder.decode(comp, in_offs, in_lens, out, out_offs, out_lens)
+            return
+        align = self.decoder.align
+        slot = (out_lens + align - 1) // align * align
+        at = np.concatenate([[0], np.cumsum(slot)[:-1]]).astype(np.int64)
+        need_bytes = int(slot.sum())
+        if self._scratch is None or self._scratch.size < need_bytes:
+            self._scratch = self.cuda.device_array(max(need_bytes, 1 << 20), np.uint8)
+        self.decoder.decode(comp, in_offs, in_lens, self._scratch, at, out_lens)
+        cuda = self.cuda
+        # the words a thread writes: a chunk lands at a whole page of ``out``
+        words = [typed(out, t) for t in (np.uint16, np.uint32, np.uint64)]
+        _unshuffle[len(width), 128](self._scratch, cuda.to_device(at), out, *words,
+                                    cuda.to_device(np.asarray(out_offs, np.int64)),
+                                    cuda.to_device(np.asarray(out_lens, np.int64)),
+                                    cuda.to_device(width))
 
     def _verify(self, store: PageStore, c, need: np.ndarray, out, base: int, sums: dict) -> None:
         """Every page of chunks ``need`` of column ``c`` (at byte ``base`` of ``out``)
@@ -236,6 +267,34 @@ class GpuInflater:
 
 
 _page_hash = cuda.jit(device=True)(page_hash.py_func)
+
+
+@cuda.jit(cache=True)
+def _unshuffle(src, src_offs, dst, dst16, dst32, dst64, dst_offs, lens, widths):
+    """Block ``k`` writes chunk ``k`` (``lens[k]`` bytes at ``src[src_offs[k]:]``) to
+    ``dst[dst_offs[k]:]``, undoing its byte shuffle of width ``widths[k]`` (1: a copy):
+    byte ``b`` of element ``i`` comes from ``b * n + i`` for the chunk's ``n`` elements.
+    A thread writes whole elements, as little-endian words of ``dst16``/``dst32``/``dst64``
+    (views of ``dst``; ``dst_offs[k]`` is a multiple of 8), so a warp's stores coalesce."""
+    k = cuda.blockIdx.x
+    w = widths[k]
+    n = lens[k] // w
+    s0 = src_offs[k]
+    d0 = dst_offs[k]
+    for i in range(cuda.threadIdx.x, n, cuda.blockDim.x):
+        if w == 8:
+            v = np.uint64(0)
+            for b in range(8):
+                v |= np.uint64(src[s0 + b * n + i]) << np.uint64(8 * b)
+            dst64[d0 // 8 + i] = v
+        elif w == 4:
+            dst32[d0 // 4 + i] = (np.uint32(src[s0 + i]) | np.uint32(src[s0 + n + i]) << np.uint32(8)
+                                  | np.uint32(src[s0 + 2 * n + i]) << np.uint32(16)
+                                  | np.uint32(src[s0 + 3 * n + i]) << np.uint32(24))
+        elif w == 2:
+            dst16[d0 // 2 + i] = np.uint16(src[s0 + i]) | np.uint16(src[s0 + n + i]) << np.uint16(8)
+        else:
+            dst[d0 + i] = src[s0 + i]
 
 
 @cuda.jit(cache=True)

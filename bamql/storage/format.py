@@ -78,6 +78,8 @@ SCALED_TYPES = ("int16", "int32")
 MAX_VOLUMES = 256
 #: The OS page: members of a row group's block within it share one disk read.
 OS_PAGE = 4096
+#: Widths (bytes per value) a compressed copy's chunks may be byte-shuffled by.
+SHUFFLE_WIDTHS = (2, 4, 8)
 
 
 def digest(doc: dict) -> str:
@@ -240,13 +242,18 @@ class GroupMeta:
 class StreamMeta:
     """The compressed copy of every column (``storage.streams``): chunks of ``chunk_pages``
     pages compressed with ``codec``, a column's chunks one after another in ``file``; the
-    chunk offsets and lengths are in the page metadata (``zst:off``, ``zst:len``)."""
+    chunk offsets and lengths are in the page metadata (``zst:off``, ``zst:len``).
+    ``shuffle`` maps each column whose chunks are byte-shuffled to its width (one of
+    ``SHUFFLE_WIDTHS``); a column absent from it is not shuffled. It is written only when
+    set: stores made before it read as they were, and a bamql that predates it refuses a
+    store with shuffled chunks as malformed instead of misreading it."""
 
     file: str
     codec: str
     chunk_pages: int
     first_chunk: dict[str, int]
     file_bytes: int
+    shuffle: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -314,6 +321,8 @@ class Manifest:
             del d["origin"]
         if not d["pack"]:  # plain stores are written as before packing existed
             del d["pack"]
+        if d["streams"] is not None and not d["streams"]["shuffle"]:  # as before shuffling
+            del d["streams"]["shuffle"]
         if d["cluster_order"] == "sort":  # as written before Z-order existed
             del d["cluster_order"]
         else:
@@ -438,7 +447,9 @@ def _inconsistency(m: Manifest) -> str | None:
     if s is not None and not (
             isinstance(s.file, str) and s.codec == "zstd" and _is_int(s.chunk_pages, s.file_bytes)
             and s.chunk_pages >= 1 and s.file_bytes >= 0 and isinstance(s.first_chunk, dict)
-            and set(s.first_chunk) == set(names) and _is_int(*s.first_chunk.values())):
+            and set(s.first_chunk) == set(names) and _is_int(*s.first_chunk.values())
+            and isinstance(s.shuffle, dict) and set(s.shuffle) <= set(names)
+            and all(_is_int(w) and w in SHUFFLE_WIDTHS for w in s.shuffle.values())):
         return "the compressed copy's description is malformed"
     o = m.origin
     if o is not None and not (

@@ -8,9 +8,20 @@ reads the chunks that cover its pages and decompresses them on the host, or, on 
 nvCOMP, on the GPU (``gpu.inflate``); the pages it gets are checked against the same page
 checksums. Each chunk also has a checksum of its compressed bytes (``zst:sum``), checked
 before a chunk goes to the GPU: nvCOMP's decoder trusts its input, and a damaged chunk must
-be a clear error, not a fault on the device. The planner streams from the copy only where
-the cost model finds it quicker (``planner.cost.compressed_time``); what the copies save is
-in docs/measurements.md.
+be a clear error, not a fault on the device.
+
+A chunk of a column whose values are wider than a byte is compressed *byte-shuffled*
+(``shuffle``, as Blosc and Parquet's BYTE_STREAM_SPLIT do): byte ``k`` of value ``i`` moves to
+``k * n + i`` for the chunk's ``n`` values, so the high bytes of small numbers and timestamps
+lie side by side, and zstd finds the runs that interleaved values hide. A column is shuffled
+where that makes a sample of its chunks smaller (a column of mostly zeros with rare values
+compresses better as it is). The manifest records each shuffled column's width
+(``StreamMeta.shuffle``); a reader unshuffles after decompressing (on the GPU, a kernel
+does: ``gpu.inflate``). Bit-packed columns are not shuffled: their codes do not sit on byte
+boundaries.
+
+The planner streams from the copy only where the cost model finds it quicker
+(``planner.cost.compressed_time``); what the copies save is in docs/measurements.md.
 """
 
 from __future__ import annotations
@@ -25,16 +36,21 @@ import numpy as np
 import pyarrow as pa
 
 from bamql.errors import IngestError
-from bamql.storage.format import ColumnMeta, StreamMeta
+from bamql.storage.format import SHUFFLE_WIDTHS, ColumnMeta, StreamMeta
 from bamql.storage.nativeio import DiskLayout, read_into
 
 STREAM_FILE = "zst-000.bin"
 CODEC = "zstd"
-#: Uncompressed bytes per chunk: large enough for the codec (zstd level 1 compresses the taxi
-#: columns as well in 64 KiB as in 256 KiB chunks), small enough that a morsel wastes little
-#: decompressing a chunk it only partly needs, and many chunks per column: a GPU decompresses
+#: zstd's level: 3 makes the shuffled taxi columns' copies a little smaller than 1 does at
+#: about the same ingest time; what a chunk costs to decompress hardly depends on it.
+LEVEL = 3
+#: Uncompressed bytes per chunk: large enough for the codec (zstd compresses the taxi
+#: columns about as well in 64 KiB as in 256 KiB chunks), small enough that a morsel wastes
+#: little decompressing a chunk it only partly needs, and many chunks per column: a GPU decompresses
 #: the chunks of a batch in parallel.
 CHUNK_BYTES = 64 << 10
+#: Chunks of a column (spread over it) compressed both ways to choose whether to shuffle it.
+SAMPLE_CHUNKS = 8
 
 
 class CorruptChunk(Exception):
@@ -42,7 +58,65 @@ class CorruptChunk(Exception):
 
 
 def codec() -> pa.Codec:
-    return pa.Codec(CODEC, compression_level=1)
+    """The copy's codec (zstd at ``LEVEL``; its decompression reads any level)."""
+    return pa.Codec(CODEC, compression_level=LEVEL)
+
+
+def shuffle_width(c: ColumnMeta) -> int:
+    """The width column ``c``'s chunks may be byte-shuffled by: its values' bytes,
+    or 1 (not shuffled) for 1-byte values and bit-packed columns."""
+    return 1 if c.packed or c.itemsize not in SHUFFLE_WIDTHS else c.itemsize
+
+
+def shuffle(raw: np.ndarray, width: int) -> np.ndarray:
+    """The bytes ``raw`` (uint8, a multiple of ``width`` long) byte-shuffled: byte ``k`` of
+    element ``i`` to position ``k * n + i`` for ``n`` elements (a copy; ``raw`` if width 1)."""
+    if width <= 1:
+        return raw
+    return np.ascontiguousarray(raw.reshape(-1, width).T).reshape(-1)
+
+
+@numba.njit(nogil=True, cache=True)
+def _unshuffle2(src: np.ndarray, dst: np.ndarray) -> None:  # pragma: no cover - compiled
+    n = dst.shape[0]
+    for i in range(n):
+        dst[i] = np.uint16(src[i]) | np.uint16(src[n + i]) << np.uint16(8)
+
+
+@numba.njit(nogil=True, cache=True)
+def _unshuffle4(src: np.ndarray, dst: np.ndarray) -> None:  # pragma: no cover - compiled
+    n = dst.shape[0]
+    for i in range(n):
+        dst[i] = (np.uint32(src[i]) | np.uint32(src[n + i]) << np.uint32(8)
+                  | np.uint32(src[2 * n + i]) << np.uint32(16)
+                  | np.uint32(src[3 * n + i]) << np.uint32(24))
+
+
+@numba.njit(nogil=True, cache=True)
+def _unshuffle8(src: np.ndarray, dst: np.ndarray) -> None:  # pragma: no cover - compiled
+    n = dst.shape[0]
+    for i in range(n):
+        v = np.uint64(0)
+        for b in range(8):
+            v |= np.uint64(src[b * n + i]) << np.uint64(8 * b)
+        dst[i] = v
+
+
+#: per width, the loop that unshuffles into little-endian words (a word per element, which
+#: the compiler vectorizes; a loop over bytes would not keep up with zstd) and their type
+_UNSHUFFLE = {2: (_unshuffle2, np.dtype("<u2")), 4: (_unshuffle4, np.dtype("<u4")),
+              8: (_unshuffle8, np.dtype("<u8"))}
+
+
+def unshuffle(raw: np.ndarray, width: int) -> np.ndarray:
+    """The inverse of ``shuffle``: the element bytes of shuffled ``raw`` (uint8, a multiple
+    of ``width`` long) back in order, a new array (``raw`` if width 1)."""
+    if width <= 1:
+        return raw
+    loop, dtype = _UNSHUFFLE[width]
+    out = np.empty(raw.size // width, dtype)
+    loop(raw, out)
+    return out.view(np.uint8)
 
 
 @numba.njit(nogil=True, cache=True)
@@ -94,14 +168,31 @@ def write_streams(d: Path, columns: Sequence[ColumnMeta], page_size: int, n_volu
     sums: list[int] = []
     pos = 0
     cd = codec()
+    widths: dict[str, int] = {}
 
-    def chunk(c: ColumnMeta, k: int) -> bytes:
+    def pages_of(c: ColumnMeta, k: int) -> np.ndarray:
         p0, p1 = k * cp, min((k + 1) * cp, c.n_pages)
         buf = np.empty((p1 - p0, page_size), np.uint8)
         pages = np.arange(c.first_page + p0, c.first_page + p1, dtype=np.int64)
         if read_into(layout, pages, buf, np.arange(p1 - p0, dtype=np.int64)) >= 0:
             raise IngestError(f"reading column {c.name!r} back for its compressed copy failed")
-        return cd.compress(buf, asbytes=True)
+        return buf.reshape(-1)
+
+    def width_of(c: ColumnMeta, n_chunks: int) -> int:
+        """``shuffle_width(c)`` if shuffling makes a sample of its chunks smaller, else 1."""
+        w = shuffle_width(c)
+        if w == 1 or not n_chunks:
+            return 1
+        sample = np.unique(np.linspace(0, n_chunks - 1, min(n_chunks, SAMPLE_CHUNKS)).astype(int))
+        plain = shuffled = 0
+        for k in sample.tolist():
+            raw = pages_of(c, k)
+            plain += len(cd.compress(raw, asbytes=True))
+            shuffled += len(cd.compress(shuffle(raw, w), asbytes=True))
+        return w if shuffled < plain else 1
+
+    def chunk(c: ColumnMeta, k: int) -> bytes:
+        return cd.compress(shuffle(pages_of(c, k), widths[c.name]), asbytes=True)
 
     fd = os.open(d / STREAM_FILE, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
     try:
@@ -109,6 +200,7 @@ def write_streams(d: Path, columns: Sequence[ColumnMeta], page_size: int, n_volu
             for c in columns:
                 first[c.name] = len(offs)
                 n_chunks = -(-c.n_pages // cp)
+                widths[c.name] = width_of(c, n_chunks)
                 # the codec runs outside the GIL: chunks compress in parallel, in order
                 for blob in ex.map(lambda k, c=c: chunk(c, k), range(n_chunks)):
                     os.pwrite(fd, blob, pos)
@@ -121,7 +213,8 @@ def write_streams(d: Path, columns: Sequence[ColumnMeta], page_size: int, n_volu
         os.close(fd)
         for v in vol_fds:
             os.close(int(v))
-    meta = StreamMeta(STREAM_FILE, CODEC, cp, first, pos)
+    meta = StreamMeta(STREAM_FILE, CODEC, cp, first, pos,
+                      {n: w for n, w in widths.items() if w > 1})
     return meta, np.array(offs, np.int64), np.array(lens, np.int64), np.array(sums, np.uint64)
 
 
@@ -134,6 +227,7 @@ def read_chunks(fd: int, meta: StreamMeta, offs: np.ndarray, lens: np.ndarray, c
     cp = meta.chunk_pages
     k0, k1 = p0 // cp, (p1 - 1) // cp + 1
     base = meta.first_chunk[c.name]
+    width = meta.shuffle.get(c.name, 1)
     a = int(offs[base + k0])
     b = int(offs[base + k1 - 1] + lens[base + k1 - 1])
     raw = os.pread(fd, b - a, a)  # a column's chunks lie one after another: one read
@@ -149,7 +243,7 @@ def read_chunks(fd: int, meta: StreamMeta, offs: np.ndarray, lens: np.ndarray, c
                                                      asbytes=True), np.uint8)
         except (OSError, pa.ArrowException) as e:
             raise CorruptChunk(f"chunk {k} does not decompress ({e})") from None
-        pages = pages.reshape(c1 - c0, page_size)
+        pages = unshuffle(pages, width).reshape(c1 - c0, page_size)
         lo, hi = max(p0, c0), min(p1, c1)
         out[lo - p0 : hi - p0] = pages[lo - c0 : hi - c0]
 

@@ -152,3 +152,202 @@ def test_a_gpu_that_decompresses_streams_compressed_copies_of_large_columns(smal
         assert not cost.use_compressed(1_000, s.page_size, cost.NVCOMP, 1_000 * s.page_size / ratio)
         assert not cost.use_compressed(10_000_000, s.page_size, cost.NVCOMP,
                                        10_000_000 * s.page_size * 1.01)
+
+
+@pytest.fixture(scope="module")
+def widths(tmp_path_factory):
+    """A store of columns 1, 2, 4 and 8 bytes wide (NULLs in each), whose chunks' last one
+    is partial, with its compressed copy; and its source table."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    d = tmp_path_factory.mktemp("widths")
+    rng = np.random.default_rng(11)
+    n = 70_001
+
+    def nulls(p):
+        return rng.random(n) < p
+
+    t = pa.table({
+        "i8": pa.array(rng.integers(0, 100, n), pa.int64(), mask=nulls(0.05)),
+        "i16": pa.array(rng.integers(1, 266, n), pa.int64(), mask=nulls(0.05)),
+        "i32": pa.array(rng.integers(-10**6, 10**6, n), pa.int64(), mask=nulls(0.05)),
+        "i64": pa.array(rng.integers(-10**12, 10**12, n), pa.int64(), mask=nulls(0.05)),
+        "f8": pa.array(rng.normal(0, 50, n), pa.float64(), mask=nulls(0.05)),
+        "fare": pa.array(rng.integers(0, 9000, n) / 100, pa.float64(), mask=nulls(0.05)),
+        "ts": pa.array(np.sort(rng.integers(1_546_300_800, 1_577_836_800, n)) * 10**6,
+                       pa.timestamp("us"), mask=nulls(0.05)),
+        "s": pa.array(rng.choice(["a", "bb", "ccc"], n), mask=nulls(0.05)),
+    })
+    pq.write_table(t, d / "t.parquet")
+    ingest([d / "t.parquet"], d / "data" / "trips", page_size=512, compress="zstd")
+    return d, t
+
+
+def _read_all_ways(s: PageStore, name: str) -> np.ndarray:
+    """Column ``name``'s pages, checked to come back the same from the compressed copy over
+    the whole column, runs across chunk borders and the last (partial) chunk; returns them."""
+    c, cp = s.column(name), s.manifest.streams.chunk_pages
+    pages = np.empty((c.n_pages, s.page_size), np.uint8)
+    s.read_pages(np.arange(c.first_page, c.first_page + c.n_pages), pages)
+    last = (c.n_pages - 1) // cp * cp
+    n = c.n_pages
+    for p0, p1 in [(0, n), (min(cp - 3, n - 1), min(cp + 5, n)), (last, n), (n - 1, n),
+                   (0, 1)]:
+        got = np.empty((p1 - p0, s.page_size), np.uint8)
+        s.read_stream(name, p0, p1, got)
+        assert (got == pages[p0:p1]).all(), (name, p0, p1)
+    return pages
+
+
+def test_shuffle_moves_byte_k_of_element_i_to_k_n_plus_i():
+    from bamql.storage.streams import shuffle, unshuffle
+
+    rng = np.random.default_rng(4)
+    for w in (1, 2, 4, 8):
+        raw = rng.integers(0, 256, 8 * 1000).astype(np.uint8)
+        sh = shuffle(raw, w)
+        n = len(raw) // w
+        i, k = rng.integers(0, n, 50), rng.integers(0, w, 50)
+        assert (sh[k * n + i] == raw[i * w + k]).all()
+        assert (unshuffle(sh, w) == raw).all()
+        vals = raw.view(f"<u{w}")  # byte k of an element is its k-th least significant byte
+        assert (sh[:n] == (vals & 0xFF)).all()
+
+
+def test_chunks_are_shuffled_by_their_values_width_and_read_back(widths):
+    from bamql.storage.streams import codec, shuffle
+
+    d, _ = widths
+    with PageStore(d / "data" / "trips") as s:
+        m = s.manifest
+        sizes = {c.name: c.itemsize for c in m.columns}
+        assert set(sizes.values()) == {1, 2, 4, 8}
+        # shuffled by their values' width where that shrinks the copy (it does not shrink
+        # random doubles); 1-byte columns never
+        sh = m.streams.shuffle
+        assert {"i16": 2, "i32": 4, "i64": 8}.items() <= sh.items() and "f8" not in sh
+        assert all(w == sizes[k] > 1 for k, w in sh.items())
+        cp = m.streams.chunk_pages
+        for c in m.columns:
+            w = m.streams.shuffle.get(c.name, 1)
+            pages = _read_all_ways(s, c.name)
+            k0, offs, lens = s.stream_chunks(c.name)
+            if w == 8:
+                assert c.n_pages % cp and len(offs) > 2  # a partial last chunk
+            for k in (0, len(offs) - 1):  # the copy holds the shuffled bytes' zstd
+                raw = np.empty(int(lens[k]), np.uint8)
+                s.read_compressed(int(offs[k]), raw)
+                plain = pages[k * cp : (k + 1) * cp].reshape(-1)
+                got = np.frombuffer(codec().decompress(raw, decompressed_size=plain.size,
+                                                       asbytes=True), np.uint8)
+                assert (got == shuffle(plain, w)).all()
+                assert w == 1 or (got != plain).any()
+        assert s.verify() == []
+
+
+def test_the_engine_streams_shuffled_copies_and_answers_as_duckdb(widths, monkeypatch):
+    from bamql.planner import cost
+
+    d, t = widths
+    monkeypatch.setattr(cost, "decompress_rate", lambda: 1e15)  # the copy always wins
+    queries = [
+        "SELECT COUNT(*), SUM(i8), SUM(i16), SUM(i32), SUM(i64), MIN(ts), MAX(ts) FROM trips "
+        "WHERE f8 > -20",
+        "SELECT s, COUNT(*), SUM(fare), MAX(i64), MIN(f8) FROM trips WHERE i16 BETWEEN -100 AND 2500 "
+        "GROUP BY s",
+        "SELECT COUNT(*), SUM(i32) FROM trips WHERE i64 > 1000000000000",  # no row
+    ]
+    with bamql.connect(d / "data", device="cpu", medium="file") as con:
+        for q in queries:
+            assert "(zstd copy)" in con.explain(q), con.explain(q)
+            assert_same_rows(con.sql(q).rows(), duck(q, t), ordered=False)
+
+
+def test_a_store_written_before_shuffling_reads_as_before(tmp_path, taxi_orc, monkeypatch):
+    from bamql.storage import streams
+    from bamql.storage.format import MANIFEST
+
+    monkeypatch.setattr(streams, "shuffle_width", lambda c: 1)  # as bamql wrote copies before
+    ingest(taxi_orc, tmp_path / "t", page_size=512, compress="zstd")
+    monkeypatch.undo()
+    assert '"shuffle"' not in (tmp_path / "t" / MANIFEST).read_text()  # no field, as before
+    with PageStore(tmp_path / "t") as s:
+        assert s.manifest.streams.shuffle == {}
+        for name in ("pickup_location_id", "trip_distance", "pickup_datetime", "mta_tax"):
+            _read_all_ways(s, name)
+        assert s.verify() == []
+
+
+def test_packed_columns_are_not_shuffled(widths, tmp_path):
+    d, t = widths
+    ingest([d / "t.parquet"], tmp_path / "t", page_size=512, compress="zstd", pack=True)
+    with PageStore(tmp_path / "t") as s:
+        packed = {c.name for c in s.manifest.columns if c.packed}
+        assert {"i16", "i32", "i64", "ts"} <= packed  # shuffled when plain
+        assert not packed & set(s.manifest.streams.shuffle)
+        for c in s.manifest.columns:
+            _read_all_ways(s, c.name)
+        assert s.verify() == []
+
+
+@pytest.mark.parametrize("shuffle, match", [
+    ({"i64": 3}, "compressed copy's description is malformed"),
+    ({"nope": 8}, "compressed copy's description is malformed"),
+    ({"i64": "8"}, "compressed copy's description is malformed"),
+    ({"i64": 4}, "checksum"),  # consistent, but not how the chunks were written
+    ({"i32": 4}, "checksum"),  # i64 unshuffled: it does not read the chunks of i64 right
+    ({}, "checksum"),
+])
+def test_a_wrong_shuffle_in_the_manifest_is_one_line_not_a_wrong_answer(widths, tmp_path,
+                                                                        shuffle, match):
+    import shutil
+
+    from tests.conftest import edit_manifest
+
+    d, _ = widths
+    shutil.copytree(d / "data" / "trips", tmp_path / "t")
+    edit_manifest(tmp_path / "t", lambda m: m["streams"].update(shuffle=shuffle))
+    with pytest.raises(StoreError, match=match) as e:
+        with PageStore(tmp_path / "t") as s:
+            c = s.column("i64")
+            s.read_stream("i64", 0, c.n_pages, np.empty((c.n_pages, s.page_size), np.uint8))
+    assert "\n" not in str(e.value)
+
+
+def test_info_reports_each_columns_copy(widths):
+    import subprocess
+    import sys
+
+    d, _ = widths
+    r = subprocess.run([sys.executable, "-m", "bamql.cli", "info", str(d / "data" / "trips")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    head, *rows = r.stdout.splitlines()[1:]
+    assert head.split()[-2:] == ["MB", "z-ratio"]
+    lines = {ln.split()[0]: ln.split() for ln in rows}
+    with PageStore(d / "data" / "trips") as s:
+        assert set(lines) == {c.name for c in s.manifest.columns}
+        for c in s.manifest.columns:
+            zst, ratio = float(lines[c.name][-2]), float(lines[c.name][-1])
+            stored = c.n_pages * s.page_size
+            assert zst == pytest.approx(s.stream_bytes[c.name] / 1e6, abs=0.006)
+            assert ratio == pytest.approx(stored / s.stream_bytes[c.name], abs=0.006)
+
+
+def test_each_column_is_shuffled_only_where_that_makes_its_copy_smaller(widths):
+    from bamql.storage.streams import codec, shuffle
+
+    d, _ = widths
+    with PageStore(d / "data" / "trips") as s:
+        cp = s.manifest.streams.chunk_pages
+        for c in s.manifest.columns:
+            if c.itemsize == 1:
+                continue
+            pages = _read_all_ways(s, c.name)
+            both = [sum(len(codec().compress(shuffle(pages[k : k + cp].reshape(-1), w),
+                                             asbytes=True)) for k in range(0, c.n_pages, cp))
+                    for w in (1, c.itemsize)]
+            # the choice rests on a sample of chunks: the copy is the smaller way, or close
+            assert s.stream_bytes[c.name] == both[c.name in s.manifest.streams.shuffle]
+            assert s.stream_bytes[c.name] <= 1.02 * min(both), (c.name, both)
