@@ -89,12 +89,18 @@ SCRIPT = textwrap.dedent("""
 
     assert streamed >= 3, streamed
 
-    # a damaged chunk: caught by its checksum before it reaches the decoder
+    # a damaged chunk: caught by its checksum before it reaches the decoder (the first chunk
+    # of every column's copy is damaged: the planner may read a column's pages instead where
+    # its copy saves almost nothing, as packed codes' copies do)
     bad = d / "bad"
     shutil.copytree(d / "data", bad)
+    from bamql.storage.store import PageStore
+    with PageStore(bad / "trips") as s:
+        firsts = [s.stream_chunks(c)[1:] for c in ("k", "w", "f")]
     z = bad / "trips" / "zst-000.bin"
     raw = bytearray(z.read_bytes())
-    raw[len(raw) // 2] ^= 0x40
+    for offs, lens in firsts:
+        raw[int(offs[0]) + int(lens[0]) // 2] ^= 0x40
     z.write_bytes(bytes(raw))
     with bamql.connect(bad, device="gpu", backend="file") as con:
         try:
