@@ -451,6 +451,10 @@ def _inconsistency(m: Manifest) -> str | None:
             and isinstance(s.shuffle, dict) and set(s.shuffle) <= set(names)
             and all(_is_int(w) and w in SHUFFLE_WIDTHS for w in s.shuffle.values())):
         return "the compressed copy's description is malformed"
+    # a column's chunks are shuffled by its values' width, never a packed column's
+    for n, w in s.shuffle.items() if s is not None else ():
+        if by_name[n].packed or w != by_name[n].itemsize:
+            return f"column {n!r}: its compressed copy is shuffled by {w} bytes, not its values' width"
     o = m.origin
     if o is not None and not (
             all(isinstance(x, str) for x in (*o.specs, *o.files)) and _is_int(*o.sizes, *o.mtimes)
