@@ -289,6 +289,13 @@ def test_packed_columns_are_not_shuffled(widths, tmp_path):
         for c in s.manifest.columns:
             _read_all_ways(s, c.name)
         assert s.verify() == []
+        i64 = s.column("i64")
+    from tests.conftest import edit_manifest
+
+    # a manifest that says a packed column's copy is shuffled is refused at open
+    edit_manifest(tmp_path / "t", lambda m: m["streams"].update(shuffle={"i64": i64.itemsize}))
+    with pytest.raises(StoreError, match=r"'i64': its compressed copy is shuffled by 8 bytes"):
+        PageStore(tmp_path / "t")
 
 
 @pytest.mark.parametrize("shuffle, match", [
