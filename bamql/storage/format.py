@@ -195,6 +195,12 @@ class ColumnMeta:
         """What a stored value is divided by to give the column's value (1.0 if unscaled)."""
         return float(10**self.scale)
 
+    @property
+    def shuffle_width(self) -> int:
+        """The width the column's compressed chunks may be byte-shuffled by: its values'
+        bytes, or 1 (never shuffled) for 1-byte values and bit-packed columns."""
+        return 1 if self.packed or self.itemsize not in SHUFFLE_WIDTHS else self.itemsize
+
     def decode(self, stored: np.ndarray) -> np.ndarray:
         """Stored values -> the column's values (scaled floats divided, their nulls NaN;
         see ``null_mask`` for telling the nulls of unscaled floats from their NaNs)."""
@@ -451,9 +457,8 @@ def _inconsistency(m: Manifest) -> str | None:
             and isinstance(s.shuffle, dict) and set(s.shuffle) <= set(names)
             and all(_is_int(w) and w in SHUFFLE_WIDTHS for w in s.shuffle.values())):
         return "the compressed copy's description is malformed"
-    # a column's chunks are shuffled by its values' width, never a packed column's
     for n, w in s.shuffle.items() if s is not None else ():
-        if by_name[n].packed or w != by_name[n].itemsize:
+        if w != by_name[n].shuffle_width:
             return f"column {n!r}: its compressed copy is shuffled by {w} bytes, not its values' width"
     o = m.origin
     if o is not None and not (

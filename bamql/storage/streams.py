@@ -36,7 +36,7 @@ import numpy as np
 import pyarrow as pa
 
 from bamql.errors import IngestError
-from bamql.storage.format import SHUFFLE_WIDTHS, ColumnMeta, StreamMeta
+from bamql.storage.format import ColumnMeta, StreamMeta
 from bamql.storage.nativeio import DiskLayout, read_into
 
 STREAM_FILE = "zst-000.bin"
@@ -60,12 +60,6 @@ class CorruptChunk(Exception):
 def codec() -> pa.Codec:
     """The copy's codec (zstd at ``LEVEL``; its decompression reads any level)."""
     return pa.Codec(CODEC, compression_level=LEVEL)
-
-
-def shuffle_width(c: ColumnMeta) -> int:
-    """The width column ``c``'s chunks may be byte-shuffled by: its values' bytes,
-    or 1 (not shuffled) for 1-byte values and bit-packed columns."""
-    return 1 if c.packed or c.itemsize not in SHUFFLE_WIDTHS else c.itemsize
 
 
 def shuffle(raw: np.ndarray, width: int) -> np.ndarray:
@@ -179,8 +173,8 @@ def write_streams(d: Path, columns: Sequence[ColumnMeta], page_size: int, n_volu
         return buf.reshape(-1)
 
     def width_of(c: ColumnMeta, n_chunks: int) -> int:
-        """``shuffle_width(c)`` if shuffling makes a sample of its chunks smaller, else 1."""
-        w = shuffle_width(c)
+        """``c.shuffle_width`` if shuffling makes a sample of its chunks smaller, else 1."""
+        w = c.shuffle_width
         if w == 1 or not n_chunks:
             return 1
         sample = np.unique(np.linspace(0, n_chunks - 1, min(n_chunks, SAMPLE_CHUNKS)).astype(int))

@@ -28,7 +28,7 @@ SCRIPT = textwrap.dedent("""
 
     from bamql.errors import StoreError
     from bamql.gpu import inflate
-    from bamql.storage import streams
+    from bamql.storage.format import ColumnMeta
     from bamql.storage.ingest import ingest
     from bamql.storage.store import PageStore
 
@@ -45,10 +45,10 @@ SCRIPT = textwrap.dedent("""
     d = Path(tempfile.mkdtemp())
     pq.write_table(t, d / "t.parquet")
     ingest([d / "t.parquet"], d / "s" / "trips", page_size=512, compress="zstd")
-    plain = streams.shuffle_width
-    streams.shuffle_width = lambda c: 1  # a copy as written before shuffling
+    plain = ColumnMeta.shuffle_width
+    ColumnMeta.shuffle_width = property(lambda c: 1)  # a copy as written before shuffling
     ingest([d / "t.parquet"], d / "p" / "trips", page_size=512, compress="zstd")
-    streams.shuffle_width = plain
+    ColumnMeta.shuffle_width = plain
 
     class Counting(inflate.HostDecoder):
         calls = 0

@@ -265,10 +265,10 @@ def test_the_engine_streams_shuffled_copies_and_answers_as_duckdb(widths, monkey
 
 
 def test_a_store_written_before_shuffling_reads_as_before(tmp_path, taxi_orc, monkeypatch):
-    from bamql.storage import streams
-    from bamql.storage.format import MANIFEST
+    from bamql.storage.format import MANIFEST, ColumnMeta
 
-    monkeypatch.setattr(streams, "shuffle_width", lambda c: 1)  # as bamql wrote copies before
+    # as bamql wrote copies before
+    monkeypatch.setattr(ColumnMeta, "shuffle_width", property(lambda c: 1))
     ingest(taxi_orc, tmp_path / "t", page_size=512, compress="zstd")
     monkeypatch.undo()
     assert '"shuffle"' not in (tmp_path / "t" / MANIFEST).read_text()  # no field, as before
