@@ -32,6 +32,7 @@ import numpy as np
 from bamql.config import AccessPath, Backend, Medium
 from bamql.gpu import kernel
 from bamql.gpu.device import fill, host_view, typed
+from bamql.planner import cost
 from bamql.planner.physical import PhysicalPlan
 from bamql.storage.store import PageStore
 
@@ -105,6 +106,8 @@ class FileSource:
     colbufs: dict = field(default_factory=dict)  # column -> pinned mapped buffer
     devbuf: object = None  # GPU memory the compressed copies are decompressed into
     ready: dict = field(default_factory=dict)  # column -> its ColumnRead of the last prefetch
+    #: the last prefetch's columns that the host decompresses (too few bytes for the GPU's call)
+    host_inflated: set = field(default_factory=set)
     devsums: dict = field(default_factory=dict)  # column -> its page checksums on the GPU
 
 
@@ -334,17 +337,19 @@ class FileBackend(GpuBackend):
         ps, rpp = store.page_size, c.rows_per_page
         if self._pool is None:
             self._pool = ThreadPoolExecutor(STREAM_THREADS, thread_name_prefix="bamql-stream")
-        if compressed and self.inflater is not None and store.zst_sums is not None:
+        if (compressed and self.inflater is not None and store.zst_sums is not None
+                and c.name not in source.host_inflated):
             rd = source.ready.pop(c.name, None)
             if rd is None:  # not in the batch: a buffer of its own, the batch's columns intact
-                batch, keep = source.ready, source.devbuf
-                source.ready, source.devbuf = {}, None
+                batch, keep, host = source.ready, source.devbuf, source.host_inflated
+                source.ready, source.devbuf, source.host_inflated = {}, None, set()
                 try:
                     self.prefetch(source, store, [c], ranges)
-                    rd = source.ready.pop(c.name)
+                    rd = source.ready.pop(c.name, None)  # None: the host decompresses it
                 finally:
-                    source.ready, source.devbuf = batch, keep
-            return rd
+                    source.ready, source.devbuf, source.host_inflated = batch, keep, host
+            if rd is not None:
+                return rd
         buf = source.colbufs.get(c.name)
         if buf is None:
             buf = self.cuda.mapped_array(max(c.n_pages, 1) * ps, dtype=np.uint8)
@@ -366,9 +371,20 @@ class FileBackend(GpuBackend):
 
     def prefetch(self, source: FileSource, store: PageStore, cols: list, ranges) -> None:
         """Where the GPU decompresses: read the compressed copies of ``cols`` (the pages
-        holding candidates) into GPU memory in one batch, for ``column`` to hand out."""
+        holding candidates) into GPU memory in one batch, for ``column`` to hand out. Where
+        they hold too few pages to repay the GPU's call (``cost.inflates_on_gpu``: a
+        clustered plan's pruned chunks), ``column`` decompresses them on host threads."""
         source.ready.clear()
+        source.host_inflated.clear()
         if self.inflater is None or store.zst_sums is None or not cols:
+            return
+        from bamql.gpu import inflate
+
+        cp = store.manifest.streams.chunk_pages
+        out = sum(len(inflate.needed_chunks(*ranges.page_runs(c.rows_per_page), cp)) * cp
+                  for c in cols) * store.page_size
+        if not cost.inflates_on_gpu(out, len(cols), cost.MEDIA[self.medium]):
+            source.host_inflated.update(c.name for c in cols)
             return
         if self._pool is None:
             self._pool = ThreadPoolExecutor(STREAM_THREADS, thread_name_prefix="bamql-stream")

@@ -94,13 +94,29 @@ def decompress_rate() -> float:
     return DECOMPRESS_BYTES_PER_S * min(8, os.cpu_count() or 1)
 
 
+def inflate_time(out_bytes: float, n_columns: int, medium: Medium) -> float:
+    """Seconds to decompress ``out_bytes`` of pages of ``n_columns`` streamed columns: on
+    the GPU (one call, shared by the columns) where the medium can and that is quicker, else
+    on host threads. Few bytes (a clustered plan's pruned chunks) decompress quicker on the
+    host than the GPU's call costs."""
+    host = out_bytes / decompress_rate()
+    if not medium.inflate_bytes_per_s:
+        return host
+    return min(host, medium.inflate_call_s * n_columns + out_bytes / medium.inflate_bytes_per_s)
+
+
+def inflates_on_gpu(out_bytes: float, n_columns: int, medium: Medium) -> bool:
+    """Whether a query's streamed compressed columns (``out_bytes`` of pages in all)
+    decompress on the GPU: the choice ``inflate_time`` costs, made once per query."""
+    return (medium.inflate_bytes_per_s > 0
+            and inflate_time(out_bytes, n_columns, medium) < out_bytes / decompress_rate())
+
+
 def compressed_time(n_pages: int, page_size: int, medium: Medium, stream_bytes: float) -> float:
     """Seconds to stream a column from its compressed copy: its bytes, then decompression
-    (on the GPU where the medium says so)."""
+    (on the GPU where the medium can and that is quicker: ``inflate_time``)."""
     read = 1.0 / medium.random_reads_per_s + stream_bytes / medium.seq_bytes_per_s
-    if medium.inflate_bytes_per_s:
-        return read + medium.inflate_call_s + n_pages * page_size / medium.inflate_bytes_per_s
-    return read + n_pages * page_size / decompress_rate()
+    return read + inflate_time(n_pages * page_size, 1, medium)
 
 
 def _pages_time(n_pages: int, page_size: int, medium: Medium) -> float:

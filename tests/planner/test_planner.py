@@ -53,6 +53,25 @@ def test_cost_model_prefers_streams_when_dense_and_gathers_when_sparse():
     assert choose_path(10_000, 64, 0.0005, 512, CACHED)[0] == "gather"
 
 
+def test_few_pages_decompress_on_the_host_many_in_one_gpu_call(monkeypatch):
+    from bamql.planner import cost
+
+    monkeypatch.setattr(cost.os, "cpu_count", lambda: 16)  # host threads: 8 x 0.25 GB/s
+    host_rate = 8 * cost.DECOMPRESS_BYTES_PER_S
+    # a clustered plan's pruned chunks: 1 MiB costs less on the host than the GPU's call
+    assert not cost.inflates_on_gpu(1 << 20, 3, cost.NVCOMP)
+    assert cost.inflate_time(1 << 20, 3, cost.NVCOMP) == pytest.approx((1 << 20) / host_rate)
+    # whole columns: one call, then the GPU's rate
+    assert cost.inflates_on_gpu(100 << 20, 3, cost.NVCOMP)
+    assert cost.inflate_time(100 << 20, 3, cost.NVCOMP) == pytest.approx(
+        3 * cost.NVCOMP.inflate_call_s + (100 << 20) / cost.NVCOMP.inflate_bytes_per_s)
+    # a medium without the GPU's decoder always decompresses on the host
+    assert not cost.inflates_on_gpu(100 << 20, 3, cost.QUEUE)
+    assert cost.inflate_time(100 << 20, 3, cost.QUEUE) == pytest.approx((100 << 20) / host_rate)
+    # the planner's time for a small compressed stream is the host's, not the call's
+    assert cost.compressed_time(16, 4096, cost.NVCOMP, 20_000) < cost.NVCOMP.inflate_call_s
+
+
 def test_stage_order_puts_selective_cheap_conjuncts_first(store):
     q = translate("SELECT COUNT(*) FROM trips WHERE fare_amount > 0 AND pickup_location_id = 255",
                   {"trips": store.columns})
