@@ -417,6 +417,28 @@ def zstd_store(request, tmp_path_factory, taxi_orc):
     return d
 
 
+def test_few_chunks_decompress_on_the_host_though_nvcomp_is_installed(zstd_store, cpu_answers,
+                                                                      monkeypatch):
+    from bamql.planner import cost
+
+    pytest.importorskip("nvidia.nvcomp")
+    # host decompression taken as free: every copy's chunks are "too few" for the GPU's call
+    monkeypatch.setattr(cost, "DECOMPRESS_BYTES_PER_S", 1e12)
+    with bamql.connect(zstd_store, device="gpu", backend="file", cache="64MiB") as con:
+        inflater = con.gpu.backend.inflater
+        assert inflater is not None and con._medium() == "nvcomp"
+        calls = []
+        monkeypatch.setattr(inflater, "read", lambda *a, **k: calls.append(1))
+        planned = 0
+        for name, sql in QUERIES.items():
+            planned += "zstd copy" in con.explain(sql)
+            for _ in range(2):
+                assert_same_rows(con.sql(sql).rows(), cpu_answers[name],
+                                 ordered="ORDER BY" in sql)
+            con.gpu.clear_cache()
+        assert planned >= 3 and not calls
+
+
 def test_zstd_copies_decompressed_on_the_gpu_match_the_cpu_engine(zstd_store, cpu_answers,
                                                                   tmp_path, monkeypatch):
     import shutil
