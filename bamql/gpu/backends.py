@@ -383,7 +383,7 @@ class FileBackend(GpuBackend):
         cp = store.manifest.streams.chunk_pages
         out = sum(len(inflate.needed_chunks(*ranges.page_runs(c.rows_per_page), cp)) * cp
                   for c in cols) * store.page_size
-        if not cost.inflates_on_gpu(out, len(cols), cost.MEDIA[self.medium]):
+        if not cost.inflates_on_gpu(out, cost.MEDIA[self.medium]):
             source.host_inflated.update(c.name for c in cols)
             return
         if self._pool is None:

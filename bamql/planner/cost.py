@@ -20,8 +20,8 @@ class Medium:
     #: flight), so they add nothing to a disk-bound gather
     overlaps_cached: bool = False
     #: bytes out per second of a compressed copy decompressed by the GPU (nvCOMP) once its
-    #: chunks are read, and a column's share of the fixed seconds of that call (one per
-    #: query, shared by its streamed columns); 0: on host threads (``decompress_rate``)
+    #: chunks are read, and the fixed seconds of that call (one per query, shared by its
+    #: streamed columns); 0: on host threads (``decompress_rate``)
     inflate_bytes_per_s: float = 0.0
     inflate_call_s: float = 0.0
 
@@ -40,7 +40,10 @@ QUEUE = Medium("queue", 1.6e9, 8.0e4, overlaps_cached=True)
 #: a query's streamed columns in one nvCOMP call once they are read. Calibrated: see
 #: docs/measurements.md#cost-model-constants.
 NVCOMP = Medium("nvcomp", 1.6e9, 8.0e4, overlaps_cached=True, inflate_bytes_per_s=30e9,
-                inflate_call_s=0.002)
+                inflate_call_s=0.006)
+#: The streamed columns that share a query's decompression call, as the planner costs a
+#: column on its own (Q1-Q6 stream about three).
+COLUMNS_PER_CALL = 3
 #: Files already in the OS page cache (warm): memory-speed reads, system call per request.
 CACHED = Medium("cached", 8e9, 2.0e6)
 #: Pinned host memory read by the GPU over PCIe, 32-byte sectors at any address.
@@ -94,29 +97,30 @@ def decompress_rate() -> float:
     return DECOMPRESS_BYTES_PER_S * min(8, os.cpu_count() or 1)
 
 
-def inflate_time(out_bytes: float, n_columns: int, medium: Medium) -> float:
-    """Seconds to decompress ``out_bytes`` of pages of ``n_columns`` streamed columns: on
-    the GPU (one call, shared by the columns) where the medium can and that is quicker, else
-    on host threads. Few bytes (a clustered plan's pruned chunks) decompress quicker on the
-    host than the GPU's call costs."""
+def inflate_time(out_bytes: float, medium: Medium, call_share: float = 1.0) -> float:
+    """Seconds to decompress ``out_bytes`` of pages: on the GPU (``call_share`` of one
+    call's fixed time, then its rate) where the medium can and that is quicker, else on host
+    threads. Few bytes (a clustered plan's pruned chunks) decompress quicker on the host
+    than the GPU's call costs."""
     host = out_bytes / decompress_rate()
     if not medium.inflate_bytes_per_s:
         return host
-    return min(host, medium.inflate_call_s * n_columns + out_bytes / medium.inflate_bytes_per_s)
+    return min(host, medium.inflate_call_s * call_share + out_bytes / medium.inflate_bytes_per_s)
 
 
-def inflates_on_gpu(out_bytes: float, n_columns: int, medium: Medium) -> bool:
+def inflates_on_gpu(out_bytes: float, medium: Medium) -> bool:
     """Whether a query's streamed compressed columns (``out_bytes`` of pages in all)
-    decompress on the GPU: the choice ``inflate_time`` costs, made once per query."""
+    decompress on the GPU, in one call, rather than on host threads (made once per query)."""
     return (medium.inflate_bytes_per_s > 0
-            and inflate_time(out_bytes, n_columns, medium) < out_bytes / decompress_rate())
+            and inflate_time(out_bytes, medium) < out_bytes / decompress_rate())
 
 
 def compressed_time(n_pages: int, page_size: int, medium: Medium, stream_bytes: float) -> float:
     """Seconds to stream a column from its compressed copy: its bytes, then decompression
-    (on the GPU where the medium can and that is quicker: ``inflate_time``)."""
+    (on the GPU, a column's share of the call, where the medium can and that is quicker:
+    ``inflate_time``)."""
     read = 1.0 / medium.random_reads_per_s + stream_bytes / medium.seq_bytes_per_s
-    return read + inflate_time(n_pages * page_size, 1, medium)
+    return read + inflate_time(n_pages * page_size, medium, 1 / COLUMNS_PER_CALL)
 
 
 def _pages_time(n_pages: int, page_size: int, medium: Medium) -> float:

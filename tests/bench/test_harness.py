@@ -319,3 +319,27 @@ def test_bench_packed_stores_record_each_columns_bytes(tmp_path):
             assert all(c["bits"] == 0 and c["ratio"] == 1.0 for c in cols.values())
     stores = sorted(p.name for p in next((tmp_path / "w").glob("r30000-*")).glob("data-*"))
     assert stores == ["data-512-gauto", "data-512-gauto-packed"]
+
+
+def test_cold_runs_follow_an_untimed_cold_run_of_each_engine(tmp_path, monkeypatch):
+    # a cold plan (disk paths) may compile kernels a warm plan did not: not in a timed run
+    from bamql.bench import engines, harness
+
+    calls: list[str] = []
+
+    class Logged(engines.BamqlEngine):
+        def run(self, sql, q, mode):
+            calls.append(f"{self.name}:{mode}")
+            return super().run(sql, q, mode)
+
+    fakes = {n: Logged("cpu", name=n) for n in ("bamql-cpu", "bamql-cpu-b")}
+    monkeypatch.setattr(harness, "all_engines", lambda: fakes)
+    monkeypatch.setattr(harness, "drop_os_cache", lambda: calls.append("drop") or True)
+    cfg = harness.BenchConfig(rows=100_000, queries=("q01",), engines=tuple(fakes), reps=2,
+                              modes=("warm", "cold"), page_sizes=(4096,),
+                              workdir=tmp_path / "w", out=tmp_path / "r", plots=False)
+    res = harness.run(cfg, say=lambda _: None)
+    cold = calls[calls.index("bamql-cpu:cold") - 1:]
+    untimed = ["drop", "bamql-cpu:cold", "drop", "bamql-cpu-b:cold"]
+    assert cold == untimed + untimed * 2  # the untimed round, then the timed repetitions
+    assert all(len(r["times_s"]) == 2 for r in res["runs"])

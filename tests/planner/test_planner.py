@@ -58,18 +58,23 @@ def test_few_pages_decompress_on_the_host_many_in_one_gpu_call(monkeypatch):
 
     monkeypatch.setattr(cost.os, "cpu_count", lambda: 16)  # host threads: 8 x 0.25 GB/s
     host_rate = 8 * cost.DECOMPRESS_BYTES_PER_S
-    # a clustered plan's pruned chunks: 1 MiB costs less on the host than the GPU's call
-    assert not cost.inflates_on_gpu(1 << 20, 3, cost.NVCOMP)
-    assert cost.inflate_time(1 << 20, 3, cost.NVCOMP) == pytest.approx((1 << 20) / host_rate)
+    call, rate = cost.NVCOMP.inflate_call_s, cost.NVCOMP.inflate_bytes_per_s
+    # a clustered plan's pruned chunks: 1 MiB (or 6 MiB) costs less on the host than the call
+    for out in (1 << 20, 6 << 20):
+        assert not cost.inflates_on_gpu(out, cost.NVCOMP)
+        assert cost.inflate_time(out, cost.NVCOMP) == pytest.approx(out / host_rate)
     # whole columns: one call, then the GPU's rate
-    assert cost.inflates_on_gpu(100 << 20, 3, cost.NVCOMP)
-    assert cost.inflate_time(100 << 20, 3, cost.NVCOMP) == pytest.approx(
-        3 * cost.NVCOMP.inflate_call_s + (100 << 20) / cost.NVCOMP.inflate_bytes_per_s)
+    assert cost.inflates_on_gpu(100 << 20, cost.NVCOMP)
+    assert cost.inflate_time(100 << 20, cost.NVCOMP) == pytest.approx(call + (100 << 20) / rate)
     # a medium without the GPU's decoder always decompresses on the host
-    assert not cost.inflates_on_gpu(100 << 20, 3, cost.QUEUE)
-    assert cost.inflate_time(100 << 20, 3, cost.QUEUE) == pytest.approx((100 << 20) / host_rate)
-    # the planner's time for a small compressed stream is the host's, not the call's
-    assert cost.compressed_time(16, 4096, cost.NVCOMP, 20_000) < cost.NVCOMP.inflate_call_s
+    assert not cost.inflates_on_gpu(100 << 20, cost.QUEUE)
+    assert cost.inflate_time(100 << 20, cost.QUEUE) == pytest.approx((100 << 20) / host_rate)
+    # the planner costs a column with its share of the call; a small stream at the host's rate
+    assert cost.compressed_time(16, 4096, cost.NVCOMP, 20_000) < call / cost.COLUMNS_PER_CALL
+    big = 25_600  # pages of 4 KiB: 100 MiB out
+    assert cost.compressed_time(big, 4096, cost.NVCOMP, 40 << 20) == pytest.approx(
+        1 / cost.NVCOMP.random_reads_per_s + (40 << 20) / cost.NVCOMP.seq_bytes_per_s
+        + call / cost.COLUMNS_PER_CALL + (100 << 20) / rate)
 
 
 def test_stage_order_puts_selective_cheap_conjuncts_first(store):
