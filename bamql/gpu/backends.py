@@ -106,8 +106,6 @@ class FileSource:
     colbufs: dict = field(default_factory=dict)  # column -> pinned mapped buffer
     devbuf: object = None  # GPU memory the compressed copies are decompressed into
     ready: dict = field(default_factory=dict)  # column -> its ColumnRead of the last prefetch
-    #: the last prefetch's columns that the host decompresses (too few bytes for the GPU's call)
-    host_inflated: set = field(default_factory=set)
     devsums: dict = field(default_factory=dict)  # column -> its page checksums on the GPU
 
 
@@ -337,17 +335,17 @@ class FileBackend(GpuBackend):
         ps, rpp = store.page_size, c.rows_per_page
         if self._pool is None:
             self._pool = ThreadPoolExecutor(STREAM_THREADS, thread_name_prefix="bamql-stream")
-        if (compressed and self.inflater is not None and store.zst_sums is not None
-                and c.name not in source.host_inflated):
+        if compressed and self.inflater is not None and store.zst_sums is not None:
             rd = source.ready.pop(c.name, None)
             if rd is None:  # not in the batch: a buffer of its own, the batch's columns intact
-                batch, keep, host = source.ready, source.devbuf, source.host_inflated
-                source.ready, source.devbuf, source.host_inflated = {}, None, set()
+                batch, keep = source.ready, source.devbuf
+                source.ready, source.devbuf = {}, None
                 try:
                     self.prefetch(source, store, [c], ranges)
-                    rd = source.ready.pop(c.name, None)  # None: the host decompresses it
+                    # None: too few chunks for the GPU's call (as alone, so in the batch)
+                    rd = source.ready.pop(c.name, None)
                 finally:
-                    source.ready, source.devbuf, source.host_inflated = batch, keep, host
+                    source.ready, source.devbuf = batch, keep
             if rd is not None:
                 return rd
         buf = source.colbufs.get(c.name)
@@ -373,29 +371,26 @@ class FileBackend(GpuBackend):
         """Where the GPU decompresses: read the compressed copies of ``cols`` (the pages
         holding candidates) into GPU memory in one batch, for ``column`` to hand out. Where
         they hold too few pages to repay the GPU's call (``cost.inflates_on_gpu``: a
-        clustered plan's pruned chunks), ``column`` decompresses them on host threads."""
+        clustered plan's pruned chunks), ``column`` decompresses them on host threads: the
+        choice grows with the bytes, so a column of the batch alone chooses as the batch did."""
         source.ready.clear()
-        source.host_inflated.clear()
         if self.inflater is None or store.zst_sums is None or not cols:
             return
         from bamql.gpu import inflate
 
-        cp = store.manifest.streams.chunk_pages
-        out = sum(len(inflate.needed_chunks(*ranges.page_runs(c.rows_per_page), cp)) * cp
-                  for c in cols) * store.page_size
+        ps, cp = store.page_size, store.manifest.streams.chunk_pages
+        sizes = np.array([max(c.n_pages, 1) * ps for c in cols], np.int64)
+        base = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        items = [(c, *ranges.page_runs(c.rows_per_page), int(b))
+                 for c, b in zip(cols, base, strict=True)]
+        out = sum(len(inflate.needed_chunks(p0, p1, cp)) for _, p0, p1, _ in items) * cp * ps
         if not cost.inflates_on_gpu(out, cost.MEDIA[self.medium]):
-            source.host_inflated.update(c.name for c in cols)
             return
         if self._pool is None:
             self._pool = ThreadPoolExecutor(STREAM_THREADS, thread_name_prefix="bamql-stream")
-        ps = store.page_size
-        sizes = np.array([max(c.n_pages, 1) * ps for c in cols], np.int64)
-        base = np.concatenate([[0], np.cumsum(sizes)[:-1]])
         buf = source.devbuf
         if buf is None or buf.size < sizes.sum():
             buf = source.devbuf = self.cuda.device_array(int(sizes.sum()), dtype=np.uint8)
-        items = [(c, *ranges.page_runs(c.rows_per_page), int(b))
-                 for c, b in zip(cols, base, strict=True)]
         got = self.inflater.read(store, items, buf, self._pool, source.devsums)
         for (c, p0, p1, b), n in zip(items, got, strict=True):
             source.ready[c.name] = ColumnRead(buf, b, int((p1 - p0).sum()), n, on_gpu=True)
