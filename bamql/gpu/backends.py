@@ -383,7 +383,8 @@ class FileBackend(GpuBackend):
         base = np.concatenate([[0], np.cumsum(sizes)[:-1]])
         items = [(c, *ranges.page_runs(c.rows_per_page), int(b))
                  for c, b in zip(cols, base, strict=True)]
-        out = sum(len(inflate.needed_chunks(p0, p1, cp)) for _, p0, p1, _ in items) * cp * ps
+        needs = [inflate.needed_chunks(p0, p1, cp) for _, p0, p1, _ in items]
+        out = sum(len(n) for n in needs) * cp * ps
         if not cost.inflates_on_gpu(out, cost.MEDIA[self.medium]):
             return
         if self._pool is None:
@@ -391,7 +392,7 @@ class FileBackend(GpuBackend):
         buf = source.devbuf
         if buf is None or buf.size < sizes.sum():
             buf = source.devbuf = self.cuda.device_array(int(sizes.sum()), dtype=np.uint8)
-        got = self.inflater.read(store, items, buf, self._pool, source.devsums)
+        got = self.inflater.read(store, items, buf, self._pool, source.devsums, needs)
         for (c, p0, p1, b), n in zip(items, got, strict=True):
             source.ready[c.name] = ColumnRead(buf, b, int((p1 - p0).sum()), n, on_gpu=True)
 

@@ -155,7 +155,7 @@ class GpuInflater:
         return buf
 
     def read(self, store: PageStore, items: Sequence[tuple], out, pool: ThreadPoolExecutor,
-             sums: dict) -> list[int]:
+             sums: dict, needs: Sequence[np.ndarray] | None = None) -> list[int]:
         """Columns' pages from the compressed copy into GPU memory, every chunk and page
         checked, all in one decode call.
 
@@ -168,6 +168,8 @@ class GpuInflater:
             uint8 device array holding each column's pages at its offset.
         sums
             The store's columns' page checksums on the GPU, filled as needed.
+        needs
+            Per item, its ``needed_chunks`` where the caller has them already.
 
         Returns the compressed bytes read per item.
         """
@@ -175,9 +177,10 @@ class GpuInflater:
         align = self.decoder.align
         cols = []  # per item: column, needed chunks, offsets, lengths, sums, first slot
         n_slots = 0
-        for c, p0, p1, base in items:
+        if needs is None:
+            needs = [needed_chunks(p0, p1, cp) for _, p0, p1, _ in items]
+        for (c, _, _, base), need in zip(items, needs, strict=True):
             k_base, offs, lens = store.stream_chunks(c.name)
-            need = needed_chunks(p0, p1, cp)
             cols.append((c, need, offs, lens, store.zst_sums[k_base : k_base + len(offs)],
                          n_slots, base))
             n_slots += len(need)
