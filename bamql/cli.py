@@ -362,7 +362,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="comma-separated: bamql-cpu, bamql-gpu-host, bamql-gpu-gpu, bamql-gpu-file, "
                    "bamql-gpu-file-gather, bamql-gpu-file-queue, rapids, rapids-stripes, duckdb, "
                    "duckdb-sorted (needs --cluster-by), pyarrow-whole")
-    b.add_argument("--modes", default="warm", help="comma-separated: warm, hot, cold (cold needs root)")
+    b.add_argument("--modes", default="warm",
+                   help="comma-separated: warm, hot, cold (cold drops the OS page cache before "
+                   "every run, so it needs root; an untimed cold round of every engine comes first)")
     b.add_argument("--reps", type=int, default=5, help="timed repetitions, median reported")
     b.add_argument("--page-sizes", default="4096", help="store page sizes, e.g. 512,4096,65536 (a sweep)")
     b.add_argument("--selectivity", default="0.0005",
