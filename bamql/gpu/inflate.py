@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
+import numba
 import numpy as np
 from numba import cuda
 
@@ -108,17 +109,43 @@ def needed_chunks(p0: np.ndarray, p1: np.ndarray, chunk_pages: int) -> np.ndarra
 def batches(chunks: np.ndarray, lens: np.ndarray, max_bytes: int) -> list[tuple[int, int]]:
     """``chunks`` cut into ``[i, j)`` index runs of consecutive chunks of at most
     ``max_bytes`` compressed (at least one chunk each): each is one read."""
-    out: list[tuple[int, int]] = []
-    i, size = 0, 0
+    cuts = _batch_cuts(np.asarray(chunks, np.int64), np.asarray(lens, np.int64), max_bytes)
+    return list(zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True))
+
+
+@numba.njit(nogil=True, cache=True)
+def _batch_cuts(chunks: np.ndarray, lens: np.ndarray, max_bytes: int) -> np.ndarray:
+    """``batches``' runs as their bounds ``0 = c[0] < c[1] < ... = len(chunks)``."""
+    out = np.empty(len(chunks) + 1, np.int64)
+    out[0] = 0
+    m, size = 1, 0
     for j in range(len(chunks)):
-        n = int(lens[chunks[j]])
-        if j > i and (chunks[j] != chunks[j - 1] + 1 or size + n > max_bytes):
-            out.append((i, j))
-            i, size = j, 0
+        n = lens[chunks[j]]
+        if j > 0 and (chunks[j] != chunks[j - 1] + 1 or size + n > max_bytes):
+            out[m] = j
+            m += 1
+            size = 0
         size += n
     if len(chunks):
-        out.append((i, len(chunks)))
-    return out
+        out[m] = len(chunks)
+        m += 1
+    return out[:m]
+
+
+@numba.njit(nogil=True, cache=True)
+def place_chunks(buf: np.ndarray, src: np.ndarray, dst: np.ndarray, lens: np.ndarray,
+                 sums: np.ndarray) -> int:
+    """Check chunk ``k`` at ``buf[src[k]:][:lens[k]]`` against ``sums[k]`` and move it down
+    to ``buf[dst[k]:]``; ``dst[k] <= src[k]`` and chunks in order, so a forward copy never
+    overwrites bytes still to be moved. Returns the first bad chunk's index, or -1."""
+    for k in range(len(src)):
+        s, d, n = src[k], dst[k], lens[k]
+        if chunk_hash(buf[s : s + n]) != sums[k]:
+            return k
+        if d != s:
+            for x in range(n):
+                buf[d + x] = buf[s + x]
+    return -1
 
 
 class GpuInflater:
@@ -192,25 +219,22 @@ class GpuInflater:
         comp = self._device(int(slot.sum()))
 
         def fetch(job: tuple) -> None:
-            """One read of consecutive chunks into this thread's staging, each chunk moved
-            to its aligned place and checked, then copied to the GPU (while other threads
-            read)."""
+            """One read of consecutive chunks into the end of this thread's staging, each
+            chunk checked and moved down to its aligned place in compiled code (no per-chunk
+            Python under the GIL), then copied to the GPU (while other threads read)."""
             (c, need, offs, lens, zsums, s0, _), i, j = job
-            first, last = need[i], need[j - 1]
-            a, b = int(offs[first]), int(offs[last] + lens[last])
-            at = int(pos[s0 + i])
-            span = int(pos[s0 + j - 1]) + int(lens[last]) - at
+            ks = need[i:j]
+            a, b = int(offs[ks[0]]), int(offs[ks[-1]] + lens[ks[-1]])
+            to = pos[s0 + i : s0 + j]
+            at = int(to[0])
+            span = int(to[-1]) + int(lens[ks[-1]]) - at
             staging = self._staging(span)
-            store.read_compressed(a, staging[: b - a])
-            for q in range(j - 1, i - 1, -1):  # each chunk to its aligned place, last first
-                k, n, to = need[q], int(lens[need[q]]), int(pos[s0 + q]) - at
-                src = int(offs[k]) - a
-                if src != to:
-                    staging[to : to + n] = staging[src : src + n]
-                if chunk_hash(staging[to : to + n]) != zsums[k]:
-                    raise StoreError(f"store {store.path}: compressed copy of column "
-                                     f"{c.name!r}: chunk {k} fails its checksum; the store is "
-                                     "corrupt")
+            store.read_compressed(a, staging[span - (b - a) : span])
+            bad = place_chunks(staging, offs[ks] - a + (span - (b - a)), to - at, lens[ks],
+                               zsums[ks])
+            if bad >= 0:
+                raise StoreError(f"store {store.path}: compressed copy of column {c.name!r}: "
+                                 f"chunk {int(ks[bad])} fails its checksum; the store is corrupt")
             comp[at : at + span].copy_to_device(staging[:span])
 
         jobs = [(col, i, j) for col in cols for i, j in batches(col[1], col[3], READ_BYTES)]
