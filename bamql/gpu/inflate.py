@@ -221,7 +221,9 @@ class GpuInflater:
         def fetch(job: tuple) -> None:
             """One read of consecutive chunks into the end of this thread's staging, each
             chunk checked and moved down to its aligned place in compiled code (no per-chunk
-            Python under the GIL), then copied to the GPU (while other threads read)."""
+            Python under the GIL), then copied to the GPU (while other threads read). The
+            store checks at open that a column's chunks follow one another, so the read is
+            the chunks alone and each one's aligned place lies at or below where it landed."""
             (c, need, offs, lens, zsums, s0, _), i, j = job
             ks = need[i:j]
             a, b = int(offs[ks[0]]), int(offs[ks[-1]] + lens[ks[-1]])
