@@ -41,7 +41,17 @@ def _series(e: ir.Expr, df):
         return ~s if e.negated else s
     if isinstance(e, ir.Extract):
         s = _series(e.arg, df)
-        return {"hour": s.dt.hour, "minute": s.dt.minute, "dow": (s.dt.dayofweek + 1) % 7}[e.part]
+        parts = {"year": lambda: s.dt.year.astype("int64"), "month": lambda: s.dt.month,
+                 "day": lambda: s.dt.day, "hour": lambda: s.dt.hour, "minute": lambda: s.dt.minute,
+                 "dow": lambda: (s.dt.dayofweek + 1) % 7}
+        if e.part not in parts:
+            raise NotImplementedError(f"EXTRACT({e.part})")
+        return parts[e.part]()
+    if isinstance(e, ir.Math) and e.func == ir.MathFunc.ROUND:
+        # DuckDB rounds halves away from zero: libcudf's HALF_UP
+        return _series(e.arg, df).round(e.digits, how="half_up")
+    if isinstance(e, ir.Cast) and e.to != ir.CastTo.DOUBLE:
+        return _series(e.arg, df).round(0, how="half_even").astype("int64")
     raise NotImplementedError(type(e).__name__)
 
 
@@ -53,13 +63,52 @@ def _arith(op, a, b):
     return a * b
 
 
+#: cuDF's name of each aggregate the baseline computes
+_CUDF_AGG = {"count": "count", "sum": "sum", "avg": "mean", "min": "min", "max": "max"}
+
+
+def _host(s) -> tuple[np.ndarray, np.ndarray]:
+    """A (small) cuDF column as host values and validity."""
+    a = s.to_arrow()
+    ok = a.is_valid().to_numpy(zero_copy_only=False)
+    return a.fill_null(0).to_numpy(zero_copy_only=False), ok
+
+
+def run_grouped(df, q: ir.Query) -> list[tuple]:
+    """A GROUP BY as a cuDF user writes it: key and argument columns, ``groupby(...,
+    dropna=False).agg``; the groups (few) come to the host for the select list, HAVING,
+    ORDER BY and LIMIT (``engine.result.assemble``, as bamql finishes its groups)."""
+    import cudf
+
+    from bamql.engine.accumulate import Grouped
+    from bamql.engine.result import assemble
+
+    if any(a.func not in _CUDF_AGG or a.filter is not None for a in q.aggs) or \
+            any(k.kind == "string" for k in q.keys):
+        raise NotImplementedError("the RAPIDS baseline groups by numbers with plain aggregates")
+    frame = {f"k{i}": _series(k, df) for i, k in enumerate(q.keys)}
+    spec = {}
+    for j, a in enumerate(q.aggs):
+        frame[f"a{j}"] = _series(a.arg, df) if a.arg is not None else cudf.Series(
+            np.ones(len(df), np.int8))
+        spec[f"a{j}"] = _CUDF_AGG[a.func]
+    out = cudf.DataFrame(frame).groupby([f"k{i}" for i in range(len(q.keys))],
+                                        dropna=False, sort=False).agg(spec).reset_index()
+    keys = [_host(out[f"k{i}"]) for i in range(len(q.keys))]
+    aggs = [_host(out[f"a{j}"]) for j in range(len(q.aggs))]
+    return [tuple(r.values()) for r in assemble(Grouped(keys, aggs, len(out)), q, {}).to_pylist()]
+
+
 def run_query(df, q: ir.Query) -> list[tuple]:
     """Filter, aggregate (grouped or not); rows as tuples of Python values."""
-    if q.keys or q.having is not None or q.order or q.limit is not None:
-        raise NotImplementedError("the RAPIDS baseline runs ungrouped aggregate queries")
     if q.predicate is not None:
         mask = _series(q.predicate, df).fillna(False)
         df = df[mask]
+    if q.keys:
+        return run_grouped(df, q)
+    if q.having is not None or q.order or q.limit is not None:
+        raise NotImplementedError("the RAPIDS baseline runs no HAVING, ORDER BY or LIMIT "
+                                  "without GROUP BY")
     out = []
     for a in q.aggs:
         if a.arg is None:

@@ -16,7 +16,7 @@ from bamql.engine.stats import ColumnIO, QueryStats
 from bamql.planner import ir
 from bamql.planner.cost import MEDIA, reads_page_cache
 from bamql.planner.physical import PhysicalPlan, plan_query
-from bamql.planner.translate import key_domain
+from bamql.planner.domains import key_domain
 from bamql.storage.format import ColumnMeta
 from bamql.storage.residency import cached_shares
 from bamql.storage.store import PageStore

@@ -5,8 +5,9 @@ same iterations and warp intrinsics stay converged). Stage-1 predicate columns a
 directly (coalesced); every later column — later predicates, then dependent columns — is
 read only by lanes whose row is still live, through the page cache (``warp_read``). Matching
 rows fold into per-thread accumulators, reduced per warp with shuffles and merged with one
-atomic per warp and accumulator; grouped queries add into per-group accumulators with
-atomics. The accumulator layout is the CPU template's (``engine.accumulate``).
+atomic per warp and accumulator. Grouped queries add into per-group accumulators: each
+block's own copy in shared memory where every group's fits (``_fits_shared``), merged into
+global memory once per block, else straight into global memory with atomics. The accumulator layout is the CPU template's (``engine.accumulate``).
 """
 
 from __future__ import annotations
@@ -175,13 +176,16 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
         for name in ir.columns_of(e):
             load(name)
     grouped = bool(q.keys)
+    n_groups = int(np.prod([size + 1 for _, size in domains])) if grouped else 1
+    private = grouped and _fits_shared(n_groups, q.aggs)
     ec.emit("if live:")
     ec.indent = " " * 12
     ec.emit("matched += 1")
     decls, flush = [], []
+    shared: dict[str, tuple[str, str, str, str]] = {}  # local name -> (array, index, op, init)
     if grouped:
         ec.group_slot(q.keys, domains)
-        ec.emit("cuda.atomic.add(R, (0, g), 1)")
+        ec.emit("cuda.atomic.add(sh_R, g, 1)" if private else "cuda.atomic.add(R, (0, g), 1)")
     else:
         decls.append("nrows = 0")
         ec.emit("nrows += 1")
@@ -200,6 +204,9 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
             ec.indent = inner + "    "
         # (array, atomic op, local initial value, local update)
         updates = [("C", "add", "0", "{l} += 1", "1")]
+        if private and _counts_rows(a):  # COUNT(*): the block's row counts, merged as C too
+            updates = []
+            shared[f"sh_R{j}"] = ("C", f"{j}", "add", "0")
         if a.func in ("sum", "avg") and f == "I":  # exact: two halves (kernels.cpu.agg_source)
             updates.append(("SI", "add", "0", "{l} += int({v}) >> 32", "int({v}) >> 32"))
             lo = "(int({v}) & 4294967295) - 2147483648"
@@ -227,7 +234,11 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
         for arr, op, init, upd, val, *at in updates:
             vv = v if a.arg is not None else "0"
             jj = at[0] if at else j  # the aggregate's slot, or the one an update names
-            if grouped:
+            if private:  # the block's own accumulators, merged once at its end
+                local = f"sh_{arr}_{jj}"
+                shared[local] = (arr, str(jj), op, init)
+                ec.emit(f"cuda.atomic.{op}({local}, g, {val.format(v=vv)})")
+            elif grouped:
                 ec.emit(f"cuda.atomic.{op}({arr}, (0, g, {jj}), {val.format(v=vv)})")
             else:
                 local = f"a_{arr}_{jj}"
@@ -251,6 +262,7 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
         *[f"    st_{safe_name(c)} = cuda.local.array(2, np.int64)" for c in cached],
         *[f"    st_{safe_name(c)}[0] = 0\n    st_{safe_name(c)}[1] = 0" for c in cached],
         *[f"    {d}" for d in decls],
+        *(_shared_init(n_groups, shared) if private else []),
         *[f"    {line}" for line in ec.prologue],
         *([f"    wf = cuda.local.array({n_slots}, np.float64)",
            f"    wi = cuda.local.array({n_slots}, np.int64)",
@@ -296,7 +308,79 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
         i = cached_index[c]
         red.append(f"{ind}cuda.atomic.add(counters, {1 + 2 * i}, st_{safe_name(c)}[0])")
         red.append(f"{ind}cuda.atomic.add(counters, {2 + 2 * i}, st_{safe_name(c)}[1])")
+    if private:
+        red += _shared_merge(n_groups, shared)
     return "\n".join(head + body + tail + red) + "\n", ec.params
+
+
+#: Bytes of shared memory a block's private group accumulators may take: below the 48 KiB a
+#: block may hold statically, so that several blocks share an SM.
+SHARED_BUDGET = 40 * 1024
+
+
+def _counts_rows(a: ir.Agg) -> bool:
+    """Whether aggregate ``a`` counts the rows of its group (COUNT(*) with no FILTER): its
+    count is the group's row count, kept once."""
+    return a.func == "count" and a.arg is None and a.filter is None
+
+
+def _private_arrays(aggs) -> int:
+    """The shared arrays (of 8-byte values) a grouped kernel's private accumulators take:
+    the row counts and each aggregate's updates (a variance's go to global memory)."""
+    n = 1
+    for a in aggs:
+        f = "F" if a.arg is not None and a.arg.kind == "float" else "I"
+        if _counts_rows(a):
+            continue
+        n += 1  # its count
+        if a.func in ("sum", "avg"):
+            n += 2 if f == "I" else 1
+        elif a.func in ("min", "max"):
+            n += 1
+    return n
+
+
+def _fits_shared(n_groups: int, aggs) -> bool:
+    """Whether a block's private copy of every group's accumulators fits ``SHARED_BUDGET``.
+
+    Few groups would serialize on global atomics (every row of 100 M adding into one of
+    three words): each block adds into its own copy in shared memory and merges it into
+    global memory once. Many groups spread their atomics and need no copy."""
+    return n_groups * 8 * _private_arrays(aggs) <= SHARED_BUDGET
+
+
+def _shared_dtype(arr: str) -> str:
+    return "np.float64" if arr == "SF" else "np.int64"
+
+
+def _shared_init(n_groups: int, shared: dict) -> list[str]:
+    """Kernel lines that allocate and initialize a block's private accumulators."""
+    lines = [f"    sh_R = cuda.shared.array({n_groups}, np.int64)"]
+    arrays = {k: v for k, v in shared.items() if k.startswith("sh_") and not k.startswith("sh_R")}
+    lines += [f"    {k} = cuda.shared.array({n_groups}, {_shared_dtype(arr)})"
+              for k, (arr, _, _, _) in arrays.items()]
+    lines += ["    i0 = cuda.threadIdx.x",
+              f"    while i0 < {n_groups}:",
+              "        sh_R[i0] = 0"]
+    lines += [f"        {k}[i0] = {init}" for k, (_, _, _, init) in arrays.items()]
+    lines += ["        i0 += cuda.blockDim.x", "    cuda.syncthreads()"]
+    return lines
+
+
+def _shared_merge(n_groups: int, shared: dict) -> list[str]:
+    """Kernel lines that merge a block's private accumulators into global memory: one
+    atomic per group that the block saw and accumulator."""
+    lines = ["    cuda.syncthreads()",
+             "    i0 = cuda.threadIdx.x",
+             f"    while i0 < {n_groups}:",
+             "        n0 = sh_R[i0]",
+             "        if n0 != 0:",
+             "            cuda.atomic.add(R, (0, i0), n0)"]
+    for k, (arr, jj, op, _) in shared.items():
+        src = "n0" if k.startswith("sh_R") else f"{k}[i0]"
+        lines.append(f"            cuda.atomic.{op}({arr}, (0, i0, {jj}), {src})")
+    lines.append("        i0 += cuda.blockDim.x")
+    return lines
 
 
 def _header() -> tuple[str, bool]:

@@ -1,10 +1,10 @@
 """Which GROUP BYs the fused kernel takes, and which go to the hash-aggregation step.
 
-The kernel keeps dense accumulators indexed by the group keys' slots: it groups by integer
-and dictionary-string columns and by calendar fields with a small domain, as long as all
-keys together have at most ``MAX_GROUPS`` slots. Every other GROUP BY (an expression, a
-float or timestamp column, a condition, a key of a large domain) is a *hashed* query:
-``engine.hashagg`` runs it beside the kernels.
+The kernel keeps dense accumulators indexed by the group keys' slots: it groups by every key
+with a dense range (``planner.domains``: integer and string columns, calendar fields,
+rounded decimals and integer arithmetic over them), as long as all keys together have at
+most ``MAX_GROUPS`` slots. Every other GROUP BY (a plain float or timestamp, a condition, a
+key of a large domain) is a *hashed* query: ``engine.hashagg`` runs it beside the kernels.
 """
 
 from __future__ import annotations
@@ -12,27 +12,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from bamql.errors import PlanError
-from bamql.planner import ir
+from bamql.planner import domains, ir
 from bamql.planner.show import show
-from bamql.planner.translate import MAX_GROUPS, key_domain
+from bamql.planner.translate import MAX_GROUPS
 from bamql.storage.format import ColumnMeta
 
 
-def kernel_key(k: ir.Expr) -> bool:
-    """Whether the kernel can group by ``k`` at all (a key with a dense slot range)."""
-    if isinstance(k, ir.Col):
-        return k.kind in ("int", "string")
-    return isinstance(k, ir.Extract) and ir.EXTRACT_PARTS[k.part] is not None
-
-
 def kernel_slots(keys, cols: Mapping[str, ColumnMeta]) -> int | None:
-    """The kernel's accumulator slots for ``keys`` (None where a key is no ``kernel_key``)."""
-    if not all(kernel_key(k) for k in keys):
-        return None
-    total = 1
-    for k in keys:
-        total *= key_domain(k, cols)[1] + 1
-    return total
+    """The kernel's accumulator slots for ``keys`` (None where a key has no dense range,
+    ``planner.domains``)."""
+    return domains.slots(keys, cols)
 
 
 def hashed(q: ir.Query, cols: Mapping[str, ColumnMeta]) -> bool:

@@ -159,8 +159,8 @@ def decimal_digits(t: ExprTranslator, node: exp.Expression) -> tuple[int, bool]:
         if isinstance(n, exp.Avg | exp.Div | exp.Cast):
             continue
         if isinstance(n, exp.Column) and n.name in t.cols:
-            c = t.cols[n.name]  # a column with no value has nothing to round
-            digits = max(digits, c.scale if c.min is not None else 0)
+            c = t.cols[n.name]  # a column with no value has nothing to round; a DOUBLE
+            digits = max(digits, c.scale if c.min is not None and c.decimal is not False else 0)
         elif isinstance(n, exp.Literal) and not n.is_string and "." in n.this \
                 and "e" not in n.this.lower():
             digits = max(digits, len(n.this.split(".")[1]))

@@ -340,20 +340,6 @@ class Translator(ExprTranslator):
         return ir.Agg(func, e, e.kind)
 
 
-def key_domain(k: ir.Expr, cols: Mapping[str, ColumnMeta]) -> tuple[int, int]:
-    """``(base, size)`` of a group key: key value ``v`` maps to slot ``v - base``; one more
-    slot (``size``) holds NULL."""
-    if isinstance(k, ir.Extract):
-        return 0, ir.EXTRACT_PARTS[k.part]
-    assert isinstance(k, ir.Col)
-    c = cols[k.name]
-    if c.kind == "string":
-        return 0, max(len(c.dictionary or ()), 1)
-    if c.min is None:
-        return 0, 1
-    return int(c.min), int(c.max) - int(c.min) + 1
-
-
 def translate(sql: str, catalog: Mapping[str, Mapping[str, ColumnMeta]],
               translator: Callable[..., Translator] = Translator):
     """Translate SQL text into a logical query over ``catalog`` (table -> columns), with

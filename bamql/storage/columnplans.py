@@ -175,9 +175,10 @@ def column_plans(sources: Sequence[Source], cols, floats: FloatEncoding = FloatE
                             lo[n] = min(lo.get(n, mm["min"].as_py()), mm["min"].as_py())
                             hi[n] = max(hi.get(n, mm["max"].as_py()), mm["max"].as_py())
     doubles = [n for n, k, t in cols if k == "float" and pa.types.is_float64(t)]
+    decimals = {n for n in doubles if any(
+        n in s.schema.names and pa.types.is_decimal(s.schema.field(n).type) for s in sources)}
     if floats == FloatEncoding.DECIMALS:  # DuckDB's DECIMALs keep their exact rounding; doubles stay plain
-        doubles = [n for n in doubles if any(
-            n in s.schema.names and pa.types.is_decimal(s.schema.field(n).type) for s in sources)]
+        doubles = [n for n in doubles if n in decimals]
     scans = _scan_floats(sources, doubles, scan_progress) if floats != FloatEncoding.PLAIN and doubles else {}
     if scan_progress and not scans:  # nothing to check: that pass is done
         scan_progress(sum(s.num_rows for s in sources))
@@ -189,9 +190,9 @@ def column_plans(sources: Sequence[Source], cols, floats: FloatEncoding = FloatE
         elif k == "float":
             enc = scans[n].encoding() if n in scans else None
             if enc is not None:
-                plans.append(ColumnPlan(n, k, enc[1], scale=enc[0]))
+                plans.append(ColumnPlan(n, k, enc[1], scale=enc[0], decimal=n in decimals))
             else:
-                plans.append(ColumnPlan(n, k, np.dtype(t.to_pandas_dtype())))
+                plans.append(ColumnPlan(n, k, np.dtype(t.to_pandas_dtype()), decimal=n in decimals))
         elif k == "timestamp":
             plans.append(ColumnPlan(n, k, np.dtype(np.int64)))
         else:

@@ -168,6 +168,11 @@ class ColumnMeta:
     scale: int = 0
     #: bits per code of a bit-packed column (``storage.packing``); 0: plain fixed-width pages
     bits: int = 0
+    #: a float column's SQL type: True where some source holds it as DECIMAL (ROUND and CAST
+    #: round its exact decimal value), False for a DOUBLE whatever its storage (a scaled
+    #: integer too); None where the store does not say (written before it was recorded:
+    #: a scaled column is taken as a DECIMAL)
+    decimal: bool | None = None
 
     @property
     def packed(self) -> bool:
@@ -489,6 +494,8 @@ def _column_inconsistency(m: Manifest, c: ColumnMeta) -> str | None:
         return "a field has the wrong type"
     if c.kind not in KINDS:
         return f"kind {c.kind!r} is not one of {', '.join(KINDS)}"
+    if c.decimal is not None and (c.kind != "float" or not isinstance(c.decimal, bool)):
+        return "only a float column records whether it is a DECIMAL, as true or false"
     scaled = c.kind == "float" and c.dtype in SCALED_TYPES
     if c.dtype not in STORAGE_TYPES[c.kind] and not scaled:
         return f"storage type {c.dtype!r} is not one of a {c.kind} column's"

@@ -52,6 +52,7 @@ class ColumnPlan:
     dictionary: tuple[str, ...] | None = None
     scale: int = 0  # a float stored as round(value * 10**scale) in the integer ``dtype``
     bits: int = 0  # bits per code of a bit-packed column (storage.packing); 0: plain pages
+    decimal: bool = False  # a float that some source holds as DECIMAL (ColumnMeta.decimal)
 
 
 class PageWriter:

@@ -71,9 +71,7 @@ SELECT z.Zone, COUNT(*) FROM trips t JOIN zones z ON t.pickup_location_id = z.Lo
 SELECT COUNT(*) FROM zones
 SELECT SUM(CASE WHEN vendor_id = 1 THEN 'a' ELSE 'b' END) FROM trips;
 SELECT COUNT(CASE WHEN vendor_id = 1 THEN NULL END) FROM trips;
-SELECT SUM(ROUND(fare_amount, 1)) FROM trips;
 SELECT SUM(ROUND(trip_distance * 1.5, 2)) FROM trips;
-SELECT SUM(CAST(fare_amount AS INTEGER)) FROM trips;
 SELECT SUM(CAST(passenger_count AS VARCHAR)) FROM trips;
 SELECT SUM(CAST(trip_distance AS DECIMAL(10, 2))) FROM trips;
 SELECT SUM(TRY_CAST(trip_distance AS INTEGER)) FROM trips;
