@@ -231,6 +231,7 @@ def all_engines() -> dict[str, Engine]:
           BamqlEngine("gpu", "file", medium="cached", name="bamql-gpu-file-gather"),
           # the file backend planned for host-side zstd decompression (as without nvCOMP)
           BamqlEngine("gpu", "file", medium="queue", name="bamql-gpu-file-queue"),
-          RapidsEngine(), RapidsEngine(stripes=True), RapidsEngine(resident=True), DuckDbEngine(), DuckDbEngine(sort=True),
+          RapidsEngine(), RapidsEngine(stripes=True), RapidsEngine(resident=True),
+          DuckDbEngine(), DuckDbEngine(sort=True),
           PyarrowWholeEngine()]
     return {e.name: e for e in es}

@@ -7,7 +7,8 @@ read only by lanes whose row is still live, through the page cache (``warp_read`
 rows fold into per-thread accumulators, reduced per warp with shuffles and merged with one
 atomic per warp and accumulator. Grouped queries add into per-group accumulators: each
 block's own copy in shared memory where every group's fits (``_fits_shared``), merged into
-global memory once per block, else straight into global memory with atomics. The accumulator layout is the CPU template's (``engine.accumulate``).
+global memory once per block, else straight into global memory with atomics. The
+accumulator layout is the CPU template's (``engine.accumulate``).
 """
 
 from __future__ import annotations

@@ -30,11 +30,11 @@ from sqlglot import exp
 
 from bamql.errors import PlanError
 from bamql.planner import ir
+from bamql.planner.domains import key_domain
 from bamql.planner.evaluate import evaluate
 from bamql.planner.grouping import kernel_slots
 from bamql.planner.show import show
 from bamql.planner.subqueries import in_subquery
-from bamql.planner.domains import key_domain
 from bamql.planner.translate import MAX_GROUPS, Translator, translate
 from bamql.storage.arrownp import to_numpy
 from bamql.storage.format import ColumnMeta

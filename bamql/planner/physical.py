@@ -24,10 +24,10 @@ from bamql.planner.cost import (
     stream_cost,
     use_compressed,
 )
+from bamql.planner.domains import key_domain
 from bamql.planner.evaluate import predicate_mask
 from bamql.planner.ranges import RowRanges
 from bamql.planner.show import format_bytes, show, show_query
-from bamql.planner.domains import key_domain
 from bamql.storage.cluster import clustered_by
 from bamql.storage.encoding import null_mask
 from bamql.storage.residency import COPY

@@ -13,6 +13,12 @@
 #                                           bamql bench on data shared between calls (512 B pages,
 #                                           zstd copies) in /tmp/bench-data; with ``old``, the
 #                                           build copied into old_bamql/ runs it (an A/B)
+#   bash bench/diag/gpu_checks.sh prep N    generate and ingest N rows for bench-groups in the
+#                                           background (setsid: it outlives the call), from a copy
+#                                           of the tree in /tmp/prep-src; log in /tmp/prep.log
+#   bash bench/diag/gpu_checks.sh bench-groups N ENGINES QUERIES [TAG]
+#                                           bamql bench over the prepared data (512 B pages, no
+#                                           copies), warm, medians of 5
 set -uo pipefail
 export PYTHONPATH=/tmp/site:$PWD
 export BAMQL_CACHE_DIR=/tmp/bamql-cache
@@ -20,7 +26,7 @@ out=${OUT:-/tmp/out}
 mkdir -p "$out"
 rev=${BAMQL_REV:-$(git rev-parse --short HEAD 2>/dev/null || echo worktree)}
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-case ${1:?tests, corpus, shapes, bench or run-bench} in
+case ${1:?tests, corpus, shapes, bench, run-bench, prep or bench-groups} in
   tests)
     { echo "# GPU tests, build $rev (+ working tree), $gpu: python -m pytest -m gpu tests"
       timeout "${2:-560}" python -m pytest -q -m gpu tests --durations=5 -p no:cacheprovider; } \
@@ -36,6 +42,17 @@ case ${1:?tests, corpus, shapes, bench or run-bench} in
     timeout "${2:-150}" python bench/diag/query_shapes.py --device gpu --backend host --rows 2000000 \
       --queries 2000 --in-sizes 1000,100000 --or-sizes 100,1000 --depth 1000 \
       --out "$out/query-shapes-gpu.json" 2>&1 | tail -12 ;;
+  prep)
+    rm -rf /tmp/prep-src && mkdir -p /tmp/prep-src && cp -r bamql /tmp/prep-src/
+    (cd /tmp/prep-src && PYTHONPATH=/tmp/site:/tmp/prep-src setsid nohup python -m bamql.cli bench \
+      --rows "$2" --engines duckdb --queries t01 --reps 1 --page-sizes 512 --selectivity 0.0005 \
+      --modes warm --workdir /tmp/bench-data --no-plots --out /tmp/prep-bench \
+      > /tmp/prep.log 2>&1 < /dev/null &)
+    sleep 2; tail -3 /tmp/prep.log ;;
+  bench-groups)
+    timeout 580 python -m bamql.cli bench --rows "$2" --engines "$3" --queries "$4" \
+      --page-sizes 512 --selectivity 0.0005 --modes warm --reps 5 --workdir /tmp/bench-data \
+      --out "$out/bench-groups${5:+-$5}" 2>&1 | tail -60 ;;
   bench)
     timeout 560 python -m bamql.cli bench --rows "${2:-50000000}" --engines bamql-gpu-host,duckdb \
       --page-sizes 512 --selectivity 0.0005 --modes warm --reps 5 --workdir /tmp/bench-data \
