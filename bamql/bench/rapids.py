@@ -79,6 +79,7 @@ def run_grouped(df, q: ir.Query) -> list[tuple]:
     dropna=False).agg``; the groups (few) come to the host for the select list, HAVING,
     ORDER BY and LIMIT (``engine.result.assemble``, as bamql finishes its groups)."""
     import cudf
+    import cupy
 
     from bamql.engine.accumulate import Grouped
     from bamql.engine.result import assemble
@@ -89,8 +90,9 @@ def run_grouped(df, q: ir.Query) -> list[tuple]:
     frame = {f"k{i}": _series(k, df) for i, k in enumerate(q.keys)}
     spec = {}
     for j, a in enumerate(q.aggs):
+        # COUNT(*): a count of a column of ones made on the GPU
         frame[f"a{j}"] = _series(a.arg, df) if a.arg is not None else cudf.Series(
-            np.ones(len(df), np.int8))
+            cupy.ones(len(df), np.int8))
         spec[f"a{j}"] = _CUDF_AGG[a.func]
     out = cudf.DataFrame(frame).groupby([f"k{i}" for i in range(len(q.keys))],
                                         dropna=False, sort=False).agg(spec).reset_index()

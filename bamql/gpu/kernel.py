@@ -179,6 +179,8 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
     grouped = bool(q.keys)
     n_groups = int(np.prod([size + 1 for _, size in domains])) if grouped else 1
     private = grouped and _fits_shared(n_groups, q.aggs)
+    # the fewest groups: each thread's own accumulators first (no atomics per row)
+    own = private and n_groups * _private_arrays(q.aggs) <= THREAD_SLOTS
     ec.emit("if live:")
     ec.indent = " " * 12
     ec.emit("matched += 1")
@@ -186,7 +188,8 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
     shared: dict[str, tuple[str, str, str, str]] = {}  # local name -> (array, index, op, init)
     if grouped:
         ec.group_slot(q.keys, domains)
-        ec.emit("cuda.atomic.add(sh_R, g, 1)" if private else "cuda.atomic.add(R, (0, g), 1)")
+        ec.emit("tl_R[g] += 1" if own else "cuda.atomic.add(sh_R, g, 1)" if private
+                else "cuda.atomic.add(R, (0, g), 1)")
     else:
         decls.append("nrows = 0")
         ec.emit("nrows += 1")
@@ -238,7 +241,10 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
             if private:  # the block's own accumulators, merged once at its end
                 local = f"sh_{arr}_{jj}"
                 shared[local] = (arr, str(jj), op, init)
-                ec.emit(f"cuda.atomic.{op}({local}, g, {val.format(v=vv)})")
+                if own:
+                    ec.emit(upd.format(l=f"tl_{arr}_{jj}[g]", v=vv))
+                else:
+                    ec.emit(f"cuda.atomic.{op}({local}, g, {val.format(v=vv)})")
             elif grouped:
                 ec.emit(f"cuda.atomic.{op}({arr}, (0, g, {jj}), {val.format(v=vv)})")
             else:
@@ -264,6 +270,7 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
         *[f"    st_{safe_name(c)}[0] = 0\n    st_{safe_name(c)}[1] = 0" for c in cached],
         *[f"    {d}" for d in decls],
         *(_shared_init(n_groups, shared) if private else []),
+        *(_thread_init(n_groups, shared) if own else []),
         *[f"    {line}" for line in ec.prologue],
         *([f"    wf = cuda.local.array({n_slots}, np.float64)",
            f"    wi = cuda.local.array({n_slots}, np.int64)",
@@ -309,6 +316,8 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
         i = cached_index[c]
         red.append(f"{ind}cuda.atomic.add(counters, {1 + 2 * i}, st_{safe_name(c)}[0])")
         red.append(f"{ind}cuda.atomic.add(counters, {2 + 2 * i}, st_{safe_name(c)}[1])")
+    if own:
+        red += _thread_merge(n_groups, shared)
     if private:
         red += _shared_merge(n_groups, shared)
     return "\n".join(head + body + tail + red) + "\n", ec.params
@@ -317,6 +326,43 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
 #: Bytes of shared memory a block's private group accumulators may take: below the 48 KiB a
 #: block may hold statically, so that several blocks share an SM.
 SHARED_BUDGET = 40 * 1024
+
+
+#: Accumulator values (groups times arrays) at most that each thread keeps of its own (in
+#: local memory, which L1 caches), reduced per warp with shuffles into the block's copy at
+#: the end: with a handful of groups, even a block's shared-memory atomics serialize.
+THREAD_SLOTS = 48
+
+
+def _thread_init(n_groups: int, shared: dict) -> list[str]:
+    """Kernel lines that allocate and initialize a thread's own accumulators."""
+    arrays = {k: v for k, v in shared.items() if not k.startswith("sh_R")}
+    lines = [f"    tl_R = cuda.local.array({n_groups}, np.int64)"]
+    lines += [f"    tl_{k[3:]} = cuda.local.array({n_groups}, {_shared_dtype(arr)})"
+              for k, (arr, _, _, _) in arrays.items()]
+    lines += [f"    for i0 in range({n_groups}):", "        tl_R[i0] = 0"]
+    lines += [f"        tl_{k[3:]}[i0] = {init}" for k, (_, _, _, init) in arrays.items()]
+    return lines
+
+
+def _thread_merge(n_groups: int, shared: dict) -> list[str]:
+    """Kernel lines that add the threads' own accumulators into the block's: reduced per
+    warp with shuffles (every lane of a warp leaves the row loop together), one shared
+    atomic per warp, group and accumulator (each lane its own in the simulator)."""
+    arrays = {k: v for k, v in shared.items() if not k.startswith("sh_R")}
+    lines = [f"    for i0 in range({n_groups}):", "        w_R = tl_R[i0]"]
+    lines += [f"        w_{k[3:]} = tl_{k[3:]}[i0]" for k in arrays]
+    if not SIMULATOR:
+        lines.append("        for off in (16, 8, 4, 2, 1):")
+        lines.append("            w_R += cuda.shfl_down_sync(0xFFFFFFFF, w_R, off)")
+        for k, (_, _, op, _) in arrays.items():
+            w = f"w_{k[3:]}"
+            sh = f"cuda.shfl_down_sync(0xFFFFFFFF, {w}, off)"
+            lines.append(f"            {w} += {sh}" if op == "add" else f"            {w} = {op}({w}, {sh})")
+    lines.append("        if lane == 0 and w_R != 0:" if not SIMULATOR else "        if w_R != 0:")
+    lines.append("            cuda.atomic.add(sh_R, i0, w_R)")
+    lines += [f"            cuda.atomic.{op}({k}, i0, w_{k[3:]})" for k, (_, _, op, _) in arrays.items()]
+    return lines
 
 
 def _counts_rows(a: ir.Agg) -> bool:

@@ -45,7 +45,7 @@ case ${1:?tests, corpus, shapes, bench, run-bench, prep or bench-groups} in
   prep)
     rm -rf /tmp/prep-src && mkdir -p /tmp/prep-src && cp -r bamql /tmp/prep-src/
     (cd /tmp/prep-src && PYTHONPATH=/tmp/site:/tmp/prep-src setsid nohup python -m bamql.cli bench \
-      --rows "$2" --engines duckdb --queries t01 --reps 1 --page-sizes 512 --selectivity 0.0005 \
+      --rows "$2" --engines bamql-cpu --queries t01 --reps 1 --page-sizes 512 --selectivity 0.0005 \
       --modes warm --workdir /tmp/bench-data --no-plots --out /tmp/prep-bench \
       > /tmp/prep.log 2>&1 < /dev/null &)
     sleep 2; tail -3 /tmp/prep.log ;;

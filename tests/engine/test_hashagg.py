@@ -83,11 +83,19 @@ def store(request, tmp_path_factory) -> tuple[Path, pa.Table]:
     return d / "data", t
 
 
+#: keys with a dense range (``planner.domains``): the fused kernel groups by them
+DENSE = {
+    "SELECT year(ts), EXTRACT(YEAR FROM ts) AS y, COUNT(*) FROM trips GROUP BY 1, 2 ORDER BY 1",
+    "SELECT CAST(CAST(m AS DOUBLE) AS INTEGER) AS c, COUNT(*), AVG(big) FROM trips GROUP BY c "
+    "HAVING COUNT(*) > 5 ORDER BY c",
+}
+
+
 @pytest.mark.parametrize("sql", QUERIES)
 def test_hashed_groups_match_duckdb(store, sql):
     data, t = store
     with bamql.connect(data, device="cpu") as con:
-        assert con.explain(sql).startswith("Hash aggregate over trips")
+        assert con.explain(sql).startswith("Hash aggregate over trips") is (sql not in DENSE)
         got = con.sql(sql).rows()
     assert_same_rows(got, duck(sql, t), ordered="ORDER BY" in sql)
 
