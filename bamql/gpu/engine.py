@@ -65,6 +65,10 @@ class _Scans:
 
 #: the engines not yet closed: the process closes them at exit (``_close_at_exit``)
 _open: weakref.WeakSet = weakref.WeakSet()
+#: A kernel's first launch loads its module into the context; numba-cuda's loader is not
+#: safe against two threads loading one module at once ("key already in dictionary"), so
+#: first launches take turns, in every session of the process.
+_first_launch = threading.Lock()
 _exit_hook = threading.Lock()
 _hooked = False  # ``_close_at_exit`` is registered
 
@@ -280,11 +284,11 @@ class GpuEngine:
         cuda = self.cuda
         try:
             if self._warmed.get(id(kern)) is not kern:
-                with small_grid_ok():  # the warm-up launch is small on purpose
+                with _first_launch, small_grid_ok():  # the warm-up launch is small on purpose
                     t0 = time.perf_counter()
                     kern[1, 32](0, *ln.args[1:])  # compiles (timed apart); no rows, no effect
                     cuda.synchronize()
-                self._warmed.put(id(kern), kern)
+                    self._warmed.put(id(kern), kern)
                 stats.compile_seconds += time.perf_counter() - t0
             t_launch = time.perf_counter()
             ln.reset()  # the accumulators' initial values
