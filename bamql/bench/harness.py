@@ -31,6 +31,7 @@ from bamql.config import ClusterOrder, Compression, FloatEncoding
 from bamql.datasets.generator import GenParams
 from bamql.datasets.orc import generate_orc
 from bamql.errors import BamqlError
+from bamql.planner import ir
 from bamql.planner.translate import translate
 from bamql.progress import ingest_progress, progress_bar
 from bamql.queries import TAXI_QUERIES, load
@@ -336,7 +337,9 @@ def run(cfg: BenchConfig, say: Callable[[str], None] = print) -> dict:
         if info.get("h2d_bytes_per_s") and r.bytes_read is not None:
             run["pcie_floor_s"] = r.bytes_read / info["h2d_bytes_per_s"]
         # the page minimum counts pages by the ORC's row order, which a clustered store lacks
-        if eng.name.startswith("bamql") and r.bytes_read is not None and not cfg.cluster_by:
+        # (a query of rows, not groups, has no page minimum: it reads what its top-k needs)
+        if eng.name.startswith("bamql") and r.bytes_read is not None and not cfg.cluster_by \
+                and isinstance(q, ir.Query):
             key = (share, repr(q.predicate))
             if key not in found:
                 found[key] = matching_rows(q, data.orc, ps_cols)

@@ -15,6 +15,7 @@ import numpy as np
 
 from bamql.kernels.codegen import N_ERRORS, check_errors
 from bamql.planner import ir
+from bamql.planner.domains import n_slots, strides
 
 _F_MAX, _I_MAX, _I_MIN = np.inf, np.iinfo(np.int64).max, np.iinfo(np.int64).min
 
@@ -26,7 +27,7 @@ NO_SHIFT = 0x7FF4_0000_0000_0001
 
 def n_groups(domains) -> int:
     """Accumulator slots: one per key value, plus one per key for NULL."""
-    return int(np.prod([size + 1 for _, size in domains])) if domains else 1
+    return n_slots(domains)
 
 
 def alloc(nch: int, groups: int, aggs) -> dict[str, np.ndarray]:
@@ -189,15 +190,9 @@ def finish(acc: dict[str, np.ndarray], q: ir.Query, domains) -> Grouped:
     R = acc["R"]
     present = np.nonzero(R > 0)[0] if q.keys else np.array([0])
     keys = []
-    stride = 1
-    strides = []
-    for _, size in reversed(domains):
-        strides.append(stride)
-        stride *= size + 1
-    strides.reverse()
-    for (base, size), st in zip(domains, strides, strict=True):
-        slot = (present // st) % (size + 1)
-        keys.append((base + slot, slot != size))
+    for d, st in zip(domains, strides(domains), strict=True):
+        slot = (present // st) % (d.size + 1)
+        keys.append((d.value(d.base + slot), slot != d.size))
     aggs = []
     for j, a in enumerate(q.aggs):
         cnt = acc["C"][present, j]

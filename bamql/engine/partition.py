@@ -15,13 +15,13 @@ from bamql.engine.cpu import run_cpu
 from bamql.engine.stats import ColumnIO, QueryStats
 from bamql.planner import ir
 from bamql.planner.cost import MEDIA, reads_page_cache
-from bamql.planner.domains import key_domain
+from bamql.planner.domains import Domain, key_domain
 from bamql.planner.physical import PhysicalPlan, plan_query
 from bamql.storage.format import ColumnMeta
 from bamql.storage.residency import cached_shares
 from bamql.storage.store import PageStore
 
-Domains = tuple[tuple[int, int], ...]
+Domains = tuple[Domain, ...]
 
 
 def table_domains(q: ir.Query, columns: dict[str, ColumnMeta]) -> Domains:

@@ -25,6 +25,7 @@ from bamql.engine.result import arrow_column, unique_names
 from bamql.engine.stats import QueryStats
 from bamql.planner import ir
 from bamql.planner.cost import MEDIA
+from bamql.planner.domains import strides as key_strides
 from bamql.planner.evaluate import evaluate
 from bamql.planner.physical import PhysicalPlan, plan_query
 from bamql.planner.show import show
@@ -93,6 +94,53 @@ def sort_order(keys: list[tuple[Vec, bool, bool]]) -> np.ndarray:
     return np.lexsort(sort_keys[::-1])
 
 
+def _candidates(key: tuple[Vec, bool, bool], want: int) -> np.ndarray | None:
+    """The rows that can be among the first ``want`` in the order of the first order key
+    ``key`` ((values, valid), descending, NULLs first): those at or before the ``want``-th
+    value (ties kept: later keys order them), found by a partial sort; None where the
+    values have no numeric order to partition (exact integers held as objects)."""
+    (v, ok), desc, nulls_first = key
+    v = np.asarray(v)
+    if v.dtype == object or v.dtype.kind not in "iufb":
+        return None
+    x = v.astype(np.int8) if v.dtype.kind == "b" else v
+    if x.dtype.kind == "f":
+        # NaN is the largest float; descending, it comes first as +inf would (a tie kept)
+        x = -np.where(np.isnan(x), np.inf, x) if desc else x
+    elif desc:
+        x = ~x.astype(np.int64)  # order reversed without negating int64's minimum
+    valid = np.flatnonzero(ok)
+    nulls = np.flatnonzero(~ok)
+    if nulls_first:  # NULLs first, all of them (they tie: later keys order them)
+        return nulls if len(nulls) >= want else np.concatenate(
+            [nulls, _upto(valid, x[valid], want - len(nulls))])
+    if len(valid) >= want:
+        return _upto(valid, x[valid], want)
+    return np.concatenate([valid, nulls])
+
+
+def _upto(idx: np.ndarray, xv: np.ndarray, k: int) -> np.ndarray:
+    """``idx`` whose values ``xv`` are at or before the ``k``-th smallest (NaN largest)."""
+    if len(idx) <= k:
+        return idx
+    t = np.partition(xv, k - 1)[k - 1]
+    return idx if t != t else idx[xv <= t]
+
+
+def top_order(keys: list[tuple[Vec, bool, bool]], want: int) -> np.ndarray:
+    """The first ``want`` rows of ``sort_order(keys)``, sorting only the rows that can be
+    among them (``_candidates`` on the first key) rather than all."""
+    n = len(keys[0][0][0]) if keys else 0
+    if want <= 0:
+        return np.empty(0, np.int64)
+    cand = _candidates(keys[0], want) if keys and n > 4 * want else None
+    if cand is None:
+        return sort_order(keys)[:want]
+    cand = np.sort(cand)  # rows that tie on every key stay in row order, as in a full sort
+    sub = [((np.asarray(v)[cand], np.asarray(ok)[cand]), d, nf) for (v, ok), d, nf in keys]
+    return cand[sort_order(sub)[:want]]
+
+
 @dataclasses.dataclass
 class _Kept:
     """Rows kept so far: the output columns and the order keys, as (values, valid)."""
@@ -135,7 +183,7 @@ def _partition_rows(store: PageStore, q: ir.RowQuery, medium: Medium, device: De
                     vals[c] = matches.fetch(c, rows, window)
             env = column_env(store, {c: vals[c] for c in order_cols})
             keys = [(evaluate(e, env, len(rows)), d, nf) for e, d, nf in q.order]
-            top = np.sort(sort_order(keys)[:want])
+            top = np.sort(top_order(keys, want))
             rows = rows[top]
             vals = {c: v[top] for c, v in vals.items()}
         elif want is not None and not q.order:
@@ -152,7 +200,7 @@ def _partition_rows(store: PageStore, q: ir.RowQuery, medium: Medium, device: De
         got.keys = [widen(v, ok, n) for v, ok in got.keys]
         kept = kept.extend(got)
         if want is not None and q.order and kept.n > want:
-            kept = kept.take(sort_order(_order_keys(kept, q))[:want])
+            kept = kept.take(top_order(_order_keys(kept, q), want))
         if want is not None and not q.order and kept.n >= want:
             break
     stats.seconds = time.perf_counter() - t1
@@ -241,11 +289,7 @@ def quantiles(table: PartitionedTable, q: ir.Query, domains, g: Grouped, medium:
     js = ir.quantile_aggs(q)
     cols = tuple(dict.fromkeys(c for e in (*q.keys, *(q.aggs[j] for j in js))
                                for c in ir.columns_of(e)))
-    strides, stride = [], 1
-    for _, size in reversed(domains):
-        strides.append(stride)
-        stride *= size + 1
-    strides.reverse()
+    strides = key_strides(domains)
     slots_parts: list[np.ndarray] = []
     vals_parts: dict[int, list[Vec]] = {j: [] for j in js}
     for store in table.parts:
@@ -257,9 +301,9 @@ def quantiles(table: PartitionedTable, q: ir.Query, domains, g: Grouped, medium:
             env = column_env(store, {c: vals[c] for c in cols})
             n = len(rows)
             slot = np.zeros(n, np.int64)
-            for k, (base, size), s in zip(q.keys, domains, strides, strict=True):
+            for k, d, s in zip(q.keys, domains, strides, strict=True):
                 kv, kok = evaluate(k, env, n)
-                slot += np.where(kok, kv.astype(np.int64) - base, size) * s
+                slot += np.where(kok, d.index(np.where(kok, kv, 0)) - d.base, d.size) * s
             slots_parts.append(slot)
             for j in js:
                 a = q.aggs[j]
@@ -271,8 +315,8 @@ def quantiles(table: PartitionedTable, q: ir.Query, domains, g: Grouped, medium:
         _absorb_io(stats, st)
     slot = np.concatenate(slots_parts) if slots_parts else np.empty(0, np.int64)
     present = np.zeros(g.n, np.int64)  # the slot of each of the kernel's groups
-    for (kv, kok), (base, size), s in zip(g.keys, domains, strides, strict=True):
-        present += np.where(kok, np.asarray(kv).astype(np.int64) - base, size) * s
+    for (kv, kok), d, s in zip(g.keys, domains, strides, strict=True):
+        present += np.where(kok, d.index(np.where(kok, kv, 0)) - d.base, d.size) * s
     aggs = list(g.aggs)
     for j in js:
         a = q.aggs[j]

@@ -23,6 +23,7 @@ from bamql.kernels import diskcache, wide
 from bamql.kernels.codegen import PARAM_ARGS, ExprCompiler, Params, safe_name
 from bamql.lru import LRU
 from bamql.planner import ir
+from bamql.planner.domains import n_slots as group_slots
 
 #: Compiled kernels by source; constants are arguments, so a source is a query shape.
 _cache: LRU = LRU(256)
@@ -177,7 +178,7 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
         for name in ir.columns_of(e):
             load(name)
     grouped = bool(q.keys)
-    n_groups = int(np.prod([size + 1 for _, size in domains])) if grouped else 1
+    n_groups = group_slots(domains) if grouped else 1
     private = grouped and _fits_shared(n_groups, q.aggs)
     # the fewest groups: each thread's own accumulators first (no atomics per row)
     own = private and n_groups * _private_arrays(q.aggs) <= THREAD_SLOTS

@@ -21,6 +21,7 @@ from functools import singledispatchmethod
 import numpy as np
 
 from bamql.planner import ir
+from bamql.planner.domains import FIXED_UNITS, MONTHS
 
 _CMP = {"=": "==", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 
@@ -526,21 +527,35 @@ class ExprCompiler:
             self.emit(f"    {self.flag(code)}")
 
     def group_slot(self, keys, domains) -> None:
-        """Emit ``g``, the accumulator slot of the row's group: key value ``v`` of domain
-        ``(base, size)`` takes ``v - base``, NULL takes ``size``, the keys mixed in radix
-        ``size + 1``. A value outside its domain (metadata that does not match the data) is
+        """Emit ``g``, the accumulator slot of the row's group: a key of ``domains.Domain``
+        ``d`` takes its index less ``d.base``, NULL takes ``d.size``, the keys mixed in radix
+        ``d.size + 1``. A value outside its domain (metadata that does not match the data) is
         flagged (``ERR_KEY``) and sent to slot 0: nothing is written out of bounds."""
         self.emit("g = 0")
         self.emit("gbad = False")
-        for k, (base, size) in zip(keys, domains, strict=True):
+        for k, d in zip(keys, domains, strict=True):
             v, ok = self.compile(k)
-            self.emit(f"gk = int({v}) - {base} if {ok} else {size}")
-            self.emit(f"gbad = gbad | ({ok} & ((gk < 0) | (gk >= {size})))")
-            self.emit(f"g = g * {size + 1} + gk")
+            idx = self._bucket(v, d.unit) if d.unit is not None else f"int({v})"
+            self.emit(f"gk = {idx} - {d.base} if {ok} else {d.size}")
+            self.emit(f"gbad = gbad | ({ok} & ((gk < 0) | (gk >= {d.size})))")
+            self.emit(f"g = g * {d.size + 1} + gk")
         self.emit("if gbad:")
         if self.flag is not None:
             self.emit(f"    {self.flag(ERR_KEY)}")
         self.emit("    g = 0")
+
+    def _bucket(self, v: str, unit: ir.TruncUnit) -> str:
+        """Emit the bucket index of timestamp ``v`` in ``unit`` (``domains.Domain.bucket``:
+        whole units since the epoch, weeks from the Monday before it, months since year 0);
+        return its source."""
+        if unit in FIXED_UNITS:
+            return f"({v} // {FIXED_UNITS[unit]})"
+        if unit == ir.TruncUnit.WEEK:
+            return f"(({v} // 86400000000 + 3) // 7)"
+        day = f"bd{v}"
+        self.emit(f"{day} = {v} // 86400000000")
+        y, m, _ = self._civil(day, "b" + v)
+        return f"(({y} * 12 + {m} - 1) // {MONTHS[unit]})"
 
     def _may_be_nan(self, e: ir.Expr) -> bool:
         """Whether ``e`` can be NaN: a float that is no finite constant and no scaled-integer

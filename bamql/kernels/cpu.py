@@ -14,6 +14,7 @@ from bamql.kernels.codegen import PARAM_ARGS, ExprCompiler, Params, safe_name
 from bamql.lru import LRU
 from bamql.parallel import PARALLEL_LOCK
 from bamql.planner import ir
+from bamql.planner.domains import Domain
 
 #: Compiled kernels by source. Constants are arguments (``codegen.Params``), so a source
 #: stands for a query shape, not a query; the least recently used go past the bound.
@@ -79,7 +80,7 @@ def filter_kernel(pred: ir.Expr, columns: Sequence[str], sentinels: dict,
 ACC_ARRAYS = ("C", "SF", "SI", "MNF", "MXF", "MNI", "MXI", "VS", "VF")
 
 
-def agg_source(keys: Sequence[ir.Expr], domains: Sequence[tuple[int, int]], aggs: Sequence[ir.Agg],
+def agg_source(keys: Sequence[ir.Expr], domains: Sequence[Domain], aggs: Sequence[ir.Agg],
                columns: Sequence[str], sentinels: dict,
                scales: dict | None = None) -> tuple[str, Params]:
     """Source of ``kern(n, nch, <columns>, PI, PF, LI, LF, R, C, SF, SI, MNF, MXF, MNI, MXI,

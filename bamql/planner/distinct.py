@@ -22,6 +22,7 @@ import numpy as np
 
 from bamql.errors import PlanError
 from bamql.planner import ir
+from bamql.planner.domains import n_slots
 from bamql.planner.grouping import kernel_slots
 from bamql.planner.joins import JoinQuery, KeyMap
 from bamql.planner.show import show
@@ -78,13 +79,6 @@ def distinct_slots(q: JoinQuery, fact_domains, out_domains) -> tuple[tuple[np.nd
     groups -> (output keys, ``c``), then -> output keys (``c`` varies fastest)."""
     mid = (*out_domains, fact_domains[q.distinct_key])
     first = dataclasses.replace(q, key_maps=(*q.key_maps, KeyMap(q.distinct_key)))
-    n_mid = _groups(mid)
+    n_mid = n_slots(mid)
     return (first.slots(fact_domains, mid), n_mid), \
-        (np.arange(n_mid, dtype=np.int64) // (mid[-1][1] + 1), _groups(out_domains))
-
-
-def _groups(domains) -> int:
-    n = 1
-    for _, size in domains:
-        n *= size + 1
-    return n
+        (np.arange(n_mid, dtype=np.int64) // (mid[-1].size + 1), n_slots(out_domains))

@@ -7,14 +7,17 @@ the table's metadata: an integer or dictionary-string column, a calendar field (
 range from the timestamp column's), and integer-valued expressions of those and of decimal
 floats — ``ROUND``/``FLOOR``/``CEIL``/``CAST AS INTEGER`` of a scaled-integer column (which
 holds no NaN or infinity), ``+``/``-`` of two such keys, ``*`` by a constant, ``ABS``.
-Every other key (a plain float, a timestamp, a condition) has no dense range: the
-hash-aggregation step takes it.
+A condition's slots are FALSE and TRUE; ``date_trunc`` of a timestamp column is a dense key
+of its buckets (``Domain.unit``: seconds to weeks by their fixed width, months, quarters and
+years by the calendar). Every other key (a plain float, a timestamp, a large range) has no
+dense range: the hash-aggregation step takes it.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -23,6 +26,53 @@ from bamql.storage.format import ColumnMeta
 
 #: The range of an expression that is NULL on every row (an all-NULL column's).
 _NO_VALUES = (0, 0)
+_DAY = 86_400_000_000
+#: microseconds of the ``date_trunc`` units of one fixed width (a week is counted apart)
+FIXED_UNITS = {ir.TruncUnit.SECOND: 1_000_000, ir.TruncUnit.MINUTE: 60_000_000,
+               ir.TruncUnit.HOUR: 3_600_000_000, ir.TruncUnit.DAY: _DAY}
+#: months in a bucket of the calendar ``date_trunc`` units
+MONTHS = {ir.TruncUnit.MONTH: 1, ir.TruncUnit.QUARTER: 3, ir.TruncUnit.YEAR: 12}
+
+
+@dataclass(frozen=True)
+class Domain:
+    """The dense slots of one group key: its values have indices ``base .. base + size - 1``
+    (index ``i`` in slot ``i - base``), NULL takes slot ``size``.
+
+    A key's index is its value, or with ``unit`` (a ``date_trunc`` key) the number of its
+    bucket: whole units since the epoch, weeks since the Monday before it, months since
+    year 0 (``bucket``; the kernels compute the same in ``codegen``)."""
+
+    base: int
+    size: int
+    unit: ir.TruncUnit | None = None
+
+    def bucket(self, us: np.ndarray) -> np.ndarray:
+        """Indices of timestamps ``us`` (microseconds; truncated or not)."""
+        us = np.asarray(us, np.int64)
+        if self.unit in FIXED_UNITS:
+            return us // FIXED_UNITS[self.unit]
+        if self.unit == ir.TruncUnit.WEEK:
+            return (us // _DAY + 3) // 7
+        months = us.astype("datetime64[us]").astype("datetime64[M]").astype(np.int64) + 1970 * 12
+        return months // MONTHS[self.unit]
+
+    def index(self, values: np.ndarray) -> np.ndarray:
+        """The indices of key values."""
+        v = np.asarray(values)
+        return self.bucket(v) if self.unit is not None else v.astype(np.int64)
+
+    def value(self, index: np.ndarray) -> np.ndarray:
+        """The key values of indices (a bucket's first microsecond)."""
+        i = np.asarray(index, np.int64)
+        if self.unit is None:
+            return i
+        if self.unit in FIXED_UNITS:
+            return i * FIXED_UNITS[self.unit]
+        if self.unit == ir.TruncUnit.WEEK:
+            return (i * 7 - 3) * _DAY
+        months = i * MONTHS[self.unit] - 1970 * 12
+        return months.astype("datetime64[M]").astype("datetime64[us]").astype(np.int64)
 
 
 def _year(us: int) -> int:
@@ -44,6 +94,8 @@ def value_range(e: ir.Expr, cols: Mapping[str, ColumnMeta]) -> tuple[int, int] |
         return _NO_VALUES if c.min is None else (int(c.min), int(c.max))
     if isinstance(e, ir.Lit):
         return (e.value, e.value) if e.kind == "int" and isinstance(e.value, int) else None
+    if e.kind == "bool" and isinstance(e, ir.Cmp | ir.And | ir.Or | ir.Not | ir.IsNull | ir.InList):
+        return 0, 1  # FALSE, TRUE
     if isinstance(e, ir.Extract):
         size = ir.EXTRACT_PARTS[e.part]
         if size is not None:
@@ -108,19 +160,27 @@ def _integral_bounds(e: ir.Expr, cols: Mapping[str, ColumnMeta]) -> tuple[int, i
     return math.floor(float(c.min)) - 1, math.ceil(float(c.max)) + 1
 
 
-def key_domain(k: ir.Expr, cols: Mapping[str, ColumnMeta]) -> tuple[int, int] | None:
-    """``(base, size)`` of a group key: value ``v`` maps to slot ``v - base``, NULL to slot
-    ``size``; None where the key has no dense range (module text)."""
+def key_domain(k: ir.Expr, cols: Mapping[str, ColumnMeta]) -> Domain | None:
+    """The dense slots of a group key; None where it has none (module text)."""
+    if isinstance(k, ir.Trunc):
+        span = _stamp_range(k.arg, cols)
+        if span is None:
+            return None
+        d = Domain(0, 1, k.unit)
+        if span is _NO_VALUES:
+            return d
+        lo, hi = (int(x) for x in d.bucket(np.array(span, np.int64)))
+        return Domain(lo, hi - lo + 1, k.unit)
     r = value_range(k, cols)
     if r is None:
         return None
     if isinstance(k, ir.Col) and cols[k.name].kind == "string":
-        return 0, r[1] + 1
+        return Domain(0, r[1] + 1)
     if isinstance(k, ir.Extract) and ir.EXTRACT_PARTS[k.part] is not None:
-        return 0, ir.EXTRACT_PARTS[k.part]
+        return Domain(0, ir.EXTRACT_PARTS[k.part])
     if r is _NO_VALUES:
-        return 0, 1
-    return r[0], r[1] - r[0] + 1
+        return Domain(0, 1)
+    return Domain(r[0], r[1] - r[0] + 1)
 
 
 def slots(keys, cols: Mapping[str, ColumnMeta]) -> int | None:
@@ -130,5 +190,19 @@ def slots(keys, cols: Mapping[str, ColumnMeta]) -> int | None:
         d = key_domain(k, cols)
         if d is None:
             return None
-        total *= d[1] + 1
+        total *= d.size + 1
     return total
+
+
+def n_slots(domains) -> int:
+    """Accumulator slots of keys with ``domains``: one per index, one for NULL, per key."""
+    return int(np.prod([d.size + 1 for d in domains])) if domains else 1
+
+
+def strides(domains) -> list[int]:
+    """Each key's stride in a slot number (the first key varies slowest)."""
+    out, stride = [], 1
+    for d in reversed(domains):
+        out.append(stride)
+        stride *= d.size + 1
+    return out[::-1]

@@ -30,7 +30,7 @@ from sqlglot import exp
 
 from bamql.errors import PlanError
 from bamql.planner import ir
-from bamql.planner.domains import key_domain
+from bamql.planner.domains import key_domain, n_slots, strides
 from bamql.planner.evaluate import evaluate
 from bamql.planner.grouping import kernel_slots
 from bamql.planner.show import show
@@ -172,18 +172,18 @@ class JoinQuery:
     def slots(self, fact_domains, out_domains) -> np.ndarray:
         """The output group slot of every fact group slot (``accumulate.finish``'s layout:
         the first key varies slowest; a key's last slot holds NULL)."""
-        g = np.arange(_n_slots(fact_domains), dtype=np.int64)
-        fact_slot = [(g // st) % (size + 1) for (_, size), st in zip(fact_domains,
-                                                                   _strides(fact_domains), strict=True)]
+        g = np.arange(n_slots(fact_domains), dtype=np.int64)
+        fact_slot = [(g // st) % (d.size + 1) for d, st in zip(fact_domains,
+                                                               strides(fact_domains), strict=True)]
         out = np.zeros(len(g), np.int64)
-        for m, (_, osize), ost in zip(self.key_maps, out_domains, _strides(out_domains), strict=True):
+        for m, od, ost in zip(self.key_maps, out_domains, strides(out_domains), strict=True):
             fs = fact_slot[m.fact_index]
             if not m.dim:
                 out += fs * ost
                 continue
-            base, size = fact_domains[m.fact_index]
-            value = base + fs
-            o = np.full(len(g), osize, np.int64)  # NULL: no dimension row, or a NULL key
+            size = fact_domains[m.fact_index].size
+            value = fact_domains[m.fact_index].base + fs  # a join key: an integer column
+            o = np.full(len(g), od.size, np.int64)  # NULL: no dimension row, or a NULL key
             keys = np.asarray(m.dim_keys, np.int64)
             if len(keys):
                 i = np.clip(np.searchsorted(keys, value), 0, len(keys) - 1)
@@ -191,21 +191,6 @@ class JoinQuery:
                 o[hit] = np.asarray(m.slots, np.int64)[i[hit]]
             out += o * ost
         return out
-
-
-def _strides(domains) -> list[int]:
-    out, stride = [], 1
-    for _, size in reversed(domains):
-        out.append(stride)
-        stride *= size + 1
-    return out[::-1]
-
-
-def _n_slots(domains) -> int:
-    n = 1
-    for _, size in domains:
-        n *= size + 1
-    return n
 
 
 # -- translation -------------------------------------------------------------------------
@@ -445,8 +430,8 @@ def _key_map(i: int, j: Joined, k: ir.Col, t: JoinTranslator) -> KeyMap:
     dim = t.dims[j.table]
     kv, kok = dim.values[j.dim_key]
     v, ok = dim.values[t.dim_cols[k.name][1]]
-    base, size = key_domain(k, t.dim_metas)
-    slot = np.where(ok, v - base, size)
+    d = key_domain(k, t.dim_metas)
+    slot = np.where(ok, v - d.base, d.size)
     order = np.argsort(kv[kok], kind="stable")
     return KeyMap(i, True, tuple(int(x) for x in kv[kok][order]),
                   tuple(int(x) for x in slot[kok][order]))

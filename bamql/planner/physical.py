@@ -24,7 +24,7 @@ from bamql.planner.cost import (
     stream_cost,
     use_compressed,
 )
-from bamql.planner.domains import key_domain
+from bamql.planner.domains import Domain, key_domain, n_slots
 from bamql.planner.evaluate import predicate_mask
 from bamql.planner.ranges import RowRanges
 from bamql.planner.show import format_bytes, show, show_query
@@ -70,7 +70,7 @@ class PhysicalPlan:
     access: tuple[Access, ...]
     ranges: RowRanges
     est_selectivity: float
-    key_domains: tuple[tuple[int, int], ...]
+    key_domains: tuple[Domain, ...]
     medium: config.Medium
     #: share of what each column's path reads (its pages, or its compressed copy) that the
     #: OS page cache held when planned
@@ -415,7 +415,7 @@ def explain_text(p: PhysicalPlan, store: PageStore) -> str:
              + ")", f"  logical: {show_query(q)}"]
     if q.keys:
         lines.append("  group by: " + ", ".join(show(k) for k in q.keys)
-                     + f"  ({int(np.prod([s + 1 for _, s in p.key_domains])):,} slots)")
+                     + f"  ({n_slots(p.key_domains):,} slots)")
     lines.append("  aggregates: " + ", ".join(show(a) for a in q.aggs))
     if p.stages:
         lines.append(f"  zone maps and value sets keep {p.candidate_rows:,} of {p.rows:,} rows "

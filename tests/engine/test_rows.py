@@ -200,3 +200,21 @@ def test_gpu_session_runs_rows_on_the_cpu_in_the_simulator():
                        timeout=900, cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
     assert r.returncode == 0, r.stderr[-3000:]
     assert "gpu session ok" in r.stdout
+
+
+def test_top_order_is_the_head_of_the_full_sort():
+    """``top_order`` partitions on the first key before sorting: its rows and their order
+    are the full sort's first ones, over NULLs, NaN, +-inf, -0.0, int64 extremes, booleans,
+    both directions, NULLS FIRST and ties on every key."""
+    from bamql.engine.rows import sort_order, top_order
+
+    rng = np.random.default_rng(0)
+    pools = [np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.5, 2.5, -3.0]),
+             np.array([np.iinfo(np.int64).min, -1, 0, 5, 7, np.iinfo(np.int64).max]),
+             np.array([True, False])]
+    for _ in range(1500):
+        n, want = int(rng.integers(1, 300)), int(rng.integers(1, 40))
+        keys = [((rng.choice(pools[int(rng.integers(0, 3))], n), rng.random(n) < 0.8),
+                 bool(rng.integers(0, 2)), bool(rng.integers(0, 2)))
+                for _ in range(int(rng.integers(1, 4)))]
+        assert list(top_order(keys, want)) == list(sort_order(keys)[:want])

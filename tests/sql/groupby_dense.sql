@@ -19,3 +19,10 @@ SELECT round(fare_amount, 1) AS f, count(*) FROM trips WHERE fare_amount BETWEEN
 SELECT extract(year FROM pickup_datetime) AS y, median(fare_amount), quantile_cont(tip_amount, 0.9) FROM trips GROUP BY y ORDER BY y;
 SELECT extract(year FROM pickup_datetime) AS y, count(DISTINCT payment_type), count(*) FROM trips GROUP BY y ORDER BY y;
 SELECT SUM(ROUND(fare_amount, 1)), SUM(CAST(fare_amount AS INTEGER)), SUM(ROUND(trip_distance)) FROM trips;
+SELECT date_trunc('hour', pickup_datetime) AS h, count(*), avg(fare_amount), max(tip_amount) FROM trips GROUP BY h ORDER BY h;
+SELECT date_trunc('day', pickup_datetime) AS d, payment_type, count(*), sum(total_amount) FROM trips GROUP BY 1, 2 ORDER BY 1, 2;
+SELECT date_trunc('week', dropoff_datetime) AS w, count(*) FROM trips GROUP BY w ORDER BY w;
+SELECT date_trunc('month', pickup_datetime) AS m, date_trunc('quarter', pickup_datetime) AS q, date_trunc('year', pickup_datetime) AS y, count(*) FROM trips GROUP BY ALL ORDER BY 1;
+SELECT date_trunc('minute', pickup_datetime) AS m, count(*) FROM trips WHERE pickup_location_id = 161 GROUP BY m ORDER BY 2 DESC, 1 LIMIT 5;
+SELECT tip_amount > 0 AS tipped, fare_amount > 10 AND payment_type = 1 AS big_card, count(*), avg(tip_amount) FROM trips GROUP BY 1, 2 ORDER BY 1, 2;
+SELECT date_trunc('day', pickup_datetime) AS d, median(trip_distance) FROM trips GROUP BY d ORDER BY d;
