@@ -76,10 +76,16 @@ def _zero_nulls(a: pa.Array) -> pa.Array:
     return a.fill_null(0) if a.null_count else a
 
 
+def _is_string_view(t: pa.DataType) -> bool:
+    return getattr(pa.types, "is_string_view", lambda _: False)(t)
+
+
 def dimension(name: str, data) -> Dimension:
     """A dimension table from a pyarrow Table, a pandas or polars DataFrame, or anything
-    with ``__arrow_c_stream__``; columns of types bamql does not read (decimals, dates,
-    lists, ...) are kept out (naming one is an unknown column)."""
+    with ``__arrow_c_stream__``. Integers, booleans (as integers, as a store keeps them),
+    floats, decimals (as doubles, as a store keeps them), timestamps and strings of every
+    Arrow layout are read; a column of another type (dates, lists, structs, ...) refuses the
+    table in one line naming it, rather than leaving the column out unseen."""
     try:
         table = data if isinstance(data, pa.Table) else pa.table(data)
     except (TypeError, ValueError, pa.ArrowException) as e:
@@ -92,6 +98,13 @@ def dimension(name: str, data) -> Dimension:
         t = col.type
         if pa.types.is_dictionary(t):
             col, t = col.cast(t.value_type), t.value_type
+        if _is_string_view(t):
+            col, t = col.cast(pa.string()), pa.string()
+            table = table.set_column(table.column_names.index(cname), cname, col)
+        if pa.types.is_boolean(t):
+            col, t = col.cast(pa.int64()), pa.int64()
+        if pa.types.is_decimal(t):
+            col, t = col.cast(pa.float64()), pa.float64()
         valid = to_numpy(col.is_valid())
         if pa.types.is_integer(t):
             kind, v = "int", to_numpy(_zero_nulls(col).cast(pa.int64()))
@@ -105,7 +118,9 @@ def dimension(name: str, data) -> Dimension:
             code = {s: i for i, s in enumerate(dictionary)}
             kind, v = "string", np.array([code.get(s, 0) for s in strs], np.int64)
         else:
-            continue
+            raise PlanError(f"cannot register table {name!r}: column {cname!r} is of type {t}, "
+                            "which bamql does not read (integers, booleans, floats, decimals, "
+                            "timestamps and strings); cast it or leave it out")
         ok = v[valid]
         lo = hi = None
         if kind in ("int", "timestamp") and len(ok):

@@ -93,11 +93,14 @@ def in_subquery(t: ExprTranslator, node: exp.In, dims: Mapping[str, Dimension]) 
         pv, pok = evaluate(p, env, n)
         passes = np.asarray(pv, dtype=bool) & pok
     v, ok = dim.values[col.name]
-    if not passes.any():
-        return ir.Lit(False, "bool")  # x IN (no rows) is false for every x, NULL too
+    # the left side is bound and checked against the column's type whatever the subquery
+    # returns: an empty result must not hide an unknown column or a type mismatch
     a = t.expr(node.this)
     if a.kind == "strlit":
         raise t.fail("IN of a string constant is not supported", node)
+    if not passes.any():
+        t.coerce_literal(_stand_in(col.kind), a, node)
+        return ir.Lit(False, "bool")  # x IN (no rows) is false for every x, NULL too
     lits = [_lit(x, col.kind, dim.metas[col.name].dictionary) for x in np.unique(v[passes & ok])]
     if (passes & ~ok).any():
         lits.append(ir.Lit(None, "null"))
@@ -111,3 +114,11 @@ def _lit(x, kind: str, dictionary) -> ir.Lit:
     if kind == "float":
         return ir.Lit(float(x), "float")
     return ir.Lit(int(x), kind)
+
+
+def _stand_in(kind: str) -> ir.Lit:
+    """A value of a subquery column's type, checked against the left side of an ``IN``
+    whose subquery returns no rows as a returned value would be."""
+    if kind == "string":
+        return ir.Lit("", "strlit")
+    return ir.Lit(0.0, "float") if kind == "float" else ir.Lit(0, kind)

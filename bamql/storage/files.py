@@ -77,8 +77,7 @@ def expand(spec: str | os.PathLike | RemotePath) -> list[SourcePath]:
     path = os.path.expanduser(text)
     if _GLOB.search(path):
         # hidden files match as in DuckDB (a directory, read whole, skips them)
-        hits = sorted(Path(h) for h in glob.glob(path, recursive=True, include_hidden=True)
-                      if os.path.isfile(h))
+        hits = sorted(Path(h) for h in _glob(path) if os.path.isfile(h))
         if not hits and os.path.isfile(path):  # a file whose name only looks like a glob
             return [Path(path)]
         if not hits:
@@ -86,14 +85,81 @@ def expand(spec: str | os.PathLike | RemotePath) -> list[SourcePath]:
         return hits
     p = Path(path)
     if p.is_dir():
-        hits = sorted(f for f in p.rglob("*") if f.is_file() and format_of(f) is not None
-                      and _visible(f, p))
+        _check_root(p, text)
+        try:  # pathlib's walk follows no symlinked directory: a loop cannot hang it
+            hits = sorted(f for f in p.rglob("*") if f.is_file() and format_of(f) is not None
+                          and _visible(f, p))
+        except OSError as e:
+            raise IngestError(f"cannot read directory {text}: {e.strerror or e}") from None
         if not hits:
             raise IngestError(f"directory {text} holds no Parquet, ORC or CSV files")
         return hits
     if not p.exists():
         raise IngestError(f"source {text} does not exist")
+    if not p.is_file():  # a FIFO or a device would block or never end
+        raise IngestError(f"source {text} is not a regular file")
     return [p]
+
+
+#: Directories whose files are never a table's: the whole file system, and the kernel's
+#: views of processes and devices (reading them blocks, or never ends)
+_SYSTEM_DIRS = (Path("/"), Path("/proc"), Path("/sys"), Path("/dev"))
+
+
+def _check_root(p: Path, text: str) -> None:
+    """Refuse a directory (or a glob's fixed root) that is, or lies in, a system one."""
+    r = p.resolve()
+    if r == Path("/") or any(r == d or d in r.parents for d in _SYSTEM_DIRS[1:]):
+        raise IngestError(f"reading the files under {text} is refused: name the directory "
+                          "that holds the table's files")
+
+
+def _glob(pattern: str) -> list[str]:
+    """The paths a glob matches (``*``, ``?``, ``[..]`` within a name, ``**`` across
+    directories, hidden names included), walking from its fixed root without following
+    symlinked directories, so that a link loop in the tree cannot make it endless."""
+    parts = pattern.split("/")
+    fixed = 0
+    while fixed < len(parts) - 1 and not _GLOB.search(parts[fixed]):
+        fixed += 1
+    root = "/".join(parts[:fixed]) or ("/" if pattern.startswith("/") else "")
+    rest = parts[fixed:]
+    if "**" not in rest:  # no recursion: the standard glob cannot loop
+        return glob.glob(pattern, include_hidden=True)
+    top = Path(root or ".")
+    _check_root(top, root or ".")
+    regex = re.compile("".join(
+        ("(?:[^/]+/)*" if i < len(rest) - 1 else ".*") if seg == "**"
+        else _segment(seg) + ("/" if i < len(rest) - 1 else "")
+        for i, seg in enumerate(rest)))
+    out = []
+    for d, dirs, files in os.walk(top, followlinks=False):
+        for name in (*files, *dirs):
+            rel = os.path.relpath(os.path.join(d, name), top).replace(os.sep, "/")
+            if regex.fullmatch(rel):
+                out.append(os.path.join(root, rel) if root else rel)
+    return out
+
+
+def _segment(seg: str) -> str:
+    """A regular expression of one path segment of a glob."""
+    out, i = [], 0
+    while i < len(seg):
+        c = seg[i]
+        j = seg.find("]", i + 2) if c == "[" else -1
+        if c == "*":
+            out.append("[^/]*")
+        elif c == "?":
+            out.append("[^/]")
+        elif j > 0:
+            body = seg[i + 1 : j]
+            body = "^" + body[1:] if body.startswith("!") else body
+            out.append("[" + body.replace("\\", "\\\\") + "]")
+            i = j
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return "".join(out)
 
 
 def expand_all(specs: Sequence[str | os.PathLike | RemotePath]) -> list[SourcePath]:

@@ -237,3 +237,26 @@ def test_files_join_the_zone_table_as_duckdb(session, files):
     con = duckdb.connect()
     con.register("zones", zones)
     assert_same_rows(session_rows(session, sql), con.sql(sql).fetchall(), ordered=True)
+
+
+def test_a_glob_over_symlink_loops_ends(session, files, tmp_path):
+    """``**`` follows no symlinked directory: loops (``self -> .``, ``sub/back -> ..``) leave
+    each file matched once, at once."""
+    root = tmp_path / "loop"
+    (root / "sub").mkdir(parents=True)
+    pq.write_table(pq.read_table(files / "trips" / "a.parquet"), root / "sub" / "a.parquet")
+    (root / "self").symlink_to(".")
+    (root / "sub" / "back").symlink_to("..")
+    sql = f"SELECT COUNT(*) FROM '{root}/**/*.parquet'"
+    assert session_rows(session, sql) == _duck(f"SELECT COUNT(*) FROM '{root}/sub/a.parquet'")
+    assert session_rows(session, f"SELECT COUNT(*) FROM '{root}'") == session_rows(session, sql)
+
+
+def test_what_is_no_regular_file_or_a_system_directory_is_refused(session, tmp_path):
+    fifo = tmp_path / "p.csv"
+    os.mkfifo(fifo)  # opening it would block until a writer came
+    with pytest.raises(BamqlError, match="is not a regular file"):
+        session.sql(f"SELECT * FROM '{fifo}'")
+    for root in ("/", "/proc", "/proc/**/*.csv", "/sys/"):
+        with pytest.raises(BamqlError, match="refused: name the directory"):
+            session.sql(f"SELECT COUNT(*) FROM '{root}'")

@@ -1,7 +1,8 @@
 """Grouped queries on a real GPU (marker ``gpu``): the taxi benchmark's GROUP BYs and dense
-expression keys over 3 M generated trips, on every backend, with a small page cache and with
-eight threads on one session, against DuckDB over the same rows. Three groups over 3 M rows
-make every block merge its shared-memory copy into the same few words."""
+expression keys (calendar fields, rounded decimals, date_trunc, conditions) over 3 M trips,
+on every backend, with a small page cache and with eight threads on one session, against
+DuckDB over the same rows. Three groups over 3 M rows make every block merge its
+shared-memory copy into the same few words."""
 
 from __future__ import annotations
 
@@ -27,6 +28,11 @@ QUERIES = [load(n) for n in ("t01", "t02", "t03", "t04", "g01")] + [
     "COUNT(*), SUM(tip_amount) FROM trips WHERE trip_distance > 2 GROUP BY 1, 2, 3",
     "SELECT pickup_location_id, COUNT(*) FILTER (WHERE tip_amount > 0), AVG(trip_distance) "
     "FROM trips GROUP BY pickup_location_id",
+    load("d01"),
+    "SELECT date_trunc('week', pickup_datetime) AS w, date_trunc('month', dropoff_datetime) AS mo, "
+    "tip_amount > 0 AS tipped, COUNT(*), MAX(fare_amount) FROM trips GROUP BY 1, 2, 3",
+    "SELECT date_trunc('day', pickup_datetime) AS d, date_trunc('quarter', pickup_datetime) AS q, "
+    "date_trunc('year', pickup_datetime) AS y, COUNT(*), SUM(total_amount) FROM trips GROUP BY ALL",
 ]
 
 

@@ -93,3 +93,17 @@ def test_answers_match_duckdb(taxi_store, taxi_orc, sql):
         ref.register("zones", con.dimensions["zones"].table)
         ours = [tuple(r.values()) for r in con.sql(sql).to_arrow().to_pylist()]
     assert ours == ref.execute(sql).fetchall()
+
+
+@pytest.mark.parametrize("where,text", [
+    ("nosuch IN (SELECT k FROM d WHERE k > 1000)", "unknown column 'nosuch'"),
+    ("nosuch NOT IN (SELECT k FROM d WHERE k > 1000)", "unknown column 'nosuch'"),
+    ("(pickup_location_id + nosuch) IN (SELECT k FROM d WHERE k > 1000)", "unknown column 'nosuch'"),
+    ("flag IN (SELECT k FROM d WHERE k > 1000)", "string column compares only with string"),
+    ("pickup_location_id IN (SELECT s FROM d WHERE k > 1000)", "cannot compare"),
+])
+def test_an_empty_subquery_still_binds_and_checks_the_left_side(where, text):
+    """The subquery returns no rows: the left side is bound and typed as it is when it does
+    (DuckDB binds before it runs anything), not answered FALSE unseen."""
+    with pytest.raises(PlanError, match=text):
+        _pred(where)
