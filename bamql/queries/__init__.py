@@ -6,6 +6,8 @@ from importlib import resources
 
 #: The BaM taxi queries: Williamsburg pickups, one more dependent column per query.
 TAXI_QUERIES = ("q01", "q02", "q03", "q04", "q05", "q06")
+#: The queries that return rows (ORDER BY ... LIMIT), not groups.
+ROW_QUERIES = ("k01",)
 
 
 def load(name: str) -> str:

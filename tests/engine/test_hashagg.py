@@ -85,6 +85,10 @@ def store(request, tmp_path_factory) -> tuple[Path, pa.Table]:
 
 #: keys with a dense range (``planner.domains``): the fused kernel groups by them
 DENSE = {
+    "SELECT date_trunc('day', ts) AS d, s, COUNT(*), MIN(ts), MAX(m) FROM trips GROUP BY d, s "
+    "ORDER BY d, s",
+    "SELECT x > 0 AS pos, COUNT(*), SUM(m) FILTER (WHERE g = 2) FROM trips GROUP BY pos "
+    "ORDER BY pos",
     "SELECT year(ts), EXTRACT(YEAR FROM ts) AS y, COUNT(*) FROM trips GROUP BY 1, 2 ORDER BY 1",
     "SELECT CAST(CAST(m AS DOUBLE) AS INTEGER) AS c, COUNT(*), AVG(big) FROM trips GROUP BY c "
     "HAVING COUNT(*) > 5 ORDER BY c",

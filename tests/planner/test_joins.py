@@ -10,6 +10,7 @@ import pytest
 
 from bamql.errors import PlanError
 from bamql.planner import ir
+from bamql.planner.domains import Domain
 from bamql.planner.joins import JoinQuery, dimension, translate_joins
 from bamql.planner.translate import translate
 from bamql.storage.format import ColumnMeta
@@ -86,7 +87,8 @@ def test_group_by_a_dimension_column_groups_by_the_key_and_maps_slots():
     assert q.fact.keys == (KEY, ir.Col("vendor_id", "int"))
     assert q.out.keys == (ir.Col("z.Borough", "string"), ir.Col("vendor_id", "int"))
     assert q.regroups
-    fact_domains, out_domains = ((1, 265), (1, 2)), ((0, 4), (1, 2))
+    fact_domains = (Domain(1, 265), Domain(1, 2))
+    out_domains = (Domain(0, 4), Domain(1, 2))
     slots = q.slots(fact_domains, out_domains)
     assert len(slots) == 266 * 3
 
@@ -131,11 +133,11 @@ def test_what_joins_refuse(sql, text):
     assert "\n" not in str(e.value)
 
 
-def test_a_dimension_keeps_the_columns_bamql_reads():
+def test_a_dimension_reads_every_column():
     d = dimension("d", pa.table({"k": pa.array([3, 1], pa.int8()), "f": [0.5, None],
                                  "s": pa.array(["b", "a"]).dictionary_encode(),
                                  "dec": pa.array([1, 2], pa.decimal128(5, 0))}))
-    assert set(d.metas) == {"k", "f", "s"}
+    assert set(d.metas) == {"k", "f", "s", "dec"} and d.metas["dec"].kind == "float"
     assert d.metas["k"].min == 1 and d.metas["k"].max == 3 and d.metas["f"].nulls == 1
     assert d.metas["s"].dictionary == ("a", "b")
     assert np.array_equal(d.values["s"][0], [1, 0])

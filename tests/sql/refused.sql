@@ -101,7 +101,6 @@ SELECT COUNT(DISTINCT vendor_id, payment_type) FROM trips;
 SELECT COUNT(DISTINCT vendor_id + 1) FROM trips;
 SELECT COUNT(DISTINCT z.Borough) FROM trips t JOIN zones z ON t.pickup_location_id = z.LocationID
 ;
-SELECT date_trunc('day', pickup_datetime) AS d, MEDIAN(fare_amount) FROM trips GROUP BY d;
 SELECT trip_distance, COUNT(DISTINCT vendor_id) FROM trips GROUP BY trip_distance;
 SELECT 'x', COUNT(*) FROM trips GROUP BY 1;
 SELECT z.Borough, COUNT(*) FROM trips t JOIN zones z ON t.pickup_location_id = z.LocationID GROUP BY z.Borough, t.trip_distance
