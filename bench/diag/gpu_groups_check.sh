@@ -12,10 +12,10 @@ export PYTHONPATH=/tmp/site:$PWD BAMQL_CACHE_DIR=/tmp/bamql-cache
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 bash bench/diag/gpu_checks.sh prep "$rows" > /dev/null
 { echo "# GPU tests, $tag, $gpu, no nvCOMP: pytest -m gpu tests/gpu/test_grouped.py tests/gpu/test_engine.py -k 'grouped or (every_query and 512)'"
-  timeout 300 python -m pytest -q -m gpu tests/gpu/test_grouped.py tests/gpu/test_engine.py \
+  timeout 200 python -m pytest -q -m gpu tests/gpu/test_grouped.py tests/gpu/test_engine.py \
     -k "grouped or (every_query and 512)" -n 4 --dist load -p no:cacheprovider; } > "$out/gpu-tests-$tag.log" 2>&1
 tail -3 "$out/gpu-tests-$tag.log"
-for _ in $(seq 120); do grep -q "results:" /tmp/prep.log 2>/dev/null && break; sleep 2; done
-timeout 240 python -m bamql.cli bench --rows "$rows" --engines bamql-gpu-gpu,bamql-gpu-host,duckdb \
+for _ in $(seq 60); do grep -q "results:" /tmp/prep.log 2>/dev/null && break; sleep 2; done
+timeout 120 python -m bamql.cli bench --rows "$rows" --engines bamql-gpu-gpu,bamql-gpu-host,duckdb \
   --queries u01,t01,t02,t03,t04,d01,k01,g01 --page-sizes 512 --selectivity 0.0005 --modes warm \
   --reps 5 --workdir /tmp/bench-data --no-plots --out "$out/bench-groups-$tag" 2>&1 | tail -26
