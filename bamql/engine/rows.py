@@ -170,7 +170,11 @@ def _partition_rows(store: PageStore, q: ir.RowQuery, medium: Medium, device: De
                     backend: Backend, want: int | None) -> tuple[_Kept, QueryStats]:
     """The rows of one partition: all of them, or its first ``want`` in ``q``'s order."""
     t0 = time.perf_counter()
-    matches, stats = row_matches(store, q.table, q.predicate, q.columns, medium, device, backend)
+    predicate = q.predicate
+    if want:
+        bound = topk_bound(store, q, want)
+        predicate = bound if bound is not None else predicate
+    matches, stats = row_matches(store, q.table, predicate, q.columns, medium, device, backend)
     order_cols = tuple(dict.fromkeys(c for e, _, _ in q.order for c in ir.columns_of(e)))
     kept = _Kept([(np.empty(0), np.empty(0, bool)) for _ in q.exprs],
                  [(np.empty(0), np.empty(0, bool)) for _ in q.order])
@@ -206,6 +210,38 @@ def _partition_rows(store: PageStore, q: ir.RowQuery, medium: Medium, device: De
     stats.seconds = time.perf_counter() - t1
     stats.wall_seconds = time.perf_counter() - t0 - stats.compile_seconds
     return kept, stats
+
+
+def topk_bound(store: PageStore, q: ir.RowQuery, want: int) -> ir.Expr | None:
+    """A filter that keeps every row of ``store`` that can be among the first ``want`` of
+    ``ORDER BY col [DESC] ... LIMIT``, from the order column's zone maps: ``want`` pages each
+    hold a value at least their maximum, so the ``want``-th largest page maximum bounds the
+    ``want``-th largest value from below (``col >= bound``; ascending, ``<=`` the
+    ``want``-th smallest minimum), and the pages whose range misses the bound are pruned
+    as any filter's are. None where it does not hold: a WHERE (a page's extreme may fail
+    it), NULLs first, an expression, or a column whose zone maps may leave out NaN."""
+    if q.predicate is not None or not q.order:
+        return None
+    e, desc, nulls_first = q.order[0]
+    if nulls_first or not isinstance(e, ir.Col):
+        return None
+    c = store.column(e.name)
+    exact = c.kind in ("int", "timestamp") and not c.scale and store.pages.izmin is not None
+    if not (exact or (c.kind == "float" and c.scale)):
+        return None  # strings order by code and compare by text; a plain double may hold NaN
+    ids = slice(c.first_page, c.first_page + c.n_pages)
+    in_page = np.full(c.n_pages, c.rows_per_page)
+    if c.n_pages:
+        in_page[-1] = store.rows - (c.n_pages - 1) * c.rows_per_page
+    ends = (store.pages.izmax if desc else store.pages.izmin) if exact else \
+        (store.pages.zmax if desc else store.pages.zmin)
+    vals = ends[ids][store.pages.nulls[ids] < in_page]  # pages holding a value
+    if len(vals) < want:
+        return None
+    bound = np.partition(vals, len(vals) - want)[len(vals) - want] if desc else \
+        np.partition(vals, want - 1)[want - 1]
+    lit = ir.Lit(float(bound), "float") if c.kind == "float" else ir.Lit(int(bound), c.kind)
+    return ir.Cmp(">=" if desc else "<=", e, lit)
 
 
 def widen(v: np.ndarray, ok: np.ndarray, n: int) -> Vec:

@@ -10,3 +10,7 @@ SELECT passenger_count FROM trips WHERE passenger_count > 100;
 SELECT MEDIAN(fare_amount), quantile_cont(trip_distance, 0.9), quantile_disc(tip_amount, 0.99) FROM trips;
 SELECT payment_type, MEDIAN(fare_amount), AVG(fare_amount), COUNT(*) FROM trips WHERE trip_distance > 1 GROUP BY payment_type ORDER BY payment_type;
 SELECT vendor_id, quantile_disc(pickup_datetime, 0.5), quantile_cont(total_amount, 0.25) FROM trips GROUP BY 1 ORDER BY 1;
+SELECT fare_amount, tip_amount, pickup_location_id FROM trips ORDER BY fare_amount DESC, tip_amount DESC, pickup_location_id LIMIT 10;
+SELECT pickup_datetime, fare_amount FROM trips ORDER BY pickup_datetime, fare_amount LIMIT 7 OFFSET 3;
+SELECT trip_distance, passenger_count FROM trips ORDER BY trip_distance DESC, passenger_count LIMIT 25;
+SELECT tip_amount, fare_amount FROM trips ORDER BY tip_amount, fare_amount LIMIT 3;
