@@ -13,6 +13,7 @@ import pyarrow.orc as paorc
 import pyarrow.parquet as pq
 
 from bamql.errors import IngestError
+from bamql.storage.csvsniff import SAMPLE_BYTES, sniff
 from bamql.storage.remote import RemotePath, is_uri
 from bamql.storage.remote import error as remote_error
 from bamql.storage.remote import stat as remote_stat
@@ -131,12 +132,15 @@ class ParquetSource(Source):
 
 
 class CsvSource(Source):
-    """A CSV file with a header row; read in blocks, with a counting pass for the row count."""
+    """A CSV file, its delimiter and header sniffed as DuckDB does (``storage.csvsniff``);
+    read in blocks, with a counting pass for the row count."""
 
     def __init__(self, path: Path | RemotePath, count: bool = True) -> None:
         """``count`` False: the schema only (from the first block), ``num_rows`` -1."""
         super().__init__(path)
         try:
+            with (path.open_input_stream() if isinstance(path, RemotePath) else open(path, "rb")) as f:
+                self.dialect = sniff(f.read(SAMPLE_BYTES))
             r = self._open()
             self.schema = r.schema
             self._check_names()  # before the counting pass, which a repeated name breaks
@@ -151,8 +155,11 @@ class CsvSource(Source):
                                     strings_can_be_null=True)
         src = self.path.open_input_stream() if isinstance(self.path, RemotePath) \
             else str(self.path)
-        return pacsv.open_csv(src, convert_options=conv,
-                              read_options=pacsv.ReadOptions(block_size=16 << 20))
+        d = self.dialect
+        read = pacsv.ReadOptions(block_size=16 << 20,
+                                 column_names=None if d.header else d.column_names())
+        return pacsv.open_csv(src, convert_options=conv, read_options=read,
+                              parse_options=pacsv.ParseOptions(delimiter=d.delimiter))
 
     def batches(self, columns=None):
         with _reading(self.path):

@@ -1,0 +1,44 @@
+"""CSV dialect sniffing (``storage.csvsniff``): the delimiter and the header as DuckDB's
+``read_csv`` finds them, and files read in place that answer as DuckDB does over them."""
+
+from __future__ import annotations
+
+import duckdb
+import pytest
+
+from bamql.storage.csvsniff import Dialect, sniff
+
+FILES = {
+    "no_header.csv": "1,2\n3,4\n",  # a first row of numbers is data: no row is lost
+    "semicolons.csv": "a;b\n1;2\n3;4\n",
+    "pipes.csv": "x|y\n1|hello\n2|world\n",
+    "quoted.csv": '"name","v"\n"a,b",1\n"c",2\n',
+    "header.csv": "a,b\n1,x\n2,y\n",
+    "all_text.csv": "a,b\nx,y\n",
+    "one_row.csv": "1,2\n",
+    "header_only.csv": "a,b\n",
+    "empty_fields.csv": "id,v\n1,2.5\n2,\n",
+    "semicolons_no_header.csv": "1;2.5\n3;4.5\n",
+}
+
+
+def test_the_dialect_of_each_layout():
+    assert sniff(FILES["no_header.csv"].encode()) == Dialect(",", False, 2)
+    assert sniff(FILES["semicolons.csv"].encode()) == Dialect(";", True, 2)
+    assert sniff(FILES["pipes.csv"].encode()).delimiter == "|"
+    assert sniff(FILES["quoted.csv"].encode()) == Dialect(",", True, 2)
+    assert sniff(FILES["all_text.csv"].encode()).header
+    assert not sniff(FILES["one_row.csv"].encode()).header
+    assert sniff(b"") == Dialect()
+    assert Dialect(",", False, 3).column_names() == ["column0", "column1", "column2"]
+
+
+@pytest.mark.parametrize("name", sorted(FILES))
+def test_files_in_place_answer_as_duckdb(session, tmp_path, name):
+    path = tmp_path / name
+    path.write_text(FILES[name])
+    sql = f"SELECT * FROM '{path}'"
+    ours = session.sql(sql)
+    ref = duckdb.sql(sql)
+    assert ours.to_arrow().column_names == ref.columns
+    assert ours.rows() == ref.fetchall()
