@@ -245,6 +245,16 @@ def cmd_bench_scaleout(a: argparse.Namespace) -> int:
     return 0
 
 
+def _version() -> str:
+    """The installed package's version (the source tree's when it is not installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("bamql")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``bamql`` command."""
     p = argparse.ArgumentParser(
@@ -254,6 +264,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_EPILOG,
     )
     p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    p.add_argument("--version", action="version", version=f"bamql {_version()}",
+                   help="print the version and exit")
     sub = p.add_subparsers(dest="cmd", metavar="COMMAND", required=True)
 
     g = sub.add_parser("gen", help="generate a synthetic taxi table as ORC (or Parquet)",

@@ -53,7 +53,8 @@ def cmd_shell(a: argparse.Namespace) -> int:
 
     with _connect(a) as s:
         # --debug adds a traceback to the shell's one-line internal errors
-        return Shell(s, debug=getattr(a, "debug", False) or None, config=s.config).loop()
+        return Shell(s, debug=getattr(a, "debug", False) or None, config=s.config,
+                     interactive=sys.stdin.isatty()).loop()
 
 
 def add_engine_options(p: argparse.ArgumentParser) -> None:

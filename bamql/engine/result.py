@@ -133,6 +133,22 @@ class Result:
     def to_arrow(self) -> pa.Table:
         return self.table
 
+    def arrow(self) -> pa.Table:
+        """The rows as an Arrow table (DuckDB's name for ``to_arrow``)."""
+        return self.to_arrow()
+
+    def df(self):
+        """The rows as a pandas DataFrame (DuckDB's name for ``to_pandas``)."""
+        return self.to_pandas()
+
+    def pl(self):
+        """The rows as a polars DataFrame (DuckDB's name for ``to_polars``)."""
+        return self.to_polars()
+
+    def show(self) -> None:
+        """Print the rows as a table, as DuckDB's ``show`` does."""
+        print(self)
+
     def to_pandas(self):
         return self.table.to_pandas()
 

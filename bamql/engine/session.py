@@ -452,8 +452,8 @@ class Session:
         if m and not m.group(1):
             txt = self._explain(bind(body.strip().rstrip(";"), params))
             return Result(pa.table({"explain": txt.splitlines()}), None, txt, is_explain=True)
-        res = self.execute(self._translate(self._bind_files(bind(body.strip().rstrip(";"),
-                                                                 params))))
+        res = self.run(self._translate(self._bind_files(bind(body.strip().rstrip(";"),
+                                                             params))))
         if m:
             txt = res.explain()
             return Result(pa.table({"explain": txt.splitlines()}), res.stats, res.plan_text,
@@ -560,7 +560,11 @@ class Session:
             self._explained.put(key, txt)
         return txt
 
-    def execute(self, query: ir.Query | JoinQuery) -> Result:
+    def execute(self, text: str, params: Params = None) -> Result:
+        """Run a query, as ``sql`` does (DuckDB's name for it)."""
+        return self.sql(text, params)
+
+    def run(self, query: ir.Query | JoinQuery) -> Result:
         """Plan and run a logical query: the table's partitions through its runner, their
         partial aggregates merged (a join's regrouped by its dimension columns)."""
         self._check_open()

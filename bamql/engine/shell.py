@@ -136,7 +136,7 @@ class Shell:
     """
 
     def __init__(self, session: Session, out: TextIO | None = None, debug: bool | None = None,
-                 config: Config | None = None) -> None:
+                 config: Config | None = None, interactive: bool = True) -> None:
         self.s = session
         self.out = out or sys.stdout
         self.timer = False
@@ -152,9 +152,18 @@ class Shell:
         #: the lines of a statement typed so far
         self._buf: list[str] = []
         self._depth = 0  # files being read by .read, one inside another
+        #: whether a statement or command failed; whether input comes from a pipe or a file
+        self.failed = False
+        self.piped = not interactive
 
     def say(self, text: str) -> None:
         print(text, file=self.out, flush=True)
+
+    def error(self, text: str) -> None:
+        """Report a failed statement or command: to ``out``, or to stderr when the input is
+        a pipe or a file (``loop``), whose exit code then says that something failed."""
+        self.failed = True
+        print(text, file=sys.stderr if self.piped else self.out, flush=True)
 
     def emit(self, text: str) -> None:
         """Write a result to the ``.output`` file, or to ``out``."""
@@ -176,7 +185,7 @@ class Shell:
                 try:
                     sch = self.s.schema(n)
                 except BamqlError as e:
-                    self.say(f"error: {e}")
+                    self.error(f"error: {e}")
                     continue
                 st = self.s.store(n)
                 self.say(f"{n}: {st.rows:,} rows, {st.page_size} B pages")
@@ -215,7 +224,7 @@ class Shell:
             else:
                 return self.read(path)
         else:
-            self.say(f"error: unknown command {cmd} (try .help)")
+            self.error(f"error: unknown command {cmd} (try .help)")
         return True
 
     def set_output(self, path: str) -> None:
@@ -225,7 +234,7 @@ class Shell:
             try:
                 f = open(os.path.expanduser(path), "w", encoding="utf-8")  # noqa: SIM115 - kept open
             except OSError as e:
-                self.say(f"error: cannot write to {path!r}: {e.strerror or e}")
+                self.error(f"error: cannot write to {path!r}: {e.strerror or e}")
                 return
         self.close_output()
         if path:
@@ -241,13 +250,13 @@ class Shell:
         failing one is reported and the next runs. A statement without its final ``;`` at
         the end of the file runs too. False: the file said ``.quit``."""
         if self._depth >= MAX_READ_DEPTH:
-            self.say(f"error: .read {path}: files read each other more than {MAX_READ_DEPTH} deep")
+            self.error(f"error: .read {path}: files read each other more than {MAX_READ_DEPTH} deep")
             return True
         try:
             text = Path(os.path.expanduser(path)).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as e:
             why = e.strerror if isinstance(e, OSError) and e.strerror else str(e).splitlines()[0]
-            self.say(f"error: cannot read {path!r}: {why}")
+            self.error(f"error: cannot read {path!r}: {why}")
             return True
         saved, self._buf = self._buf, []
         self._depth += 1
@@ -259,7 +268,7 @@ class Shell:
             if rest.strip():
                 stmts = split_statements(rest + "\n;")
                 if stmts is None:
-                    self.say(f"error: {path}: the file ends inside a string, quoted name or comment")
+                    self.error(f"error: {path}: the file ends inside a string, quoted name or comment")
                 else:
                     for stmt in stmts:
                         self.run_sql(stmt)
@@ -274,12 +283,12 @@ class Shell:
         try:
             return fn(*args)
         except BamqlError as e:
-            self.say(f"error: {e}")
+            self.error(f"error: {e}")
         except Exception as e:  # a bug: one line, and the shell stays open
             if self.debug:
                 traceback.print_exc(file=self.out)
             first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-            self.say(f"internal error: {type(e).__name__}: {first} "
+            self.error(f"internal error: {type(e).__name__}: {first} "
                      f"(BAMQL_DEBUG=1 shows a traceback)")
         return None
 
@@ -320,6 +329,11 @@ class Shell:
         return True
 
     def loop(self) -> int:
+        """Read statements until the input ends; the exit code: 0, or, when the input is
+        not interactive (a pipe or a file: no banner, no prompts, errors on stderr), 1 where
+        a statement failed."""
+        if self.piped:  # no banner, no prompts: the output is the results alone
+            return self._read_piped()
         prompt = _line_editor(self)
         readline, hist = None, None
         if prompt is None:
@@ -365,6 +379,19 @@ class Shell:
                 except OSError:
                     pass
         return 0
+
+
+    def _read_piped(self) -> int:
+        self._buf = []
+        try:
+            for line in sys.stdin:
+                if not self.feed(line.rstrip("\n")):
+                    break
+            if self._buf and "".join(self._buf).strip():  # a last statement without ';'
+                self.feed(";")
+        finally:
+            self.close_output()
+        return 1 if self.failed else 0
 
 
 def _is_explain(sql: str) -> bool:

@@ -362,3 +362,18 @@ def test_prompt_toolkit_through_a_pty(taxi_store, tmp_path):
     sh.close()
     assert sh.exitstatus == 0
     assert "+FROM trips t WHERE t.passenger_count >= 0;" in (tmp_path / "hist").read_text()
+
+
+def test_piped_input_prints_results_alone_and_fails_with_its_errors(monkeypatch):
+    """Input from a pipe: no banner or prompts on stdout, errors on stderr, exit code 1
+    where a statement failed (as DuckDB's and sqlite's shells do)."""
+    from bamql.engine.shell import Shell
+
+    for text, code in (("SELECT bug FROM trips;\nSELECT 1 FROM trips;\n", 1),
+                       ("SELECT 1 FROM trips", 0)):
+        monkeypatch.setattr("sys.stdin", io.StringIO(text))
+        out, err = io.StringIO(), io.StringIO()
+        monkeypatch.setattr("sys.stderr", err)
+        assert Shell(FakeSession(), out=out, interactive=False).loop() == code
+        assert "bamql>" not in out.getvalue() and "bamql shell" not in out.getvalue()
+        assert ("error:" in err.getvalue()) is (code == 1)  # an internal error here
