@@ -41,6 +41,8 @@ from bamql.storage.inplace import ReadPlan, ReadSpec, plan_in_place, read_in_pla
 from bamql.storage.partitioned import PartitionedTable, is_table, open_table
 
 _EXPLAIN = re.compile(r"^\s*explain\s+(analyze\s+)?", re.IGNORECASE)
+#: the one-row table a SELECT without FROM reads (``SELECT 1``), as DuckDB's has one row
+_ONE_ROW = "bamql_one_row"
 #: stores of files read in place that a session keeps (the most recently used), so that a
 #: query repeated over unchanged files reads them once
 IN_PLACE_KEPT = 4
@@ -449,11 +451,11 @@ class Session:
             return describe(self, cq, params)
         m = _EXPLAIN.match(text)
         body = text[m.end():] if m else text
+        bound = self._without_from(bind(body.strip().rstrip(";"), params))
         if m and not m.group(1):
-            txt = self._explain(bind(body.strip().rstrip(";"), params))
+            txt = self._explain(bound)
             return Result(pa.table({"explain": txt.splitlines()}), None, txt, is_explain=True)
-        res = self.run(self._translate(self._bind_files(bind(body.strip().rstrip(";"),
-                                                             params))))
+        res = self.run(self._translate(self._bind_files(bound)))
         if m:
             txt = res.explain()
             return Result(pa.table({"explain": txt.splitlines()}), res.stats, res.plan_text,
@@ -464,7 +466,7 @@ class Session:
         """The EXPLAIN text of a query (``params`` as for :meth:`sql`)."""
         self._check_text(text)
         self._check_open()
-        return self._explain(bind(text.strip().rstrip(";"), params))
+        return self._explain(self._without_from(bind(text.strip().rstrip(";"), params)))
 
     def _explain(self, text: str) -> str:
         """The EXPLAIN text of ``text`` (parameters bound): over files this session has not
@@ -559,6 +561,26 @@ class Session:
                 txt = self._file_notes[q.table] + "\n" + txt
             self._explained.put(key, txt)
         return txt
+
+    def _without_from(self, text: str) -> str:
+        """``text``, or where it is a SELECT without FROM (``SELECT 1``), the same over a
+        table of one row and no column a query can name, as DuckDB answers it."""
+        if re.search(r"\bfrom\b", text, re.IGNORECASE):
+            return text
+        import sqlglot
+        from sqlglot import exp
+
+        try:
+            tree = sqlglot.parse_one(text, read="duckdb")
+        except sqlglot.errors.SqlglotError:
+            return text  # the translator words the error
+        if not isinstance(tree, exp.Select) or tree.args.get("from") or tree.args.get("from_"):
+            return text
+        if _ONE_ROW not in self.dimensions:
+            with self._lock:
+                self.dimensions.setdefault(_ONE_ROW, dimension(_ONE_ROW, pa.table(
+                    {"bamql_row": pa.array([0], pa.int8())})))
+        return tree.from_(_ONE_ROW).sql(dialect="duckdb")
 
     def execute(self, text: str, params: Params = None) -> Result:
         """Run a query, as ``sql`` does (DuckDB's name for it)."""

@@ -142,3 +142,13 @@ def test_reading_in_place_removes_only_dead_processes_leftovers(tmp_path):
         assert (root / f"{dead.pid}-5").is_dir()
     ours = [p.name for p in root.iterdir() if p.name.startswith(f"{os.getpid()}-")]
     assert ours == [f"{os.getpid()}-{10**9}"]  # the session removed its own when it closed
+
+
+@pytest.mark.parametrize("sql", ["SELECT 1", "SELECT 1 + 2 AS x, 'a' AS s", "SELECT 2.5 * 4 AS v, NULL AS n",
+                                 "SELECT COUNT(*) AS n", "SELECT CAST(7 AS DOUBLE) AS d"])
+def test_a_select_without_from_answers_one_row_as_duckdb(sql):
+    import duckdb
+
+    with bamql.connect(device="cpu") as con:
+        assert con.sql(sql).rows() == duckdb.sql(sql).fetchall()
+        assert con.execute(sql).rows() == duckdb.sql(sql).fetchall()

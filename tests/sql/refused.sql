@@ -48,8 +48,6 @@ SELECT COUNT(nope) FROM trips;
 SELECT COUNT(*) FROM trips WHERE trip_distnce > 1;
 SELECT COUNT(*) FROM trips WHERE other.vendor_id = 1;
 SELECT COUNT(* FROM trips;
-SELECT 1;
-SELECT COUNT(*);
 INSERT INTO trips VALUES (1);
 SELECT COUNT(*) FROM trips WHERE 'Y' = 'Y';
 SELECT COUNT(*) FROM trips WHERE pickup_datetime > TIMESTAMP 'not a time';
