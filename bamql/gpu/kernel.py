@@ -6,9 +6,10 @@ directly (coalesced); every later column — later predicates, then dependent co
 read only by lanes whose row is still live, through the page cache (``warp_read``). Matching
 rows fold into per-thread accumulators, reduced per warp with shuffles and merged with one
 atomic per warp and accumulator. Grouped queries add into per-group accumulators: each
-block's own copy in shared memory where every group's fits (``_fits_shared``), merged into
-global memory once per block, else straight into global memory with atomics. The
-accumulator layout is the CPU template's (``engine.accumulate``).
+block's own copy in shared memory where every group's fits, merged into global memory once
+per block (with the fewest groups, each thread's own first: ``gpu.groupacc``), else
+straight into global memory with atomics. The accumulator layout is the CPU template's
+(``engine.accumulate``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import threading
 import numpy as np
 
 from bamql.engine.accumulate import NO_SHIFT
+from bamql.gpu import groupacc
 from bamql.gpu.device import SIMULATOR
 from bamql.kernels import diskcache, wide
 from bamql.kernels.codegen import PARAM_ARGS, ExprCompiler, Params, safe_name
@@ -179,9 +181,9 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
             load(name)
     grouped = bool(q.keys)
     n_groups = group_slots(domains) if grouped else 1
-    private = grouped and _fits_shared(n_groups, q.aggs)
+    private = grouped and groupacc.fits_shared(n_groups, q.aggs)
     # the fewest groups: each thread's own accumulators first (no atomics per row)
-    own = private and n_groups * _private_arrays(q.aggs) <= THREAD_SLOTS
+    own = private and groupacc.fits_threads(n_groups, q.aggs)
     ec.emit("if live:")
     ec.indent = " " * 12
     ec.emit("matched += 1")
@@ -209,7 +211,7 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
             ec.indent = inner + "    "
         # (array, atomic op, local initial value, local update)
         updates = [("C", "add", "0", "{l} += 1", "1")]
-        if private and _counts_rows(a):  # COUNT(*): the block's row counts, merged as C too
+        if private and groupacc.counts_rows(a):  # COUNT(*): the block's row counts, merged as C too
             updates = []
             shared[f"sh_R{j}"] = ("C", f"{j}", "add", "0")
         if a.func in ("sum", "avg") and f == "I":  # exact: two halves (kernels.cpu.agg_source)
@@ -270,8 +272,8 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
         *[f"    st_{safe_name(c)} = cuda.local.array(2, np.int64)" for c in cached],
         *[f"    st_{safe_name(c)}[0] = 0\n    st_{safe_name(c)}[1] = 0" for c in cached],
         *[f"    {d}" for d in decls],
-        *(_shared_init(n_groups, shared) if private else []),
-        *(_thread_init(n_groups, shared) if own else []),
+        *(groupacc.shared_init(n_groups, shared) if private else []),
+        *(groupacc.thread_init(n_groups, shared) if own else []),
         *[f"    {line}" for line in ec.prologue],
         *([f"    wf = cuda.local.array({n_slots}, np.float64)",
            f"    wi = cuda.local.array({n_slots}, np.int64)",
@@ -318,117 +320,10 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
         red.append(f"{ind}cuda.atomic.add(counters, {1 + 2 * i}, st_{safe_name(c)}[0])")
         red.append(f"{ind}cuda.atomic.add(counters, {2 + 2 * i}, st_{safe_name(c)}[1])")
     if own:
-        red += _thread_merge(n_groups, shared)
+        red += groupacc.thread_merge(n_groups, shared)
     if private:
-        red += _shared_merge(n_groups, shared)
+        red += groupacc.shared_merge(n_groups, shared)
     return "\n".join(head + body + tail + red) + "\n", ec.params
-
-
-#: Bytes of shared memory a block's private group accumulators may take: below the 48 KiB a
-#: block may hold statically, so that several blocks share an SM.
-SHARED_BUDGET = 40 * 1024
-
-
-#: Accumulator values (groups times arrays) at most that each thread keeps of its own (in
-#: local memory, which L1 caches), reduced per warp with shuffles into the block's copy at
-#: the end: with a handful of groups, even a block's shared-memory atomics serialize.
-THREAD_SLOTS = 48
-
-
-def _thread_init(n_groups: int, shared: dict) -> list[str]:
-    """Kernel lines that allocate and initialize a thread's own accumulators."""
-    arrays = {k: v for k, v in shared.items() if not k.startswith("sh_R")}
-    lines = [f"    tl_R = cuda.local.array({n_groups}, np.int64)"]
-    lines += [f"    tl_{k[3:]} = cuda.local.array({n_groups}, {_shared_dtype(arr)})"
-              for k, (arr, _, _, _) in arrays.items()]
-    lines += [f"    for i0 in range({n_groups}):", "        tl_R[i0] = 0"]
-    lines += [f"        tl_{k[3:]}[i0] = {init}" for k, (_, _, _, init) in arrays.items()]
-    return lines
-
-
-def _thread_merge(n_groups: int, shared: dict) -> list[str]:
-    """Kernel lines that add the threads' own accumulators into the block's: reduced per
-    warp with shuffles (every lane of a warp leaves the row loop together), one shared
-    atomic per warp, group and accumulator (each lane its own in the simulator)."""
-    arrays = {k: v for k, v in shared.items() if not k.startswith("sh_R")}
-    lines = [f"    for i0 in range({n_groups}):", "        w_R = tl_R[i0]"]
-    lines += [f"        w_{k[3:]} = tl_{k[3:]}[i0]" for k in arrays]
-    if not SIMULATOR:
-        lines.append("        for off in (16, 8, 4, 2, 1):")
-        lines.append("            w_R += cuda.shfl_down_sync(0xFFFFFFFF, w_R, off)")
-        for k, (_, _, op, _) in arrays.items():
-            w = f"w_{k[3:]}"
-            sh = f"cuda.shfl_down_sync(0xFFFFFFFF, {w}, off)"
-            lines.append(f"            {w} += {sh}" if op == "add" else f"            {w} = {op}({w}, {sh})")
-    lines.append("        if lane == 0 and w_R != 0:" if not SIMULATOR else "        if w_R != 0:")
-    lines.append("            cuda.atomic.add(sh_R, i0, w_R)")
-    lines += [f"            cuda.atomic.{op}({k}, i0, w_{k[3:]})" for k, (_, _, op, _) in arrays.items()]
-    return lines
-
-
-def _counts_rows(a: ir.Agg) -> bool:
-    """Whether aggregate ``a`` counts the rows of its group (COUNT(*) with no FILTER): its
-    count is the group's row count, kept once."""
-    return a.func == "count" and a.arg is None and a.filter is None
-
-
-def _private_arrays(aggs) -> int:
-    """The shared arrays (of 8-byte values) a grouped kernel's private accumulators take:
-    the row counts and each aggregate's updates (a variance's go to global memory)."""
-    n = 1
-    for a in aggs:
-        f = "F" if a.arg is not None and a.arg.kind == "float" else "I"
-        if _counts_rows(a):
-            continue
-        n += 1  # its count
-        if a.func in ("sum", "avg"):
-            n += 2 if f == "I" else 1
-        elif a.func in ("min", "max"):
-            n += 1
-    return n
-
-
-def _fits_shared(n_groups: int, aggs) -> bool:
-    """Whether a block's private copy of every group's accumulators fits ``SHARED_BUDGET``.
-
-    Few groups would serialize on global atomics (every row of 100 M adding into one of
-    three words): each block adds into its own copy in shared memory and merges it into
-    global memory once. Many groups spread their atomics and need no copy."""
-    return n_groups * 8 * _private_arrays(aggs) <= SHARED_BUDGET
-
-
-def _shared_dtype(arr: str) -> str:
-    return "np.float64" if arr == "SF" else "np.int64"
-
-
-def _shared_init(n_groups: int, shared: dict) -> list[str]:
-    """Kernel lines that allocate and initialize a block's private accumulators."""
-    lines = [f"    sh_R = cuda.shared.array({n_groups}, np.int64)"]
-    arrays = {k: v for k, v in shared.items() if k.startswith("sh_") and not k.startswith("sh_R")}
-    lines += [f"    {k} = cuda.shared.array({n_groups}, {_shared_dtype(arr)})"
-              for k, (arr, _, _, _) in arrays.items()]
-    lines += ["    i0 = cuda.threadIdx.x",
-              f"    while i0 < {n_groups}:",
-              "        sh_R[i0] = 0"]
-    lines += [f"        {k}[i0] = {init}" for k, (_, _, _, init) in arrays.items()]
-    lines += ["        i0 += cuda.blockDim.x", "    cuda.syncthreads()"]
-    return lines
-
-
-def _shared_merge(n_groups: int, shared: dict) -> list[str]:
-    """Kernel lines that merge a block's private accumulators into global memory: one
-    atomic per group that the block saw and accumulator."""
-    lines = ["    cuda.syncthreads()",
-             "    i0 = cuda.threadIdx.x",
-             f"    while i0 < {n_groups}:",
-             "        n0 = sh_R[i0]",
-             "        if n0 != 0:",
-             "            cuda.atomic.add(R, (0, i0), n0)"]
-    for k, (arr, jj, op, _) in shared.items():
-        src = "n0" if k.startswith("sh_R") else f"{k}[i0]"
-        lines.append(f"            cuda.atomic.{op}({arr}, (0, i0, {jj}), {src})")
-    lines.append("        i0 += cuda.blockDim.x")
-    return lines
 
 
 def _header() -> tuple[str, bool]:

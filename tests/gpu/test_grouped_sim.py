@@ -82,12 +82,13 @@ def test_grouped_kernels_in_the_simulator():
 
 
 def test_few_groups_take_shared_memory_and_many_do_not():
-    from bamql.gpu import kernel as kgpu
+    from bamql.gpu import groupacc
     from bamql.planner import ir
 
     cnt = ir.Agg("count", None, "int")
     s = ir.Agg("sum", ir.Col("x", "float"), "float")
-    assert kgpu._fits_shared(3, (cnt, s))
-    assert kgpu._private_arrays((cnt,)) == 1  # COUNT(*) is the row count
-    assert kgpu._private_arrays((cnt, s)) == 3  # the row count, SUM's count and sum
-    assert not kgpu._fits_shared(70_000, (cnt,))
+    assert groupacc.fits_shared(3, (cnt, s)) and groupacc.fits_threads(3, (cnt, s))
+    assert groupacc.private_arrays((cnt,)) == 1  # COUNT(*) is the row count
+    assert groupacc.private_arrays((cnt, s)) == 3  # the row count, SUM's count and sum
+    assert groupacc.fits_shared(265, (cnt, s)) and not groupacc.fits_threads(265, (cnt, s))
+    assert not groupacc.fits_shared(70_000, (cnt,))
