@@ -81,6 +81,7 @@ def assemble(g: Grouped, q: ir.Query, cols: dict[str, ColumnMeta]) -> pa.Table:
             inv = np.unique(v, return_inverse=True)[1].reshape(-1) if len(v) else v
             sort_keys += [(ok if nulls_first else ~ok).astype(np.int8), -inv if desc else inv]
         keep = keep[np.lexsort(sort_keys[::-1])] if len(keep) else keep
+    keep = keep[q.offset:]
     if q.limit is not None:
         keep = keep[: q.limit]
     arrays = [arrow_column(v[keep], ok[keep], e, q, cols) for (v, ok), e in zip(outs, q.exprs, strict=True)]

@@ -373,7 +373,7 @@ def conjuncts(e: Expr | None) -> tuple[Expr, ...]:
 class Query:
     """A whole query: scan ``table``, filter by ``predicate``, group by ``keys`` computing
     ``aggs``, project ``exprs`` (over ``KeyRef``/``AggRef``) as ``names`` after ``having``,
-    order and limit."""
+    order, offset and limit."""
 
     table: str
     predicate: Expr | None
@@ -385,6 +385,8 @@ class Query:
     #: (select-list index, descending, NULLs first) per ORDER BY term
     order: tuple[tuple[int, bool, bool], ...]
     limit: int | None
+    #: output rows skipped before ``limit`` (OFFSET)
+    offset: int = 0
 
     @property
     def columns(self) -> tuple[str, ...]:

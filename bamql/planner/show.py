@@ -125,8 +125,9 @@ def _(e: ir.AggRef) -> str:
 def show_query(q: ir.Query) -> str:
     """The query as a logical plan on one line, root first."""
     parts = []
-    if q.limit is not None:
-        parts.append(f"Limit({q.limit})")
+    if q.limit is not None or q.offset:
+        parts.append(f"Limit({q.limit if q.limit is not None else 'all'}"
+                     + (f", offset {q.offset})" if q.offset else ")"))
     if q.order:
         parts.append("Sort(" + ", ".join(f"#{i}{' DESC' if d else ''}{' NULLS FIRST' if nf else ''}"
                                          for i, d, nf in q.order) + ")")

@@ -95,8 +95,6 @@ class Translator(ExprTranslator):
         pred = self.bool_expr(where.this) if where is not None else None
         if rows.is_row_query(s, tuple(QUERY_AGGREGATES)):  # no group, no aggregate
             return rows.row_query(self, s, pred)
-        if s.args.get("offset") is not None:
-            raise self.fail("OFFSET is not supported with aggregates", s.args["offset"])
 
         items = list(s.expressions)
         if any(isinstance(i, exp.Star) for i in items):
@@ -152,8 +150,14 @@ class Translator(ExprTranslator):
             if not (isinstance(lim, exp.Literal) and not lim.is_string and lim.this.isdigit()):
                 raise self.fail("LIMIT needs a non-negative integer", s.args["limit"])
             limit = int(lim.this)
+        offset = 0
+        if s.args.get("offset") is not None:
+            off = s.args["offset"].expression
+            if not (isinstance(off, exp.Literal) and not off.is_string and off.this.isdigit()):
+                raise self.fail("OFFSET needs a non-negative integer", s.args["offset"])
+            offset = int(off.this)
         return ir.Query(self.table, pred, tuple(keys), tuple(aggs), tuple(names), tuple(exprs),
-                        having, tuple(order), limit)
+                        having, tuple(order), limit, offset)
 
     def distinct_as_group_by(self, s: exp.Select) -> exp.Select:
         """``SELECT DISTINCT a, b ...`` as ``SELECT a, b ... GROUP BY a, b`` (the same rows);

@@ -42,4 +42,8 @@ SELECT COUNT(*) AS n FROM trips HAVING COUNT(*) < 0;
 SELECT vendor_id, MIN(pickup_datetime) AS first FROM trips GROUP BY 1 ORDER BY first, 1;
 SELECT payment_type, MAX(congestion_surcharge) AS c FROM trips GROUP BY 1 ORDER BY c DESC, 1;
 SELECT payment_type, MAX(congestion_surcharge) AS c FROM trips GROUP BY 1 ORDER BY c, 1;
-SELECT passenger_count, SUM(congestion_surcharge) AS c FROM trips WHERE congestion_surcharge IS NULL GROUP BY 1 ORDER BY c, 1
+SELECT passenger_count, SUM(congestion_surcharge) AS c FROM trips WHERE congestion_surcharge IS NULL GROUP BY 1 ORDER BY c, 1;
+SELECT COUNT(*) FROM trips LIMIT 5 OFFSET 2;
+SELECT pickup_location_id, COUNT(*) AS n FROM trips GROUP BY 1 ORDER BY n DESC, 1 LIMIT 3 OFFSET 2;
+SELECT vendor_id, COUNT(*) AS n, SUM(fare_amount) FROM trips GROUP BY 1 ORDER BY 1 OFFSET 1;
+SELECT payment_type, AVG(tip_amount) AS t FROM trips GROUP BY 1 ORDER BY t DESC, 1 LIMIT 100 OFFSET 100;

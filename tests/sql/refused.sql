@@ -5,7 +5,6 @@ SELECT COUNT(*) FROM trips WHERE vendor_id IN (SELECT vendor_id FROM trips);
 SELECT COUNT(*) FROM (SELECT vendor_id FROM trips);
 SELECT COUNT(*) OVER () FROM trips;
 SELECT COUNT(*) FROM trips UNION ALL SELECT COUNT(*) FROM trips;
-SELECT COUNT(*) FROM trips LIMIT 5 OFFSET 2;
 SELECT COUNT(*) FROM trips LIMIT -1;
 SELECT COUNT(*) FROM trips LIMIT 1 + 1;
 SELECT vendor_id + 1, COUNT(*) FROM trips GROUP BY vendor_id;
