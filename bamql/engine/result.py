@@ -84,8 +84,10 @@ def assemble(g: Grouped, q: ir.Query, cols: dict[str, ColumnMeta]) -> pa.Table:
     keep = keep[q.offset:]
     if q.limit is not None:
         keep = keep[: q.limit]
-    arrays = [arrow_column(v[keep], ok[keep], e, q, cols) for (v, ok), e in zip(outs, q.exprs, strict=True)]
-    names = unique_names(list(q.names))
+    shown = len(q.exprs) - q.hidden  # ORDER BY terms beyond the select list are not output
+    arrays = [arrow_column(v[keep], ok[keep], e, q, cols)
+              for (v, ok), e in zip(outs[:shown], q.exprs[:shown], strict=True)]
+    names = unique_names(list(q.names[:shown]))
     return pa.Table.from_arrays(arrays, names=names)
 
 

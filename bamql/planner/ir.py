@@ -387,6 +387,8 @@ class Query:
     limit: int | None
     #: output rows skipped before ``limit`` (OFFSET)
     offset: int = 0
+    #: the last ``hidden`` of ``exprs`` are not output: ORDER BY terms beyond the select list
+    hidden: int = 0
 
     @property
     def columns(self) -> tuple[str, ...]:

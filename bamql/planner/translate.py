@@ -140,6 +140,7 @@ class Translator(ExprTranslator):
             raise self.fail("bamql answers aggregate queries: SELECT needs aggregates "
                             "(COUNT, SUM, AVG, MIN, MAX) or a GROUP BY", s)
         order = []
+        shown = len(exprs)  # ORDER BY terms beyond the select list come after it, hidden
         if s.args.get("order") is not None:
             for o in s.args["order"].expressions:
                 order.append((self.order_index(o.this, names, exprs, keys, aggs), bool(o.args.get("desc")),
@@ -157,7 +158,7 @@ class Translator(ExprTranslator):
                 raise self.fail("OFFSET needs a non-negative integer", s.args["offset"])
             offset = int(off.this)
         return ir.Query(self.table, pred, tuple(keys), tuple(aggs), tuple(names), tuple(exprs),
-                        having, tuple(order), limit, offset)
+                        having, tuple(order), limit, offset, len(exprs) - shown)
 
     def distinct_as_group_by(self, s: exp.Select) -> exp.Select:
         """``SELECT DISTINCT a, b ...`` as ``SELECT a, b ... GROUP BY a, b`` (the same rows);
@@ -199,10 +200,13 @@ class Translator(ExprTranslator):
             return k - 1
         if isinstance(node, exp.Column) and node.name in names:
             return names.index(node.name)
-        e = self.outer(node, keys, list(aggs), names=names, exprs=exprs)
+        e = self.outer(node, keys, aggs, names=names, exprs=exprs)
         if e in exprs:
             return exprs.index(e)
-        raise self.fail("ORDER BY must name a column of the select list", node)
+        # an expression over the groups beyond the select list: ordered by, not output
+        exprs.append(e)
+        names.append(f"__order{len(exprs)}")
+        return len(exprs) - 1
 
     # -- group keys and aggregates ----------------------------------------------------
     def key_expr(self, node) -> ir.Expr:

@@ -21,3 +21,5 @@ SELECT date_trunc('month', ts) AS mo, date_trunc('quarter', ts) AS q, date_trunc
 SELECT date_trunc('month', nul_ts) AS mo, count(*) FROM hostile GROUP BY mo;
 SELECT fx > 0 AS pos, b, nul_i IS NULL AS n, count(*), sum(big) FROM hostile GROUP BY 1, 2, 3 ORDER BY 1, 2, 3;
 SELECT k IN (1, 2) AS small, date_trunc('year', ts) AS y, count(*) FROM hostile GROUP BY 1, 2 ORDER BY 1, 2;
+SELECT k FROM hostile GROUP BY k ORDER BY SUM(big) DESC NULLS FIRST, k LIMIT 3;
+SELECT extract(year FROM ts) AS y FROM hostile GROUP BY y ORDER BY MAX(fx) DESC, y LIMIT 5 OFFSET 1;
