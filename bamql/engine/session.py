@@ -455,7 +455,13 @@ class Session:
         if m and not m.group(1):
             txt = self._explain(bound)
             return Result(pa.table({"explain": txt.splitlines()}), None, txt, is_explain=True)
-        res = self.run(self._translate(self._bind_files(bound)))
+        try:
+            res = self.run(self._translate(self._bind_files(bound)))
+        except PlanError as e:  # a SELECT without FROM reads a table the user never named
+            if _ONE_ROW not in bound:
+                raise
+            raise PlanError(str(e).replace(f" in table '{_ONE_ROW}'", " (the query has no FROM)")
+                            .split(" at line ")[0]) from None
         if m:
             txt = res.explain()
             return Result(pa.table({"explain": txt.splitlines()}), res.stats, res.plan_text,
@@ -574,8 +580,9 @@ class Session:
             tree = sqlglot.parse_one(text, read="duckdb")
         except sqlglot.errors.SqlglotError:
             return text  # the translator words the error
-        if not isinstance(tree, exp.Select) or tree.args.get("from") or tree.args.get("from_"):
-            return text
+        if not isinstance(tree, exp.Select) or tree.args.get("from") or tree.args.get("from_") \
+                or any(isinstance(e, exp.Star) for e in tree.expressions):
+            return text  # SELECT * names the one-row table's columns: "needs FROM" instead
         if _ONE_ROW not in self.dimensions:
             with self._lock:
                 self.dimensions.setdefault(_ONE_ROW, dimension(_ONE_ROW, pa.table(

@@ -4,14 +4,16 @@
 The delimiter is the one of ``, ; TAB |`` that splits the sample's lines into one
 consistent number of fields (stdlib ``csv.Sniffer``), a comma where none does. The first
 row is a header when some column's other values are all numbers and the first row's value
-is not one (``VendorID`` over integers), or when every column holds text only (DuckDB reads
-``a,b`` over ``x,y`` as a header); a first row of numbers like the rest is data, and its
-columns are named ``column0``, ``column1``, ... as DuckDB names them.
+is not one (``VendorID`` over integers; numbers, booleans and timestamps are the value
+types), or when every column holds text only (DuckDB reads ``a,b`` over ``x,y`` as a
+header); a first row of values like the rest is data, and its columns are named
+``column0``, ``column1``, ... as DuckDB names them.
 """
 
 from __future__ import annotations
 
 import csv
+import re
 from dataclasses import dataclass
 
 #: Bytes of a file's start the dialect is read from.
@@ -27,6 +29,8 @@ class Dialect:
     delimiter: str = ","
     header: bool = True
     fields: int = 0
+    #: the header's names, spaces around them trimmed as DuckDB trims them (() without one)
+    names: tuple[str, ...] = ()
 
     def column_names(self) -> list[str]:
         """DuckDB's names of a header-less file's columns."""
@@ -47,27 +51,38 @@ def sniff(sample: bytes) -> Dialect:
     rows = [r for r in csv.reader(text.splitlines(), delimiter=delimiter) if r]
     if not rows:
         return Dialect(delimiter)
-    return Dialect(delimiter, _has_header(rows), len(rows[0]))
+    header = _has_header(rows)
+    return Dialect(delimiter, header, len(rows[0]),
+                   tuple(n.strip() for n in rows[0]) if header else ())
 
 
-def _is_number(x: str) -> bool:
-    try:
-        float(x)
-    except ValueError:
-        return False
-    return True
+#: The value types the sniffer tells apart from text, as DuckDB's sniffer casts: numbers
+#: (digits only: ``nan``, ``inf`` and ``1_0`` are text), booleans, dates and timestamps.
+_TYPES = {
+    "number": re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?"),
+    "boolean": re.compile(r"(?i:true|false)"),
+    "timestamp": re.compile(r"\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?"
+                           r"([+-]\d{2}(:?\d{2})?|Z)?)?"),
+}
+
+
+def _type_of(x: str) -> str:
+    """The type of one field's text: one of ``_TYPES``, else ``"text"``."""
+    x = x.strip()
+    return next((t for t, r in _TYPES.items() if r.fullmatch(x)), "text")
 
 
 def _has_header(rows: list[list[str]]) -> bool:
-    """Whether the first of ``rows`` is a header (the module's text)."""
+    """Whether the first of ``rows`` is a header (the module's text, with numbers, booleans
+    and timestamps as the types that tell a name from a value)."""
     first, rest = rows[0], rows[1:]
-    if not rest:  # one row: a header unless it is all numbers
-        return not all(_is_number(x) for x in first if x)
+    if not rest:  # one row: a header unless every field has a value type
+        return any(_type_of(x) == "text" for x in first if x)
     all_text = True
     for i, name in enumerate(first):
-        values = [r[i] for r in rest if i < len(r) and r[i] != ""]
-        numeric = bool(values) and all(_is_number(v) for v in values)
-        if numeric and not _is_number(name):
-            return True  # a name over numbers
-        all_text &= not numeric and not _is_number(name)
+        kinds = {_type_of(r[i]) for r in rest if i < len(r) and r[i] != ""}
+        typed = len(kinds) == 1 and "text" not in kinds
+        if typed and _type_of(name) not in kinds:
+            return True  # a name over values of one type
+        all_text &= not typed and _type_of(name) == "text"
     return all_text

@@ -156,8 +156,9 @@ class CsvSource(Source):
         src = self.path.open_input_stream() if isinstance(self.path, RemotePath) \
             else str(self.path)
         d = self.dialect
-        read = pacsv.ReadOptions(block_size=16 << 20,
-                                 column_names=None if d.header else d.column_names())
+        names = list(d.names) if d.header else d.column_names()
+        read = pacsv.ReadOptions(block_size=16 << 20, column_names=names or None,
+                                 skip_rows=1 if d.header and names else 0)
         return pacsv.open_csv(src, convert_options=conv, read_options=read,
                               parse_options=pacsv.ParseOptions(delimiter=d.delimiter))
 

@@ -152,3 +152,12 @@ def test_a_select_without_from_answers_one_row_as_duckdb(sql):
     with bamql.connect(device="cpu") as con:
         assert con.sql(sql).rows() == duckdb.sql(sql).fetchall()
         assert con.execute(sql).rows() == duckdb.sql(sql).fetchall()
+
+
+def test_a_select_without_from_names_no_table_of_its_own():
+    with bamql.connect(device="cpu") as con:
+        for sql, text in (("SELECT *", "needs FROM"),
+                          ("SELECT x", r"unknown column 'x' \(the query has no FROM\)")):
+            with pytest.raises(BamqlError, match=text) as e:
+                con.sql(sql)
+            assert "bamql_one_row" not in str(e.value)

@@ -19,14 +19,21 @@ FILES = {
     "header_only.csv": "a,b\n",
     "empty_fields.csv": "id,v\n1,2.5\n2,\n",
     "semicolons_no_header.csv": "1;2.5\n3;4.5\n",
+    # found by an attack on the sniffer: values of other types than numbers, names that
+    # Python's float() reads, spaces around names
+    "timestamps_no_header.csv": "2024-01-01 00:00:00,abc\n2024-01-02 00:00:00,def\n",
+    "booleans_no_header.csv": "true,abc\nfalse,def\n",
+    "nan_inf_names.csv": "nan,inf\n1,2\n3,4\n",
+    "underscore_name.csv": "1_0,2\n3,4\n5,6\n",
+    "spaced_names.csv": "a, b\n1,2\n",
 }
 
 
 def test_the_dialect_of_each_layout():
     assert sniff(FILES["no_header.csv"].encode()) == Dialect(",", False, 2)
-    assert sniff(FILES["semicolons.csv"].encode()) == Dialect(";", True, 2)
+    assert sniff(FILES["semicolons.csv"].encode()) == Dialect(";", True, 2, ("a", "b"))
     assert sniff(FILES["pipes.csv"].encode()).delimiter == "|"
-    assert sniff(FILES["quoted.csv"].encode()) == Dialect(",", True, 2)
+    assert sniff(FILES["quoted.csv"].encode()) == Dialect(",", True, 2, ("name", "v"))
     assert sniff(FILES["all_text.csv"].encode()).header
     assert not sniff(FILES["one_row.csv"].encode()).header
     assert sniff(b"") == Dialect()
