@@ -101,7 +101,7 @@ def _candidates(key: tuple[Vec, bool, bool], want: int) -> np.ndarray | None:
     values have no numeric order to partition (exact integers held as objects)."""
     (v, ok), desc, nulls_first = key
     v = np.asarray(v)
-    if v.dtype == object or v.dtype.kind not in "iufb":
+    if v.dtype.kind not in "iufb":
         return None
     x = v.astype(np.int8) if v.dtype.kind == "b" else v
     if x.dtype.kind == "f":

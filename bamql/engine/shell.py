@@ -380,8 +380,8 @@ class Shell:
                     pass
         return 0
 
-
     def _read_piped(self) -> int:
+        """Run the statements of a pipe or a file on stdin (``loop`` without prompts)."""
         self._buf = []
         try:
             for line in sys.stdin:

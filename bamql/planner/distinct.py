@@ -23,7 +23,7 @@ import numpy as np
 from bamql.errors import PlanError
 from bamql.planner import ir
 from bamql.planner.domains import n_slots
-from bamql.planner.grouping import kernel_slots
+from bamql.planner.domains import slots as group_slots
 from bamql.planner.joins import JoinQuery, KeyMap
 from bamql.planner.show import show
 from bamql.planner.translate import MAX_GROUPS
@@ -51,7 +51,7 @@ def split_distinct(q: ir.Query | ir.RowQuery | JoinQuery,
     out = dataclasses.replace(out, aggs=aggs)
     fact = q.fact if isinstance(q, JoinQuery) else out
     keys = fact.keys if c in fact.keys else (*fact.keys, c)
-    total = kernel_slots(keys, cols)
+    total = group_slots(keys, cols)
     if total is None:
         raise PlanError(f"COUNT(DISTINCT {show(c)}) with GROUP BY "
                         f"{', '.join(show(k) for k in fact.keys)} is not supported (only with "

@@ -2,9 +2,9 @@
 
 The kernel keeps dense accumulators indexed by the group keys' slots: it groups by every key
 with a dense range (``planner.domains``: integer and string columns, calendar fields,
-rounded decimals and integer arithmetic over them), as long as all keys together have at
-most ``MAX_GROUPS`` slots. Every other GROUP BY (a plain float or timestamp, a condition, a
-key of a large domain) is a *hashed* query: ``engine.hashagg`` runs it beside the kernels.
+rounded decimals, integer arithmetic, conditions, date_trunc), as long as all keys together have at
+most ``MAX_GROUPS`` slots. Every other GROUP BY (a plain float or timestamp, a key of a large
+domain) is a *hashed* query: ``engine.hashagg`` runs it beside the kernels.
 """
 
 from __future__ import annotations
@@ -18,17 +18,11 @@ from bamql.planner.translate import MAX_GROUPS
 from bamql.storage.format import ColumnMeta
 
 
-def kernel_slots(keys, cols: Mapping[str, ColumnMeta]) -> int | None:
-    """The kernel's accumulator slots for ``keys`` (None where a key has no dense range,
-    ``planner.domains``)."""
-    return domains.slots(keys, cols)
-
-
 def hashed(q: ir.Query, cols: Mapping[str, ColumnMeta]) -> bool:
     """Whether ``q`` groups beyond what the kernel takes (see the module's text)."""
     if not q.keys:
         return False
-    slots = kernel_slots(q.keys, cols)
+    slots = domains.slots(q.keys, cols)
     return slots is None or slots > MAX_GROUPS
 
 

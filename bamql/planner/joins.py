@@ -31,8 +31,8 @@ from sqlglot import exp
 from bamql.errors import PlanError
 from bamql.planner import ir
 from bamql.planner.domains import key_domain, n_slots, strides
+from bamql.planner.domains import slots as group_slots
 from bamql.planner.evaluate import evaluate
-from bamql.planner.grouping import kernel_slots
 from bamql.planner.show import show
 from bamql.planner.subqueries import in_subquery
 from bamql.planner.translate import MAX_GROUPS, Translator, translate
@@ -425,7 +425,7 @@ def rewrite(q: ir.Query, t: JoinTranslator) -> JoinQuery:
             fact_keys.append(fk)
         i = fact_keys.index(fk)
         maps.append(KeyMap(i) if j is None else _key_map(i, j, k, t))
-    total = kernel_slots(fact_keys, t.fact_cols)
+    total = group_slots(fact_keys, t.fact_cols)
     if total is None:
         raise PlanError(f"GROUP BY {', '.join(show(k) for k in fact_keys)} with a JOIN is not "
                         "supported (only GROUP BY small-domain integer or string columns)")

@@ -55,7 +55,7 @@ def row_query(t: Translator, s: exp.Select, pred: ir.Expr | None) -> ir.RowQuery
             order.append((_order_expr(t, o.this, names, exprs, aliased), bool(o.args.get("desc")),
                           bool(o.args.get("nulls_first"))))
     return ir.RowQuery(t.table, pred, tuple(names), tuple(exprs), tuple(order),
-                       _count(t, s, "limit"), _count(t, s, "offset") or 0)
+                       clause_count(t, s, "limit"), clause_count(t, s, "offset") or 0)
 
 
 def _value(t: Translator, node) -> ir.Expr:
@@ -93,7 +93,7 @@ def _order_expr(t: Translator, node, names: list[str], exprs: list[ir.Expr],
     return e
 
 
-def _count(t: Translator, s: exp.Select, arg: str) -> int | None:
+def clause_count(t: Translator, s: exp.Select, arg: str) -> int | None:
     """LIMIT's or OFFSET's non-negative integer, None where the query has none."""
     node = s.args.get(arg)
     if node is None:

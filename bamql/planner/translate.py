@@ -145,20 +145,9 @@ class Translator(ExprTranslator):
             for o in s.args["order"].expressions:
                 order.append((self.order_index(o.this, names, exprs, keys, aggs), bool(o.args.get("desc")),
                               bool(o.args.get("nulls_first"))))
-        limit = None
-        if s.args.get("limit") is not None:
-            lim = s.args["limit"].expression
-            if not (isinstance(lim, exp.Literal) and not lim.is_string and lim.this.isdigit()):
-                raise self.fail("LIMIT needs a non-negative integer", s.args["limit"])
-            limit = int(lim.this)
-        offset = 0
-        if s.args.get("offset") is not None:
-            off = s.args["offset"].expression
-            if not (isinstance(off, exp.Literal) and not off.is_string and off.this.isdigit()):
-                raise self.fail("OFFSET needs a non-negative integer", s.args["offset"])
-            offset = int(off.this)
         return ir.Query(self.table, pred, tuple(keys), tuple(aggs), tuple(names), tuple(exprs),
-                        having, tuple(order), limit, offset, len(exprs) - shown)
+                        having, tuple(order), rows.clause_count(self, s, "limit"),
+                        rows.clause_count(self, s, "offset") or 0, len(exprs) - shown)
 
     def distinct_as_group_by(self, s: exp.Select) -> exp.Select:
         """``SELECT DISTINCT a, b ...`` as ``SELECT a, b ... GROUP BY a, b`` (the same rows);

@@ -116,50 +116,21 @@ def _check_root(p: Path, text: str) -> None:
 
 def _glob(pattern: str) -> list[str]:
     """The paths a glob matches (``*``, ``?``, ``[..]`` within a name, ``**`` across
-    directories, hidden names included), walking from its fixed root without following
-    symlinked directories, so that a link loop in the tree cannot make it endless."""
+    directories, hidden names included). A ``**`` walks from the pattern's fixed root with
+    pathlib, which follows no symlinked directory, so that a link loop in the tree cannot
+    make it endless (``glob.glob`` follows them)."""
     parts = pattern.split("/")
     fixed = 0
     while fixed < len(parts) - 1 and not _GLOB.search(parts[fixed]):
         fixed += 1
-    root = "/".join(parts[:fixed]) or ("/" if pattern.startswith("/") else "")
     rest = parts[fixed:]
     if "**" not in rest:  # no recursion: the standard glob cannot loop
         return glob.glob(pattern, include_hidden=True)
-    top = Path(root or ".")
-    _check_root(top, root or ".")
-    regex = re.compile("".join(
-        ("(?:[^/]+/)*" if i < len(rest) - 1 else ".*") if seg == "**"
-        else _segment(seg) + ("/" if i < len(rest) - 1 else "")
-        for i, seg in enumerate(rest)))
-    out = []
-    for d, dirs, files in os.walk(top, followlinks=False):
-        for name in (*files, *dirs):
-            rel = os.path.relpath(os.path.join(d, name), top).replace(os.sep, "/")
-            if regex.fullmatch(rel):
-                out.append(os.path.join(root, rel) if root else rel)
-    return out
-
-
-def _segment(seg: str) -> str:
-    """A regular expression of one path segment of a glob."""
-    out, i = [], 0
-    while i < len(seg):
-        c = seg[i]
-        j = seg.find("]", i + 2) if c == "[" else -1
-        if c == "*":
-            out.append("[^/]*")
-        elif c == "?":
-            out.append("[^/]")
-        elif j > 0:
-            body = seg[i + 1 : j]
-            body = "^" + body[1:] if body.startswith("!") else body
-            out.append("[" + body.replace("\\", "\\\\") + "]")
-            i = j
-        else:
-            out.append(re.escape(c))
-        i += 1
-    return "".join(out)
+    root = "/".join(parts[:fixed]) or ("/" if pattern.startswith("/") else ".")
+    _check_root(Path(root), root)
+    if rest[-1] == "**":  # every file below, as glob's recursive ``**`` matches them
+        rest.append("*")
+    return [str(h) for h in Path(root).glob("/".join(rest))]
 
 
 def expand_all(specs: Sequence[str | os.PathLike | RemotePath]) -> list[SourcePath]:
