@@ -1,5 +1,5 @@
 """The GPU template's group accumulators, private to a block or a thread: few groups would
-serialize on global atomics (every row of 100 M adding into one of three words), so each
+serialize on global atomics (every matching row adding into one of a few words), so each
 block adds into its own copy in shared memory, merged into global memory once at its end,
 and with the fewest groups each thread first adds into its own local arrays, reduced per
 warp with shuffles into the block's copy (``gpu.kernel`` emits the lines these return).
@@ -82,8 +82,8 @@ def fits_threads(n_groups: int, aggs) -> bool:
 def fits_shared(n_groups: int, aggs) -> bool:
     """Whether a block's private copy of every group's accumulators fits ``SHARED_BUDGET``.
 
-    Few groups would serialize on global atomics (every row of 100 M adding into one of
-    three words): each block adds into its own copy in shared memory and merges it into
+    Few groups would serialize on global atomics (every matching row adding into one of
+    a few words): each block adds into its own copy in shared memory and merges it into
     global memory once. Many groups spread their atomics and need no copy."""
     return n_groups * 8 * private_arrays(aggs) <= SHARED_BUDGET
 
