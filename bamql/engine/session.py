@@ -24,6 +24,9 @@ from bamql.engine.partition import Resident, page_cache, plan_partition, table_d
 from bamql.engine.result import Result, assemble
 from bamql.engine.rows import explain_rows, kernel_query, plan_rows, quantiles, run_rows
 from bamql.engine.runner import LocalRunner, Runner, merge
+from bamql.engine.tree import plan as tree_plan
+from bamql.engine.tree import run_tree, tree_worthy
+from bamql.engine.tree import show as show_tree
 from bamql.errors import DeviceError, PlanError, StoreError, UsageError
 from bamql.lru import LRU
 from bamql.planner import ir
@@ -455,8 +458,14 @@ class Session:
         if m and not m.group(1):
             txt = self._explain(bound)
             return Result(pa.table({"explain": txt.splitlines()}), None, txt, is_explain=True)
+        text = self._bind_files(bound)
         try:
-            res = self.run(self._translate(self._bind_files(bound)))
+            try:
+                res = self.run(self._translate(text))
+            except PlanError as e:  # a construct the fused translator does not take
+                if not tree_worthy(e):
+                    raise
+                res = run_tree(self, text)
         except PlanError as e:  # a SELECT without FROM reads a table the user never named
             if _ONE_ROW not in bound:
                 raise
@@ -496,7 +505,12 @@ class Session:
 
         bound = bind_files(text, self.stores, table_for, self._registered_table)
         if not planned:
-            return self.explain_query(self._translate(bound))
+            try:
+                return self.explain_query(self._translate(bound))
+            except PlanError as e:
+                if not tree_worthy(e):
+                    raise
+                return show_tree(tree_plan(self, bound), self)
         from bamql.engine.fileplan import explain_planned
 
         return explain_planned(bound, planned, self.catalog(), self.dimensions)

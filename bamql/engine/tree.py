@@ -1,0 +1,143 @@
+"""A session's queries through the relational plan: parse, build the tree (``plan.build``),
+optimize (``plan.rules``), run (``plan.operators``). Fused leaves and scans run through
+the session's own kernels; EXPLAIN shows the tree and, under each fused leaf, its kernel's
+plan."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import sqlglot
+from sqlglot import exp
+
+from bamql.engine.result import Result
+from bamql.errors import BamqlError, PlanError
+from bamql.plan import nodes as n
+from bamql.plan.build import Catalog, build
+from bamql.plan.operators import Context, run, scan_sql
+from bamql.plan.rules import optimize, prune_scans
+
+#: Words of the fused translator's refusals that the plan tree may answer instead (a
+#: construct it does not take, never a name or a type that is wrong).
+_STRUCTURAL = ("not supported", "only SELECT", "must name", "a CTE must", "needs FROM",
+               "arithmetic needs numbers, got a timestamp")
+
+
+def tree_worthy(err: PlanError) -> bool:
+    """Whether the fused translator refused a construct (not a name or a type)."""
+    return any(w in str(err) for w in _STRUCTURAL)
+
+
+def catalog(session) -> Catalog:
+    """What a session's plans read, and its kernels' test of a SELECT."""
+    def fusable(sql: str) -> bool:
+        try:
+            q = session._translate(sql)
+            session._hashed(q)
+        except BamqlError:
+            return False
+        return True
+
+    tables = {name: tuple(cols) for name, cols in session.catalog().items()}
+    memory = {name: d.table for name, d in session.dimensions.items()}
+    return Catalog(tables, memory, fusable)
+
+
+def plan(session, text: str) -> n.Node:
+    """The optimized plan of ``text`` (parameters and files bound already)."""
+    try:
+        tree = sqlglot.parse_one(text, read="duckdb")
+    except sqlglot.errors.SqlglotError as e:
+        raise PlanError(f"cannot parse the query: {str(e).splitlines()[0]}") from None
+    cat = catalog(session)
+    node = optimize(build(tree, cat), cat)
+    return prune_scans(node, _mentioned(tree))
+
+
+def _mentioned(tree: exp.Expression) -> frozenset[str] | None:
+    """The lowercase names of every column the statement names; None where a ``*`` in a
+    select list needs every column."""
+    for s in tree.find_all(exp.Star):
+        if not isinstance(s.parent, exp.Count):
+            return None
+    return frozenset(c.name.lower() for c in tree.find_all(exp.Column) if not isinstance(c.this, exp.Star))
+
+
+def run_tree(session, text: str) -> Result:
+    """Run ``text`` through the plan tree."""
+    node = plan(session, text)
+    ctx = Context(lambda sql: session.run(session._translate(sql)))
+    try:
+        rel = run(node, ctx)
+    except MemoryError:
+        from bamql.errors import DeviceError
+
+        raise DeviceError("out of host memory while running the query") from None
+    names = [c for _, c in node.cols]
+    table = pa.Table.from_arrays([rel.column(i) for i in range(len(names))], names=names)
+    stats = ctx.leaves[0].stats if len(ctx.leaves) == 1 else None
+    return Result(table, stats, show(node, session))
+
+
+def show(node: n.Node, session=None, depth: int = 0) -> str:
+    """The plan as an indented tree; under a fused leaf or a scan, its kernel's plan."""
+    pad = "  " * depth
+    line = pad + _label(node)
+    lines = [line]
+    if isinstance(node, n.Fused | n.Scan) and session is not None:
+        sql = node.sql if isinstance(node, n.Fused) else scan_sql(node)
+        try:
+            inner = session.explain_query(session._translate(sql))
+        except BamqlError as e:
+            inner = f"(not planned: {e})"
+        lines += [pad + "    " + x for x in inner.splitlines()]
+    for c in node.children:
+        lines.append(show(c, session, depth + 1))
+    for i, s in enumerate(n.subplans_of(node)):
+        lines.append(f"{pad}  subquery {i} ({s.kind.value}"
+                     + (f", keyed by {', '.join(e.sql(dialect='duckdb') for e in s.outer)}"
+                        if s.outer else "") + "):")
+        lines.append(show(s.plan, session, depth + 2))
+    return "\n".join(lines)
+
+
+def _sql(e: exp.Expression) -> str:
+    return e.sql(dialect="duckdb")
+
+
+def _label(node: n.Node) -> str:
+    if isinstance(node, n.Fused):
+        return f"FusedKernel [GPU or CPU, as the session runs]: {node.sql}"
+    if isinstance(node, n.Scan):
+        where = f" WHERE {' AND '.join(_sql(p) for p in node.predicate)}" if node.predicate else ""
+        return f"Scan {node.table} AS {node.qual} [{', '.join(node.columns)}]{where} (kernel)"
+    if isinstance(node, n.Values):
+        return f"Values {node.label} ({node.table.num_rows} rows) AS {node.qual}"
+    if isinstance(node, n.Alias):
+        return f"Alias {node.qual}" + (f" ({', '.join(node.names)})" if node.names else "")
+    if isinstance(node, n.Filter):
+        return f"Filter {_sql(node.condition)} (CPU)"
+    if isinstance(node, n.Project):
+        return "Project " + ", ".join(
+            f"{_sql(e)} AS {nm}" if _sql(e) != nm else nm
+            for e, nm in zip(node.exprs, node.names, strict=True)) + " (CPU)"
+    if isinstance(node, n.Aggregate):
+        keys = ", ".join(_sql(k) for k in node.keys) or "()"
+        sets = f" sets {list(node.sets)}" if node.sets is not None else ""
+        return f"HashAggregate by {keys}{sets}: {', '.join(_sql(a) for a in node.aggs)} (CPU)"
+    if isinstance(node, n.Window):
+        return "Window " + ", ".join(_sql(w) for w in node.funcs) + " (CPU)"
+    if isinstance(node, n.Join):
+        on = f" ON {_sql(node.on)}" if node.on is not None else ""
+        return f"HashJoin {node.kind.name}{on} (CPU)"
+    if isinstance(node, n.Sort):
+        return "Sort " + ", ".join(f"#{i + 1}{' DESC' if d else ''}{' NULLS FIRST' if nf else ''}"
+                                   for i, d, nf in node.keys) + " (CPU)"
+    if isinstance(node, n.Limit):
+        return f"Limit {node.limit} OFFSET {node.offset}"
+    if isinstance(node, n.SetOp):
+        return f"{node.kind.value}{'' if node.distinct else ' ALL'} (CPU)"
+    if isinstance(node, n.Distinct):
+        return "Distinct (CPU)"
+    if isinstance(node, n.Select):
+        return f"Keep the first {node.n} columns"
+    return type(node).__name__

@@ -1,0 +1,226 @@
+"""The hash-aggregate operator on the CPU: GROUP BY (and grouping sets) over a relation,
+through Arrow's grouped aggregation; exact quantiles and string_agg per group."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from sqlglot import exp
+
+from bamql.errors import PlanError
+from bamql.plan import nodes as n
+from bamql.plan.expr import Evaluator, Rel
+
+D = "duckdb"
+
+
+@dataclass
+class Spec:
+    """One aggregate as Arrow computes it: an input column, a grouped function and its
+    options, and a step after (``post``) for the ones Arrow lists per group."""
+
+    values: pa.Array
+    fn: str
+    options: object = None
+    post: object = None
+
+
+def _filtered(v: pa.Array, cond: pa.Array | None) -> pa.Array:
+    if cond is None:
+        return v
+    return pc.if_else(cond, v, pa.scalar(None, v.type))
+
+
+def _numeric(v: pa.Array, what: str) -> pa.Array:
+    t = v.type
+    if pa.types.is_boolean(t) or pa.types.is_null(t):
+        return v.cast(pa.int64()) if pa.types.is_boolean(t) else v.cast(pa.float64())
+    if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)):
+        raise PlanError(f"{what}() needs numbers, got {t}")
+    return v
+
+
+def spec(a: exp.Expression, ev: Evaluator) -> Spec:
+    """How Arrow computes the aggregate call ``a`` over ``ev``'s relation."""
+    cond = None
+    if isinstance(a, exp.Filter):
+        cond = ev.condition(a.expression.this)
+        a = a.this
+    if isinstance(a, exp.IgnoreNulls):
+        a = a.this
+    rows = ev.rel.rows
+    distinct = isinstance(a.this, exp.Distinct)
+    arg = a.this.expressions[0] if distinct else a.this
+    if distinct and len(a.this.expressions) != 1:
+        raise PlanError("COUNT(DISTINCT ...) of several columns is not supported")
+    if isinstance(a, exp.Count):
+        if arg is None or isinstance(arg, exp.Star):
+            ones = pa.array(np.ones(rows, np.int8))
+            if cond is None:
+                return Spec(ones, "count", pc.CountOptions("all"))
+            return Spec(_filtered(ones, cond), "count", pc.CountOptions("only_valid"))
+        v = _filtered(ev.array(arg), cond)
+        return Spec(v, "count_distinct" if distinct else "count", pc.CountOptions("only_valid"))
+    if distinct and not isinstance(a, exp.GroupConcat):
+        raise PlanError(f"{a.sql_name().upper()}(DISTINCT ...) is not supported")
+    if isinstance(a, exp.CountIf):
+        c = ev.condition(arg)
+        ones = pc.if_else(c, pa.scalar(1, pa.int8()), pa.scalar(None, pa.int8()))
+        return Spec(_filtered(ones, cond), "count", pc.CountOptions("only_valid"))
+    if isinstance(a, exp.GroupConcat):
+        return _string_agg(a, ev, cond)
+    v = _filtered(ev.array(arg), cond) if arg is not None else None
+    if v is None:
+        raise PlanError(f"{a.sql(dialect=D)} needs an argument")
+    simple = {exp.Sum: "sum", exp.Avg: "mean", exp.Min: "min", exp.Max: "max",
+              exp.First: "first", exp.AnyValue: "first", exp.LogicalAnd: "all",
+              exp.LogicalOr: "any"}
+    if pa.types.is_duration(v.type) and isinstance(a, exp.Min | exp.Max | exp.Sum):
+        fn = {exp.Min: "min", exp.Max: "max", exp.Sum: "sum"}[type(a)]
+        return Spec(v.cast(pa.int64()), fn, None, ("cast", v.type))
+    for kind, fn in simple.items():
+        if isinstance(a, kind):
+            if fn in ("sum", "mean"):
+                v = _numeric(v, fn)
+            if fn in ("all", "any"):
+                return Spec(v, fn, pc.ScalarAggregateOptions(skip_nulls=True, min_count=1))
+            return Spec(v, fn, pc.ScalarAggregateOptions(skip_nulls=True, min_count=1)
+                        if fn in ("sum", "mean") else None)
+    if isinstance(a, exp.Anonymous):  # arbitrary / any_value
+        return Spec(v, "first")
+    dev = {exp.Stddev: ("stddev", 1), exp.StddevSamp: ("stddev", 1), exp.StddevPop: ("stddev", 0),
+           exp.Variance: ("variance", 1), exp.VariancePop: ("variance", 0)}
+    for kind, (fn, ddof) in dev.items():
+        if type(a) is kind:
+            return Spec(_numeric(v, fn).cast(pa.float64()), fn, pc.VarianceOptions(ddof=ddof))
+    if isinstance(a, exp.Median):
+        return Spec(_numeric(v, "median"), "list", None, ("cont", 0.5))
+    if isinstance(a, exp.PercentileCont | exp.PercentileDisc):
+        q = a.expression
+        qs = q.expressions if isinstance(q, exp.Array) else [q]
+        fr = []
+        for x in qs:
+            if not (isinstance(x, exp.Literal) and not x.is_string):
+                raise PlanError("a quantile's fraction must be a number constant")
+            f = float(x.this)
+            if not 0 <= f <= 1:
+                raise PlanError(f"a quantile's fraction must be between 0 and 1, not {f}")
+            fr.append(f)
+        kind = "cont" if isinstance(a, exp.PercentileCont) else "disc"
+        return Spec(_numeric(v, "quantile"), "list", None,
+                    (kind, fr if isinstance(q, exp.Array) else fr[0]))
+    if isinstance(a, exp.ArrayAgg):
+        return Spec(v, "list")
+    raise PlanError(f"aggregate {a.sql_name().upper()}() is not supported")
+
+
+def _string_agg(a: exp.GroupConcat, ev: Evaluator, cond) -> Spec:
+    this = a.this
+    order = None
+    if isinstance(this, exp.Order):
+        order = this.expressions
+        this = this.this
+    distinct = isinstance(this, exp.Distinct)
+    arg = this.expressions[0] if distinct else this
+    sep = a.args.get("separator")
+    sep_s = ev.eval(sep).as_py() if sep is not None else ","
+    v = _filtered(ev.array(arg), cond)
+    if not pa.types.is_string(v.type):
+        v = v.cast(pa.string())
+    desc = False
+    if order:
+        if len(order) != 1 or order[0].this != arg:
+            raise PlanError("string_agg(... ORDER BY) orders by the aggregated value only")
+        desc = bool(order[0].args.get("desc"))
+    return Spec(v, "list", None, ("string", sep_s, distinct, order is not None, desc))
+
+
+def _quantile(vals: list, kind: str, q: float):
+    xs = sorted((x for x in vals if x is not None), key=lambda x: (isinstance(x, float) and math.isnan(x), x))
+    if not xs:
+        return None
+    if kind == "disc":
+        return xs[max(0, math.ceil(q * len(xs)) - 1)]
+    pos = q * (len(xs) - 1)
+    lo, hi = math.floor(pos), math.ceil(pos)
+    a, b = float(xs[lo]), float(xs[hi])
+    return a if lo == hi else a + (b - a) * (pos - lo)
+
+
+def _post(lists: pa.Array, post, in_type: pa.DataType) -> pa.Array:
+    if post is None:
+        return lists
+    if post[0] == "cast":
+        return lists.cast(post[1])
+    rows = lists.to_pylist()
+    if post[0] == "string":
+        _, sep, distinct, ordered, desc = post
+        out = []
+        for r in rows:
+            xs = [x for x in (r or []) if x is not None]
+            if distinct:
+                xs = list(dict.fromkeys(xs))
+            if ordered:
+                xs.sort(reverse=desc)
+            out.append(sep.join(xs) if xs else None)
+        return pa.array(out, pa.string())
+    kind, q = post
+    many = isinstance(q, list)
+    disc_type = in_type if kind == "disc" else pa.float64()
+    if many:
+        return pa.array([None if not r or all(x is None for x in r) else
+                         [_quantile(r, kind, f) for f in q] for r in rows], pa.list_(disc_type))
+    return pa.array([_quantile(r or [], kind, q) for r in rows], disc_type)
+
+
+def aggregate_rel(rel: Rel, node: n.Aggregate, ev: Evaluator) -> Rel:
+    """The Aggregate node's relation: keys ``__k<i>`` then aggregates ``__a<j>``."""
+    keys = [ev.array(k) for k in node.keys]
+    specs = [spec(a, ev) for a in node.aggs]
+    sets = node.sets if node.sets is not None else (tuple(range(len(keys))),)
+    parts = []
+    for s in sets:
+        parts.append(_group(keys, specs, s, rel.rows))
+    if len(parts) == 1:
+        cols = parts[0]
+    else:
+        cols = []
+        for i in range(len(parts[0])):
+            arrs = [p[i] for p in parts]
+            t = next((a.type for a in arrs if not pa.types.is_null(a.type)), arrs[0].type)
+            cols.append(pa.concat_arrays([a.cast(t) if a.type != t else a for a in arrs]))
+    return Rel.of(cols, node.cols)
+
+
+def _group(keys: list[pa.Array], specs: list[Spec], keep: tuple[int, ...], rows: int) -> list[pa.Array]:
+    names = [f"k{i}" for i in keep]
+    arrays = [keys[i] for i in keep]
+    agg_in = [f"v{j}" for j in range(len(specs))]
+    t = pa.Table.from_arrays([*arrays, *(s.values for s in specs)] or [pa.array(np.zeros(rows, np.int8))],
+                             names=[*names, *agg_in] or ["__one"])
+    lists = {j for j, s in enumerate(specs) if s.fn == "list" and not names}
+    aggs = [(f"v{j}", s.fn, s.options) if s.options is not None else (f"v{j}", s.fn)
+            for j, s in enumerate(specs) if j not in lists]
+    if not names and not aggs:
+        g = pa.table({"__one": pa.array([0])})
+    else:
+        g = t.group_by(names, use_threads=False).aggregate(aggs)
+    for j in lists:  # Arrow lists per group only: the whole input is one list here
+        v = specs[j].values
+        g = g.append_column(f"v{j}_list", pa.array([v.to_pylist()], pa.list_(v.type)))
+    out = []
+    for i in range(len(keys)):
+        if i in keep:
+            out.append(g.column(f"k{i}").combine_chunks())
+        else:
+            out.append(pa.nulls(g.num_rows, keys[i].type))
+    for j, s in enumerate(specs):
+        c = g.column(f"v{j}_{s.fn}").combine_chunks()
+        if s.post is not None:
+            c = _post(c, s.post, s.values.type)
+        out.append(c)
+    return out

@@ -1,0 +1,930 @@
+"""SQL expressions over Arrow columns, with DuckDB's semantics: the evaluator of the
+operators that run above a fused kernel (``plan.operators``).
+
+An expression is a sqlglot node; a relation is a :class:`Rel` (an Arrow table and the
+qualified name of each column). Values are Arrow arrays, or scalars that broadcast.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from sqlglot import exp
+
+from bamql.errors import PlanError
+from bamql.plan.types import CAST_TYPES
+
+Value = pa.Array | pa.Scalar
+ColName = tuple[str | None, str]  # (qualifier, name)
+
+
+@dataclass(frozen=True, eq=False)
+class Rel:
+    """A relation: an Arrow table and the qualifier and name of each of its columns (the
+    table's own column names are positional and never read)."""
+
+    table: pa.Table
+    cols: tuple[ColName, ...]
+
+    @property
+    def rows(self) -> int:
+        return self.table.num_rows
+
+    def column(self, i: int) -> pa.Array:
+        c = self.table.column(i)
+        return c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c
+
+    @staticmethod
+    def of(arrays: list[pa.Array], cols: tuple[ColName, ...]) -> Rel:
+        return Rel(pa.Table.from_arrays(arrays, names=[f"c{i}" for i in range(len(arrays))]), cols)
+
+    def take(self, idx) -> Rel:
+        return Rel(self.table.take(idx), self.cols)
+
+
+def find(cols: tuple[ColName, ...], name: str, qual: str | None) -> list[int]:
+    """The columns of ``cols`` a reference ``qual.name`` can mean (names without regard to
+    case, as DuckDB matches them)."""
+    low = name.lower()
+    return [i for i, (q, n) in enumerate(cols)
+            if n.lower() == low and (qual is None or (q is not None and q.lower() == qual.lower()))]
+
+
+def resolve(cols: tuple[ColName, ...], c: exp.Column) -> int | None:
+    """The index of the column ``c`` names in ``cols``; None where it names none; an
+    ambiguous name is an error."""
+    hits = find(cols, c.name, c.table or None)
+    if len(hits) > 1:
+        raise PlanError(f"column reference {c.sql(dialect='duckdb')!r} is ambiguous")
+    return hits[0] if hits else None
+
+
+def broadcast(v: Value, n: int) -> pa.Array:
+    """``v`` as an array of ``n`` values."""
+    if isinstance(v, pa.Array):
+        return v
+    if isinstance(v, pa.ChunkedArray):
+        return v.combine_chunks()
+    if not v.is_valid:
+        return pa.nulls(n, v.type)
+    return pa.repeat(v, n)
+
+
+def _num(s: str) -> pa.Scalar:
+    if any(ch in s for ch in ".eE"):
+        return pa.scalar(float(s), pa.float64())
+    v = int(s)
+    return pa.scalar(v, pa.int32() if -2**31 <= v < 2**31 else pa.int64())
+
+
+def _is_null_type(v: Value) -> bool:
+    return pa.types.is_null(v.type)
+
+
+def _temporal(t: pa.DataType) -> bool:
+    return pa.types.is_timestamp(t) or pa.types.is_date(t)
+
+
+def _coerce(a: Value, b: Value) -> tuple[Value, Value]:
+    """Both sides of a comparison or an arithmetic in one type, as DuckDB casts them: a
+    string constant beside a timestamp or date is read as one; dates beside timestamps are
+    timestamps; integers beside floats are floats."""
+    ta, tb = a.type, b.type
+    if ta == tb:
+        return a, b
+    if _is_null_type(a):
+        return pa.scalar(None, tb) if isinstance(a, pa.Scalar) else a.cast(tb), b
+    if _is_null_type(b):
+        return a, pa.scalar(None, ta) if isinstance(b, pa.Scalar) else b.cast(ta)
+    for x, y, swap in ((a, b, False), (b, a, True)):
+        if _temporal(x.type) and pa.types.is_string(y.type) and isinstance(y, pa.Scalar):
+            y = _parse_time(y, x.type)
+            return (y, x) if swap else (x, y)
+    if pa.types.is_timestamp(ta) and pa.types.is_date(tb):
+        return a, b.cast(ta)
+    if pa.types.is_date(ta) and pa.types.is_timestamp(tb):
+        return a.cast(tb), b
+    if pa.types.is_timestamp(ta) and pa.types.is_timestamp(tb):
+        return a, b.cast(ta)
+    if (pa.types.is_integer(ta) or pa.types.is_floating(ta) or pa.types.is_decimal(ta)) and \
+            (pa.types.is_integer(tb) or pa.types.is_floating(tb) or pa.types.is_decimal(tb)):
+        if pa.types.is_floating(ta) or pa.types.is_floating(tb) or \
+                pa.types.is_decimal(ta) != pa.types.is_decimal(tb):
+            return a.cast(pa.float64()), b.cast(pa.float64())
+        if pa.types.is_integer(ta) and pa.types.is_integer(tb):
+            return a.cast(pa.int64()), b.cast(pa.int64())
+        return a, b
+    if pa.types.is_string(ta) and pa.types.is_large_string(tb):
+        return a.cast(tb), b
+    if pa.types.is_large_string(ta) and pa.types.is_string(tb):
+        return a, b.cast(ta)
+    if pa.types.is_boolean(ta) and pa.types.is_boolean(tb):
+        return a, b
+    raise PlanError(f"cannot compare or combine a {_tname(ta)} value with a {_tname(tb)} value")
+
+
+def _tname(t: pa.DataType) -> str:
+    from bamql.plan.types import SqlType
+
+    try:
+        return SqlType.of_arrow(t).value
+    except PlanError:
+        return str(t)
+
+
+def _parse_time(s: pa.Scalar, to: pa.DataType) -> pa.Scalar:
+    text = s.as_py()
+    try:
+        if pa.types.is_date(to):
+            return pa.scalar(dt.date.fromisoformat(text.strip()[:10]), to)
+        return pa.scalar(dt.datetime.fromisoformat(text.strip()), pa.timestamp("us")).cast(to)
+    except ValueError:
+        raise PlanError(f"{text!r} is not a valid {_tname(to)}") from None
+
+
+_UNIT_US = {"microsecond": 1, "millisecond": 1000, "second": 10**6, "minute": 60 * 10**6,
+            "hour": 3600 * 10**6, "day": 86400 * 10**6, "week": 7 * 86400 * 10**6}
+_UNIT_ALIASES = {"us": "microsecond", "microseconds": "microsecond", "ms": "millisecond",
+                 "milliseconds": "millisecond", "s": "second", "seconds": "second",
+                 "sec": "second", "m": "minute", "minutes": "minute", "min": "minute",
+                 "h": "hour", "hours": "hour", "hr": "hour", "d": "day", "days": "day",
+                 "w": "week", "weeks": "week", "mon": "month", "months": "month",
+                 "y": "year", "years": "year", "yr": "year", "quarters": "quarter",
+                 "dayofweek": "dow", "weekday": "dow", "dayofyear": "doy",
+                 "dayofmonth": "day"}
+
+
+def unit_name(u) -> str:
+    """A date part's canonical name (``HOUR``, ``'hours'`` -> ``hour``)."""
+    name = (u.name if isinstance(u, exp.Expression) else str(u)).strip("'\"").lower()
+    return _UNIT_ALIASES.get(name, name)
+
+
+class Evaluator:
+    """Evaluates expressions over one relation. ``subquery`` evaluates a subquery marker
+    (``plan.build.SubRef``) to its value for each row."""
+
+    def __init__(self, rel: Rel, subquery: Callable[[exp.Expression, Evaluator], Value] | None = None):
+        self.rel = rel
+        self.subquery = subquery
+
+    def array(self, e: exp.Expression) -> pa.Array:
+        """``e``'s value at every row of the relation, as an array."""
+        return broadcast(self.eval(e), self.rel.rows)
+
+    def condition(self, e: exp.Expression) -> pa.Array:
+        """A WHERE condition: true rows only (NULL is not true)."""
+        v = self.array(e)
+        if not pa.types.is_boolean(v.type):
+            if pa.types.is_null(v.type):
+                return pa.array(np.zeros(len(v), bool))
+            raise PlanError(f"a condition must be true or false, not a {_tname(v.type)}: "
+                            f"{e.sql(dialect='duckdb')}")
+        return v.fill_null(False) if v.null_count else v
+
+    def eval(self, e: exp.Expression) -> Value:
+        fn = _HANDLERS.get(type(e))
+        if fn is None:
+            if isinstance(e, exp.Func) and type(e).__name__ in _BY_NAME:
+                return _BY_NAME[type(e).__name__](self, e)
+            raise PlanError(f"{_what(e)} is not supported")
+        try:
+            return fn(self, e)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as err:
+            first = str(err).splitlines()[0] if str(err) else type(err).__name__
+            raise PlanError(f"cannot evaluate {e.sql(dialect='duckdb')[:80]}: {first}") from None
+
+
+def _what(e: exp.Expression) -> str:
+    if isinstance(e, exp.Anonymous):
+        return f"function {e.name}()"
+    if isinstance(e, exp.Func):
+        return f"function {e.sql_name().lower()}()"
+    return f"'{e.sql(dialect='duckdb')[:60]}'"
+
+
+_HANDLERS: dict[type, Callable[[Evaluator, exp.Expression], Value]] = {}
+_BY_NAME: dict[str, Callable[[Evaluator, exp.Expression], Value]] = {}
+
+
+def handles(*kinds: type):
+    def deco(fn):
+        for k in kinds:
+            _HANDLERS[k] = fn
+        return fn
+    return deco
+
+
+# -- leaves ------------------------------------------------------------------------------
+@handles(exp.Column)
+def _column(ev: Evaluator, e: exp.Column) -> Value:
+    if isinstance(e.this, exp.Star):
+        raise PlanError("* is only allowed in the select list or COUNT(*)")
+    i = resolve(ev.rel.cols, e)
+    if i is None:
+        names = ", ".join(dict.fromkeys(n for _, n in ev.rel.cols if not n.startswith("__")))
+        raise PlanError(f"unknown column {e.sql(dialect='duckdb')!r} (columns: {names})")
+    return ev.rel.column(i)
+
+
+@handles(exp.Literal)
+def _literal(ev: Evaluator, e: exp.Literal) -> Value:
+    if e.is_string:
+        return pa.scalar(e.this, pa.string())
+    return _num(e.this)
+
+
+@handles(exp.Null)
+def _null(ev: Evaluator, e) -> Value:
+    return pa.scalar(None)
+
+
+@handles(exp.Boolean)
+def _bool(ev: Evaluator, e: exp.Boolean) -> Value:
+    return pa.scalar(bool(e.this), pa.bool_())
+
+
+@handles(exp.Paren)
+def _paren(ev: Evaluator, e) -> Value:
+    return ev.eval(e.this)
+
+
+@handles(exp.Alias)
+def _alias(ev: Evaluator, e) -> Value:
+    return ev.eval(e.this)
+
+
+@handles(exp.Interval)
+def _interval(ev: Evaluator, e: exp.Interval) -> Value:
+    n = e.this
+    text = n.this if isinstance(n, exp.Literal) else n.sql()
+    unit = unit_name(e.args.get("unit") or "second")
+    parts = str(text).split()
+    if len(parts) == 2 and not e.args.get("unit"):
+        text, unit = parts[0], unit_name(parts[1])
+    if unit not in _UNIT_US:
+        raise PlanError(f"INTERVAL of {unit}s is not supported (use days, hours, minutes or "
+                        "seconds)")
+    try:
+        us = round(float(text) * _UNIT_US[unit])
+    except ValueError:
+        raise PlanError(f"INTERVAL {text!r} is not a number of {unit}s") from None
+    return pa.scalar(dt.timedelta(microseconds=us), pa.duration("us"))
+
+
+# -- arithmetic --------------------------------------------------------------------------
+def _arith(op: str):
+    def fn(ev: Evaluator, e: exp.Binary) -> Value:
+        a, b = ev.eval(e.left), ev.eval(e.right)
+        if _is_null_type(a) or _is_null_type(b):
+            return pa.scalar(None, pa.float64())
+        if op in ("add", "subtract") and (pa.types.is_duration(b.type) or pa.types.is_duration(a.type)
+                                          or (_temporal(a.type) and _temporal(b.type))):
+            if pa.types.is_date(a.type):
+                a = a.cast(pa.timestamp("us"))
+            if pa.types.is_date(b.type):
+                b = b.cast(pa.timestamp("us"))
+            if pa.types.is_timestamp(a.type) and pa.types.is_timestamp(b.type):
+                a, b = _coerce(a, b)
+            return getattr(pc, op)(a, b)
+        _check_numbers(a, b, e)
+        a, b = _coerce(a, b)
+        if op == "divide":
+            return pc.divide(a.cast(pa.float64()), b.cast(pa.float64()))
+        if pa.types.is_integer(a.type):
+            try:
+                return getattr(pc, op + "_checked")(a, b)
+            except pa.ArrowInvalid:
+                from bamql.errors import OutOfRangeError
+
+                raise OutOfRangeError(f"integer overflow in {e.sql(dialect='duckdb')[:80]}") from None
+        return getattr(pc, op)(a, b)
+    return fn
+
+
+def _check_numbers(a: Value, b: Value, e) -> None:
+    for v in (a, b):
+        t = v.type
+        if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)):
+            raise PlanError(f"arithmetic needs numbers, got a {_tname(t)} value in "
+                            f"{e.sql(dialect='duckdb')[:80]}")
+
+
+_HANDLERS[exp.Add] = _arith("add")
+_HANDLERS[exp.Sub] = _arith("subtract")
+_HANDLERS[exp.Mul] = _arith("multiply")
+_HANDLERS[exp.Div] = _arith("divide")
+
+
+@handles(exp.IntDiv)
+def _intdiv(ev: Evaluator, e) -> Value:
+    a, b = _coerce(ev.eval(e.left), ev.eval(e.right))
+    _check_numbers(a, b, e)
+    if pa.types.is_integer(a.type):
+        n = ev.rel.rows
+        x, y = broadcast(a, n), broadcast(b, n)
+        ok = pc.and_(pc.is_valid(x), pc.and_(pc.is_valid(y), pc.not_equal(y, 0).fill_null(False)))
+        xv = x.fill_null(0).to_numpy(zero_copy_only=False)
+        yv = y.fill_null(1).to_numpy(zero_copy_only=False).copy()
+        yv[yv == 0] = 1
+        q = (np.abs(xv) // np.abs(yv)) * np.sign(xv) * np.sign(yv)  # truncated, as DuckDB
+        return pa.array(q, pa.int64(), mask=~ok.to_numpy(zero_copy_only=False))
+    return pc.floor(pc.divide(a.cast(pa.float64()), b.cast(pa.float64())))
+
+
+@handles(exp.Mod)
+def _mod(ev: Evaluator, e) -> Value:
+    a, b = _coerce(ev.eval(e.left), ev.eval(e.right))
+    _check_numbers(a, b, e)
+    n = ev.rel.rows
+    x, y = broadcast(a, n), broadcast(b, n)
+    fl = pa.types.is_floating(x.type)
+    ok = pc.and_(pc.is_valid(x), pc.is_valid(y)).to_numpy(zero_copy_only=False)
+    xv = x.fill_null(0).to_numpy(zero_copy_only=False)
+    yv = y.fill_null(1).to_numpy(zero_copy_only=False)
+    if not fl:
+        ok = ok & (yv != 0)
+        yv = np.where(yv == 0, 1, yv)
+    with np.errstate(all="ignore"):
+        r = np.fmod(xv, yv)
+    return pa.array(r, x.type if not fl else pa.float64(), mask=~ok)
+
+
+@handles(exp.Neg)
+def _neg(ev: Evaluator, e) -> Value:
+    v = ev.eval(e.this)
+    return pc.negate_checked(v) if pa.types.is_integer(v.type) else pc.negate(v)
+
+
+# -- comparison and logic ----------------------------------------------------------------
+def _cmp(op: str):
+    def fn(ev: Evaluator, e: exp.Binary) -> Value:
+        a, b = ev.eval(e.left), ev.eval(e.right)
+        if _is_null_type(a) or _is_null_type(b):
+            return pa.scalar(None, pa.bool_())
+        a, b = _coerce(a, b)
+        if pa.types.is_floating(a.type):  # NaN equals NaN and is above every number (DuckDB)
+            return _float_cmp(op, a, b, ev.rel.rows)
+        return getattr(pc, op)(a, b)
+    return fn
+
+
+def _float_cmp(op: str, a: Value, b: Value, n: int) -> Value:
+    an, bn = pc.is_nan(a), pc.is_nan(b)
+    r = getattr(pc, op)(a, b)
+    both, one_a, one_b = pc.and_(an, bn), pc.and_(an, pc.invert(bn)), pc.and_(bn, pc.invert(an))
+    nan_result = {"equal": (True, False, False), "not_equal": (False, True, True),
+                  "less": (False, False, True), "less_equal": (True, False, True),
+                  "greater": (False, True, False), "greater_equal": (True, True, False)}[op]
+    for mask, val in zip((both, one_a, one_b), nan_result, strict=True):
+        r = pc.if_else(mask, pa.scalar(val), r)
+    return r
+
+
+_HANDLERS[exp.EQ] = _cmp("equal")
+_HANDLERS[exp.NEQ] = _cmp("not_equal")
+_HANDLERS[exp.GT] = _cmp("greater")
+_HANDLERS[exp.GTE] = _cmp("greater_equal")
+_HANDLERS[exp.LT] = _cmp("less")
+_HANDLERS[exp.LTE] = _cmp("less_equal")
+
+
+def _bool_arg(v: Value, e) -> Value:
+    if pa.types.is_null(v.type):
+        return pa.scalar(None, pa.bool_()) if isinstance(v, pa.Scalar) else v.cast(pa.bool_())
+    if not pa.types.is_boolean(v.type):
+        raise PlanError(f"AND, OR and NOT take conditions, not a {_tname(v.type)}: "
+                        f"{e.sql(dialect='duckdb')[:80]}")
+    return v
+
+
+@handles(exp.And)
+def _and(ev: Evaluator, e) -> Value:
+    return pc.and_kleene(_bool_arg(ev.eval(e.left), e), _bool_arg(ev.eval(e.right), e))
+
+
+@handles(exp.Or)
+def _or(ev: Evaluator, e) -> Value:
+    return pc.or_kleene(_bool_arg(ev.eval(e.left), e), _bool_arg(ev.eval(e.right), e))
+
+
+@handles(exp.Not)
+def _not(ev: Evaluator, e) -> Value:
+    return pc.invert(_bool_arg(ev.eval(e.this), e))
+
+
+@handles(exp.Is)
+def _is(ev: Evaluator, e: exp.Is) -> Value:
+    if not isinstance(e.expression, exp.Null):
+        raise PlanError(f"IS takes NULL (IS NULL, IS NOT NULL): {e.sql(dialect='duckdb')[:80]}")
+    v = ev.eval(e.this)
+    if isinstance(v, pa.Scalar):
+        return pa.scalar(not v.is_valid)
+    return pc.is_null(v)
+
+
+@handles(exp.Between)
+def _between(ev: Evaluator, e: exp.Between) -> Value:
+    lo = exp.GTE(this=e.this, expression=e.args["low"])
+    hi = exp.LTE(this=e.this, expression=e.args["high"])
+    return _and(ev, exp.And(this=lo, expression=hi))
+
+
+@handles(exp.In)
+def _in(ev: Evaluator, e: exp.In) -> Value:
+    if e.args.get("query") is not None or e.args.get("unnest") is not None:
+        return ev.subquery(e, ev)
+    v = ev.eval(e.this)
+    items = [ev.eval(x) for x in e.expressions]
+    if any(isinstance(x, pa.Array) for x in items):  # x IN (a, b): an OR of equalities
+        out = None
+        for x in e.expressions:
+            t = _cmp("equal")(ev, exp.EQ(this=e.this, expression=x))
+            out = t if out is None else pc.or_kleene(out, t)
+        return out
+    return in_values(v, [x for x in items], ev.rel.rows)
+
+
+def in_values(v: Value, items: list[pa.Scalar], n: int) -> Value:
+    """``v IN (items)``, three-valued: NULL where ``v`` is NULL, or no item matches and
+    one is NULL."""
+    has_null = any(not x.is_valid or pa.types.is_null(x.type) for x in items)
+    vals = [x for x in items if x.is_valid and not pa.types.is_null(x.type)]
+    if pa.types.is_null(v.type):
+        return pa.scalar(None, pa.bool_())
+    if vals:
+        conv = []
+        for x in vals:
+            a, b = _coerce(v if isinstance(v, pa.Scalar) else v.slice(0, 0), x)
+            conv.append(b)
+        vt = _coerce(v, conv[0])[0]
+        set_ = pa.array([c.as_py() for c in conv], conv[0].type)
+        hit = pc.is_in(vt, value_set=set_)
+    else:
+        hit = pa.scalar(False) if isinstance(v, pa.Scalar) else pa.array(np.zeros(n, bool))
+    valid = pc.is_valid(v)
+    hit = pc.if_else(valid, hit, pa.scalar(None, pa.bool_()))
+    if has_null:
+        hit = pc.if_else(hit, True, pa.scalar(None, pa.bool_()))
+    return hit
+
+
+def _like(ev: Evaluator, e, ignore_case: bool) -> Value:
+    if e.args.get("escape"):
+        raise PlanError("LIKE ... ESCAPE is not supported here")
+    s, p = ev.eval(e.this), ev.eval(e.expression)
+    if not isinstance(p, pa.Scalar) or not (p.is_valid and pa.types.is_string(p.type)):
+        if isinstance(p, pa.Scalar) and not p.is_valid:
+            return pa.scalar(None, pa.bool_())
+        raise PlanError("the pattern of LIKE must be a string constant")
+    if not (pa.types.is_string(s.type) or pa.types.is_large_string(s.type)):
+        raise PlanError(f"LIKE needs a string, got a {_tname(s.type)} value")
+    pat = p.as_py()
+    if "\\" in pat:
+        pat = pat.replace("\\", "\\\\")
+    return pc.match_like(s, pat, ignore_case=ignore_case)
+
+
+@handles(exp.Like)
+def _like_h(ev, e):
+    return _like(ev, e, False)
+
+
+@handles(exp.ILike)
+def _ilike_h(ev, e):
+    return _like(ev, e, True)
+
+
+# -- conditionals ------------------------------------------------------------------------
+def _common(vals: list[Value]) -> list[Value]:
+    """Values of one type, as CASE and COALESCE make their branches."""
+    typed = [v for v in vals if not pa.types.is_null(v.type)]
+    if not typed:
+        return vals
+    t0 = typed[0]
+    for v in typed[1:]:
+        t0, _ = _coerce(t0, v)
+        if t0.type != v.type:
+            t0, _ = _coerce(t0, v)
+    target = t0.type
+    for v in typed:
+        a, _ = _coerce(pa.scalar(None, target), v)
+        target = a.type if pa.types.is_floating(v.type) else target
+        if v.type != target and pa.types.is_floating(v.type):
+            target = pa.float64()
+    out = []
+    for v in vals:
+        if v.type != target:
+            v = pa.scalar(None, target) if pa.types.is_null(v.type) and isinstance(v, pa.Scalar) \
+                else v.cast(target)
+        out.append(v)
+    return out
+
+
+@handles(exp.Case)
+def _case(ev: Evaluator, e: exp.Case) -> Value:
+    n = ev.rel.rows
+    subject = e.this
+    conds, vals = [], []
+    for branch in e.args.get("ifs") or []:
+        c = branch.this if subject is None else exp.EQ(this=subject, expression=branch.this)
+        cv = ev.eval(c)
+        conds.append(broadcast(cv, n).cast(pa.bool_()).fill_null(False))
+        vals.append(ev.eval(branch.args["true"]))
+    default = e.args.get("default")
+    vals.append(ev.eval(default) if default is not None else pa.scalar(None))
+    vals = [broadcast(v, n) for v in _common(vals)]
+    out = vals[-1]
+    for c, v in reversed(list(zip(conds, vals[:-1], strict=True))):
+        out = pc.if_else(c, v, out)
+    return out
+
+
+@handles(exp.If)
+def _if(ev: Evaluator, e: exp.If) -> Value:
+    n = ev.rel.rows
+    c = broadcast(ev.eval(e.this), n).cast(pa.bool_()).fill_null(False)
+    t = ev.eval(e.args["true"])
+    f = ev.eval(e.args["false"]) if e.args.get("false") is not None else pa.scalar(None)
+    t, f = _common([t, f])
+    return pc.if_else(c, broadcast(t, n), broadcast(f, n))
+
+
+@handles(exp.Coalesce)
+def _coalesce(ev: Evaluator, e) -> Value:
+    vals = _common([ev.eval(x) for x in [e.this, *e.expressions]])
+    return pc.coalesce(*vals)
+
+
+@handles(exp.Nullif)
+def _nullif(ev: Evaluator, e) -> Value:
+    a, b = ev.eval(e.this), ev.eval(e.expression)
+    eq = broadcast(_cmp("equal")(ev, exp.EQ(this=e.this, expression=e.expression)), ev.rel.rows)
+    a = broadcast(a, ev.rel.rows)
+    return pc.if_else(eq.fill_null(False), pa.scalar(None, a.type), a)
+
+
+@handles(exp.Greatest, exp.Least)
+def _greatest(ev: Evaluator, e) -> Value:
+    vals = _common([ev.eval(x) for x in [e.this, *e.expressions]])
+    fn = pc.max_element_wise if isinstance(e, exp.Greatest) else pc.min_element_wise
+    return fn(*vals, skip_nulls=True)
+
+
+# -- casts -------------------------------------------------------------------------------
+@handles(exp.Cast, exp.TryCast)
+def _cast(ev: Evaluator, e: exp.Cast) -> Value:
+    v = ev.eval(e.this)
+    to = e.to
+    name = to.this.name
+    if name == "DECIMAL":
+        ps = [int(x.this.this) if isinstance(x.this, exp.Literal) else int(x.name)
+              for x in to.expressions] if to.expressions else [18, 3]
+        p, s = (ps + [0])[:2] if len(ps) == 1 else ps
+        target = pa.decimal128(p, s)
+        if pa.types.is_floating(v.type):
+            v = pc.round(v, s, round_mode="half_away_from_zero")
+        return _do_cast(v, target, e)
+    target = CAST_TYPES.get(name)
+    if target is None:
+        raise PlanError(f"CAST to {to.sql(dialect='duckdb')} is not supported")
+    if pa.types.is_integer(target) and (pa.types.is_floating(v.type) or pa.types.is_decimal(v.type)):
+        v = pc.round(v.cast(pa.float64()) if pa.types.is_decimal(v.type) else v,
+                     round_mode="half_away_from_zero")
+    if pa.types.is_string(target) and pa.types.is_timestamp(v.type):
+        return pc.strftime(v, format="%Y-%m-%d %H:%M:%S")
+    if pa.types.is_date(target) and pa.types.is_string(v.type) and isinstance(v, pa.Scalar):
+        return _parse_time(v, target) if v.is_valid else pa.scalar(None, target)
+    if pa.types.is_timestamp(target) and pa.types.is_string(v.type) and isinstance(v, pa.Scalar):
+        return _parse_time(v, target) if v.is_valid else pa.scalar(None, target)
+    if pa.types.is_date(target) and pa.types.is_timestamp(v.type):
+        return pc.floor_temporal(v, unit="day").cast(pa.date32())
+    return _do_cast(v, target, e)
+
+
+def _do_cast(v: Value, target: pa.DataType, e) -> Value:
+    try:
+        return v.cast(target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        raise PlanError(f"cannot CAST {_tname(v.type)} to {_tname(target)}: "
+                        f"{e.sql(dialect='duckdb')[:80]}") from None
+
+
+# -- numbers -----------------------------------------------------------------------------
+@handles(exp.Abs)
+def _abs(ev, e):
+    v = ev.eval(e.this)
+    return pc.abs_checked(v) if pa.types.is_integer(v.type) else pc.abs(v)
+
+
+@handles(exp.Round)
+def _round(ev, e):
+    v = ev.eval(e.this)
+    d = e.args.get("decimals")
+    nd = int(ev.eval(d).as_py()) if d is not None else 0
+    if pa.types.is_integer(v.type):
+        return v if nd >= 0 else pc.round(v.cast(pa.float64()), nd,
+                                          round_mode="half_away_from_zero").cast(v.type)
+    return pc.round(v, nd, round_mode="half_away_from_zero")
+
+
+@handles(exp.Floor)
+def _floor(ev, e):
+    v = ev.eval(e.this)
+    return v if pa.types.is_integer(v.type) else pc.floor(v)
+
+
+@handles(exp.Ceil)
+def _ceil(ev, e):
+    v = ev.eval(e.this)
+    return v if pa.types.is_integer(v.type) else pc.ceil(v)
+
+
+def _float_fn(fn):
+    def h(ev, e):
+        return fn(ev.eval(e.this).cast(pa.float64()))
+    return h
+
+
+_HANDLERS[exp.Sqrt] = _float_fn(pc.sqrt)
+_HANDLERS[exp.Ln] = _float_fn(pc.ln)
+_HANDLERS[exp.Exp] = _float_fn(pc.exp)
+
+
+@handles(exp.Pow)
+def _pow(ev, e):
+    return pc.power(ev.eval(e.this).cast(pa.float64()), ev.eval(e.expression).cast(pa.float64()))
+
+
+@handles(exp.Sign)
+def _sign(ev, e):
+    return pc.sign(ev.eval(e.this))
+
+
+# -- strings -----------------------------------------------------------------------------
+def _str(v: Value, what: str) -> Value:
+    if pa.types.is_null(v.type):
+        return pa.scalar(None, pa.string()) if isinstance(v, pa.Scalar) else v.cast(pa.string())
+    if not (pa.types.is_string(v.type) or pa.types.is_large_string(v.type)):
+        raise PlanError(f"{what} needs a string, got a {_tname(v.type)} value")
+    return v
+
+
+@handles(exp.Upper)
+def _upper(ev, e):
+    return pc.utf8_upper(_str(ev.eval(e.this), "upper()"))
+
+
+@handles(exp.Lower)
+def _lower(ev, e):
+    return pc.utf8_lower(_str(ev.eval(e.this), "lower()"))
+
+
+@handles(exp.Length)
+def _length(ev, e):
+    return pc.utf8_length(_str(ev.eval(e.this), "length()")).cast(pa.int64())
+
+
+@handles(exp.Substring)
+def _substr(ev, e):
+    s = _str(ev.eval(e.this), "substr()")
+    start = int(ev.eval(e.args["start"]).as_py())
+    ln = e.args.get("length")
+    begin = start - 1 if start > 0 else (start if start < 0 else 0)
+    if ln is None:
+        return pc.utf8_slice_codeunits(s, begin)
+    n = int(ev.eval(ln).as_py())
+    if start == 0:
+        n -= 1
+    stop = begin + max(n, 0)
+    if begin < 0 and stop >= 0:
+        return pc.utf8_slice_codeunits(s, begin)
+    return pc.utf8_slice_codeunits(s, begin, stop)
+
+
+@handles(exp.Left)
+def _left(ev, e):
+    n = int(ev.eval(e.expression).as_py())
+    return pc.utf8_slice_codeunits(_str(ev.eval(e.this), "left()"), 0, n)
+
+
+@handles(exp.Right)
+def _right(ev, e):
+    n = int(ev.eval(e.expression).as_py())
+    s = _str(ev.eval(e.this), "right()")
+    return pc.utf8_slice_codeunits(s, -n) if n > 0 else pc.utf8_slice_codeunits(s, 0, 0)
+
+
+def _as_text(v: Value) -> Value:
+    if pa.types.is_string(v.type) or pa.types.is_large_string(v.type):
+        return v
+    if pa.types.is_null(v.type):
+        return pa.scalar(None, pa.string()) if isinstance(v, pa.Scalar) else v.cast(pa.string())
+    if pa.types.is_timestamp(v.type):
+        return pc.strftime(v, format="%Y-%m-%d %H:%M:%S")
+    return v.cast(pa.string())
+
+
+@handles(exp.DPipe)
+def _dpipe(ev, e):
+    return pc.binary_join_element_wise(_as_text(ev.eval(e.left)), _as_text(ev.eval(e.right)), "")
+
+
+@handles(exp.Concat)
+def _concat(ev, e):
+    vals = [_as_text(ev.eval(x)) for x in e.expressions]
+    return pc.binary_join_element_wise(*vals, "", null_handling="skip")
+
+
+@handles(exp.Trim)
+def _trim(ev, e):
+    s = _str(ev.eval(e.this), "trim()")
+    chars = e.args.get("expression")
+    pos = (e.args.get("position") or "BOTH").upper()
+    if chars is not None:
+        c = ev.eval(chars).as_py()
+        fn = {"LEADING": pc.utf8_ltrim, "TRAILING": pc.utf8_rtrim}.get(pos, pc.utf8_trim)
+        return fn(s, characters=c)
+    fn = {"LEADING": pc.utf8_ltrim_whitespace, "TRAILING": pc.utf8_rtrim_whitespace}.get(
+        pos, pc.utf8_trim_whitespace)
+    return fn(s)
+
+
+@handles(exp.RegexpLike)
+def _regexp_matches(ev, e):
+    pat = ev.eval(e.expression).as_py()
+    return pc.match_substring_regex(_str(ev.eval(e.this), "regexp_matches()"), pat)
+
+
+@handles(exp.RegexpReplace)
+def _regexp_replace(ev, e):
+    s = _str(ev.eval(e.this), "regexp_replace()")
+    pat = ev.eval(e.expression).as_py()
+    rep = ev.eval(e.args["replacement"]).as_py()
+    mods = e.args.get("modifiers")
+    flags = ev.eval(mods).as_py() if mods is not None else ""
+    rep = rep.replace("\\", "\\\\") if "\\" in rep and not any(
+        f"\\{d}" in rep for d in "0123456789") else rep
+    return pc.replace_substring_regex(s, pat, rep, max_replacements=None if "g" in flags else 1)
+
+
+@handles(exp.StartsWith)
+def _starts(ev, e):
+    return pc.starts_with(_str(ev.eval(e.this), "starts_with()"), ev.eval(e.expression).as_py())
+
+
+@handles(exp.Replace)
+def _replace(ev, e):
+    return pc.replace_substring(_str(ev.eval(e.this), "replace()"), ev.eval(e.expression).as_py(),
+                                ev.eval(e.args["replacement"]).as_py())
+
+
+@handles(exp.StrPosition)
+def _strpos(ev, e):
+    s = _str(ev.eval(e.this), "strpos()")
+    sub = ev.eval(e.args.get("substr") or e.expression).as_py()
+    return pc.add(pc.find_substring(s, sub), 1).cast(pa.int64())
+
+
+# -- dates and times ---------------------------------------------------------------------
+def _ts(v: Value, what: str) -> Value:
+    if pa.types.is_date(v.type):
+        return v.cast(pa.timestamp("us"))
+    if pa.types.is_string(v.type) and isinstance(v, pa.Scalar):
+        return _parse_time(v, pa.timestamp("us"))
+    if not pa.types.is_timestamp(v.type):
+        raise PlanError(f"{what} needs a timestamp or a date, got a {_tname(v.type)} value")
+    return v
+
+
+def extract(part: str, v: Value) -> Value:
+    """``EXTRACT(part FROM v)`` as DuckDB answers it (BIGINT; epoch a DOUBLE)."""
+    if part == "epoch":
+        if pa.types.is_duration(v.type):
+            return pc.divide(v.cast(pa.int64()).cast(pa.float64()), 1e6)
+        us = _ts(v, "EXTRACT").cast(pa.timestamp("us")).cast(pa.int64())
+        return pc.divide(us.cast(pa.float64()), 1e6)
+    v = _ts(v, "EXTRACT")
+    fns = {"year": pc.year, "month": pc.month, "day": pc.day, "hour": pc.hour,
+           "minute": pc.minute, "second": pc.second, "quarter": pc.quarter,
+           "doy": pc.day_of_year, "week": pc.iso_week, "isoyear": pc.iso_year,
+           "millisecond": None, "microsecond": None}
+    if part == "dow":
+        return pc.day_of_week(v, count_from_zero=True, week_start=7)
+    if part == "isodow":
+        return pc.day_of_week(v, count_from_zero=False, week_start=1)
+    if part in ("millisecond", "microsecond"):
+        us = pc.add(pc.multiply(pc.second(v), 10**6), pc.add(pc.multiply(pc.millisecond(v), 1000),
+                                                              pc.microsecond(v)))
+        return us if part == "microsecond" else pc.divide(us, 1000)
+    fn = fns.get(part)
+    if fn is None:
+        raise PlanError(f"EXTRACT({part.upper()}) is not supported")
+    return fn(v)
+
+
+@handles(exp.Extract)
+def _extract(ev, e):
+    return extract(unit_name(e.this), ev.eval(e.expression))
+
+
+def _date_part(ev, e):
+    args = e.expressions
+    return extract(unit_name(ev.eval(args[0]).as_py()), ev.eval(args[1]))
+
+
+def _trunc(unit: str, v: Value) -> Value:
+    v = _ts(v, "date_trunc()")
+    if unit == "week":
+        return pc.floor_temporal(v, unit="week", week_starts_monday=True)
+    if unit not in ("microsecond", "millisecond", "second", "minute", "hour", "day", "month",
+                    "quarter", "year"):
+        raise PlanError(f"date_trunc({unit!r}) is not supported")
+    return pc.floor_temporal(v, unit=unit)
+
+
+@handles(exp.TimestampTrunc, exp.DateTrunc, exp.DatetimeTrunc)
+def _date_trunc(ev, e):
+    unit = unit_name(e.args.get("unit"))
+    out = _trunc(unit, ev.eval(e.this))
+    src = ev.eval(e.this)
+    if pa.types.is_date(src.type):
+        return out.cast(pa.date32()) if unit in ("day", "week", "month", "quarter", "year") else out
+    return out
+
+
+@handles(exp.TimeToStr)
+def _strftime(ev, e):
+    fmt = ev.eval(e.args["format"]).as_py()
+    return pc.strftime(_ts(ev.eval(e.this), "strftime()"), format=fmt.replace("%-", "%"))
+
+
+@handles(exp.Dayname)
+def _dayname(ev, e):
+    return pc.strftime(_ts(ev.eval(e.this), "dayname()"), format="%A")
+
+
+@handles(exp.DateDiff, exp.TimestampDiff, exp.DatetimeDiff)
+def _date_diff(ev, e):
+    unit = unit_name(e.args.get("unit") or "day")
+    end, start = _ts(ev.eval(e.this), "date_diff()"), _ts(ev.eval(e.expression), "date_diff()")
+    if unit in ("year", "quarter", "month"):
+        months = pc.add(pc.multiply(pc.subtract(pc.year(end), pc.year(start)), 12),
+                        pc.subtract(pc.month(end), pc.month(start)))
+        per = {"year": None, "quarter": 3, "month": 1}[unit]
+        if per is None:
+            return pc.subtract(pc.year(end), pc.year(start))
+        if per == 3:
+            q = pc.add(pc.multiply(pc.subtract(pc.year(end), pc.year(start)), 4),
+                       pc.subtract(pc.quarter(end), pc.quarter(start)))
+            return q
+        return months
+    if unit not in _UNIT_US:
+        raise PlanError(f"date_diff({unit!r}) is not supported")
+    tu = "week" if unit == "week" else unit
+    a = _trunc(tu, end).cast(pa.int64()) if unit != "microsecond" else end.cast(pa.int64())
+    b = _trunc(tu, start).cast(pa.int64()) if unit != "microsecond" else start.cast(pa.int64())
+    return pc.divide(pc.subtract(a, b), _UNIT_US[unit])
+
+
+def _epoch(ev, e):
+    return extract("epoch", ev.eval(e.expressions[0] if e.expressions else e.this))
+
+
+def _month_name(ev, e):
+    return pc.strftime(_ts(ev.eval(e.expressions[0] if e.expressions else e.this), "monthname()"),
+                       format="%B")
+
+
+@handles(exp.Anonymous)
+def _anonymous(ev, e: exp.Anonymous):
+    fn = _ANON.get(e.name.lower())
+    if fn is None:
+        raise PlanError(f"function {e.name}() is not supported")
+    return fn(ev, e)
+
+
+def _unit_fn(part: str):
+    def h(ev, e):
+        arg = e.expressions[0] if isinstance(e, exp.Anonymous) else e.this
+        return extract(part, ev.eval(arg))
+    return h
+
+
+_ANON: dict[str, Callable] = {
+    "date_part": _date_part, "datepart": _date_part, "epoch": _epoch, "monthname": _month_name,
+    "hour": _unit_fn("hour"), "minute": _unit_fn("minute"), "second": _unit_fn("second"),
+    "dayofweek": _unit_fn("dow"), "isodow": _unit_fn("isodow"),
+}
+for _k, _p in (("Year", "year"), ("Month", "month"), ("Day", "day"), ("DayOfWeek", "dow"),
+               ("DayOfYear", "doy"), ("WeekOfYear", "week"), ("Quarter", "quarter"),
+               ("DayOfMonth", "day"), ("Hour", "hour"), ("Minute", "minute"), ("Second", "second")):
+    _BY_NAME[_k] = _unit_fn(_p)
+_BY_NAME["MonthName"] = _month_name
+_BY_NAME["Epoch"] = _epoch
+

@@ -1,0 +1,295 @@
+"""Physical operators on the CPU: one per logical node kind, each taking its children's
+relations (Arrow tables) to its own. Fused leaves and scans run through the session's
+fused kernels (CPU or GPU); the operators above them run on Arrow compute.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import singledispatch
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from sqlglot import exp
+
+from bamql.errors import PlanError
+from bamql.plan import nodes as n
+from bamql.plan.aggregates import aggregate_rel
+from bamql.plan.expr import Evaluator, Rel, Value, _coerce, _common, broadcast
+from bamql.plan.expr import _HANDLERS as HANDLERS
+from bamql.plan.windows import order_indices, window_rel
+
+D = "duckdb"
+
+
+class Context:
+    """What operators need from the session: ``run_sql`` runs a SELECT through the fused
+    kernel and returns its Arrow table; ``leaves`` collects each run's Result."""
+
+    def __init__(self, run_sql: Callable[[str], object]) -> None:
+        self.run_sql = run_sql
+        self.leaves: list = []
+
+    def fused(self, sql: str) -> pa.Table:
+        res = self.run_sql(sql)
+        self.leaves.append(res)
+        return res.table
+
+
+def run(node: n.Node, ctx: Context) -> Rel:
+    """The relation ``node`` computes."""
+    return execute(node, ctx)
+
+
+@singledispatch
+def execute(node: n.Node, ctx: Context) -> Rel:
+    raise PlanError(f"no operator runs {type(node).__name__}")
+
+
+def _positional(t: pa.Table) -> pa.Table:
+    return t.rename_columns([f"c{i}" for i in range(t.num_columns)])
+
+
+@execute.register
+def _fused(node: n.Fused, ctx: Context) -> Rel:
+    t = ctx.fused(node.sql)
+    if t.num_columns != len(node.names):
+        raise PlanError(f"internal: a fused kernel returned {t.num_columns} columns, "
+                        f"expected {len(node.names)}")
+    return Rel(_positional(t), node.cols)
+
+
+def scan_sql(node: n.Scan) -> str:
+    """The SELECT a scan runs through the kernel: its columns, its pushed-down WHERE."""
+    cols = ", ".join(exp.to_identifier(c, quoted=True).sql(dialect=D) for c in node.columns)
+    sql = f"SELECT {cols} FROM {exp.to_identifier(node.table, quoted=True).sql(dialect=D)}"
+    if node.predicate:
+        from bamql.plan.rules import _unqualified
+
+        sql += " WHERE " + exp.and_(*[_unqualified(p) for p in node.predicate]).sql(dialect=D)
+    return sql
+
+
+@execute.register
+def _scan(node: n.Scan, ctx: Context) -> Rel:
+    return Rel(_positional(ctx.fused(scan_sql(node))), node.cols)
+
+
+@execute.register
+def _values(node: n.Values, ctx: Context) -> Rel:
+    t = node.table
+    cols = []
+    for c in t.columns:
+        c = c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c
+        if pa.types.is_dictionary(c.type):
+            c = c.cast(c.type.value_type)
+        if getattr(pa.types, "is_string_view", lambda _: False)(c.type):
+            c = c.cast(pa.string())
+        cols.append(c)
+    return Rel.of(cols, node.cols)
+
+
+@execute.register
+def _alias(node: n.Alias, ctx: Context) -> Rel:
+    rel = execute(node.child, ctx)
+    if node.names and len(node.names) > len(rel.cols):
+        raise PlanError(f"table {node.qual!r} has {len(rel.cols)} columns, but "
+                        f"{len(node.names)} names were given")
+    return Rel(rel.table, node.cols + tuple((node.qual, c) for _, c in rel.cols[len(node.cols):]))
+
+
+def evaluator(rel: Rel, subplans: tuple[n.SubPlan, ...], ctx: Context) -> Evaluator:
+    cache: dict[int, object] = {}
+
+    def sub(ref: exp.Expression, ev: Evaluator) -> Value:
+        return _subquery(ref, ev, subplans, ctx, cache)
+
+    return Evaluator(rel, sub)
+
+
+@execute.register
+def _filter(node: n.Filter, ctx: Context) -> Rel:
+    rel = execute(node.child, ctx)
+    mask = evaluator(rel, node.subplans, ctx).condition(node.condition)
+    return Rel(rel.table.filter(mask), rel.cols)
+
+
+@execute.register
+def _project(node: n.Project, ctx: Context) -> Rel:
+    rel = execute(node.child, ctx)
+    ev = evaluator(rel, node.subplans, ctx)
+    arrays = []
+    for e in node.exprs:
+        a = ev.array(e)
+        if pa.types.is_null(a.type):
+            a = a.cast(pa.int32())
+        arrays.append(a)
+    return Rel.of(arrays, node.cols)
+
+
+@execute.register
+def _aggregate(node: n.Aggregate, ctx: Context) -> Rel:
+    rel = execute(node.child, ctx)
+    return aggregate_rel(rel, node, evaluator(rel, (), ctx))
+
+
+@execute.register
+def _window(node: n.Window, ctx: Context) -> Rel:
+    rel = execute(node.child, ctx)
+    return window_rel(rel, node, evaluator(rel, (), ctx))
+
+
+@execute.register
+def _sort(node: n.Sort, ctx: Context) -> Rel:
+    rel = execute(node.child, ctx)
+    keys = [(rel.column(i), desc, nf) for i, desc, nf in node.keys]
+    return rel.take(order_indices(keys, rel.rows))
+
+
+@execute.register
+def _limit(node: n.Limit, ctx: Context) -> Rel:
+    rel = execute(node.child, ctx)
+    stop = rel.rows if node.limit is None else min(rel.rows, node.offset + node.limit)
+    start = min(node.offset, stop)
+    return Rel(rel.table.slice(start, stop - start), rel.cols)
+
+
+@execute.register
+def _select(node: n.Select, ctx: Context) -> Rel:
+    rel = execute(node.child, ctx)
+    return Rel(rel.table.select(list(range(node.n))), rel.cols[:node.n])
+
+
+def distinct_table(t: pa.Table) -> pa.Table:
+    """The distinct rows of ``t`` (NULLs equal, first appearance kept)."""
+    if t.num_rows == 0 or t.num_columns == 0:
+        return t.slice(0, min(t.num_rows, 1)) if t.num_columns == 0 else t
+    idx = pa.array(np.arange(t.num_rows))
+    g = t.append_column("__i", idx).group_by(t.column_names, use_threads=False).aggregate(
+        [("__i", "min")])
+    return t.take(np.sort(g.column("__i_min").to_numpy()))
+
+
+@execute.register
+def _distinct(node: n.Distinct, ctx: Context) -> Rel:
+    rel = execute(node.child, ctx)
+    return Rel(distinct_table(rel.table), rel.cols)
+
+
+def _unify(a: Rel, b: Rel) -> tuple[list[pa.Array], list[pa.Array]]:
+    left, right = [], []
+    for i in range(len(a.cols)):
+        x, y = a.column(i), b.column(i)
+        if x.type != y.type:
+            x, y = _common([x, y])
+        left.append(x)
+        right.append(y)
+    return left, right
+
+
+@execute.register
+def _setop(node: n.SetOp, ctx: Context) -> Rel:
+    a, b = execute(node.left, ctx), execute(node.right, ctx)
+    left, right = _unify(a, b)
+    names = [f"c{i}" for i in range(len(left))]
+    ta = pa.Table.from_arrays(left, names=names)
+    tb = pa.Table.from_arrays(right, names=names)
+    if node.kind == n.SetKind.UNION:
+        t = pa.concat_tables([ta, tb])
+        return Rel(distinct_table(t) if node.distinct else t, node.cols)
+    if not node.distinct:
+        raise PlanError(f"{node.kind.value} ALL is not supported")
+    other = set(map(tuple, (r.values() for r in tb.to_pylist())))
+    ta = distinct_table(ta)
+    keep = [tuple(r.values()) in other for r in ta.to_pylist()]
+    if node.kind == n.SetKind.EXCEPT:
+        keep = [not k for k in keep]
+    return Rel(ta.filter(pa.array(keep, pa.bool_())), node.cols)
+
+
+@execute.register
+def _join(node: n.Join, ctx: Context) -> Rel:
+    from bamql.plan.joins import join_rel
+
+    return join_rel(execute(node.left, ctx), execute(node.right, ctx), node,
+                    lambda rel: evaluator(rel, (), ctx))
+
+
+# -- subqueries ---------------------------------------------------------------------------
+def _subquery(ref: exp.Expression, ev: Evaluator, subplans, ctx: Context, cache: dict) -> Value:
+    i = int(ref.this.this)
+    sp = subplans[i]
+    if i not in cache:
+        cache[i] = execute(sp.plan, ctx)
+    rel: Rel = cache[i]
+    negated = bool(ref.args.get("negated"))
+    if sp.outer:
+        return _lookup(sp, rel, ev, negated)
+    if sp.kind == n.SubKind.EXISTS:
+        return pa.scalar((rel.rows > 0) != negated)
+    if sp.kind == n.SubKind.SCALAR:
+        if len(rel.cols) != 1:
+            raise PlanError("a subquery used as a value must return one column")
+        if rel.rows > 1:
+            raise PlanError("more than one row returned by a subquery used as an expression")
+        c = rel.column(0)
+        return c[0] if rel.rows else pa.scalar(None, c.type)
+    if len(rel.cols) != 1:
+        raise PlanError("IN (subquery) needs a subquery of one column")
+    left = ev.eval(ref.expression)
+    return in_array(left, rel.column(0), ev.rel.rows)
+
+
+def in_array(v: Value, values: pa.Array, n_rows: int) -> Value:
+    """``v IN (values)``, three-valued as SQL has it."""
+    has_null = values.null_count > 0
+    vals = values.drop_null()
+    if pa.types.is_null(v.type):
+        return pa.scalar(None, pa.bool_())
+    if len(vals):
+        vt, st = _coerce(v, vals)
+        hit = pc.is_in(vt, value_set=pc.unique(st))
+    else:
+        hit = pa.scalar(False) if isinstance(v, pa.Scalar) else pa.array(np.zeros(n_rows, bool))
+    hit = pc.if_else(pc.is_valid(v), hit, pa.scalar(None, pa.bool_()))
+    if has_null:
+        hit = pc.if_else(hit, True, pa.scalar(None, pa.bool_()))
+    return hit
+
+
+def _lookup(sp: n.SubPlan, rel: Rel, ev: Evaluator, negated: bool) -> Value:
+    """A correlated subquery's value per outer row: its keyed plan joined to the outer
+    row's keys (an equality lookup)."""
+    k = len(sp.outer)
+    rows = ev.rel.rows
+    outer = [ev.array(e) for e in sp.outer]
+    inner = [rel.column(i) for i in range(k)]
+    oks, iks = [], []
+    for a, b in zip(outer, inner, strict=True):
+        a, b = _coerce(a, b)
+        oks.append(a)
+        iks.append(b)
+    lt = pa.Table.from_arrays([*oks, pa.array(np.arange(rows))],
+                              names=[*(f"k{i}" for i in range(k)), "__row"])
+    if sp.kind == n.SubKind.EXISTS:
+        rt = pa.Table.from_arrays([*iks, pa.array(np.ones(rel.rows, np.int8))],
+                                  names=[*(f"k{i}" for i in range(k)), "__v"])
+    else:
+        rt = pa.Table.from_arrays([*iks, rel.column(k)], names=[*(f"k{i}" for i in range(k)), "__v"])
+    keys = [f"k{i}" for i in range(k)]
+    j = lt.join(rt, keys, keys, join_type="left outer", use_threads=False)
+    if j.num_rows != rows:
+        raise PlanError("more than one row returned by a subquery used as an expression")
+    j = j.sort_by("__row")
+    v = j.column("__v").combine_chunks()
+    if sp.kind == n.SubKind.EXISTS:
+        hit = pc.is_valid(v)
+        return pc.invert(hit) if negated else hit
+    if sp.count:
+        v = v.fill_null(0)
+    return v
+
+
+HANDLERS[n.SubRef] = lambda ev, e: ev.subquery(e, ev)
+__all__ = ["Context", "run", "execute", "broadcast", "scan_sql"]
