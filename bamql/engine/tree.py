@@ -72,6 +72,9 @@ def run_tree(session, text: str) -> Result:
         from bamql.errors import DeviceError
 
         raise DeviceError("out of host memory while running the query") from None
+    except (pa.ArrowException, ValueError, TypeError, OverflowError) as e:
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise PlanError(f"cannot run the query: {first}") from None
     names = [c for _, c in node.cols]
     table = pa.Table.from_arrays([rel.column(i) for i in range(len(names))], names=names)
     stats = ctx.leaves[0].stats if len(ctx.leaves) == 1 else None

@@ -13,7 +13,7 @@ from sqlglot import exp
 
 from bamql.errors import PlanError
 from bamql.plan import nodes as n
-from bamql.plan.expr import Evaluator, Rel
+from bamql.plan.expr import Evaluator, Rel, canonical
 
 D = "duckdb"
 
@@ -198,7 +198,7 @@ def aggregate_rel(rel: Rel, node: n.Aggregate, ev: Evaluator) -> Rel:
 
 def _group(keys: list[pa.Array], specs: list[Spec], keep: tuple[int, ...], rows: int) -> list[pa.Array]:
     names = [f"k{i}" for i in keep]
-    arrays = [keys[i] for i in keep]
+    arrays = [canonical(keys[i]) for i in keep]
     agg_in = [f"v{j}" for j in range(len(specs))]
     t = pa.Table.from_arrays([*arrays, *(s.values for s in specs)] or [pa.array(np.zeros(rows, np.int8))],
                              names=[*names, *agg_in] or ["__one"])

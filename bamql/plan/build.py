@@ -196,7 +196,8 @@ class Builder:
             return None
         names = []
         for item in s.expressions:
-            if isinstance(item, exp.Star) or (isinstance(item, exp.Column) and isinstance(item.this, exp.Star)):
+            if isinstance(item, exp.Star) or (isinstance(item, exp.Column)
+                                              and isinstance(item.this, exp.Star)):
                 if _arg(s, "joins") or len(tables) != 1:
                     return None
                 t = tables[0].name

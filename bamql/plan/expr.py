@@ -439,6 +439,8 @@ def _between(ev: Evaluator, e: exp.Between) -> Value:
 def _in(ev: Evaluator, e: exp.In) -> Value:
     if e.args.get("query") is not None or e.args.get("unnest") is not None:
         return ev.subquery(e, ev)
+    if not e.expressions:
+        raise PlanError("IN needs a list of values or a subquery")
     v = ev.eval(e.this)
     items = [ev.eval(x) for x in e.expressions]
     if any(isinstance(x, pa.Array) for x in items):  # x IN (a, b): an OR of equalities
@@ -475,6 +477,8 @@ def in_values(v: Value, items: list[pa.Scalar], n: int) -> Value:
 
 
 def _like(ev: Evaluator, e, ignore_case: bool) -> Value:
+    if isinstance(e.expression, exp.Any | exp.All):
+        raise PlanError("LIKE ANY / LIKE ALL is not supported")
     if e.args.get("escape"):
         raise PlanError("LIKE ... ESCAPE is not supported here")
     s, p = ev.eval(e.this), ev.eval(e.expression)
@@ -563,7 +567,7 @@ def _coalesce(ev: Evaluator, e) -> Value:
 
 @handles(exp.Nullif)
 def _nullif(ev: Evaluator, e) -> Value:
-    a, b = ev.eval(e.this), ev.eval(e.expression)
+    a = ev.eval(e.this)
     eq = broadcast(_cmp("equal")(ev, exp.EQ(this=e.this, expression=e.expression)), ev.rel.rows)
     a = broadcast(a, ev.rel.rows)
     return pc.if_else(eq.fill_null(False), pa.scalar(None, a.type), a)
@@ -588,14 +592,15 @@ def _cast(ev: Evaluator, e: exp.Cast) -> Value:
         p, s = (ps + [0])[:2] if len(ps) == 1 else ps
         target = pa.decimal128(p, s)
         if pa.types.is_floating(v.type):
-            v = pc.round(v, s, round_mode="half_away_from_zero")
+            v = pc.round(v, s, round_mode="half_towards_infinity")
         return _do_cast(v, target, e)
     target = CAST_TYPES.get(name)
     if target is None:
         raise PlanError(f"CAST to {to.sql(dialect='duckdb')} is not supported")
-    if pa.types.is_integer(target) and (pa.types.is_floating(v.type) or pa.types.is_decimal(v.type)):
-        v = pc.round(v.cast(pa.float64()) if pa.types.is_decimal(v.type) else v,
-                     round_mode="half_away_from_zero")
+    if pa.types.is_integer(target) and pa.types.is_decimal(v.type):
+        v = pc.round(v.cast(pa.float64()), round_mode="half_towards_infinity")
+    elif pa.types.is_integer(target) and pa.types.is_floating(v.type):
+        v = pc.round(v, round_mode="half_to_even")  # a DOUBLE rounds to even, as DuckDB
     if pa.types.is_string(target) and pa.types.is_timestamp(v.type):
         return pc.strftime(v, format="%Y-%m-%d %H:%M:%S")
     if pa.types.is_date(target) and pa.types.is_string(v.type) and isinstance(v, pa.Scalar):
@@ -629,8 +634,48 @@ def _round(ev, e):
     nd = int(ev.eval(d).as_py()) if d is not None else 0
     if pa.types.is_integer(v.type):
         return v if nd >= 0 else pc.round(v.cast(pa.float64()), nd,
-                                          round_mode="half_away_from_zero").cast(v.type)
-    return pc.round(v, nd, round_mode="half_away_from_zero")
+                                          round_mode="half_towards_infinity").cast(v.type)
+    if pa.types.is_decimal(v.type):
+        return pc.round(v, nd, round_mode="half_towards_infinity")
+    return round_double(v, nd)
+
+
+def round_double(v: Value, nd: int) -> Value:
+    """ROUND of a DOUBLE as DuckDB computes it: the value scaled by a power of ten, rounded
+    half away from zero, scaled back (so 0.015 is 0.01: its double is below the half)."""
+    v = v.cast(pa.float64())
+    m = 10.0 ** abs(nd)
+    if nd >= 0:
+        y = pc.multiply(v, m)
+        r = pc.divide(pc.round(y, 0, round_mode="half_towards_infinity"), m)
+        r = pc.if_else(pc.is_finite(r), r, v)
+        tie = pc.equal(pc.subtract(y, pc.floor(y)), 0.5)
+        if isinstance(r, pa.Array) and pc.any(tie).as_py():
+            # the scaled double is a tie: the exact value decides (0.015 is below the half)
+            r = _exact_ties(v, r, tie, nd)
+        elif isinstance(r, pa.Scalar) and tie.as_py():
+            r = _exact_ties(pa.array([v.as_py()]), pa.array([r.as_py()]), pa.array([True]), nd)[0]
+        return r
+    r = pc.multiply(pc.round(pc.divide(v, m), 0, round_mode="half_towards_infinity"), m)
+    return pc.if_else(pc.is_finite(r), r, pa.scalar(0.0))
+
+
+def _exact_ties(v: pa.Array, r: pa.Array, tie: pa.Array, nd: int) -> pa.Array:
+    from decimal import ROUND_HALF_UP, Decimal
+
+    out = r.to_numpy(zero_copy_only=False).copy()
+    xs = v.to_numpy(zero_copy_only=False)
+    q = Decimal(1).scaleb(-nd)
+    for i in np.flatnonzero(tie.fill_null(False).to_numpy(zero_copy_only=False)):
+        out[i] = float(Decimal(float(xs[i])).quantize(q, rounding=ROUND_HALF_UP))
+    return pa.array(out, pa.float64(), mask=pc.is_null(v).to_numpy(zero_copy_only=False))
+
+
+def canonical(a: pa.Array) -> pa.Array:
+    """A key column with -0.0 as 0.0 (equal in SQL, so one group, one join key)."""
+    if pa.types.is_floating(a.type):
+        return pc.if_else(pc.equal(a, 0).fill_null(False), pa.scalar(0.0, a.type), a)
+    return a
 
 
 @handles(exp.Floor)

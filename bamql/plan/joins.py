@@ -14,7 +14,7 @@ from sqlglot import exp
 from bamql.errors import PlanError
 from bamql.plan import nodes as n
 from bamql.plan.build import columns_in, conjuncts
-from bamql.plan.expr import Evaluator, Rel, _coerce, find
+from bamql.plan.expr import Evaluator, Rel, _coerce, canonical, find
 
 #: The most rows a join without equality keys may produce.
 MAX_CROSS = 50_000_000
@@ -65,8 +65,8 @@ def join_rel(left: Rel, right: Rel, node: n.Join, ev_of: Callable[[Rel], Evaluat
         lk, rk = [], []
         for a, b in zip(lkeys, rkeys, strict=True):
             x, y = _coerce(lev.array(a), rev.array(b))
-            lk.append(x)
-            rk.append(y)
+            lk.append(canonical(x))
+            rk.append(canonical(y))
         names = [f"k{i}" for i in range(len(lk))]
         lt = pa.Table.from_arrays([*lk, pa.array(np.arange(left.rows))], names=[*names, "__l"])
         rt = pa.Table.from_arrays([*rk, pa.array(np.arange(right.rows))], names=[*names, "__r"])

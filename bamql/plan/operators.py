@@ -16,8 +16,8 @@ from sqlglot import exp
 from bamql.errors import PlanError
 from bamql.plan import nodes as n
 from bamql.plan.aggregates import aggregate_rel
-from bamql.plan.expr import Evaluator, Rel, Value, _coerce, _common, broadcast
 from bamql.plan.expr import _HANDLERS as HANDLERS
+from bamql.plan.expr import Evaluator, Rel, Value, _coerce, _common, broadcast, canonical
 from bamql.plan.windows import order_indices, window_rel
 
 D = "duckdb"
@@ -166,7 +166,8 @@ def distinct_table(t: pa.Table) -> pa.Table:
     if t.num_rows == 0 or t.num_columns == 0:
         return t.slice(0, min(t.num_rows, 1)) if t.num_columns == 0 else t
     idx = pa.array(np.arange(t.num_rows))
-    g = t.append_column("__i", idx).group_by(t.column_names, use_threads=False).aggregate(
+    keyed = pa.Table.from_arrays([canonical(c.combine_chunks()) for c in t.columns], names=t.column_names)
+    g = keyed.append_column("__i", idx).group_by(t.column_names, use_threads=False).aggregate(
         [("__i", "min")])
     return t.take(np.sort(g.column("__i_min").to_numpy()))
 

@@ -217,7 +217,8 @@ def _frame_agg(f, w, ev: Evaluator, take, rows, has_order, pos, begin, end, pb, 
             return pa.array(cnt, pa.int64())
         tot = np.where(empty, 0, cs[hi_c + 1] - cs[lo_c])
         if vv.dtype.kind == "f" and not np.all(np.isfinite(vv)):
-            tot = np.array([vv[a_:b_ + 1].sum() if a_ <= b_ else 0.0 for a_, b_ in zip(lo_c, hi_c, strict=True)])
+            tot = np.array([vv[a_:b_ + 1].sum() if a_ <= b_ else 0.0
+                            for a_, b_ in zip(lo_c, hi_c, strict=True)])
         if name == "Sum":
             return pa.array(tot, pa.int64() if vv.dtype.kind == "i" else pa.float64(), mask=cnt == 0)
         with np.errstate(all="ignore"):

@@ -5,4 +5,3 @@ SELECT COUNT(*) FROM hostile WHERE s = k;
 SELECT COUNT(DISTINCT big) FROM hostile;
 SELECT k, COUNT(DISTINCT mid), COUNT(*) FROM hostile GROUP BY k
 ;
-SELECT fx, MEDIAN(f) FROM hostile GROUP BY fx
