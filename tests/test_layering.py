@@ -1,7 +1,7 @@
 """bamql's imports form layers without circles: storage <- planner <- kernels <- engine (and
 the GPU subpackage beside it) <- bench/cli; the relational plan (``plan``: nodes, rules,
-operators over Arrow) sits under the engine and above only the base, with config, errors and lru, then the small
-helpers, below them all.
+operators over Arrow) sits under the engine and above only the base; config, errors and
+lru, then the small helpers, below them all.
 
 Every ``import`` counts, function-level ones included: a circle hidden in a function still
 ties two modules together.

@@ -88,8 +88,11 @@ class BamqlEngine(Engine):
     def run(self, sql, q, mode):
         if self.device != "cpu" and mode in ("warm", "cold"):
             self.con.gpu.clear_cache()  # every needed byte crosses PCIe again
+        t0 = time.perf_counter()
         res = self.con.sql(sql)
         st = res.stats
+        if q is None or st is None:  # a plan-tree query: its whole call, operators included
+            return Run(time.perf_counter() - t0, res.rows())
         return Run(st.seconds, res.rows(), st.bytes_read, st.whole_bytes, st.bytes_needed,
                    {"compile_s": st.compile_seconds, "kernel_s": st.kernel_seconds,
                     "rows_matched": st.rows_matched,
@@ -104,7 +107,9 @@ class BamqlEngine(Engine):
             self.con = None
 
 
-def _needed(q: ir.Query) -> list[str]:
+def _needed(q: ir.Query | None) -> list[str]:
+    if q is None:
+        raise NotImplementedError("a query through the plan tree (no column list)")
     return sorted(q.columns)
 
 
@@ -205,6 +210,8 @@ class RapidsEngine(Engine):
 
         from bamql.bench.rapids import dnf_filters, run_query
 
+        if q is None:
+            raise NotImplementedError("no cuDF version of a query through the plan tree")
         if self.resident:
             df = self._resident(q)
             t0 = time.perf_counter()

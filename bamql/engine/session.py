@@ -25,7 +25,7 @@ from bamql.engine.result import Result, assemble
 from bamql.engine.rows import explain_rows, kernel_query, plan_rows, quantiles, run_rows
 from bamql.engine.runner import LocalRunner, Runner, merge
 from bamql.engine.tree import plan as tree_plan
-from bamql.engine.tree import run_tree, tree_worthy
+from bamql.engine.tree import run_tree, tree_error, tree_worthy
 from bamql.engine.tree import show as show_tree
 from bamql.errors import DeviceError, PlanError, StoreError, UsageError
 from bamql.lru import LRU
@@ -465,7 +465,10 @@ class Session:
             except PlanError as e:  # a construct the fused translator does not take
                 if not tree_worthy(e):
                     raise
-                res = run_tree(self, text)
+                try:
+                    res = run_tree(self, text)
+                except PlanError as t:
+                    raise tree_error(e, t) from None
         except PlanError as e:  # a SELECT without FROM reads a table the user never named
             if _ONE_ROW not in bound:
                 raise
@@ -510,7 +513,10 @@ class Session:
             except PlanError as e:
                 if not tree_worthy(e):
                     raise
-                return show_tree(tree_plan(self, bound), self)
+                try:
+                    return show_tree(tree_plan(self, bound), self)
+                except PlanError as t:
+                    raise tree_error(e, t) from None
         from bamql.engine.fileplan import explain_planned
 
         return explain_planned(bound, planned, self.catalog(), self.dimensions)

@@ -22,6 +22,18 @@ _STRUCTURAL = ("not supported", "only SELECT", "must name", "a CTE must", "needs
                "arithmetic needs numbers, got a timestamp")
 
 
+#: Refusals of the fused translator that name only the construct the tree exists for: where
+#: the tree fails too, its own error says more.
+_TREE_WORDS = ("SUBQUERY", "WINDOW", "QUALIFY", "only SELECT", "FROM must name", "JOIN must name",
+               "a CTE must", "function exists()")
+
+
+def tree_error(fused: PlanError, tree: PlanError) -> PlanError:
+    """The error to show where both paths refused a query: the fused translator's (tested
+    words, naming the construct), unless it only named the construct the tree runs."""
+    return tree if str(fused).startswith(_TREE_WORDS) else fused
+
+
 def tree_worthy(err: PlanError) -> bool:
     """Whether the fused translator refused a construct (not a name or a type)."""
     return any(w in str(err) for w in _STRUCTURAL)
@@ -37,9 +49,13 @@ def catalog(session) -> Catalog:
             return False
         return True
 
-    tables = {name: tuple(cols) for name, cols in session.catalog().items()}
+    cat = session.catalog()
+    tables = {name: tuple(cols) for name, cols in cat.items()}
+    decimals = {name: tuple((c, m.scale) for c, m in cols.items()
+                            if m.kind == "float" and m.scale and m.decimal is not False)
+                for name, cols in cat.items()}
     memory = {name: d.table for name, d in session.dimensions.items()}
-    return Catalog(tables, memory, fusable)
+    return Catalog(tables, memory, fusable, decimals)
 
 
 def plan(session, text: str) -> n.Node:

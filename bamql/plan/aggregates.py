@@ -52,6 +52,8 @@ def spec(a: exp.Expression, ev: Evaluator) -> Spec:
         a = a.this
     if isinstance(a, exp.IgnoreNulls):
         a = a.this
+    if isinstance(a, exp.WithinGroup):
+        return _within_group(a, ev, cond)
     rows = ev.rel.rows
     distinct = isinstance(a.this, exp.Distinct)
     arg = a.this.expressions[0] if distinct else a.this
@@ -116,6 +118,25 @@ def spec(a: exp.Expression, ev: Evaluator) -> Spec:
     if isinstance(a, exp.ArrayAgg):
         return Spec(v, "list")
     raise PlanError(f"aggregate {a.sql_name().upper()}() is not supported")
+
+
+def _within_group(a: exp.WithinGroup, ev: Evaluator, cond) -> Spec:
+    """``percentile_cont(q) WITHIN GROUP (ORDER BY x [DESC])``: the quantile of x (of the
+    descending order: 1 - q)."""
+    f, order = a.this, a.expression
+    items = order.expressions if isinstance(order, exp.Order) else []
+    if not isinstance(f, exp.PercentileCont | exp.PercentileDisc) or len(items) != 1:
+        raise PlanError(f"{a.sql(dialect=D)[:60]} is not supported")
+    q = f.this
+    if not (isinstance(q, exp.Literal) and not q.is_string) or not 0 <= float(q.this) <= 1:
+        raise PlanError("a quantile's fraction must be a number constant between 0 and 1")
+    frac = float(q.this)
+    desc = bool(items[0].args.get("desc"))
+    kind = "cont" if isinstance(f, exp.PercentileCont) else "disc"
+    if desc and kind == "disc":
+        raise PlanError("percentile_disc ... WITHIN GROUP (ORDER BY ... DESC) is not supported")
+    v = _filtered(ev.array(items[0].this), cond)
+    return Spec(_numeric(v, "quantile"), "list", None, (kind, 1 - frac if desc else frac))
 
 
 def _string_agg(a: exp.GroupConcat, ev: Evaluator, cond) -> Spec:

@@ -31,6 +31,8 @@ class Catalog:
     tables: Mapping[str, tuple[str, ...]]
     memory: Mapping[str, pa.Table]
     fusable: Callable[[str], bool]
+    #: per stored table, the scale of each column whose source type is DECIMAL
+    decimals: Mapping[str, tuple[tuple[str, int], ...]] = field(default_factory=dict)
     ctes: list[dict[str, n.Node]] = field(default_factory=list)
 
 
@@ -40,7 +42,7 @@ def _arg(e: exp.Expression, key: str):
 
 def is_agg(e: exp.Expression) -> bool:
     """An aggregate call (with its FILTER or IGNORE NULLS), not a window's function."""
-    if isinstance(e, exp.Filter | exp.IgnoreNulls):
+    if isinstance(e, exp.Filter | exp.IgnoreNulls | exp.WithinGroup):
         return is_agg(e.this)
     if isinstance(e, exp.Anonymous):
         return e.name.lower() in ("arbitrary", "any_value")
@@ -166,7 +168,7 @@ class Builder:
         finally:
             if pushed:
                 self.scopes.pop()
-        raise PlanError(f"only queries (SELECT) are supported, not {e.key.upper()}")
+        raise PlanError(f"only SELECT queries are supported, not {e.key.upper()}")
 
     def _push_ctes(self, with_: exp.With, outer) -> None:
         if with_.args.get("recursive"):
@@ -276,6 +278,9 @@ class Builder:
             t = o.this
             desc = bool(o.args.get("desc"))
             nf = bool(o.args.get("nulls_first"))
+            if isinstance(t, exp.Literal) and t.is_string:
+                raise PlanError(f"ORDER BY a constant ({t.sql(dialect=D)}) has no effect; "
+                                "name a column or its position")
             if isinstance(t, exp.Literal) and not t.is_string:
                 i = int(t.this) - 1
                 if not 0 <= i < len(exprs):
@@ -388,7 +393,8 @@ class Builder:
                 sets = combos
         for a in aggs:
             for x in a.walk():
-                if x is not a and is_agg(x) and not isinstance(a, exp.Filter | exp.IgnoreNulls):
+                if x is not a and is_agg(x) and not isinstance(a, exp.Filter | exp.IgnoreNulls
+                                                               | exp.WithinGroup):
                     raise PlanError(f"aggregate function calls cannot be nested: {a.sql(dialect=D)}")
         node = n.Aggregate(src, tuple(keys), tuple(aggs), tuple(sets) if sets is not None else None)
         pairs = [(a, col(f"__a{j}")) for j, a in enumerate(aggs)] + \
@@ -500,7 +506,8 @@ class Builder:
             if cte is not None:
                 return n.Alias(cte, alias, cols)
             if name in self.cat.tables:
-                node: n.Node = n.Scan(name, self.cat.tables[name], alias)
+                node: n.Node = n.Scan(name, self.cat.tables[name], alias,
+                                      decimals=self.cat.decimals.get(name, ()))
             elif name in self.cat.memory:
                 tbl = self.cat.memory[name]
                 node = n.Values(tbl, tuple(tbl.column_names), alias, label=f"table {name}")

@@ -111,6 +111,8 @@ class Scan(Node):
     columns: tuple[str, ...]
     qual: str
     predicate: tuple[exp.Expression, ...] = ()
+    #: the scale of each column whose source type is DECIMAL (its values come back exact)
+    decimals: tuple[tuple[str, int], ...] = ()
 
     @property
     def cols(self) -> tuple[ColName, ...]:

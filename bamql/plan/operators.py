@@ -73,7 +73,14 @@ def scan_sql(node: n.Scan) -> str:
 
 @execute.register
 def _scan(node: n.Scan, ctx: Context) -> Rel:
-    return Rel(_positional(ctx.fused(scan_sql(node))), node.cols)
+    t = _positional(ctx.fused(scan_sql(node)))
+    scales = dict(node.decimals)
+    for i, c in enumerate(node.columns):  # a DECIMAL column's values as exact decimals
+        if c in scales and pa.types.is_floating(t.column(i).type):
+            s = scales[c]
+            exact = pc.round(t.column(i), s).cast(pa.decimal128(38, s))
+            t = t.set_column(i, f"c{i}", exact)
+    return Rel(t, node.cols)
 
 
 @execute.register

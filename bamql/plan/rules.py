@@ -144,6 +144,7 @@ def prune_scans(node: n.Node, mentioned: frozenset[str] | None) -> n.Node:
         node = dataclasses.replace(node, subplans=tuple(
             dataclasses.replace(s, plan=prune_scans(s.plan, mentioned)) for s in subs))
     if isinstance(node, n.Scan):
-        keep = tuple(c for c in node.columns if c.lower() in mentioned)
-        node = dataclasses.replace(node, columns=keep or node.columns[:1])
+        keep = tuple(c for c in node.columns if c.lower() in mentioned) or node.columns[:1]
+        node = dataclasses.replace(node, columns=keep,
+                                   decimals=tuple(d for d in node.decimals if d[0] in keep))
     return node

@@ -113,8 +113,6 @@ def test_the_text_a_frame_runs_is_sql_that_duckdb_runs_alike(data):
 REFUSED = [
     (lambda t: t.agg(q=col("fare_amount").quantile(1.5)),
      "SELECT quantile_cont(fare_amount, 1.5) FROM trips"),
-    (lambda t: t.agg(q=col("fare_amount").quantile([0.1, 0.5])),
-     "SELECT quantile_cont(fare_amount, [0.1, 0.5]) FROM trips"),
     (lambda t: t.agg(m=col("store_and_fwd_flag").median()),
      "SELECT MEDIAN(store_and_fwd_flag) FROM trips"),
     (lambda t: t.agg(m=(col("fare_amount") > 1).quantile(0.5, "disc")),

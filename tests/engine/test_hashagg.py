@@ -19,7 +19,6 @@ import pytest
 
 import bamql
 from bamql.engine import cpu, hashagg
-from bamql.errors import PlanError
 from bamql.storage.ingest import ingest
 from tests.conftest import SAMPLES
 from tests.reference import assert_same_rows, duck
@@ -193,18 +192,15 @@ def test_real_sample(tmp_path):
     assert_same_rows(got, ref.sql(sql).fetchall(), True)
 
 
-@pytest.mark.parametrize(("sql", "match"), [
-    ("SELECT fk, MEDIAN(x) FROM trips GROUP BY fk", "MEDIAN with GROUP BY fk"),
-    ("SELECT fk, COUNT(DISTINCT g) FROM trips GROUP BY fk", r"COUNT\(DISTINCT g\) with GROUP BY"),
-    ("SELECT 'a', COUNT(*) FROM trips GROUP BY 1", "GROUP BY a constant"),
-    ("SELECT z.Borough, COUNT(*) FROM trips t JOIN zones z ON t.g = z.LocationID "
-     "GROUP BY z.Borough, t.fk", "with a JOIN"),
+@pytest.mark.parametrize("sql", [
+    "SELECT fk, MEDIAN(x) FROM trips GROUP BY fk ORDER BY fk",
+    "SELECT fk, COUNT(DISTINCT g) FROM trips GROUP BY fk ORDER BY fk",
+    "SELECT 'a', COUNT(*) FROM trips GROUP BY 1",
 ])
-def test_refusals_are_one_line(store, sql, match):
-    data, _ = store
-    with bamql.connect(data, device="cpu") as con, pytest.raises(PlanError, match=match) as e:
-        con.sql(sql)
-    assert "\n" not in str(e.value)
+def test_what_the_hash_step_refuses_the_plan_tree_answers(store, sql):
+    data, t = store
+    with bamql.connect(data, device="cpu") as con:
+        assert_same_rows(con.sql(sql).rows(), duck(sql, t), ordered="ORDER BY" in sql)
 
 
 SIM = textwrap.dedent("""
