@@ -519,7 +519,15 @@ class Session:
                     raise tree_error(e, t) from None
         from bamql.engine.fileplan import explain_planned
 
-        return explain_planned(bound, planned, self.catalog(), self.dimensions)
+        try:
+            return explain_planned(bound, planned, self.catalog(), self.dimensions)
+        except PlanError as e:  # the plan tree's EXPLAIN reads the files' metadata in place
+            if not tree_worthy(e):
+                raise
+            try:
+                return show_tree(tree_plan(self, self._bind_files(text)), self)
+            except PlanError as t:
+                raise tree_error(e, t) from None
 
     def _translate(self, text: str) -> ir.Query:
         """SQL -> IR, remembered per text: the catalog of an open session does not change

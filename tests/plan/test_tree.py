@@ -1,0 +1,115 @@
+"""The plan tree: translation, the rules that move work into fused kernels, the operators'
+answers against DuckDB, and EXPLAIN."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+import sqlglot
+
+import bamql
+from bamql.errors import PlanError
+from bamql.plan import nodes as n
+from bamql.plan.build import Catalog, build
+from bamql.plan.rules import optimize
+from tests.reference import assert_same_rows, duck_tables
+
+
+def _catalog(fusable=lambda sql: "OVER" not in sql.upper()) -> Catalog:
+    return Catalog({"trips": ("vendor_id", "payment_type", "fare_amount")}, {}, fusable)
+
+
+def _plan(sql: str, cat: Catalog) -> n.Node:
+    return optimize(build(sqlglot.parse_one(sql, read="duckdb"), cat), cat)
+
+
+def test_a_select_the_kernel_takes_whole_is_one_fused_leaf():
+    node = _plan("SELECT vendor_id, COUNT(*) FROM trips GROUP BY 1", _catalog())
+    assert isinstance(node, n.Fused)
+
+
+def test_a_group_by_under_a_window_becomes_a_fused_kernel_and_where_moves_into_it():
+    node = _plan("SELECT payment_type, COUNT(*) * 1.0 / SUM(COUNT(*)) OVER () FROM trips "
+                 "WHERE fare_amount > 10 GROUP BY 1", _catalog())
+    leaves = [x for x in n.walk(node) if isinstance(x, n.Fused)]
+    assert len(leaves) == 1 and "fare_amount > 10" in leaves[0].sql and "GROUP BY" in leaves[0].sql
+    assert any(isinstance(x, n.Window) for x in n.walk(node))
+    assert not any(isinstance(x, n.Scan | n.Filter) for x in n.walk(node))
+
+
+def test_a_condition_the_kernel_refuses_stays_above_the_scan():
+    cat = _catalog(fusable=lambda sql: "upper" not in sql.lower() and "OVER" not in sql.upper())
+    node = _plan("SELECT vendor_id, ROW_NUMBER() OVER (ORDER BY fare_amount) FROM trips "
+                 "WHERE upper(CAST(vendor_id AS VARCHAR)) = '1' AND fare_amount > 5", cat)
+    scan = next(x for x in n.walk(node) if isinstance(x, n.Scan))
+    assert [p.sql() for p in scan.predicate] == ["fare_amount > 5"]
+    assert any(isinstance(x, n.Filter) and "UPPER" in x.condition.sql().upper() for x in n.walk(node))
+
+
+def test_nodes_rebuild_with_new_children():
+    leaf = n.Fused("SELECT 1", ("a",))
+    f = n.Filter(leaf, sqlglot.exp.true())
+    other = n.Fused("SELECT 2", ("a",))
+    g = f.with_children(other)
+    assert g.child is other and f.child is leaf and g.children == (other,)
+
+
+@pytest.fixture(scope="module")
+def trips(tmp_path_factory) -> tuple[Path, pa.Table]:
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(7)
+    k = 5000
+    t = pa.table({
+        "vendor_id": pa.array(rng.integers(1, 3, k)),
+        "payment_type": pa.array(rng.integers(1, 5, k)),
+        "fare_amount": pa.array(np.round(rng.gamma(2.0, 7.0, k), 2)),
+        "tip_amount": pa.array(np.round(rng.gamma(1.0, 2.0, k), 2)),
+        "pickup_datetime": pa.array(np.datetime64("2019-01-01") + rng.integers(0, 86400 * 30, k)
+                                    .astype("timedelta64[s]")).cast(pa.timestamp("us")),
+    })
+    path = tmp_path_factory.mktemp("tree") / "trips.parquet"
+    pq.write_table(t, path)
+    return path, t
+
+
+@pytest.fixture(scope="module")
+def con():
+    with bamql.connect(None, device="cpu") as c:
+        yield c
+
+
+def _check(con, trips, sql: str) -> None:
+    path, t = trips
+    ours = con.sql(sql.replace("FROM trips", f"FROM '{path}'")).rows()
+    assert_same_rows(ours, duck_tables(sql, {"trips": t}), ordered="ORDER BY" in sql)
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT payment_type, COUNT(*) AS n, RANK() OVER (ORDER BY COUNT(*) DESC) AS r FROM trips "
+    "GROUP BY 1 ORDER BY r, 1",
+    "WITH h AS (SELECT EXTRACT(HOUR FROM pickup_datetime) AS hr, COUNT(*) AS n FROM trips "
+    "GROUP BY 1) SELECT hr, n, SUM(n) OVER (ORDER BY hr) FROM h ORDER BY hr",
+    "SELECT COUNT(*) FROM trips t WHERE fare_amount > (SELECT AVG(u.fare_amount) FROM trips u "
+    "WHERE u.payment_type = t.payment_type)",
+    "SELECT vendor_id FROM trips WHERE fare_amount > 40 UNION SELECT payment_type FROM trips "
+    "WHERE tip_amount > 9 ORDER BY 1",
+])
+def test_tree_queries_over_files_match_duckdb(con, trips, sql):
+    _check(con, trips, sql)
+
+
+def test_explain_shows_the_tree_and_the_fused_kernel_under_it(con, trips):
+    txt = con.explain(f"SELECT payment_type, COUNT(*) * 1.0 / SUM(COUNT(*)) OVER () FROM '{trips[0]}' "
+                      "GROUP BY 1")
+    assert txt.splitlines()[0].startswith("Project") and "Window" in txt
+    assert "FusedKernel" in txt and "Aggregate over" in txt
+
+
+def test_a_tree_query_over_an_unknown_column_is_one_line(con, trips):
+    with pytest.raises(PlanError, match="unknown column 'nosuch'") as e:
+        con.sql(f"SELECT nosuch FROM (SELECT vendor_id FROM '{trips[0]}')")
+    assert "\n" not in str(e.value)
