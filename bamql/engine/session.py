@@ -46,6 +46,9 @@ from bamql.storage.partitioned import PartitionedTable, is_table, open_table
 _EXPLAIN = re.compile(r"^\s*explain\s+(analyze\s+)?", re.IGNORECASE)
 #: the one-row table a SELECT without FROM reads (``SELECT 1``), as DuckDB's has one row
 _ONE_ROW = "bamql_one_row"
+#: A stored table of at most this many rows joined to another is read once into memory and
+#: joined as a dimension table: the join then runs inside the fact table's fused kernel.
+STORED_DIMENSION_ROWS = 1_000_000
 #: stores of files read in place that a session keeps (the most recently used), so that a
 #: query repeated over unchanged files reads them once
 IN_PLACE_KEPT = 4
@@ -159,6 +162,8 @@ class Session:
         self._lock = threading.Lock()
         # bounded, least recently used first out: one session can run any number of queries
         self._parsed: LRU = LRU(256)  # SQL text -> IR
+        #: small stored tables read whole to be joined as dimension tables (``_dims_for``)
+        self._stored_dims: dict[str, Dimension] = {}
         self._plans: LRU = LRU(256)  # (IR, medium) -> plan of the table's first partition
         self._explained: LRU = LRU(256)
         self.note = ""
@@ -536,7 +541,7 @@ class Session:
         if q is None:
             try:
                 q = _quantiles_alone(split_distinct(
-                    translate_joins(text, self.catalog(), self.dimensions), self.catalog()))
+                    translate_joins(text, self.catalog(), self._dims_for(text)), self.catalog()))
             except PlanError as e:  # name files as the query did, not by their table's name
                 msg = relabel(str(e), self._file_labels)
                 if msg == str(e):
@@ -544,6 +549,36 @@ class Session:
                 raise PlanError(msg) from None
             self._parsed.put(text, q)
         return q
+
+    def _dims_for(self, text: str) -> dict[str, Dimension]:
+        """The dimension tables ``text`` may join: the registered ones, and each small stored
+        table it joins to another (read whole once: ``STORED_DIMENSION_ROWS``)."""
+        if not re.search(r"\bjoin\b", text, re.IGNORECASE):
+            return self.dimensions
+        import sqlglot
+        from sqlglot import exp
+
+        try:
+            tree = sqlglot.parse_one(text, read="duckdb")
+        except sqlglot.errors.SqlglotError:
+            return self.dimensions
+        dims = dict(self.dimensions)
+        for j in tree.find_all(exp.Join):
+            t = j.this
+            if not isinstance(t, exp.Table) or t.name in dims or t.name not in self.stores:
+                continue
+            if self.stores[t.name].rows > STORED_DIMENSION_ROWS:
+                continue
+            with self._lock:
+                hit = self._stored_dims.get(t.name)
+            if hit is None:
+                rows = self.run(self._translate(
+                    f"SELECT * FROM {exp.to_identifier(t.name, quoted=True).sql(dialect='duckdb')}"))
+                hit = dimension(t.name, rows.table)
+                with self._lock:
+                    self._stored_dims[t.name] = hit
+            dims[t.name] = hit
+        return dims
 
     def _resident(self, q: ir.Query | ir.RowQuery) -> Resident:
         """What the OS page cache holds of the columns ``q``'s plan reads in the table's first
