@@ -10,20 +10,19 @@ import os
 import re
 import shutil
 import threading
-import time
 from pathlib import Path
 
 import pyarrow as pa
 
 from bamql.config import Backend, Config, Device, Medium
-from bamql.engine.accumulate import count_present, finish, n_groups, regroup
 from bamql.engine.describe import describe
 from bamql.engine.fileplan import relabel
-from bamql.engine.hashagg import explain_hashed, hashed_columns, run_hashed
+from bamql.engine.hashagg import hashed_columns
+from bamql.engine.leaves import lower
 from bamql.engine.partition import Resident, page_cache, plan_partition, table_domains
-from bamql.engine.result import Result, assemble
-from bamql.engine.rows import explain_rows, kernel_query, plan_rows, quantiles, run_rows
-from bamql.engine.runner import LocalRunner, Runner, merge
+from bamql.engine.result import Result
+from bamql.engine.rows import kernel_query
+from bamql.engine.runner import LocalRunner, Runner
 from bamql.engine.tree import plan as tree_plan
 from bamql.engine.tree import run_tree, tree_error, tree_worthy
 from bamql.engine.tree import show as show_tree
@@ -32,12 +31,11 @@ from bamql.lru import LRU
 from bamql.planner import ir
 from bamql.planner.cost import reads_page_cache
 from bamql.planner.describe import catalog_query
-from bamql.planner.distinct import distinct_slots, split_distinct
+from bamql.planner.distinct import split_distinct
 from bamql.planner.grouping import check_hashed, hashed
 from bamql.planner.joins import Dimension, JoinQuery, dimension, translate_joins
 from bamql.planner.params import Params, bind
-from bamql.planner.physical import PhysicalPlan, explain_text
-from bamql.planner.show import show
+from bamql.planner.physical import PhysicalPlan
 from bamql.storage.filecache import ProgressFactory, cached_store, cached_table
 from bamql.storage.files import FileSet
 from bamql.storage.inplace import ReadPlan, ReadSpec, plan_in_place, read_in_place
@@ -609,20 +607,10 @@ class Session:
         key = (q, self._medium(), runner.where, resident)
         txt = self._explained.get(key)
         if txt is None:  # made once: every query's result carries it
-            part = table.parts[0]
-            if isinstance(q, ir.RowQuery):
-                txt = explain_rows(q, explain_text(plan_rows(part, q.table, q.predicate,
-                                                             q.columns, self._medium(),
-                                                             resident), part),
-                                   self.device == Device.GPU)
-            elif self._hashed(q):
-                runner = self._local  # the step runs in this process
-                txt = explain_hashed(q, explain_text(plan_rows(
-                    part, q.table, q.predicate, hashed_columns(q), self._medium(), resident),
-                    part),
-                    self.device == Device.GPU)
-            else:
-                txt = explain_text(self.plan(q, resident), part) + _quantile_line(q, self.device)
+            leaf = lower(self, q)
+            if leaf.local():
+                runner = self._local
+            txt = leaf.explain(self, resident)
             if table.partitioned:
                 txt = (f"{len(table.parts)} partitions of {table.rows:,} rows, run "
                        f"{runner.place}; partition 1:\n" + txt)
@@ -657,53 +645,11 @@ class Session:
         return self.sql(text, params)
 
     def run(self, query: ir.Query | JoinQuery) -> Result:
-        """Plan and run a logical query: the table's partitions through its runner, their
-        partial aggregates merged (a join's regrouped by its dimension columns)."""
+        """Plan and run a fused leaf's logical query through its physical operator
+        (``engine.leaves``): the table's partitions through its runner, their partial
+        aggregates merged (a join's regrouped by its dimension columns)."""
         self._check_open()
-        if isinstance(query, ir.RowQuery):
-            return self._execute_rows(query)
-        q = query.fact if isinstance(query, JoinQuery) else query
-        table = self.store(q.table)
-        if self._hashed(query):
-            return self._execute_hashed(q)
-        # the text before the run, of the plan that runs: one look at the OS page cache
-        resident = self._resident(q)
-        text = self.explain_query(query, resident)
-        plan = self.plan(q, resident)
-        runner = self._runner(table)
-        t0 = time.perf_counter()
-        try:
-            partials = runner.run(table, plan, self._medium())
-        except MemoryError:
-            raise DeviceError("out of host memory while running the query") from None
-        acc, stats = merge(table, partials, f"{self.device}/{runner.where}", self.backend,
-                           time.perf_counter() - t0)
-        if isinstance(query, JoinQuery):
-            cols = {**table.columns, **query.columns}
-            domains = table_domains(query.out, cols)
-            if query.distinct:
-                (s1, g1), (s2, g2) = distinct_slots(query, plan.key_domains, domains)
-                acc = regroup(count_present(regroup(acc, s1, g1), query.distinct), s2, g2)
-            elif query.regroups:
-                acc = regroup(acc, query.slots(plan.key_domains, domains), n_groups(domains))
-            out = assemble(finish(acc, query.out, domains), query.out, cols)
-        else:
-            g = finish(acc, kernel_query(q), plan.key_domains)
-            if ir.quantile_aggs(q):
-                g = quantiles(table, q, plan.key_domains, g, self._medium(), self.device,
-                              self.backend, stats)
-            out = assemble(g, q, table.columns)
-        return Result(out, stats, text)
-
-    def _execute_rows(self, q: ir.RowQuery) -> Result:
-        """Run a query that returns rows (``engine.rows``; on the CPU on any device)."""
-        table = self.store(q.table)
-        text = self.explain_query(q)  # before the run, which changes what the OS caches
-        try:
-            out, stats = run_rows(table, q, self._medium(), self.device, self.backend)
-        except MemoryError:
-            raise DeviceError("out of host memory while running the query") from None
-        return Result(out, stats, text)
+        return lower(self, query).run(self)
 
     def _hashed(self, q) -> bool:
         """Whether ``q`` is a GROUP BY for the hash-aggregation step (``planner.grouping``);
@@ -712,16 +658,6 @@ class Session:
             return False
         check_hashed(q)
         return True
-
-    def _execute_hashed(self, q: ir.Query) -> Result:
-        """Run a hashed GROUP BY (``engine.hashagg``; on the CPU on any device)."""
-        table = self.store(q.table)
-        text = self.explain_query(q)  # before the run, which changes what the OS caches
-        try:
-            g, stats = run_hashed(table, q, self._medium(), self.device, self.backend)
-        except MemoryError:
-            raise DeviceError("out of host memory while running the query") from None
-        return Result(assemble(g, q, table.columns), stats, text)
 
     def table(self, name: str):
         """A dataframe-like handle on a table (see bamql.engine.frame)."""
@@ -754,16 +690,6 @@ class Session:
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-def _quantile_line(q: ir.Query, device: Device) -> str:
-    """EXPLAIN's line on a query's quantiles ('' where it has none)."""
-    js = ir.quantile_aggs(q)
-    if not js:
-        return ""
-    where = "on the CPU (no GPU kernel)" if device == Device.GPU else "on the CPU"
-    return ("\n  quantiles: " + ", ".join(show(q.aggs[j]) for j in js)
-            + f": exact, from the matching rows' values read again after the kernel, {where}")
 
 
 def _quantiles_alone(q):

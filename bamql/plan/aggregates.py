@@ -66,6 +66,8 @@ def spec(a: exp.Expression, ev: Evaluator) -> Spec:
                 return Spec(ones, "count", pc.CountOptions("all"))
             return Spec(_filtered(ones, cond), "count", pc.CountOptions("only_valid"))
         v = _filtered(ev.array(arg), cond)
+        if distinct:
+            v = canonical(v)
         return Spec(v, "count_distinct" if distinct else "count", pc.CountOptions("only_valid"))
     if distinct and not isinstance(a, exp.GroupConcat):
         raise PlanError(f"{a.sql_name().upper()}(DISTINCT ...) is not supported")
@@ -84,10 +86,17 @@ def spec(a: exp.Expression, ev: Evaluator) -> Spec:
     if pa.types.is_duration(v.type) and isinstance(a, exp.Min | exp.Max | exp.Sum):
         fn = {exp.Min: "min", exp.Max: "max", exp.Sum: "sum"}[type(a)]
         return Spec(v.cast(pa.int64()), fn, None, ("cast", v.type))
+    if pa.types.is_floating(v.type) and isinstance(a, exp.Min | exp.Max):
+        return Spec(v, "min" if isinstance(a, exp.Min) else "max", None,
+                    ("nan", isinstance(a, exp.Max), pc.is_nan(v)))
     for kind, fn in simple.items():
         if isinstance(a, kind):
             if fn in ("sum", "mean"):
                 v = _numeric(v, fn)
+            if fn == "sum" and pa.types.is_integer(v.type):  # exact past int64, as HUGEINT
+                v = v.cast(pa.decimal128(38, 0))
+            if fn == "mean" and pa.types.is_decimal(v.type):  # AVG of a DECIMAL is a DOUBLE
+                v = v.cast(pa.float64())
             if fn in ("all", "any"):
                 return Spec(v, fn, pc.ScalarAggregateOptions(skip_nulls=True, min_count=1))
             return Spec(v, fn, pc.ScalarAggregateOptions(skip_nulls=True, min_count=1)
@@ -169,7 +178,7 @@ def _quantile(vals: list, kind: str, q: float):
     pos = q * (len(xs) - 1)
     lo, hi = math.floor(pos), math.ceil(pos)
     a, b = float(xs[lo]), float(xs[hi])
-    return a if lo == hi else a + (b - a) * (pos - lo)
+    return a if lo == hi or a == b else a + (b - a) * (pos - lo)
 
 
 def _post(lists: pa.Array, post, in_type: pa.DataType) -> pa.Array:
@@ -177,6 +186,8 @@ def _post(lists: pa.Array, post, in_type: pa.DataType) -> pa.Array:
         return lists
     if post[0] == "cast":
         return lists.cast(post[1])
+    if post[0] == "nan":
+        return lists  # applied by _group, which has the groups' NaN flags
     rows = lists.to_pylist()
     if post[0] == "string":
         _, sep, distinct, ordered, desc = post
@@ -226,6 +237,11 @@ def _group(keys: list[pa.Array], specs: list[Spec], keep: tuple[int, ...], rows:
     lists = {j for j, s in enumerate(specs) if s.fn == "list" and not names}
     aggs = [(f"v{j}", s.fn, s.options) if s.options is not None else (f"v{j}", s.fn)
             for j, s in enumerate(specs) if j not in lists]
+    nan_flags = {j: s.post[2] for j, s in enumerate(specs) if s.post is not None and s.post[0] == "nan"}
+    for j, flag in nan_flags.items():  # whether each group holds a NaN
+        t = t.append_column(f"n{j}", flag)
+        aggs.append((f"n{j}", "any"))
+        aggs.append((f"n{j}", "all"))
     if not names and not aggs:
         g = pa.table({"__one": pa.array([0])})
     else:
@@ -243,5 +259,10 @@ def _group(keys: list[pa.Array], specs: list[Spec], keep: tuple[int, ...], rows:
         c = g.column(f"v{j}_{s.fn}").combine_chunks()
         if s.post is not None:
             c = _post(c, s.post, s.values.type)
+        if j in nan_flags:  # NaN is above every number: MAX is NaN where a NaN is; MIN where
+            nan = pa.scalar(float("nan"), c.type)  # every non-NULL value is NaN
+            flag = g.column(f"n{j}_any" if s.post[1] else f"n{j}_all").combine_chunks()
+            some = g.column(f"n{j}_any").combine_chunks()
+            c = pc.if_else(pc.and_(flag.fill_null(False), some.fill_null(False)), nan, c)
         out.append(c)
     return out

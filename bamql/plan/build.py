@@ -231,6 +231,12 @@ class Builder:
                 return f
         if s.args.get("distinct") is not None and s.args["distinct"].args.get("on"):
             raise PlanError("DISTINCT ON is not supported")
+        if s.args.get("windows"):
+            raise PlanError("a named WINDOW clause is not supported; write the window in OVER (...)")
+        if any(j.args.get("using") for j in _arg(s, "joins") or []) and any(
+                isinstance(x, exp.Star) or (isinstance(x, exp.Column) and isinstance(x.this, exp.Star))
+                for x in s.expressions):
+            raise PlanError("SELECT * over a JOIN ... USING is not supported; name the columns")
         src = self.from_(s) if _arg(s, "from") is not None else n.Values(
             pa.table({"__one": pa.array([0], pa.int8())}), ("__one",), None, "one row")
         where = _arg(s, "where")
@@ -244,6 +250,15 @@ class Builder:
         exprs = [_unalias(x) for x in items]
         having = _arg(s, "having")
         having = having.this if having is not None else None
+        if having is not None:  # a select alias in HAVING means its expression (DuckDB)
+            aliases = {x.alias.lower(): _unalias(x) for x in items if isinstance(x, exp.Alias)}
+
+            def alias_ref(node):
+                if isinstance(node, exp.Column) and not node.table and \
+                        node.name.lower() in aliases and resolve(src.cols, node) is None:
+                    return aliases[node.name.lower()].copy()
+                return node
+            having = _transform(having.copy(), alias_ref)
         qualify = _arg(s, "qualify")
         qualify = qualify.this if qualify is not None else None
         order = [o for o in (_arg(s, "order").expressions if _arg(s, "order") else [])]
@@ -678,7 +693,15 @@ class Builder:
         key_items = [exp.Alias(this=k.copy(), alias=exp.to_identifier(f"__ck{i}", quoted=True))
                      for i, k in enumerate(inner_keys)]
         count = False
+        if any(_arg(q, k) is not None for k in ("group", "having", "limit", "offset", "qualify")):
+            raise PlanError("a correlated subquery with GROUP BY, HAVING, LIMIT or OFFSET is not "
+                            "supported")
         if kind == n.SubKind.EXISTS:
+            aggs0: list[exp.Expression] = []
+            for x in q.expressions:
+                collect_aggs(x, aggs0)
+            if aggs0:
+                raise PlanError("a correlated EXISTS over an aggregate is not supported")
             inner.set("expressions", key_items)
             inner.set("distinct", exp.Distinct())
             inner.set("order", None)
@@ -688,11 +711,14 @@ class Builder:
                 raise PlanError("a scalar subquery must return one column")
             aggs: list[exp.Expression] = []
             collect_aggs(q.expressions[0], aggs)
-            if not aggs or _arg(q, "group") is not None:
-                raise PlanError("a correlated scalar subquery must aggregate (SELECT AVG(...) "
-                                "... WHERE inner.key = outer.key)")
             item = _unalias(q.expressions[0])
-            count = isinstance(item, exp.Count)
+            if not is_agg(item):
+                raise PlanError("a correlated scalar subquery must return one aggregate "
+                                "(SELECT AVG(...) ... WHERE inner.key = outer.key)")
+            base = item
+            while isinstance(base, exp.Filter | exp.IgnoreNulls):
+                base = base.this
+            count = isinstance(base, exp.Count | exp.CountIf)
             inner.set("expressions", [*key_items, item.copy()])
             inner.set("group", exp.Group(expressions=[k.copy() for k in inner_keys]))
         plan = self.query(inner)

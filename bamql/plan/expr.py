@@ -334,7 +334,7 @@ def _intdiv(ev: Evaluator, e) -> Value:
         yv[yv == 0] = 1
         q = (np.abs(xv) // np.abs(yv)) * np.sign(xv) * np.sign(yv)  # truncated, as DuckDB
         return pa.array(q, pa.int64(), mask=~ok.to_numpy(zero_copy_only=False))
-    return pc.floor(pc.divide(a.cast(pa.float64()), b.cast(pa.float64())))
+    return pc.divide(a.cast(pa.float64()), b.cast(pa.float64()))  # DuckDB: // of doubles divides
 
 
 @handles(exp.Mod)
@@ -460,13 +460,10 @@ def in_values(v: Value, items: list[pa.Scalar], n: int) -> Value:
     if pa.types.is_null(v.type):
         return pa.scalar(None, pa.bool_())
     if vals:
-        conv = []
-        for x in vals:
-            a, b = _coerce(v if isinstance(v, pa.Scalar) else v.slice(0, 0), x)
-            conv.append(b)
-        vt = _coerce(v, conv[0])[0]
-        set_ = pa.array([c.as_py() for c in conv], conv[0].type)
-        hit = pc.is_in(vt, value_set=set_)
+        allv = _common([v, *vals])
+        vt, conv = allv[0], allv[1:]
+        set_ = canonical(pa.array([c.as_py() for c in conv], conv[0].type))
+        hit = pc.is_in(canonical(vt), value_set=set_)
     else:
         hit = pa.scalar(False) if isinstance(v, pa.Scalar) else pa.array(np.zeros(n, bool))
     valid = pc.is_valid(v)
@@ -576,8 +573,31 @@ def _nullif(ev: Evaluator, e) -> Value:
 @handles(exp.Greatest, exp.Least)
 def _greatest(ev: Evaluator, e) -> Value:
     vals = _common([ev.eval(x) for x in [e.this, *e.expressions]])
-    fn = pc.max_element_wise if isinstance(e, exp.Greatest) else pc.min_element_wise
-    return fn(*vals, skip_nulls=True)
+    big = isinstance(e, exp.Greatest)
+    if any(isinstance(v, pa.Array) for v in vals):
+        vals = [broadcast(v, ev.rel.rows) for v in vals]
+    else:
+        vals = [pa.array([v.as_py()], v.type) for v in vals]
+        one = _greatest_of(vals, big)
+        return one[0]
+    return _greatest_of(vals, big)
+
+
+def _greatest_of(vals: list[pa.Array], big: bool) -> pa.Array:
+    fn = pc.max_element_wise if big else pc.min_element_wise
+    out = fn(*vals, skip_nulls=True)
+    if pa.types.is_floating(out.type):  # NaN is above every number (DuckDB)
+        nans = [pc.is_nan(v).fill_null(False) for v in vals]
+        if big:
+            hit = nans[0]
+            for x in nans[1:]:
+                hit = pc.or_(hit, x)
+        else:
+            hit = nans[0]
+            for v, x in zip(vals[1:], nans[1:], strict=True):
+                hit = pc.and_(hit, pc.or_(x, pc.is_null(v)))
+        out = pc.if_else(hit, pa.scalar(float("nan"), out.type), out)
+    return out
 
 
 # -- casts -------------------------------------------------------------------------------
@@ -595,14 +615,23 @@ def _cast(ev: Evaluator, e: exp.Cast) -> Value:
             v = pc.round(v, s, round_mode="half_towards_infinity")
         return _do_cast(v, target, e)
     target = CAST_TYPES.get(name)
+    lit, sign = e.this, ""
+    if isinstance(lit, exp.Neg):
+        lit, sign = lit.this, "-"
+    if target is not None and pa.types.is_integer(target) and isinstance(lit, exp.Literal) \
+            and not lit.is_string and "." in lit.this:
+        from decimal import ROUND_HALF_UP, Decimal  # a decimal constant rounds half away
+
+        r = Decimal(sign + lit.this).quantize(Decimal(1), rounding=ROUND_HALF_UP)
+        return pa.scalar(int(r), target)
     if target is None:
         raise PlanError(f"CAST to {to.sql(dialect='duckdb')} is not supported")
     if pa.types.is_integer(target) and pa.types.is_decimal(v.type):
         v = pc.round(v.cast(pa.float64()), round_mode="half_towards_infinity")
     elif pa.types.is_integer(target) and pa.types.is_floating(v.type):
         v = pc.round(v, round_mode="half_to_even")  # a DOUBLE rounds to even, as DuckDB
-    if pa.types.is_string(target) and pa.types.is_timestamp(v.type):
-        return pc.strftime(v, format="%Y-%m-%d %H:%M:%S")
+    if pa.types.is_string(target):
+        return _as_text(v)
     if pa.types.is_date(target) and pa.types.is_string(v.type) and isinstance(v, pa.Scalar):
         return _parse_time(v, target) if v.is_valid else pa.scalar(None, target)
     if pa.types.is_timestamp(target) and pa.types.is_string(v.type) and isinstance(v, pa.Scalar):
@@ -631,12 +660,18 @@ def _abs(ev, e):
 def _round(ev, e):
     v = ev.eval(e.this)
     d = e.args.get("decimals")
-    nd = int(ev.eval(d).as_py()) if d is not None else 0
+    nd = const_int(ev, d, "number of digits of ROUND") if d is not None else 0
+    lit = e.this
+    if isinstance(lit, exp.Literal) and not lit.is_string and "." in lit.this:
+        from decimal import ROUND_HALF_UP, Decimal  # a decimal constant rounds exactly
+
+        r = Decimal(lit.this).quantize(Decimal(1).scaleb(-nd), rounding=ROUND_HALF_UP)
+        return pa.scalar(float(r), pa.float64())
     if pa.types.is_integer(v.type):
         return v if nd >= 0 else pc.round(v.cast(pa.float64()), nd,
                                           round_mode="half_towards_infinity").cast(v.type)
     if pa.types.is_decimal(v.type):
-        return pc.round(v, nd, round_mode="half_towards_infinity")
+        return pc.round(_widened(v), nd, round_mode="half_towards_infinity")
     return round_double(v, nd)
 
 
@@ -671,23 +706,32 @@ def _exact_ties(v: pa.Array, r: pa.Array, tie: pa.Array, nd: int) -> pa.Array:
     return pa.array(out, pa.float64(), mask=pc.is_null(v).to_numpy(zero_copy_only=False))
 
 
-def canonical(a: pa.Array) -> pa.Array:
-    """A key column with -0.0 as 0.0 (equal in SQL, so one group, one join key)."""
+def canonical(a: Value) -> Value:
+    """A key column with -0.0 as 0.0 and every NaN as one NaN (equal in SQL: one group, one
+    join key, one set member)."""
     if pa.types.is_floating(a.type):
-        return pc.if_else(pc.equal(a, 0).fill_null(False), pa.scalar(0.0, a.type), a)
+        a = pc.if_else(pc.equal(a, 0).fill_null(False), pa.scalar(0.0, a.type), a)
+        return pc.if_else(pc.is_nan(a).fill_null(False), pa.scalar(float("nan"), a.type), a)
     return a
+
+
+def _widened(v: Value) -> Value:
+    """A DECIMAL with room for one more digit (Arrow's rounding would overflow silently)."""
+    if pa.types.is_decimal(v.type):
+        return v.cast(pa.decimal128(38, v.type.scale))
+    return v
 
 
 @handles(exp.Floor)
 def _floor(ev, e):
     v = ev.eval(e.this)
-    return v if pa.types.is_integer(v.type) else pc.floor(v)
+    return v if pa.types.is_integer(v.type) else pc.floor(_widened(v))
 
 
 @handles(exp.Ceil)
 def _ceil(ev, e):
     v = ev.eval(e.this)
-    return v if pa.types.is_integer(v.type) else pc.ceil(v)
+    return v if pa.types.is_integer(v.type) else pc.ceil(_widened(v))
 
 
 def _float_fn(fn):
@@ -708,10 +752,24 @@ def _pow(ev, e):
 
 @handles(exp.Sign)
 def _sign(ev, e):
-    return pc.sign(ev.eval(e.this))
+    v = ev.eval(e.this)
+    out = pc.sign(v)
+    if pa.types.is_floating(v.type):  # sign(NaN) is 0 (DuckDB)
+        out = pc.if_else(pc.is_nan(v).fill_null(False), pa.scalar(0.0, out.type), out)
+    return out
 
 
 # -- strings -----------------------------------------------------------------------------
+def const_int(ev: Evaluator, e: exp.Expression, what: str) -> int:
+    """An integer argument that must be a constant (a position, a length, digits)."""
+    v = ev.eval(e)
+    if not isinstance(v, pa.Scalar) or not (pa.types.is_integer(v.type) or pa.types.is_floating(v.type)):
+        raise PlanError(f"the {what} must be an integer constant")
+    if not v.is_valid:
+        raise PlanError(f"the {what} must not be NULL")
+    return int(v.as_py())
+
+
 def _str(v: Value, what: str) -> Value:
     if pa.types.is_null(v.type):
         return pa.scalar(None, pa.string()) if isinstance(v, pa.Scalar) else v.cast(pa.string())
@@ -738,12 +796,14 @@ def _length(ev, e):
 @handles(exp.Substring)
 def _substr(ev, e):
     s = _str(ev.eval(e.this), "substr()")
-    start = int(ev.eval(e.args["start"]).as_py())
+    start = const_int(ev, e.args["start"], "start of substr")
     ln = e.args.get("length")
     begin = start - 1 if start > 0 else (start if start < 0 else 0)
     if ln is None:
         return pc.utf8_slice_codeunits(s, begin)
-    n = int(ev.eval(ln).as_py())
+    n = const_int(ev, ln, "length of substr")
+    if n < 0:
+        raise PlanError("substr with a negative length is not supported")
     if start == 0:
         n -= 1
     stop = begin + max(n, 0)
@@ -754,15 +814,18 @@ def _substr(ev, e):
 
 @handles(exp.Left)
 def _left(ev, e):
-    n = int(ev.eval(e.expression).as_py())
-    return pc.utf8_slice_codeunits(_str(ev.eval(e.this), "left()"), 0, n)
+    n = const_int(ev, e.expression, "length of left()")
+    s = _str(ev.eval(e.this), "left()")
+    return pc.utf8_slice_codeunits(s, 0, n) if n >= 0 else pc.utf8_slice_codeunits(s, 0, n)
 
 
 @handles(exp.Right)
 def _right(ev, e):
-    n = int(ev.eval(e.expression).as_py())
+    n = const_int(ev, e.expression, "length of right()")
     s = _str(ev.eval(e.this), "right()")
-    return pc.utf8_slice_codeunits(s, -n) if n > 0 else pc.utf8_slice_codeunits(s, 0, 0)
+    if n > 0:
+        return pc.utf8_slice_codeunits(s, -n)
+    return pc.utf8_slice_codeunits(s, -n) if n < 0 else pc.utf8_slice_codeunits(s, 0, 0)
 
 
 def _as_text(v: Value) -> Value:
@@ -771,8 +834,27 @@ def _as_text(v: Value) -> Value:
     if pa.types.is_null(v.type):
         return pa.scalar(None, pa.string()) if isinstance(v, pa.Scalar) else v.cast(pa.string())
     if pa.types.is_timestamp(v.type):
-        return pc.strftime(v, format="%Y-%m-%d %H:%M:%S")
+        return ts_text(v)
+    if pa.types.is_floating(v.type):  # 7.0, -0.0, 1e+17, as DuckDB writes a DOUBLE
+        if isinstance(v, pa.Scalar):
+            return pa.scalar(None if not v.is_valid else repr(float(v.as_py())), pa.string())
+        return pa.array([None if x is None else repr(float(x)) for x in v.to_pylist()], pa.string())
+    if pa.types.is_boolean(v.type):
+        return pc.if_else(v, "true", "false")
     return v.cast(pa.string())
+
+
+def ts_text(v: Value) -> Value:
+    """Timestamps as DuckDB writes them: seconds, then a fraction only where it is not 0."""
+    def one(x) -> str | None:
+        if x is None:
+            return None
+        s = x.strftime("%Y-%m-%d %H:%M:%S")
+        return s + (f".{x.microsecond:06d}".rstrip("0") if x.microsecond else "")
+    v = v.cast(pa.timestamp("us", v.type.tz))
+    if isinstance(v, pa.Scalar):
+        return pa.scalar(one(v.as_py()), pa.string())
+    return pa.array([one(x) for x in v.to_pylist()], pa.string())
 
 
 @handles(exp.DPipe)
@@ -782,8 +864,9 @@ def _dpipe(ev, e):
 
 @handles(exp.Concat)
 def _concat(ev, e):
-    vals = [_as_text(ev.eval(x)) for x in e.expressions]
-    return pc.binary_join_element_wise(*vals, "", null_handling="skip")
+    n = ev.rel.rows
+    vals = [broadcast(_as_text(ev.eval(x)), n).fill_null("") for x in e.expressions]
+    return pc.binary_join_element_wise(*vals, "")  # concat reads NULL as '' (DuckDB)
 
 
 @handles(exp.Trim)
@@ -833,7 +916,9 @@ def _replace(ev, e):
 def _strpos(ev, e):
     s = _str(ev.eval(e.this), "strpos()")
     sub = ev.eval(e.args.get("substr") or e.expression).as_py()
-    return pc.add(pc.find_substring(s, sub), 1).cast(pa.int64())
+    if isinstance(s, pa.Scalar):
+        return pa.scalar(None if not s.is_valid else s.as_py().find(sub) + 1, pa.int64())
+    return pa.array([None if x is None else x.find(sub) + 1 for x in s.to_pylist()], pa.int64())
 
 
 # -- dates and times ---------------------------------------------------------------------
@@ -844,7 +929,7 @@ def _ts(v: Value, what: str) -> Value:
         return _parse_time(v, pa.timestamp("us"))
     if not pa.types.is_timestamp(v.type):
         raise PlanError(f"{what} needs a timestamp or a date, got a {_tname(v.type)} value")
-    return v
+    return v.cast(pa.timestamp("us", v.type.tz)) if v.type.unit != "us" else v
 
 
 def extract(part: str, v: Value) -> Value:
@@ -906,7 +991,12 @@ def _date_trunc(ev, e):
 @handles(exp.TimeToStr)
 def _strftime(ev, e):
     fmt = ev.eval(e.args["format"]).as_py()
-    return pc.strftime(_ts(ev.eval(e.this), "strftime()"), format=fmt.replace("%-", "%"))
+    if "%-" in fmt:
+        raise PlanError("strftime's unpadded fields (%-d, %-m, ...) are not supported")
+    v = _ts(ev.eval(e.this), "strftime()")
+    if "%S" in fmt:  # Arrow writes the seconds' fraction with %S; DuckDB whole seconds
+        v = pc.floor_temporal(v, unit="second").cast(pa.timestamp("s", v.type.tz))
+    return pc.strftime(v, format=fmt)
 
 
 @handles(exp.Dayname)

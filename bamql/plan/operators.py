@@ -208,9 +208,14 @@ def _setop(node: n.SetOp, ctx: Context) -> Rel:
         return Rel(distinct_table(t) if node.distinct else t, node.cols)
     if not node.distinct:
         raise PlanError(f"{node.kind.value} ALL is not supported")
-    other = set(map(tuple, (r.values() for r in tb.to_pylist())))
+    def rows(t: pa.Table) -> list[tuple]:  # NaN equal to NaN, -0.0 to 0.0, as SQL sets
+        t = pa.Table.from_arrays([canonical(c.combine_chunks()) for c in t.columns], names=t.column_names)
+        return [tuple("NaN" if isinstance(x, float) and x != x else x for x in r.values())
+                for r in t.to_pylist()]
+
+    other = set(rows(tb))
     ta = distinct_table(ta)
-    keep = [tuple(r.values()) in other for r in ta.to_pylist()]
+    keep = [r in other for r in rows(ta)]
     if node.kind == n.SetKind.EXCEPT:
         keep = [not k for k in keep]
     return Rel(ta.filter(pa.array(keep, pa.bool_())), node.cols)
@@ -251,13 +256,15 @@ def _subquery(ref: exp.Expression, ev: Evaluator, subplans, ctx: Context, cache:
 
 def in_array(v: Value, values: pa.Array, n_rows: int) -> Value:
     """``v IN (values)``, three-valued as SQL has it."""
+    if len(values) == 0:  # IN of no rows is false, for a NULL too
+        return pa.scalar(False) if isinstance(v, pa.Scalar) else pa.array(np.zeros(n_rows, bool))
     has_null = values.null_count > 0
     vals = values.drop_null()
     if pa.types.is_null(v.type):
         return pa.scalar(None, pa.bool_())
     if len(vals):
         vt, st = _coerce(v, vals)
-        hit = pc.is_in(vt, value_set=pc.unique(st))
+        hit = pc.is_in(canonical(vt), value_set=pc.unique(canonical(st)))
     else:
         hit = pa.scalar(False) if isinstance(v, pa.Scalar) else pa.array(np.zeros(n_rows, bool))
     hit = pc.if_else(pc.is_valid(v), hit, pa.scalar(None, pa.bool_()))
@@ -276,8 +283,8 @@ def _lookup(sp: n.SubPlan, rel: Rel, ev: Evaluator, negated: bool) -> Value:
     oks, iks = [], []
     for a, b in zip(outer, inner, strict=True):
         a, b = _coerce(a, b)
-        oks.append(a)
-        iks.append(b)
+        oks.append(canonical(a))
+        iks.append(canonical(b))
     lt = pa.Table.from_arrays([*oks, pa.array(np.arange(rows))],
                               names=[*(f"k{i}" for i in range(k)), "__row"])
     if sp.kind == n.SubKind.EXISTS:

@@ -64,5 +64,6 @@ CAST_TYPES: dict[str, pa.DataType] = {
     "UBIGINT": pa.uint64(), "FLOAT": pa.float32(), "DOUBLE": pa.float64(),
     "VARCHAR": pa.string(), "TEXT": pa.string(), "CHAR": pa.string(), "DATE": pa.date32(),
     "TIMESTAMP": pa.timestamp("us"), "DATETIME": pa.timestamp("us"),
+    "TIMESTAMPNTZ": pa.timestamp("us"),
     "TIMESTAMPTZ": pa.timestamp("us", tz="UTC"),
 }

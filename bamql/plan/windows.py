@@ -169,7 +169,9 @@ def _window(w: exp.Window, ev: Evaluator, rows: int) -> pa.Array:
         lo, hi = _bounds(kind, s, e, pos, begin, end, pb, pe)
         at = lo if name == "FirstValue" else hi
         if name == "NthValue":
-            at = lo + int(ev.eval(f.expression).as_py()) - 1
+            from bamql.plan.expr import const_int
+
+            at = lo + const_int(ev, f.args.get("offset") or f.expression, "position of NTH_VALUE") - 1
         ok = (at <= hi) & (lo <= hi)
         res = pc.if_else(pa.array(ok), v.take(pa.array(np.clip(at, 0, max(rows - 1, 0)))),
                          pa.scalar(None, v.type))
@@ -178,6 +180,19 @@ def _window(w: exp.Window, ev: Evaluator, rows: int) -> pa.Array:
     inv = np.empty(rows, np.int64)
     inv[idx] = np.arange(rows)
     return res.take(pa.array(inv))
+
+
+def _frame_sums(vv: np.ndarray, lo: np.ndarray, hi: np.ndarray, empty: np.ndarray) -> np.ndarray:
+    """The sum of ``vv[lo[i]:hi[i]+1]`` for each row ``i`` (0 where the frame is empty)."""
+    if len(vv) == 0:
+        return vv
+    ext = np.concatenate([vv, np.zeros(1, vv.dtype)])
+    idx = np.empty(2 * len(lo), np.int64)
+    idx[0::2] = np.where(empty, 0, lo)
+    idx[1::2] = np.where(empty, 1, hi + 1)
+    sums = np.add.reduceat(ext, idx)[0::2]
+    return np.where(empty, 0, sums) if vv.dtype != object else np.array(
+        [0 if e else x for x, e in zip(sums, empty, strict=True)], dtype=object)
 
 
 def _bounds(kind, s, e, pos, begin, end, pb, pe):
@@ -202,34 +217,41 @@ def _frame_agg(f, w, ev: Evaluator, take, rows, has_order, pos, begin, end, pb, 
     if isinstance(arg, exp.Distinct):
         raise PlanError("DISTINCT inside a window function is not supported")
     a = ev.array(arg).take(take)
-    v, valid = _values(a)
-    if name in ("Sum", "Avg", "Count"):
-        vv = np.where(valid, v, 0)
-        if vv.dtype.kind in "iub":
-            vv = vv.astype(np.int64)
-            cs = np.concatenate([[0], np.cumsum(vv)])
+    valid = pc.is_valid(a).to_numpy(zero_copy_only=False)
+    cn = np.concatenate([[0], np.cumsum(valid.astype(np.int64))])
+    cnt = np.where(empty, 0, cn[hi_c + 1] - cn[lo_c])
+    if name == "Count":
+        return pa.array(cnt, pa.int64())
+    if name in ("Sum", "Avg"):
+        t = a.type
+        if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)):
+            raise PlanError(f"{name.upper()}() OVER needs numbers, got a {t} value")
+        # each frame summed on its own (no differences of running sums: exact for integers
+        # and decimals, no cancellation for doubles)
+        if pa.types.is_floating(t):
+            vv = a.cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False)
         else:
-            vv = vv.astype(np.float64)
-            cs = np.concatenate([[0.0], np.cumsum(vv)])
-        cn = np.concatenate([[0], np.cumsum(valid.astype(np.int64))])
-        cnt = np.where(empty, 0, cn[hi_c + 1] - cn[lo_c])
-        if name == "Count":
-            return pa.array(cnt, pa.int64())
-        tot = np.where(empty, 0, cs[hi_c + 1] - cs[lo_c])
-        if vv.dtype.kind == "f" and not np.all(np.isfinite(vv)):
-            tot = np.array([vv[a_:b_ + 1].sum() if a_ <= b_ else 0.0
-                            for a_, b_ in zip(lo_c, hi_c, strict=True)])
+            vv = np.array([0 if x is None else x for x in a.to_pylist()], dtype=object)
+        tot = _frame_sums(vv, lo_c, hi_c, empty)
         if name == "Sum":
-            return pa.array(tot, pa.int64() if vv.dtype.kind == "i" else pa.float64(), mask=cnt == 0)
+            if pa.types.is_floating(t):
+                return pa.array(tot, pa.float64(), mask=cnt == 0)
+            return pa.array([None if c == 0 else x for x, c in zip(tot, cnt, strict=True)],
+                            pa.decimal128(38, t.scale if pa.types.is_decimal(t) else 0))
         with np.errstate(all="ignore"):
-            return pa.array(tot / np.maximum(cnt, 1), pa.float64(), mask=cnt == 0)
+            avg = [None if c == 0 else float(x) / int(c) for x, c in zip(tot, cnt, strict=True)]
+            return pa.array(avg, pa.float64())
     if name in ("Min", "Max"):
-        out, ok = [], []
+        out = []
+        fl = pa.types.is_floating(a.type)
         for a_, b_ in zip(lo_c, hi_c, strict=True):
             seg = a.slice(int(a_), max(int(b_) - int(a_) + 1, 0))
-            mm = pc.min_max(seg)
-            val = mm["min" if name == "Min" else "max"]
-            out.append(val.as_py())
-            ok.append(val.is_valid)
+            val = pc.min_max(seg)["min" if name == "Min" else "max"].as_py()
+            if fl and len(seg) and val is not None or (fl and len(seg) and seg.null_count < len(seg)):
+                nans = pc.is_nan(seg)
+                some, every = pc.any(nans).as_py(), pc.all(nans).as_py()
+                if (name == "Max" and some) or (name == "Min" and every):
+                    val = float("nan")  # NaN is above every number
+            out.append(val)
         return pa.array(out, a.type)
     raise PlanError(f"window function {name.upper()}() is not supported")

@@ -1,0 +1,165 @@
+"""The physical operators of a fused leaf, behind one interface: what a SELECT that the fused
+translator took whole (its IR) lowers to, and how it explains and runs itself.
+
+- ``KernelAggregate``: the generated scan-filter-aggregate kernel over the table's
+  partitions (CPU or GPU, local or on Dask), with a join's regrouping by dimension columns
+  and exact quantiles read after the kernel;
+- ``HashAggregate``: a GROUP BY whose keys have no dense range (``engine.hashagg``);
+- ``Rows``: a query that returns rows (``engine.rows``: late materialization, top-k).
+
+``lower`` is the one dispatch over the IR's kinds.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from bamql.config import Device
+from bamql.engine.accumulate import count_present, finish, n_groups, regroup
+from bamql.engine.hashagg import explain_hashed, hashed_columns, run_hashed
+from bamql.engine.partition import Resident, table_domains
+from bamql.engine.result import Result, assemble
+from bamql.engine.rows import explain_rows, kernel_query, plan_rows, quantiles, run_rows
+from bamql.engine.runner import merge
+from bamql.errors import DeviceError
+from bamql.planner import ir
+from bamql.planner.distinct import distinct_slots
+from bamql.planner.joins import JoinQuery
+from bamql.planner.physical import explain_text
+from bamql.planner.show import show
+
+
+def _out_of_memory() -> DeviceError:
+    return DeviceError("out of host memory while running the query")
+
+
+@dataclass(frozen=True)
+class Rows:
+    """Rows of one table: filtered, projected, ordered, limited."""
+
+    q: ir.RowQuery
+
+    @property
+    def fact(self) -> ir.RowQuery:
+        return self.q
+
+    def local(self) -> bool:
+        return True
+
+    def explain(self, s, resident: Resident) -> str:
+        part = s.store(self.q.table).parts[0]
+        return explain_rows(self.q, explain_text(plan_rows(
+            part, self.q.table, self.q.predicate, self.q.columns, s._medium(), resident), part),
+            s.device == Device.GPU)
+
+    def run(self, s) -> Result:
+        table = s.store(self.q.table)
+        text = s.explain_query(self.q)  # before the run, which changes what the OS caches
+        try:
+            out, stats = run_rows(table, self.q, s._medium(), s.device, s.backend)
+        except MemoryError:
+            raise _out_of_memory() from None
+        return Result(out, stats, text)
+
+
+@dataclass(frozen=True)
+class HashAggregate:
+    """A GROUP BY through the hash-aggregation step."""
+
+    q: ir.Query
+
+    @property
+    def fact(self) -> ir.Query:
+        return self.q
+
+    def local(self) -> bool:
+        return True  # the step runs in this process
+
+    def explain(self, s, resident: Resident) -> str:
+        part = s.store(self.q.table).parts[0]
+        return explain_hashed(self.q, explain_text(plan_rows(
+            part, self.q.table, self.q.predicate, hashed_columns(self.q), s._medium(), resident),
+            part), s.device == Device.GPU)
+
+    def run(self, s) -> Result:
+        table = s.store(self.q.table)
+        text = s.explain_query(self.q)  # before the run, which changes what the OS caches
+        try:
+            g, stats = run_hashed(table, self.q, s._medium(), s.device, s.backend)
+        except MemoryError:
+            raise _out_of_memory() from None
+        return Result(assemble(g, self.q, table.columns), stats, text)
+
+
+@dataclass(frozen=True)
+class KernelAggregate:
+    """The fused kernel: filter and aggregate (through dimension joins) in one pass."""
+
+    query: ir.Query | JoinQuery
+
+    @property
+    def fact(self) -> ir.Query:
+        return self.query.fact if isinstance(self.query, JoinQuery) else self.query
+
+    def local(self) -> bool:
+        return False
+
+    def explain(self, s, resident: Resident) -> str:
+        q = self.fact
+        part = s.store(q.table).parts[0]
+        return explain_text(s.plan(q, resident), part) + _quantile_line(q, s.device)
+
+    def run(self, s) -> Result:
+        query, q = self.query, self.fact
+        table = s.store(q.table)
+        # the text before the run, of the plan that runs: one look at the OS page cache
+        resident = s._resident(q)
+        text = s.explain_query(query, resident)
+        plan = s.plan(q, resident)
+        runner = s._runner(table)
+        t0 = time.perf_counter()
+        try:
+            partials = runner.run(table, plan, s._medium())
+        except MemoryError:
+            raise _out_of_memory() from None
+        acc, stats = merge(table, partials, f"{s.device}/{runner.where}", s.backend,
+                           time.perf_counter() - t0)
+        if isinstance(query, JoinQuery):
+            cols = {**table.columns, **query.columns}
+            domains = table_domains(query.out, cols)
+            if query.distinct:
+                (s1, g1), (s2, g2) = distinct_slots(query, plan.key_domains, domains)
+                acc = regroup(count_present(regroup(acc, s1, g1), query.distinct), s2, g2)
+            elif query.regroups:
+                acc = regroup(acc, query.slots(plan.key_domains, domains), n_groups(domains))
+            out = assemble(finish(acc, query.out, domains), query.out, cols)
+        else:
+            g = finish(acc, kernel_query(q), plan.key_domains)
+            if ir.quantile_aggs(q):
+                g = quantiles(table, q, plan.key_domains, g, s._medium(), s.device,
+                              s.backend, stats)
+            out = assemble(g, q, table.columns)
+        return Result(out, stats, text)
+
+
+Leaf = Rows | HashAggregate | KernelAggregate
+
+
+def lower(s, query: ir.Query | ir.RowQuery | JoinQuery) -> Leaf:
+    """The physical operator of a fused leaf's IR (the one dispatch over its kinds)."""
+    if isinstance(query, ir.RowQuery):
+        return Rows(query)
+    if not isinstance(query, JoinQuery) and s._hashed(query):
+        return HashAggregate(query)
+    return KernelAggregate(query)
+
+
+def _quantile_line(q: ir.Query, device: Device) -> str:
+    """EXPLAIN's line on a query's quantiles ('' where it has none)."""
+    js = ir.quantile_aggs(q)
+    if not js:
+        return ""
+    where = "on the CPU (no GPU kernel)" if device == Device.GPU else "on the CPU"
+    return ("\n  quantiles: " + ", ".join(show(q.aggs[j]) for j in js)
+            + f": exact, from the matching rows' values read again after the kernel, {where}")
