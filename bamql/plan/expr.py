@@ -114,8 +114,8 @@ def _coerce(a: Value, b: Value) -> tuple[Value, Value]:
     if (pa.types.is_integer(ta) or pa.types.is_floating(ta) or pa.types.is_decimal(ta)) and \
             (pa.types.is_integer(tb) or pa.types.is_floating(tb) or pa.types.is_decimal(tb)):
         if pa.types.is_floating(ta) or pa.types.is_floating(tb) or \
-                pa.types.is_decimal(ta) != pa.types.is_decimal(tb):
-            return a.cast(pa.float64()), b.cast(pa.float64())
+                pa.types.is_decimal(ta) != pa.types.is_decimal(tb):  # a BIGINT past 2**53 rounds
+            return a.cast(pa.float64(), safe=False), b.cast(pa.float64(), safe=False)
         if pa.types.is_integer(ta) and pa.types.is_integer(tb):
             return a.cast(pa.int64()), b.cast(pa.int64())
         return a, b
@@ -295,7 +295,7 @@ def _arith(op: str):
         _check_numbers(a, b, e)
         a, b = _coerce(a, b)
         if op == "divide":
-            return pc.divide(a.cast(pa.float64()), b.cast(pa.float64()))
+            return pc.divide(a.cast(pa.float64(), safe=False), b.cast(pa.float64(), safe=False))
         if pa.types.is_integer(a.type):
             try:
                 return getattr(pc, op + "_checked")(a, b)
@@ -334,7 +334,8 @@ def _intdiv(ev: Evaluator, e) -> Value:
         yv[yv == 0] = 1
         q = (np.abs(xv) // np.abs(yv)) * np.sign(xv) * np.sign(yv)  # truncated, as DuckDB
         return pa.array(q, pa.int64(), mask=~ok.to_numpy(zero_copy_only=False))
-    return pc.divide(a.cast(pa.float64()), b.cast(pa.float64()))  # DuckDB: // of doubles divides
+    # DuckDB: // of doubles divides
+    return pc.divide(a.cast(pa.float64(), safe=False), b.cast(pa.float64(), safe=False))
 
 
 @handles(exp.Mod)
@@ -522,7 +523,7 @@ def _common(vals: list[Value]) -> list[Value]:
     for v in vals:
         if v.type != target:
             v = pa.scalar(None, target) if pa.types.is_null(v.type) and isinstance(v, pa.Scalar) \
-                else v.cast(target)
+                else v.cast(target, safe=not pa.types.is_floating(target))
         out.append(v)
     return out
 
@@ -736,7 +737,7 @@ def _ceil(ev, e):
 
 def _float_fn(fn):
     def h(ev, e):
-        return fn(ev.eval(e.this).cast(pa.float64()))
+        return fn(ev.eval(e.this).cast(pa.float64(), safe=False))
     return h
 
 
@@ -747,7 +748,8 @@ _HANDLERS[exp.Exp] = _float_fn(pc.exp)
 
 @handles(exp.Pow)
 def _pow(ev, e):
-    return pc.power(ev.eval(e.this).cast(pa.float64()), ev.eval(e.expression).cast(pa.float64()))
+    return pc.power(ev.eval(e.this).cast(pa.float64(), safe=False),
+                    ev.eval(e.expression).cast(pa.float64(), safe=False))
 
 
 @handles(exp.Sign)
