@@ -297,6 +297,18 @@ class Session:
             self.dimensions[name] = dim
             self._parsed.clear()  # a join's key sets are computed when it is translated
 
+    def unregister(self, name: str) -> None:
+        """Forget the table registered as ``name`` (DuckDB's ``unregister``); a name that
+        is not registered is an error."""
+        self._check_open()
+        with self._lock:
+            if name not in self.dimensions or name == _ONE_ROW:
+                known = ", ".join(sorted(n for n in self.dimensions if n != _ONE_ROW)) or "none"
+                raise UsageError(f"no table is registered as {name!r} (registered: {known})")
+            del self.dimensions[name]
+            self._parsed.clear()
+            self._explained.clear()
+
     def catalog(self) -> dict:
         return {name: s.columns for name, s in (*self._files.items(), *self.stores.items())}
 

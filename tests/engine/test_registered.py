@@ -97,3 +97,17 @@ def test_every_column_is_read_or_the_table_is_refused_naming_it(session):
             session.register("bad", pa.table({"k": [1], **bad}))
     with pytest.raises(PlanError, match="unknown table"):
         session.sql("SELECT * FROM bad")
+
+
+def test_unregister_forgets_the_table(session):
+    from bamql.errors import UsageError
+
+    session.register("t", _table())
+    assert session.sql("SELECT COUNT(*) FROM t").rows() == [(5,)]
+    session.unregister("t")
+    with pytest.raises(PlanError, match="unknown table 't'"):
+        session.sql("SELECT COUNT(*) FROM t")
+    with pytest.raises(UsageError, match="no table is registered as 't'"):
+        session.unregister("t")
+    session.register("t", _table().slice(0, 2))  # a new table under the old name
+    assert session.sql("SELECT COUNT(*) FROM t").rows() == [(2,)]
