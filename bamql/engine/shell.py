@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
-from bamql.config import Config
+from bamql.config import Config, Device
 from bamql.engine.completion import completions, word_before
 from bamql.engine.output import FORMATS, render
 from bamql.engine.result import format_table
@@ -20,10 +20,11 @@ from bamql.errors import BamqlError
 HELP = """\
 Enter SQL ending with ';' (it may span lines). EXPLAIN [ANALYZE] <query>; shows the plan.
   .tables            list tables
+  .open DIR          query the tables under DIR instead (the same device)
   .schema [TABLE]    columns, logical and storage types
   .read FILE         run the SQL statements (and dot-commands) of a file
   .output [FILE]     write results to FILE; without FILE, to the terminal again
-  .mode table|csv|json
+  .mode table|box|markdown|line|csv|json
   .maxrows N         rows a table shows before the rest are counted (default 50)
   .explain on|off    print each query's plan before its result
   .timer on|off      print query time
@@ -177,6 +178,20 @@ class Shell:
             return False
         if cmd == ".help":
             self.say(HELP)
+        elif cmd == ".open":
+            if len(args) != 1:
+                self.say("usage: .open DIR (a table directory or a directory of tables)")
+            else:
+                gpu = self.s.device == Device.GPU
+                try:
+                    new = Session(args[0], device=self.s.device.value,
+                                  backend=self.s.backend.value if gpu else None)
+                except BamqlError as e:
+                    self.error(f"error: {e}")
+                else:
+                    old, self.s = self.s, new
+                    old.close()
+                    self.say(f"opened {args[0]}: {', '.join(new.tables()) or 'no tables'}")
         elif cmd == ".tables":
             self.say("\n".join(self.s.tables()))
         elif cmd == ".schema":
@@ -205,7 +220,7 @@ class Shell:
                 setattr(self, cmd[1:], args[0] == "on")
         elif cmd == ".mode":
             if len(args) != 1 or args[0] not in FORMATS:
-                self.say("usage: .mode table|csv|json")
+                self.say("usage: .mode " + "|".join(FORMATS))
             else:
                 self.mode = args[0]
         elif cmd == ".maxrows":

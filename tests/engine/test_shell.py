@@ -377,3 +377,18 @@ def test_piped_input_prints_results_alone_and_fails_with_its_errors(monkeypatch)
         assert Shell(FakeSession(), out=out, interactive=False).loop() == code
         assert "bamql>" not in out.getvalue() and "bamql shell" not in out.getvalue()
         assert ("error:" in err.getvalue()) is (code == 1)  # an internal error here
+
+
+def test_open_switches_the_data_and_modes_render_as_named(monkeypatch, tmp_path, taxi_store):
+    from bamql.engine.session import connect
+
+    s = connect(None, device="cpu")
+    out = _drive(monkeypatch, tmp_path, s, [".open /no/such/dir", f".open {taxi_store}",
+                                            ".mode markdown", f"{BY_VENDOR};", ".mode nope",
+                                            ".mode line", "SELECT 1 AS one;"])
+    lines = out.splitlines()
+    assert any(x.startswith("error: ") and "/no/such/dir" in x for x in lines)
+    assert any(x.startswith("opened ") and "trips" in x for x in lines)
+    assert "| vendor_id | n " in out.replace("|-", "")
+    assert any(x.startswith("usage: .mode table|box|markdown|line|csv|json") for x in lines)
+    assert "one = 1" in lines
