@@ -307,3 +307,12 @@ def test_ingest_pack_info_and_refresh_keep_the_bits(tmp_path):
         assert con.sql("SELECT COUNT(*) FROM trips").rows() == [(1500,)]
     r = bamql("verify", tmp_path / "data" / "trips")
     assert r.returncode == 0 and "OK" in r.stdout
+
+
+def test_sql_is_quiet_by_default_and_verbose_names_the_engine():
+    quiet = subprocess.run([sys.executable, "-m", "bamql.cli", "sql", "SELECT 1 AS one"],
+                           capture_output=True, text=True, timeout=300)
+    assert quiet.returncode == 0 and "one" in quiet.stdout and quiet.stderr == "", quiet.stderr
+    loud = subprocess.run([sys.executable, "-m", "bamql.cli", "sql", "-v", "SELECT 1 AS one"],
+                          capture_output=True, text=True, timeout=300)
+    assert loud.returncode == 0 and "engine" in loud.stderr, loud.stderr

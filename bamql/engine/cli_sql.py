@@ -29,8 +29,10 @@ def _connect(a: argparse.Namespace):
     s = connect(a.data, device=a.device, backend=a.backend, cache=a.cache, cluster=a.cluster,
                 cache_files=a.cache_files)
     s.file_progress = ingest_progress  # files named in FROM: their first ingest's bars
-    if s.note:
-        print(f"bamql: {s.note}", file=sys.stderr)
+    if getattr(a, "verbose", False):  # quiet by default, as DuckDB
+        engine = f"using the GPU engine ({s.backend.value} backend)" if s.gpu is not None \
+            else "using the CPU engine"
+        print(f"bamql: {s.note or engine}", file=sys.stderr)
     return s
 
 
@@ -89,6 +91,8 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="the server's token (default: BAMQL_SERVER_TOKEN)")
     p.add_argument("--tls-root-certs", default=None, metavar="PEM",
                    help="the certificate that signed a TLS server's (e.g. its self-signed one)")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="say which engine runs the queries (the CPU, or which GPU and backend)")
 
 
 def add_sql_commands(sub) -> None:
