@@ -778,5 +778,7 @@ def connect(path: str | os.PathLike | None = None, device: str = "auto", backend
         return RemoteSession(path, token=token, tls_root_certs=tls_root_certs)
     if token is not None or tls_root_certs is not None:
         raise UsageError("token= and tls_root_certs= are for a server's URL (grpc://host:port)")
+    if path == ":memory:":  # DuckDB's name for a session without stored tables
+        path = None
     return Session(path, device=device, backend=backend, cache=cache, medium=medium,
                    cluster=cluster, page_size=page_size, cache_files=cache_files)

@@ -111,3 +111,12 @@ def test_unregister_forgets_the_table(session):
         session.unregister("t")
     session.register("t", _table().slice(0, 2))  # a new table under the old name
     assert session.sql("SELECT COUNT(*) FROM t").rows() == [(2,)]
+
+
+def test_connect_memory_is_a_session_without_stored_tables():
+    import bamql
+
+    with bamql.connect(":memory:", device="cpu") as con:
+        assert con.tables() == []
+        con.register("t", _table())
+        assert con.execute("SELECT COUNT(*) FROM t").rows() == [(5,)]
