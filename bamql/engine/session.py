@@ -553,12 +553,18 @@ class Session:
                 q = _quantiles_alone(split_distinct(
                     translate_joins(text, self.catalog(), self._dims_for(text)), self.catalog()))
             except PlanError as e:  # name files as the query did, not by their table's name
-                msg = relabel(str(e), self._file_labels)
+                msg = self._every_table(relabel(str(e), self._file_labels))
                 if msg == str(e):
                     raise
                 raise PlanError(msg) from None
             self._parsed.put(text, q)
         return q
+
+    def _every_table(self, msg: str) -> str:
+        """An unknown-table error's list of tables as every name a query may use: stored
+        and registered tables alike."""
+        names = sorted({*self.stores, *(n for n in self.dimensions if n != _ONE_ROW)})
+        return re.sub(r"\(tables: [^)]*\)", f"(tables: {', '.join(names) or 'none'})", msg)
 
     def _dims_for(self, text: str) -> dict[str, Dimension]:
         """The dimension tables ``text`` may join: the registered ones, and each small stored

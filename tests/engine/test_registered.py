@@ -120,3 +120,13 @@ def test_connect_memory_is_a_session_without_stored_tables():
         assert con.tables() == []
         con.register("t", _table())
         assert con.execute("SELECT COUNT(*) FROM t").rows() == [(5,)]
+
+
+def test_an_unknown_table_lists_the_registered_ones_too():
+    import bamql
+
+    with bamql.connect(None, device="cpu") as con:
+        con.register("pm", _table())
+        for sql in ("SELECT COUNT(*) FROM nope", "SELECT COUNT(*) FROM (SELECT * FROM nope)"):
+            with pytest.raises(PlanError, match=r"unknown table 'nope' \(tables: pm, zones\)"):
+                con.sql(sql)
