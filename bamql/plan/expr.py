@@ -454,21 +454,27 @@ def _in(ev: Evaluator, e: exp.In) -> Value:
 
 
 def in_values(v: Value, items: list[pa.Scalar], n: int) -> Value:
-    """``v IN (items)``, three-valued: NULL where ``v`` is NULL, or no item matches and
-    one is NULL."""
-    has_null = any(not x.is_valid or pa.types.is_null(x.type) for x in items)
-    vals = [x for x in items if x.is_valid and not pa.types.is_null(x.type)]
+    """``v IN (items)``: the items as one array of their common type, then ``in_array``."""
+    typed = _common(items)
+    t = next((x.type for x in typed if not pa.types.is_null(x.type)), pa.null())
+    return in_array(v, pa.array([x.as_py() for x in typed], t), n)
+
+
+def in_array(v: Value, values: pa.Array, n_rows: int) -> Value:
+    """``v IN (values)``, three-valued: NULL where ``v`` is NULL, or no value matches and
+    one is NULL; false for no values at all."""
+    if len(values) == 0:  # IN of no rows is false, for a NULL too
+        return pa.scalar(False) if isinstance(v, pa.Scalar) else pa.array(np.zeros(n_rows, bool))
+    has_null = values.null_count > 0
+    vals = values.drop_null()
     if pa.types.is_null(v.type):
         return pa.scalar(None, pa.bool_())
-    if vals:
-        allv = _common([v, *vals])
-        vt, conv = allv[0], allv[1:]
-        set_ = canonical(pa.array([c.as_py() for c in conv], conv[0].type))
-        hit = pc.is_in(canonical(vt), value_set=set_)
+    if len(vals):
+        vt, st = _coerce(v, vals)
+        hit = pc.is_in(canonical(vt), value_set=pc.unique(canonical(st)))
     else:
-        hit = pa.scalar(False) if isinstance(v, pa.Scalar) else pa.array(np.zeros(n, bool))
-    valid = pc.is_valid(v)
-    hit = pc.if_else(valid, hit, pa.scalar(None, pa.bool_()))
+        hit = pa.scalar(False) if isinstance(v, pa.Scalar) else pa.array(np.zeros(n_rows, bool))
+    hit = pc.if_else(pc.is_valid(v), hit, pa.scalar(None, pa.bool_()))
     if has_null:
         hit = pc.if_else(hit, True, pa.scalar(None, pa.bool_()))
     return hit
@@ -504,21 +510,14 @@ def _ilike_h(ev, e):
 
 # -- conditionals ------------------------------------------------------------------------
 def _common(vals: list[Value]) -> list[Value]:
-    """Values of one type, as CASE and COALESCE make their branches."""
+    """Values of one type, as CASE, COALESCE and IN lists make them (``_coerce``'s rules)."""
     typed = [v for v in vals if not pa.types.is_null(v.type)]
     if not typed:
         return vals
-    t0 = typed[0]
+    target = typed[0].type
     for v in typed[1:]:
-        t0, _ = _coerce(t0, v)
-        if t0.type != v.type:
-            t0, _ = _coerce(t0, v)
-    target = t0.type
-    for v in typed:
-        a, _ = _coerce(pa.scalar(None, target), v)
-        target = a.type if pa.types.is_floating(v.type) else target
-        if v.type != target and pa.types.is_floating(v.type):
-            target = pa.float64()
+        if v.type != target:
+            target = _coerce(pa.scalar(None, target), v)[0].type
     out = []
     for v in vals:
         if v.type != target:

@@ -8,7 +8,6 @@ from collections.abc import Callable
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from sqlglot import exp
 
 from bamql.errors import PlanError
@@ -85,5 +84,4 @@ def _combine(left: Rel, right: Rel, li: pa.Array, ri: pa.Array, cols) -> Rel:
     """The joined rows: left row ``li[k]`` beside right row ``ri[k]`` (NULL: no row)."""
     arrays = [left.column(i).take(li) for i in range(len(left.cols))]
     arrays += [right.column(i).take(ri) for i in range(len(right.cols))]
-    _ = pc
     return Rel.of(arrays, cols)

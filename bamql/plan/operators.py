@@ -17,7 +17,7 @@ from bamql.errors import PlanError
 from bamql.plan import nodes as n
 from bamql.plan.aggregates import aggregate_rel
 from bamql.plan.expr import _HANDLERS as HANDLERS
-from bamql.plan.expr import Evaluator, Rel, Value, _coerce, _common, broadcast, canonical
+from bamql.plan.expr import Evaluator, Rel, Value, _coerce, _common, broadcast, canonical, in_array
 from bamql.plan.windows import order_indices, window_rel
 
 D = "duckdb"
@@ -252,25 +252,6 @@ def _subquery(ref: exp.Expression, ev: Evaluator, subplans, ctx: Context, cache:
         raise PlanError("IN (subquery) needs a subquery of one column")
     left = ev.eval(ref.expression)
     return in_array(left, rel.column(0), ev.rel.rows)
-
-
-def in_array(v: Value, values: pa.Array, n_rows: int) -> Value:
-    """``v IN (values)``, three-valued as SQL has it."""
-    if len(values) == 0:  # IN of no rows is false, for a NULL too
-        return pa.scalar(False) if isinstance(v, pa.Scalar) else pa.array(np.zeros(n_rows, bool))
-    has_null = values.null_count > 0
-    vals = values.drop_null()
-    if pa.types.is_null(v.type):
-        return pa.scalar(None, pa.bool_())
-    if len(vals):
-        vt, st = _coerce(v, vals)
-        hit = pc.is_in(canonical(vt), value_set=pc.unique(canonical(st)))
-    else:
-        hit = pa.scalar(False) if isinstance(v, pa.Scalar) else pa.array(np.zeros(n_rows, bool))
-    hit = pc.if_else(pc.is_valid(v), hit, pa.scalar(None, pa.bool_()))
-    if has_null:
-        hit = pc.if_else(hit, True, pa.scalar(None, pa.bool_()))
-    return hit
 
 
 def _lookup(sp: n.SubPlan, rel: Rel, ev: Evaluator, negated: bool) -> Value:
