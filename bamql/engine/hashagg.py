@@ -10,7 +10,9 @@ group, as in DuckDB). The morsels' partial aggregates merge as the kernels' accu
 do: counts and sums add (an integer sum in two 32-bit halves, exact beyond int64), MIN and
 MAX in DuckDB's float order (NaN above +inf), variances by the parallel (Chan) formula.
 The finished groups go through the aggregate path's select list, HAVING, ORDER BY and
-LIMIT (``engine.result.assemble``). It always runs on the CPU.
+LIMIT (``engine.result.assemble``). On the CPU engine it reads and groups on the CPU; on a
+GPU session the fused kernel groups into a hash table of its own (``gpu.hashgroup``), read
+back as one partial per partition (:func:`run_hashed_gpu`).
 """
 
 from __future__ import annotations
@@ -21,9 +23,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from bamql.config import Backend, Device, Medium
-from bamql.engine.accumulate import Grouped, int_avgs, order_keys
+from bamql.engine.accumulate import Grouped, int_avgs, int_sums, order_keys
 from bamql.engine.rows import column_env, row_matches, widen
 from bamql.engine.stats import QueryStats
+from bamql.kernels.codegen import N_ERRORS, check_errors
 from bamql.planner import ir
 from bamql.planner.evaluate import evaluate
 from bamql.planner.show import show
@@ -33,6 +36,7 @@ Vec = tuple[np.ndarray, np.ndarray]  # (values, valid)
 
 #: EXPLAIN's line for the step on a GPU session
 ON_CPU = "hash aggregate: on the CPU (a GROUP BY the GPU kernel does not take)"
+ON_GPU = "hash aggregate: on the GPU, in the fused kernel's hash table of groups"
 
 #: Merge the morsels' partials once those after the first (the merged ones) hold more groups
 #: than it and this many, or are this many (an integer sum's low halves, each below 2**32,
@@ -151,9 +155,11 @@ def _variance_state(x: np.ndarray, ok: np.ndarray, gid: np.ndarray, starts: np.n
     return {"shift": shift, "off": off, "m2": np.where(has, m2, 0.0)}
 
 
-def merge_partials(parts: list[Partial], aggs: tuple[ir.Agg, ...]) -> Partial:
-    """Partials of disjoint rows as one: each group's states combined."""
-    if len(parts) == 1:
+def merge_partials(parts: list[Partial], aggs: tuple[ir.Agg, ...],
+                   regroup: bool = False) -> Partial:
+    """Partials of disjoint rows as one: each group's states combined (one partial as it
+    is, unless ``regroup``: a partial that may hold one key in several groups)."""
+    if len(parts) == 1 and not regroup:
         return parts[0]
     uniq, order, starts = _group(np.concatenate([p.keys for p in parts]))
     g = len(starts)
@@ -193,6 +199,39 @@ def _merge_variance(cat: dict[str, np.ndarray], gid: np.ndarray, starts: np.ndar
         r = np.where(has, delta - off[gid], 0.0)
         m2 = np.add.reduceat(np.where(has, cat["m2"] + cnt * r * r, 0.0), starts)
     return {"shift": shift, "off": off, "m2": m2}
+
+
+def partial_of_slots(acc: dict[str, np.ndarray], q: ir.Query) -> Partial:
+    """The groups of a GPU kernel's hash table (``gpu.hashgroup``; reduced accumulators,
+    MIN/MAX of floats as floats) as a partial; raises what the kernel flagged."""
+    check_errors(acc["E"].reshape(-1, N_ERRORS).sum(axis=0))
+    at = np.flatnonzero(acc["HS"] == 2)
+    keys = np.zeros((len(at), 2 * len(q.keys)), np.int64)
+    for i in range(len(q.keys)):
+        keys[:, 2 * i] = (acc["HM"][at] >> i) & 1
+        keys[:, 2 * i + 1] = acc["HK"][at, i]
+    states = []
+    na = len(q.aggs)
+    for j, a in enumerate(q.aggs):
+        cnt = acc["C"][at, j]
+        st = {"n": cnt}
+        f = "F" if a.arg is not None and a.arg.kind == "float" else "I"
+        if a.func in ("sum", "avg") and f == "I":
+            sums = int_sums(acc["SI"], at, j, cnt)
+            st["hi"] = np.array([int(x) >> 32 for x in sums], np.int64)
+            st["lo"] = np.array([int(x) & 0xFFFF_FFFF for x in sums], np.int64)
+        elif a.func in ("sum", "avg"):
+            st["s"] = np.where(cnt > 0, acc["SF"][at, j], 0.0)
+        elif a.func in ("min", "max"):
+            m = acc[("MN" if a.func == "min" else "MX") + f][at, j]
+            k = order_keys(np.where(np.isnan(m), np.nan, m).astype(np.float64)) if f == "F" \
+                else m.astype(np.int64)
+            st["m"] = np.where(cnt > 0, k, _I_MAX if a.func == "min" else _I_MIN)
+        elif a.func in ir.VARIANCES:
+            vm = acc["VM"]
+            st.update(shift=vm[at, j], off=vm[at, na + j], m2=vm[at, 2 * na + j])
+        states.append(st)
+    return Partial(keys, states)
 
 
 def finish_partial(p: Partial, q: ir.Query) -> Grouped:
@@ -280,6 +319,39 @@ def run_hashed(table: PartitionedTable, q: ir.Query, medium: Medium, device: Dev
                                 time.perf_counter() - t0, table.partitioned)
 
 
+def run_hashed_gpu(table: PartitionedTable, q: ir.Query, medium: Medium, backend: Backend,
+                   engine) -> tuple[Grouped, QueryStats]:
+    """Run ``q`` (a hashed GROUP BY) on the GPU ``engine``: per partition the fused kernel
+    with a hash table of groups, retried with a larger table where one overflows; the
+    partitions' groups merged by their keys. Raises ``TableFull`` where a partition has
+    more groups than the largest table takes."""
+    from bamql.engine.partition import plan_partition, run_partition
+    from bamql.gpu import hashgroup
+    from bamql.planner.domains import HashSlots
+
+    t0 = time.perf_counter()
+    parts, all_stats = [], []
+    for store in table.parts:
+        cap = None
+        while True:
+            cap = hashgroup.first_capacity(store.rows) if cap is None else cap * hashgroup.GROWTH
+            plan = plan_partition(store, q, HashSlots(cap, len(q.keys)), medium)
+            acc, st = run_partition(store, plan, Device.GPU, backend, engine)
+            if not hashgroup.retry(acc):
+                break
+            if cap * hashgroup.GROWTH > hashgroup.LARGEST:
+                raise TableFull(q)
+        parts.append(partial_of_slots(acc, q))
+        all_stats.append(st)
+    g = finish_partial(merge_partials(parts, q.aggs, regroup=True), q)
+    return g, QueryStats.merged(all_stats, "gpu/local", backend, table.rows,
+                                time.perf_counter() - t0, table.partitioned)
+
+
+class TableFull(Exception):
+    """A hashed GROUP BY with more groups than the GPU kernel's largest table takes."""
+
+
 def _arg(a: ir.Agg, env, n: int) -> Vec:
     """Aggregate ``a``'s argument over ``n`` rows, valid only where its FILTER holds
     (COUNT(*): every row)."""
@@ -293,15 +365,16 @@ def _arg(a: ir.Agg, env, n: int) -> Vec:
     return v, ok
 
 
-def explain_hashed(q: ir.Query, plan_text: str, on_gpu: bool) -> str:
+def explain_hashed(q: ir.Query, plan_text: str, gpu_session: bool, in_kernel: bool = False) -> str:
     """EXPLAIN of a hashed GROUP BY: its keys and aggregates, then the plan that reads
     their columns at the matching rows."""
     lines = [f"Hash aggregate over {q.table}",
              "  group by: " + ", ".join(show(k) for k in q.keys)
-             + "  (hashed per morsel of matching rows, partials merged)",
+             + ("  (a hash table in the GPU kernel per partition, partials merged)" if in_kernel
+                else "  (hashed per morsel of matching rows, partials merged)"),
              "  aggregates: " + ", ".join(show(a) for a in q.aggs)]
-    if on_gpu:
-        lines.append(ON_CPU)
+    if gpu_session:
+        lines.append(ON_GPU if in_kernel else ON_CPU)
     plan = [ln.replace("Aggregate over", "Read", 1) for ln in plan_text.splitlines()
             if not ln.startswith(("  logical:", "  aggregates:"))]
     return "\n".join(lines + plan)

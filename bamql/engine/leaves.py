@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from bamql.config import Device
 from bamql.engine.accumulate import count_present, finish, n_groups, regroup
-from bamql.engine.hashagg import explain_hashed, hashed_columns, run_hashed
+from bamql.engine.hashagg import TableFull, explain_hashed, hashed_columns, run_hashed, run_hashed_gpu
 from bamql.engine.partition import Resident, table_domains
 from bamql.engine.result import Result, assemble
 from bamql.engine.rows import explain_rows, kernel_query, plan_rows, quantiles, run_rows
@@ -76,17 +76,31 @@ class HashAggregate:
     def local(self) -> bool:
         return True  # the step runs in this process
 
+    def on_gpu(self, s) -> bool:
+        """Whether the GPU kernel groups it (a GPU session running in this process)."""
+        return s.device == Device.GPU and s._runner(s.store(self.q.table)) is s._local
+
     def explain(self, s, resident: Resident) -> str:
         part = s.store(self.q.table).parts[0]
         return explain_hashed(self.q, explain_text(plan_rows(
             part, self.q.table, self.q.predicate, hashed_columns(self.q), s._medium(), resident),
-            part), s.device == Device.GPU)
+            part), s.device == Device.GPU, self.on_gpu(s))
 
     def run(self, s) -> Result:
         table = s.store(self.q.table)
         text = s.explain_query(self.q)  # before the run, which changes what the OS caches
         try:
-            g, stats = run_hashed(table, self.q, s._medium(), s.device, s.backend)
+            g = None
+            if self.on_gpu(s):
+                try:
+                    g, stats = run_hashed_gpu(table, self.q, s._medium(), s.backend, s.gpu)
+                except TableFull:
+                    pass  # more groups than the GPU's table takes: the CPU's step
+                except TypeError as e:  # a key or argument the kernel cannot compute
+                    if not str(e).startswith("codegen:"):
+                        raise
+            if g is None:
+                g, stats = run_hashed(table, self.q, s._medium(), s.device, s.backend)
         except MemoryError:
             raise _out_of_memory() from None
         return Result(assemble(g, self.q, table.columns), stats, text)

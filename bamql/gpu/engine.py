@@ -18,12 +18,13 @@ from bamql.config import AccessPath, Backend, Config, Role
 from bamql.engine import accumulate
 from bamql.engine.stats import QueryStats
 from bamql.errors import DeviceError, StoreError
-from bamql.gpu import kernel
+from bamql.gpu import hashgroup, kernel
 from bamql.gpu.backends import BACKENDS, GpuBackend, PageCache
 from bamql.gpu.device import out_of_memory, small_grid_ok, typed
 from bamql.gpu.launch import Launch, pack
 from bamql.lru import LRU
 from bamql.planner import ir
+from bamql.planner.domains import HashSlots
 from bamql.planner.physical import PhysicalPlan
 from bamql.storage.store import PageStore
 
@@ -360,6 +361,8 @@ class GpuEngine:
         entry."""
         q, total = plan.query, plan.ranges.rows
         acc = accumulate.alloc(1, accumulate.n_groups(plan.key_domains), q.aggs)
+        if isinstance(plan.key_domains, HashSlots):  # the kernel's hash table of groups
+            acc.update(hashgroup.arrays(plan.key_domains))
         for k in ("MNF", "MXF"):  # the kernel keeps float MIN/MAX as int64 order keys
             acc[k] = accumulate.order_keys(acc[k])
         small = [np.zeros(1 + 2 * len(firsts), np.int64), *acc.values()]

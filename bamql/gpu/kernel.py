@@ -19,12 +19,13 @@ import threading
 import numpy as np
 
 from bamql.engine.accumulate import NO_SHIFT
-from bamql.gpu import groupacc
+from bamql.gpu import groupacc, hashgroup
 from bamql.gpu.device import SIMULATOR
 from bamql.kernels import diskcache, wide
 from bamql.kernels.codegen import PARAM_ARGS, ExprCompiler, Params, safe_name
 from bamql.lru import LRU
 from bamql.planner import ir
+from bamql.planner.domains import HashSlots
 from bamql.planner.domains import n_slots as group_slots
 
 #: Compiled kernels by source; constants are arguments, so a source is a query shape.
@@ -180,8 +181,9 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
         for name in ir.columns_of(e):
             load(name)
     grouped = bool(q.keys)
+    hashed = isinstance(domains, HashSlots)
     n_groups = group_slots(domains) if grouped else 1
-    private = grouped and groupacc.fits_shared(n_groups, q.aggs)
+    private = grouped and not hashed and groupacc.fits_shared(n_groups, q.aggs)
     # the fewest groups: each thread's own accumulators first (no atomics per row)
     own = private and groupacc.fits_threads(n_groups, q.aggs)
     ec.emit("if live:")
@@ -189,7 +191,10 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
     ec.emit("matched += 1")
     decls, flush = [], []
     shared: dict[str, tuple[str, str, str, str]] = {}  # local name -> (array, index, op, init)
-    if grouped:
+    if hashed:
+        hashgroup.emit_slot(ec, q.keys, domains)
+        ec.emit("cuda.atomic.add(R, (0, g), 1)")
+    elif grouped:
         ec.group_slot(q.keys, domains)
         ec.emit("tl_R[g] += 1" if own else "cuda.atomic.add(sh_R, g, 1)" if private
                 else "cuda.atomic.add(R, (0, g), 1)")
@@ -263,7 +268,8 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
         + "".join(f"fp_{safe_name(c)}, " for c in cached)
         + "REF, s_int8, s_int16, s_int32, s_int64, s_float32, s_float64, state, page_slot, slot_page, "
         f"slot_lock, clock, n_slots, slot_words, {io_args}, {', '.join(PARAM_ARGS)}, "
-        "counters, R, C, SF, SI, MNF, MXF, MNI, MXI, VS, VF, E):",
+        "counters, R, C, SF, SI, MNF, MXF, MNI, MXI, VS, VF, E"
+        + (", HK, HM, HS, HN):" if hashed else "):"),
         "    lane = cuda.laneid",
         f"    io = ({io_args},)",
         "    nw = (cuda.gridDim.x * cuda.blockDim.x) // 32",

@@ -10,7 +10,8 @@ holds no NaN or infinity), ``+``/``-`` of two such keys, ``*`` by a constant, ``
 A condition's slots are FALSE and TRUE; ``date_trunc`` of a timestamp column is a dense key
 of its buckets (``Domain.unit``: seconds to weeks by their fixed width, months, quarters and
 years by the calendar). Every other key (a plain float, a timestamp, a large range) has no
-dense range: the hash-aggregation step takes it.
+dense range: the hash-aggregation step takes it — on a GPU inside the kernel, in a hash
+table of :class:`HashSlots`.
 """
 
 from __future__ import annotations
@@ -183,6 +184,16 @@ def key_domain(k: ir.Expr, cols: Mapping[str, ColumnMeta]) -> Domain | None:
     return Domain(r[0], r[1] - r[0] + 1)
 
 
+@dataclass(frozen=True)
+class HashSlots:
+    """The slots of a GROUP BY that the GPU kernel hashes (``gpu.hashgroup``): a table of
+    ``capacity`` slots (a power of two) keyed by the canonical bits of ``keys`` keys, each
+    slot holding one group's accumulators."""
+
+    capacity: int
+    keys: int
+
+
 def slots(keys, cols: Mapping[str, ColumnMeta]) -> int | None:
     """The kernel's accumulator slots for ``keys`` (None where a key has no dense range)."""
     total = 1
@@ -195,7 +206,10 @@ def slots(keys, cols: Mapping[str, ColumnMeta]) -> int | None:
 
 
 def n_slots(domains) -> int:
-    """Accumulator slots of keys with ``domains``: one per index, one for NULL, per key."""
+    """Accumulator slots of keys with ``domains``: one per index, one for NULL, per key (a
+    hash table's: its capacity)."""
+    if isinstance(domains, HashSlots):
+        return domains.capacity
     return int(np.prod([d.size + 1 for d in domains])) if domains else 1
 
 
