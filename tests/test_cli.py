@@ -197,8 +197,10 @@ def test_an_open_kernel_directory_is_one_note_and_the_query_runs(taxi_store, tmp
     (tmp_path / "kernels").mkdir(mode=0o777)
     (tmp_path / "kernels").chmod(0o777)  # writable by anyone: refused
     env = dict(os.environ, BAMQL_CACHE_DIR=str(tmp_path))
+    # MAX needs a kernel (COUNT(*) alone is answered from the table's metadata)
     r = subprocess.run([sys.executable, "-m", "bamql.cli", "sql", str(taxi_store),
-                        "SELECT COUNT(*) AS n FROM trips", "--device", "cpu", "--format", "csv"],
+                        "SELECT COUNT(*) AS n, MAX(fare_amount) AS m FROM trips", "--device",
+                        "cpu", "--format", "csv"],
                        capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 0 and "60000" in r.stdout, r.stderr
     assert r.stderr.strip().splitlines() == [

@@ -8,9 +8,11 @@ import subprocess
 import sys
 
 import duckdb
+import numpy as np
 import pytest
 
 import bamql
+from bamql.lazyjit import LazyJit, njit, prange
 from tests.conftest import SAMPLES
 
 #: packages that take a tenth of a second or more to import (or pull in one that does)
@@ -82,3 +84,66 @@ def test_a_cpu_query_over_a_store_answers_as_duckdb(sample_store, capsys):
     files = ", ".join(f"'{p}'" for p in SAMPLES)
     (n, p, f), = duckdb.sql(f"SELECT {select} FROM read_csv_auto([{files}]) WHERE {where}").fetchall()
     assert got == [{"n": n, "p": p, "f": f}] and n > 0
+
+
+#: what compiles or runs kernels: numba and its LLVM binding
+KERNELS = {"numba", "llvmlite"}
+
+
+def test_a_count_over_a_store_loads_no_kernel_and_no_pandas(sample_store):
+    # COUNT(*) and COUNT(column) of a whole table come from its metadata: no kernel runs
+    mods = loaded("from bamql.cli import main\n"
+                  f"assert main(['sql', {str(sample_store)!r}, "
+                  "'SELECT count(*), count(congestion_surcharge) FROM trips']) == 0\n")
+    assert {"pyarrow", "sqlglot"} <= mods
+    assert {m.split(".")[0] for m in mods} & (KERNELS | {"pandas"}) == set()
+    for m in ("bamql.engine.tree", "bamql.engine.fileplan", "bamql.storage.inplace",
+              "bamql.storage.ingest", "bamql.storage.nativeio", "pyarrow.parquet"):
+        assert m not in mods, m
+
+
+def test_storage_and_the_session_import_without_numba():
+    mods = loaded("import bamql.engine.session, bamql.storage.store, bamql.storage.writer\n"
+                  "import bamql.planner.ranges, bamql.engine.leaves")
+    assert {m.split(".")[0] for m in mods} & KERNELS == set()
+
+
+def test_a_count_from_metadata_answers_as_duckdb(sample_store):
+    files = ", ".join(f"'{p}'" for p in SAMPLES)
+    select = "count(*) AS n, count(congestion_surcharge) AS c, count(fare_amount) AS f"
+    with bamql.connect(sample_store, device="cpu") as con:
+        res = con.sql(f"SELECT {select} FROM trips")
+        assert "answered from the table's metadata" in con.explain(f"SELECT {select} FROM trips")
+        want = duckdb.sql(f"SELECT {select} FROM read_csv_auto([{files}])").fetchall()
+        assert res.rows() == want and 0 < want[0][1] < want[0][0]
+        assert res.stats.bytes_read == 0 and res.stats.rows == want[0][0]
+        # ... and as the kernel counts, which a WHERE that keeps every row sends there
+        kept = con.sql(f"SELECT {select} FROM trips WHERE fare_amount IS NULL "
+                       "OR fare_amount IS NOT NULL")
+        assert kept.rows() == want and kept.stats.bytes_read > 0
+        # expressions over the counts, HAVING and LIMIT still apply
+        assert con.sql("SELECT count(*) * 2 + 1 FROM trips").rows() == [(2 * want[0][0] + 1,)]
+        assert con.sql("SELECT count(*) FROM trips HAVING count(*) > 1e9").rows() == []
+
+
+@njit(nogil=True)
+def _total(a):  # compiled on its first call (bamql.lazyjit), prange as numba's
+    s = 0
+    for i in prange(a.shape[0]):
+        s += a[i]
+    return s
+
+
+def test_compiled_helpers_compile_on_first_call():
+    from bamql.storage import pagemath
+
+    # a module's helpers are compiled once called; a helper they call is compiled with them
+    pages = np.arange(4 * 512, dtype=np.uint8).reshape(4, 512)
+    ids = np.arange(4, dtype=np.int64)
+    words = pages.view(np.uint64)
+    with np.errstate(over="ignore"):  # the hash's products wrap, as compiled
+        want = np.array([pagemath.page_hash.py_func(words[i], ids[i]) for i in range(4)])
+    assert (pagemath.page_checksums(pages, ids) == want).all()
+    assert isinstance(_total, LazyJit)
+    assert _total(np.arange(10)) == 45 and "(compiled)" in repr(_total)
+    assert _total.py_func(np.arange(10)) == 45 and _total.signatures

@@ -17,7 +17,6 @@ from bamql.planner import ir
 from bamql.planner.evaluate import evaluate
 from bamql.planner.physical import PhysicalPlan
 from bamql.planner.ranges import RowRanges
-from bamql.storage import nativeio
 from bamql.storage.encoding import null_mask
 from bamql.storage.pagemath import page_checksums
 from bamql.storage.store import PageStore
@@ -57,6 +56,8 @@ def _morsels(ranges: RowRanges, size: int):
 def warm_readers(page_size: int) -> None:
     """Compile the page readers and checksums (numba, lazily) on empty input, so that the
     first query's time is its own and not the compiler's."""
+    from bamql.storage import nativeio  # numba's, when a query reads pages
+
     none = np.empty(0, np.int64)
     empty = np.empty((0, page_size), np.uint8)
     nativeio.read_into(nativeio.DiskLayout.volumes([], 1, 0, page_size), none, empty, none)

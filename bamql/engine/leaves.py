@@ -5,7 +5,9 @@ translator took whole (its IR) lowers to, and how it explains and runs itself.
   partitions (CPU or GPU, local or on Dask), with a join's regrouping by dimension columns
   and exact quantiles read after the kernel;
 - ``HashAggregate``: a GROUP BY whose keys have no dense range (``engine.hashagg``);
-- ``Rows``: a query that returns rows (``engine.rows``: late materialization, top-k).
+- ``Rows``: a query that returns rows (``engine.rows``: late materialization, top-k);
+- ``Counted``: COUNT(*) and COUNT(column) of a whole table, answered from its metadata
+  (its rows and each column's NULLs), with no kernel and no page read.
 
 ``lower`` is the one dispatch over the IR's kinds.
 """
@@ -15,13 +17,16 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+import numpy as np
+
 from bamql.config import Device
-from bamql.engine.accumulate import count_present, finish, n_groups, regroup
+from bamql.engine.accumulate import Grouped, count_present, finish, n_groups, regroup
 from bamql.engine.hashagg import TableFull, explain_hashed, hashed_columns, run_hashed, run_hashed_gpu
 from bamql.engine.partition import Resident, table_domains
 from bamql.engine.result import Result, assemble
 from bamql.engine.rows import explain_rows, kernel_query, plan_rows, quantiles, run_rows
 from bamql.engine.runner import merge
+from bamql.engine.stats import QueryStats
 from bamql.errors import DeviceError
 from bamql.planner import ir
 from bamql.planner.distinct import distinct_slots
@@ -157,13 +162,56 @@ class KernelAggregate:
         return Result(out, stats, text)
 
 
-Leaf = Rows | HashAggregate | KernelAggregate
+@dataclass(frozen=True)
+class Counted:
+    """COUNT(*) and COUNT(column) over a whole table (no WHERE, no GROUP BY), from its
+    metadata: the table's rows, less a column's NULLs (counted at ingest, checked when the
+    store opens and by ``bamql verify``)."""
+
+    q: ir.Query
+
+    @property
+    def fact(self) -> ir.Query:
+        return self.q
+
+    def local(self) -> bool:
+        return True
+
+    def explain(self, s, resident: Resident) -> str:
+        table = s.store(self.q.table)
+        return (f"Counted {self.q.table}: {table.rows:,} rows, answered from the table's "
+                "metadata (no page read)")
+
+    def run(self, s) -> Result:
+        t0 = time.perf_counter()
+        table = s.store(self.q.table)
+        text = s.explain_query(self.q)
+        one = np.ones(1, bool)
+        aggs = [(np.array([table.rows - (table.columns[a.arg.name].nulls if a.arg else 0)],
+                          np.int64), one) for a in self.q.aggs]
+        out = assemble(Grouped([], aggs, 1), self.q, table.columns)
+        stats = QueryStats(f"{s.device}/metadata", s.backend, table.rows,
+                           rows_matched=table.rows, seconds=time.perf_counter() - t0)
+        return Result(out, stats, text)
+
+
+def counted(q) -> bool:
+    """Whether ``q`` counts a whole table's rows or a column's values, and nothing else
+    (``Counted``)."""
+    return (isinstance(q, ir.Query) and q.predicate is None and not q.keys and bool(q.aggs)
+            and all(a.func == "count" and a.filter is None
+                    and (a.arg is None or isinstance(a.arg, ir.Col)) for a in q.aggs))
+
+
+Leaf = Rows | HashAggregate | KernelAggregate | Counted
 
 
 def lower(s, query: ir.Query | ir.RowQuery | JoinQuery) -> Leaf:
     """The physical operator of a fused leaf's IR (the one dispatch over its kinds)."""
     if isinstance(query, ir.RowQuery):
         return Rows(query)
+    if counted(query):
+        return Counted(query)
     if not isinstance(query, JoinQuery) and s._hashed(query):
         return HashAggregate(query)
     return KernelAggregate(query)

@@ -11,21 +11,16 @@ import re
 import shutil
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from bamql.config import Backend, Config, Device, Medium
-from bamql.engine.describe import describe
-from bamql.engine.fileplan import relabel
-from bamql.engine.hashagg import hashed_columns
 from bamql.engine.leaves import lower
 from bamql.engine.partition import Resident, page_cache, plan_partition, table_domains
 from bamql.engine.result import Result
 from bamql.engine.rows import kernel_query
 from bamql.engine.runner import LocalRunner, Runner
-from bamql.engine.tree import plan as tree_plan
-from bamql.engine.tree import run_tree, tree_error, tree_worthy
-from bamql.engine.tree import show as show_tree
 from bamql.errors import DeviceError, PlanError, StoreError, UsageError
 from bamql.lru import LRU
 from bamql.planner import ir
@@ -36,10 +31,12 @@ from bamql.planner.grouping import check_hashed, hashed
 from bamql.planner.joins import Dimension, JoinQuery, dimension, translate_joins
 from bamql.planner.params import Params, bind
 from bamql.planner.physical import PhysicalPlan
-from bamql.storage.filecache import ProgressFactory, cached_store, cached_table
-from bamql.storage.files import FileSet
-from bamql.storage.inplace import ReadPlan, ReadSpec, plan_in_place, read_in_place
 from bamql.storage.partitioned import PartitionedTable, is_table, open_table
+
+if TYPE_CHECKING:  # files named in FROM, the plan tree: imported where a query needs them
+    from bamql.storage.filecache import ProgressFactory
+    from bamql.storage.files import FileSet
+    from bamql.storage.inplace import ReadPlan
 
 _EXPLAIN = re.compile(r"^\s*explain\s+(analyze\s+)?", re.IGNORECASE)
 #: the one-row table a SELECT without FROM reads (``SELECT 1``), as DuckDB's has one row
@@ -326,6 +323,8 @@ class Session:
         dim = self.dimensions.get(name)
         if dim is None:
             return None
+        from bamql.storage.filecache import cached_table
+
         store = cached_table(dim.table.select(list(dim.metas)), self.config.file_cache_dir)
         table = f"mem_{store.name.removeprefix('mem-')}"
         with self._lock:
@@ -340,6 +339,9 @@ class Session:
         """The name of the table that serves the files of ``ref`` (a ``FileRef``), opened
         in this session; the versions of the same files made stale by a change are dropped
         (their stores close once no query holds them)."""
+        from bamql.storage.filecache import cached_store
+        from bamql.storage.files import FileSet
+
         files = FileSet.resolve(ref.specs, ref.format, ref.hive, ref.filters)
         if not self.config.cache_files:
             return self._in_place_table(files, ref)
@@ -362,6 +364,8 @@ class Session:
         the row groups and rows its pushed filter keeps: ``storage.inplace``), made in a
         hidden directory of the file cache; the session keeps the last ``IN_PLACE_KEPT``
         and removes the others' directories (and all of them when it closes)."""
+        from bamql.storage.inplace import ReadSpec, read_in_place
+
         spec = ReadSpec(ref.names, ref.filters)
         key = (files.names_key, files.version_key, spec.key)
         hit = self._in_place_hit(files, ref)
@@ -392,6 +396,8 @@ class Session:
     def _in_place_hit(self, files: FileSet, ref) -> str | None:
         """The name of the table of what the query of ``ref`` reads of ``files`` where this
         session read it already (now its most recent), else None."""
+        from bamql.storage.inplace import ReadSpec
+
         key = (files.names_key, files.version_key, ReadSpec(ref.names, ref.filters).key)
         with self._lock:
             hit = self._in_place.pop(key, None)
@@ -466,6 +472,8 @@ class Session:
         self._check_open()
         cq = catalog_query(text)
         if cq is not None:  # SHOW TABLES, DESCRIBE ...
+            from bamql.engine.describe import describe
+
             return describe(self, cq, params)
         m = _EXPLAIN.match(text)
         body = text[m.end():] if m else text
@@ -478,6 +486,8 @@ class Session:
             try:
                 res = self.run(self._translate(text))
             except PlanError as e:  # a construct the fused translator does not take
+                from bamql.engine.tree import run_tree, tree_error, tree_worthy
+
                 if not tree_worthy(e):
                     raise
                 try:
@@ -505,6 +515,12 @@ class Session:
         """The EXPLAIN text of ``text`` (parameters bound): over files this session has not
         read in place, what the read would take, from their metadata alone (no data read;
         the physical plan is made over what the read keeps: EXPLAIN ANALYZE shows it)."""
+        from bamql.engine.tree import plan as tree_plan
+        from bamql.engine.tree import show as show_tree
+        from bamql.engine.tree import tree_error, tree_worthy
+        from bamql.storage.files import FileSet
+        from bamql.storage.inplace import ReadSpec, plan_in_place
+
         planned: dict[str, tuple[ReadPlan, str]] = {}
 
         def table_for(ref) -> str:
@@ -553,6 +569,8 @@ class Session:
                 q = _quantiles_alone(split_distinct(
                     translate_joins(text, self.catalog(), self._dims_for(text)), self.catalog()))
             except PlanError as e:  # name files as the query did, not by their table's name
+                from bamql.engine.fileplan import relabel
+
                 msg = self._every_table(relabel(str(e), self._file_labels))
                 if msg == str(e):
                     raise
@@ -606,6 +624,8 @@ class Session:
         if isinstance(q, ir.RowQuery):
             cols = (*ir.columns_of(q.predicate), *q.columns)
         elif self._hashed(q):
+            from bamql.engine.hashagg import hashed_columns
+
             cols = (*ir.columns_of(q.predicate), *hashed_columns(q))
         else:
             cols = kernel_query(q).columns

@@ -65,18 +65,33 @@ def _driver_loads() -> bool:
     return False
 
 
+def _numba_cuda_installed() -> bool:
+    """Whether ``numba.cuda`` is there to import, found without importing numba (which
+    ``find_spec("numba.cuda")`` would, a third of a second): numba-cuda's own package
+    (``numba_cuda``, which it maps onto ``numba.cuda``), or a ``cuda`` package in numba's."""
+    import importlib.util
+    import sys
+
+    if "numba.cuda" in sys.modules:
+        return True
+    try:
+        if importlib.util.find_spec("numba_cuda") is not None:
+            return True
+        numba = importlib.util.find_spec("numba")
+    except (ImportError, ValueError):
+        return False
+    return numba is not None and any(
+        os.path.exists(os.path.join(d, "cuda", "__init__.py"))
+        for d in numba.submodule_search_locations or ())
+
+
 def gpu_available() -> str | None:
     """None when the GPU engine can run here, else the reason (one line)."""
     if SIMULATOR:
         return "the numba CUDA simulator is enabled (NUMBA_ENABLE_CUDASIM=1)"
     if tuple(int(x) for x in np.__version__.split(".")[:2]) >= (2, 5):
         return f"numpy {np.__version__} breaks numba-cuda; install numpy<2.5"
-    import importlib.util
-
-    try:
-        if importlib.util.find_spec("numba.cuda") is None:
-            return "numba-cuda is not installed; pip install 'bamql[gpu]'"
-    except ImportError:
+    if not _numba_cuda_installed():
         return "numba-cuda is not installed; pip install 'bamql[gpu]'"
     if not _driver_loads():  # a CPU-only machine: no need to import numba.cuda to know
         return "no CUDA driver or device"

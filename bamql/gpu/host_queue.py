@@ -32,6 +32,8 @@ from numba import njit
 
 from bamql.errors import StoreError
 from bamql.gpu.device import host_view
+from bamql.lazyjit import compiled
+from bamql.storage import pagemath
 from bamql.storage.nativeio import (
     futex_wait,
     load_acquire,
@@ -40,8 +42,11 @@ from bamql.storage.nativeio import (
     sleep_us,
     store_release,
 )
-from bamql.storage.pagemath import page_hash
 from bamql.storage.store import PageStore
+
+#: the page checksum as numba's dispatcher, which the workers' compiled loop calls
+#: (``pagemath`` compiles its helpers on first use: ``bamql.lazyjit``)
+page_hash = compiled(pagemath.page_hash)
 
 _libc = ctypes.CDLL(None)
 # Between kernels the workers sleep on a futex on the "active" word (Linux), so an idle

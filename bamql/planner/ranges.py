@@ -11,11 +11,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 
-import numba
 import numpy as np
 
+from bamql.lazyjit import njit
 
-@numba.njit(nogil=True, cache=True)
+
+@njit(nogil=True, cache=True)
 def _fill_rows(starts, ends, out):  # pragma: no cover - compiled
     k = 0
     for i in range(starts.shape[0]):

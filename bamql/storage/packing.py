@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 
+from bamql.lazyjit import njit
 from bamql.storage.encoding import sentinel_for
 
 #: Widest code a packed column may have.
@@ -55,7 +55,7 @@ def rows_per_page(page_size: int, bits: int) -> int:
     return page_size * 8 // bits
 
 
-@numba.njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True)
 def _pack(values, n_pages, rpp, bits, sentinel, words, ref):  # pragma: no cover - compiled
     nb = np.uint64(bits)
     null_code = (np.uint64(1) << nb) - np.uint64(1)
@@ -133,7 +133,7 @@ def pack_pages(values: np.ndarray, bits: int, rpp: int, sentinel: int,
     return words.view(np.uint8), ref
 
 
-@numba.njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True)
 def _unpack(words, pages, slots, bits, ref, sentinel, out):  # pragma: no cover - compiled
     nb = np.uint64(bits)
     mask = (np.uint64(1) << nb) - np.uint64(1)
@@ -149,7 +149,7 @@ def _unpack(words, pages, slots, bits, ref, sentinel, out):  # pragma: no cover 
         out[k] = sentinel if c == mask else ref[p] + np.int64(c)
 
 
-@numba.njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True)
 def _unpack_all(words, rpp, bits, ref, sentinel, out):  # pragma: no cover - compiled
     nb = np.uint64(bits)
     mask = (np.uint64(1) << nb) - np.uint64(1)

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from bamql.lazyjit import njit, prange
 from bamql.parallel import PARALLEL_LOCK
 from bamql.storage.encoding import null_mask
 
 
-@numba.njit(nogil=True, cache=True, inline="always")
+@njit(nogil=True, cache=True, inline="always")
 def page_hash(words: np.ndarray, page_id) -> np.uint64:
     """The checksum of one page (its uint64 words) with id ``page_id``; callable from
     compiled code (the GPU file backend's host I/O workers check pages with it)."""
@@ -24,7 +24,7 @@ def page_hash(words: np.ndarray, page_id) -> np.uint64:
 
 
 def _checksums_py(words: np.ndarray, ids: np.ndarray, out: np.ndarray) -> None:
-    for i in numba.prange(words.shape[0]):
+    for i in prange(words.shape[0]):
         out[i] = page_hash(words[i], ids[i])
 
 
@@ -33,10 +33,10 @@ def _checksums_py(words: np.ndarray, ids: np.ndarray, out: np.ndarray) -> None:
 # that finds the lock taken uses the serial, nogil build instead of waiting. The serial one
 # is its own function: numba's disk cache keys a build by its function, not by its flags,
 # so two cached builds of one function could load each other.
-_checksums_parallel = numba.njit(parallel=True, cache=True, nogil=True)(_checksums_py)
+_checksums_parallel = njit(parallel=True, cache=True, nogil=True)(_checksums_py)
 
 
-@numba.njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True)
 def _checksums_serial(words: np.ndarray, ids: np.ndarray, out: np.ndarray) -> None:
     for i in range(words.shape[0]):
         out[i] = page_hash(words[i], ids[i])

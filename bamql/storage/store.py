@@ -7,6 +7,7 @@ import io
 import os
 import threading
 from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +24,6 @@ from bamql.storage.format import (
     read_member,
     volume_name,
 )
-from bamql.storage.nativeio import DiskLayout
 from bamql.storage.packing import unpack_pages, unpack_rows
 from bamql.storage.pagemath import page_checksums
 from bamql.storage.valuesets import ValueSets
@@ -176,7 +176,6 @@ class PageStore(Verification):
             for j, name in enumerate(g.members):
                 c = self.columns[name]
                 self.shadow[name] = replace(c, first_page=g.first_page + j * g.n_pages)
-        self.layout = DiskLayout.of(m, self._fds, self._group_fds)  # for compiled readers
         #: compressed bytes of each column's copy (what a stream of it reads), if there is one
         self.stream_bytes: dict[str, int] = {}
         if m.streams is not None:
@@ -196,6 +195,14 @@ class PageStore(Verification):
     @property
     def name(self) -> str:
         return self.manifest.table
+
+    @cached_property
+    def layout(self):
+        """Where each page lies in the open files (``nativeio.DiskLayout``), for the
+        compiled readers; made on first use, as ``nativeio`` brings numba in."""
+        from bamql.storage.nativeio import DiskLayout
+
+        return DiskLayout.of(self.manifest, self._fds, self._group_fds)
 
     @property
     def rows(self) -> int:

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 
 from bamql.intmath import int_interval
+from bamql.lazyjit import njit
 
 #: Largest domain that gets value sets, whatever the page size.
 MAX_DOMAIN = 1024
@@ -37,7 +37,7 @@ def wanted(lo, hi, scale: int, page_size: int) -> bool:
     return lo is not None and hi is not None and not scale and hi - lo < max_domain(page_size)
 
 
-@numba.njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True)
 def _mark(values, rows_per_page, page0, lo, sentinel, bits):  # pragma: no cover - compiled
     dom = bits.shape[0]
     for j in range(values.shape[0]):
