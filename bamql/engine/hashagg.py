@@ -28,8 +28,10 @@ from bamql.engine.rows import column_env, row_matches, widen
 from bamql.engine.stats import QueryStats
 from bamql.kernels.codegen import N_ERRORS, check_errors
 from bamql.planner import ir
+from bamql.planner.domains import Domain, HashSlots, key_domain, n_slots
 from bamql.planner.evaluate import evaluate
 from bamql.planner.show import show
+from bamql.planner.translate import MAX_GROUPS
 from bamql.storage.partitioned import PartitionedTable
 
 Vec = tuple[np.ndarray, np.ndarray]  # (values, valid)
@@ -201,15 +203,13 @@ def _merge_variance(cat: dict[str, np.ndarray], gid: np.ndarray, starts: np.ndar
     return {"shift": shift, "off": off, "m2": m2}
 
 
-def partial_of_slots(acc: dict[str, np.ndarray], q: ir.Query) -> Partial:
+def partial_of_slots(acc: dict[str, np.ndarray], q: ir.Query, slots) -> Partial:
     """The groups of a GPU kernel's hash table (``gpu.hashgroup``; reduced accumulators,
     MIN/MAX of floats as floats) as a partial; raises what the kernel flagged."""
+    from bamql.gpu.hashgroup import present
+
     check_errors(acc["E"].reshape(-1, N_ERRORS).sum(axis=0))
-    at = np.flatnonzero(acc["HS"] == 2)
-    keys = np.zeros((len(at), 2 * len(q.keys)), np.int64)
-    for i in range(len(q.keys)):
-        keys[:, 2 * i] = (acc["HM"][at] >> i) & 1
-        keys[:, 2 * i + 1] = acc["HK"][at, i]
+    at, keys = present(acc, q.keys, slots)
     states = []
     na = len(q.aggs)
     for j, a in enumerate(q.aggs):
@@ -327,25 +327,45 @@ def run_hashed_gpu(table: PartitionedTable, q: ir.Query, medium: Medium, backend
     more groups than the largest table takes."""
     from bamql.engine.partition import plan_partition, run_partition
     from bamql.gpu import hashgroup
-    from bamql.planner.domains import HashSlots
 
     t0 = time.perf_counter()
     parts, all_stats = [], []
+    hashed, dense = split_keys(q, table.columns)
+    largest = hashgroup.LARGEST // n_slots(dense)
     for store in table.parts:
         cap = None
         while True:
             cap = hashgroup.first_capacity(store.rows) if cap is None else cap * hashgroup.GROWTH
-            plan = plan_partition(store, q, HashSlots(cap, len(q.keys)), medium)
+            plan = plan_partition(store, q, HashSlots(cap, hashed, dense), medium)
             acc, st = run_partition(store, plan, Device.GPU, backend, engine)
             if not hashgroup.retry(acc):
                 break
-            if cap * hashgroup.GROWTH > hashgroup.LARGEST:
+            if cap * hashgroup.GROWTH > largest:
                 raise TableFull(q)
-        parts.append(partial_of_slots(acc, q))
+        parts.append(partial_of_slots(acc, q, plan.key_domains))
         all_stats.append(st)
     g = finish_partial(merge_partials(parts, q.aggs, regroup=True), q)
     return g, QueryStats.merged(all_stats, "gpu/local", backend, table.rows,
                                 time.perf_counter() - t0, table.partitioned)
+
+
+#: The most slots the dense keys beside a hashed one may take together
+DENSE_BESIDE = 256
+
+
+def split_keys(q: ir.Query, columns) -> tuple[tuple[int, ...], tuple[Domain, ...]]:
+    """Which GROUP BY keys the GPU kernel hashes (positions), and the dense domains of the
+    others: the keys without a dense range (or with the largest, where all have one) are
+    hashed; the rest stay dense beside them where their slots together are few, else
+    every key is hashed."""
+    doms = [key_domain(k, columns) for k in q.keys]
+    hashed = [i for i, d in enumerate(doms) if d is None or d.size + 1 > MAX_GROUPS]
+    if not hashed:
+        hashed = [max(range(len(doms)), key=lambda i: doms[i].size)]
+    dense = tuple(d for i, d in enumerate(doms) if i not in hashed)
+    if n_slots(dense) > DENSE_BESIDE:
+        return tuple(range(len(doms))), ()
+    return tuple(hashed), dense
 
 
 class TableFull(Exception):

@@ -183,17 +183,29 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
     grouped = bool(q.keys)
     hashed = isinstance(domains, HashSlots)
     n_groups = group_slots(domains) if grouped else 1
-    private = grouped and not hashed and groupacc.fits_shared(n_groups, q.aggs)
+    # a hashed GROUP BY: each block's own table of one key's groups first (gpu.hashgroup)
+    hshared = hashgroup.shared_slots(domains, q.aggs) if hashed else 0
+    private = (grouped and not hashed and groupacc.fits_shared(n_groups, q.aggs)) or hshared > 0
+    n_private = domains.dense_slots * (hshared + 2) if hshared else n_groups
     # the fewest groups: each thread's own accumulators first (no atomics per row)
-    own = private and groupacc.fits_threads(n_groups, q.aggs)
+    own = private and not hashed and groupacc.fits_threads(n_groups, q.aggs)
     ec.emit("if live:")
     ec.indent = " " * 12
     ec.emit("matched += 1")
     decls, flush = [], []
     shared: dict[str, tuple[str, str, str, str]] = {}  # local name -> (array, index, op, init)
     if hashed:
-        hashgroup.emit_slot(ec, q.keys, domains)
-        ec.emit("cuda.atomic.add(R, (0, g), 1)")
+        hashgroup.emit_slot(ec, q.keys, domains, hshared)
+        if hshared:  # the block's table, or the global one where it had no room (gl)
+            ec.emit("if gl < 0:")
+            ec.emit("    cuda.atomic.add(sh_R, g, 1)")
+            ec.emit("else:")
+            ec.emit("    cuda.atomic.add(R, (0, gl), 1)")
+            for j, a in enumerate(q.aggs):  # COUNT(*) counts in sh_R in the block's table
+                if groupacc.counts_rows(a):
+                    ec.emit(f"    cuda.atomic.add(C, (0, gl, {j}), 1)")
+        else:
+            ec.emit("cuda.atomic.add(R, (0, g), 1)")
     elif grouped:
         ec.group_slot(q.keys, domains)
         ec.emit("tl_R[g] += 1" if own else "cuda.atomic.add(sh_R, g, 1)" if private
@@ -251,6 +263,11 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
                 shared[local] = (arr, str(jj), op, init)
                 if own:
                     ec.emit(upd.format(l=f"tl_{arr}_{jj}[g]", v=vv))
+                elif hshared:
+                    ec.emit("if gl < 0:")
+                    ec.emit(f"    cuda.atomic.{op}({local}, g, {val.format(v=vv)})")
+                    ec.emit("else:")
+                    ec.emit(f"    cuda.atomic.{op}({arr}, (0, gl, {jj}), {val.format(v=vv)})")
                 else:
                     ec.emit(f"cuda.atomic.{op}({local}, g, {val.format(v=vv)})")
             elif grouped:
@@ -278,7 +295,8 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
         *[f"    st_{safe_name(c)} = cuda.local.array(2, np.int64)" for c in cached],
         *[f"    st_{safe_name(c)}[0] = 0\n    st_{safe_name(c)}[1] = 0" for c in cached],
         *[f"    {d}" for d in decls],
-        *(groupacc.shared_init(n_groups, shared) if private else []),
+        *(hashgroup.shared_init(hshared) if hshared else []),
+        *(groupacc.shared_init(n_private, shared) if private else []),
         *(groupacc.thread_init(n_groups, shared) if own else []),
         *[f"    {line}" for line in ec.prologue],
         *([f"    wf = cuda.local.array({n_slots}, np.float64)",
@@ -327,7 +345,9 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
         red.append(f"{ind}cuda.atomic.add(counters, {2 + 2 * i}, st_{safe_name(c)}[1])")
     if own:
         red += groupacc.thread_merge(n_groups, shared)
-    if private:
+    if hshared:
+        red += hashgroup.shared_merge(hshared, shared, domains)
+    elif private:
         red += groupacc.shared_merge(n_groups, shared)
     return "\n".join(head + body + tail + red) + "\n", ec.params
 

@@ -187,11 +187,24 @@ def key_domain(k: ir.Expr, cols: Mapping[str, ColumnMeta]) -> Domain | None:
 @dataclass(frozen=True)
 class HashSlots:
     """The slots of a GROUP BY that the GPU kernel hashes (``gpu.hashgroup``): a table of
-    ``capacity`` slots (a power of two) keyed by the canonical bits of ``keys`` keys, each
-    slot holding one group's accumulators."""
+    ``capacity`` slots (a power of two) keyed by the canonical bits of the keys at
+    ``hashed`` (positions among the GROUP BY's keys), two more slots for one key's NULL and
+    its ``EMPTY`` bits, times the dense slots of the other keys (``dense``, their domains in
+    key order): group ``dense index * (capacity + 2) + table slot``."""
 
     capacity: int
-    keys: int
+    hashed: tuple[int, ...]
+    dense: tuple[Domain, ...] = ()
+
+    @property
+    def keys(self) -> int:
+        """The hashed keys."""
+        return len(self.hashed)
+
+    @property
+    def dense_slots(self) -> int:
+        """The dense keys' slots together (1 without)."""
+        return n_slots(self.dense)
 
 
 def slots(keys, cols: Mapping[str, ColumnMeta]) -> int | None:
@@ -209,7 +222,7 @@ def n_slots(domains) -> int:
     """Accumulator slots of keys with ``domains``: one per index, one for NULL, per key (a
     hash table's: its capacity)."""
     if isinstance(domains, HashSlots):
-        return domains.capacity
+        return domains.dense_slots * (domains.capacity + 2)
     return int(np.prod([d.size + 1 for d in domains])) if domains else 1
 
 

@@ -54,6 +54,10 @@ SCRIPT = textwrap.dedent("""
         "SELECT f, COUNT(*) FROM trips GROUP BY f ORDER BY f",
         "SELECT x, COUNT(*) FILTER (WHERE k = 2), SUM(f) FROM trips WHERE f > 100 GROUP BY x "
         "ORDER BY x",
+        # dense keys beside a hashed one: k and a condition with f's groups, ts with x's
+        "SELECT k, f, COUNT(*), MAX(i) FROM trips GROUP BY k, f ORDER BY k, f",
+        "SELECT i > 0 AS pos, ts, x, COUNT(*), SUM(f) FROM trips GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
+        "SELECT x, k, AVG(f), MIN(ts) FROM trips WHERE k <> 2 GROUP BY x, k ORDER BY x, k",
     ]
     with bamql.connect(d / "data", device="cpu") as c:
         cpu = [c.sql(q).rows() for q in queries]
@@ -61,18 +65,26 @@ SCRIPT = textwrap.dedent("""
     orig = kgpu.compile_kernel
     kgpu.compile_kernel = lambda src: sources.append(src) or orig(src)
     hashgroup.FIRST = first  # f's groups (about one a row) overflow the first table: retries
-    for store in ("data", "parts"):
-        for backend in ("host", "gpu", "file"):
-            with bamql.connect(d / store, device="gpu", backend=backend, cache="64KiB") as con:
-                assert ("simulator" in con.note) == simulated
-                for q, want in zip(queries, cpu):
-                    r = con.sql(q)
-                    got = r.rows()
-                    assert_same_rows(got, duck(q, t), ordered=True)
-                    assert_same_rows(got, want, ordered=True)
-                plan = " ".join(str(r[0]) for r in con.sql("EXPLAIN " + queries[0]).rows())
-                assert "on the GPU, in the fused kernel's hash table" in plan, plan
-    assert any("cuda.atomic.cas(HS" in s for s in sources), "no kernel hashed its groups"
+    for store, backend in (("data", "host"), ("data", "gpu"), ("data", "file"), ("parts", "host")):
+        with bamql.connect(d / store, device="gpu", backend=backend, cache="64KiB") as con:
+            assert ("simulator" in con.note) == simulated
+            for q, want in zip(queries, cpu):
+                got = con.sql(q).rows()
+                assert_same_rows(got, duck(q, t), ordered=True)
+                assert_same_rows(got, want, ordered=True)
+            plan = " ".join(str(r[0]) for r in con.sql("EXPLAIN " + queries[0]).rows())
+            assert "on the GPU, in the fused kernel's hash table" in plan, plan
+    # blocks' own tables of 64 slots, one probe: most rows of f's groups go to the global
+    # table beside them (gl), and the blocks' tables merge into it
+    from bamql.gpu import groupacc
+    groupacc.SHARED_BUDGET, hashgroup.SHARED_PROBES = 6000, 1
+    with bamql.connect(d / "data", device="gpu", backend="host", cache="64KiB") as con:
+        for q, want in zip(queries, cpu):
+            assert_same_rows(con.sql(q).rows(), want, ordered=True)
+    assert any("cuda.atomic.cas(HS" in s for s in sources), "no kernel hashed several keys"
+    assert any("gd = g" in s for s in sources), "no kernel kept dense keys beside a hashed one"
+    assert any("cuda.atomic.cas(shk" in s and "cuda.shared.array(64," in s for s in sources), \
+        "no kernel kept a block's table"
     print("all ok")
 """)
 
