@@ -19,7 +19,8 @@ from bamql.plan.rules import optimize, prune_scans
 #: Words of the fused translator's refusals that the plan tree may answer instead (a
 #: construct it does not take, never a name or a type that is wrong).
 _STRUCTURAL = ("not supported", "only SELECT", "must name", "a CTE must", "needs FROM",
-               "arithmetic needs numbers, got a timestamp", "is not unique in")
+               "arithmetic needs numbers, got a timestamp", "is not unique in",
+               "expression without a small domain", "small domains only")
 
 
 #: Refusals of the fused translator that name only the construct the tree exists for: where

@@ -14,4 +14,10 @@ SELECT vendor_id, COUNT(DISTINCT payment_type) FROM trips WHERE fare_amount < -1
 SELECT z.Borough, COUNT(DISTINCT t.payment_type), COUNT(DISTINCT t.payment_type) FILTER (WHERE t.tip_amount > 0), COUNT(*), AVG(t.fare_amount) FROM trips t JOIN zones z ON t.pickup_location_id = z.LocationID GROUP BY z.Borough ORDER BY 1;
 SELECT z.Borough, COUNT(DISTINCT t.pickup_location_id) FROM trips t LEFT JOIN zones z ON t.dropoff_location_id = z.LocationID GROUP BY 1 ORDER BY 1;
 SELECT COUNT(DISTINCT t.dropoff_location_id) FROM trips t JOIN zones z ON t.pickup_location_id = z.LocationID WHERE z.Borough = 'Brooklyn';
-SELECT MIN(DISTINCT fare_amount), MAX(DISTINCT passenger_count), COUNT(DISTINCT vendor_id) FROM trips
+SELECT MIN(DISTINCT fare_amount), MAX(DISTINCT passenger_count), COUNT(DISTINCT vendor_id) FROM trips;
+-- COUNT(DISTINCT) of a float, a timestamp, an expression: the plan tree counts the values
+SELECT COUNT(DISTINCT fare_amount) FROM trips;
+SELECT COUNT(DISTINCT pickup_datetime) FROM trips;
+SELECT COUNT(DISTINCT vendor_id + 1) FROM trips;
+SELECT payment_type, COUNT(DISTINCT fare_amount), COUNT(*) FROM trips GROUP BY 1 ORDER BY 1;
+SELECT COUNT(DISTINCT trip_distance) FILTER (WHERE fare_amount > 10), COUNT(DISTINCT tip_amount) FROM trips;

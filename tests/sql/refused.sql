@@ -58,12 +58,9 @@ SELECT STDDEV(store_and_fwd_flag) FROM trips;
 SELECT VARIANCE(pickup_datetime) FROM trips;
 SELECT COUNT(*) FILTER (WHERE SUM(fare_amount) > 1) FROM trips;
 SELECT COUNT(*) FROM trips WHERE STDDEV(fare_amount) > 1;
-SELECT COUNT(DISTINCT fare_amount) FROM trips;
-SELECT COUNT(DISTINCT pickup_datetime) FROM trips;
 SELECT SUM(DISTINCT passenger_count) FROM trips;
 SELECT vendor_id, AVG(DISTINCT fare_amount) FROM trips GROUP BY 1;
 SELECT COUNT(DISTINCT vendor_id, payment_type) FROM trips;
-SELECT COUNT(DISTINCT vendor_id + 1) FROM trips;
 ;
 ;
 -- t(a, b) renames columns by position (DuckDB): refused rather than ignored
