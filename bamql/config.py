@@ -25,6 +25,21 @@ The environment variables:
 ``BAMQL_SERVER_TOKEN``
     The bearer token of ``bamql serve`` (clients send it, the server requires it); none by
     default.
+``BAMQL_SERVER_MAX_TICKET``
+    The largest request ``bamql serve`` reads: a ticket, a command, an action's body, a
+    prepared statement's parameters (a size, as below); 1 MiB by default.
+``BAMQL_SERVER_MAX_SQL``
+    The longest query text ``bamql serve`` takes, in bytes of UTF-8 (a size); 1 MiB by
+    default.
+``BAMQL_SERVER_MAX_NESTING``
+    How deeply a query's parentheses (and a command's JSON) may nest on ``bamql serve``;
+    200 by default.
+``BAMQL_SERVER_QUERY_TIMEOUT``
+    Seconds one query may run on ``bamql serve`` before the server answers
+    DEADLINE_EXCEEDED and interrupts it; 300 by default, 0 for no limit.
+``BAMQL_SERVER_MAX_QUERIES``
+    How many queries ``bamql serve`` runs at once (interrupted ones count until they
+    stop); a query beyond them is answered UNAVAILABLE at once. 32 by default.
 
 A variable set to the empty string counts as not set. Booleans take 1/0, true/false,
 yes/no or on/off, in any case.
@@ -251,6 +266,34 @@ def _token(value: str, setting: str) -> str:
     return value
 
 
+def _positive_size(value: int | str, setting: str) -> int:
+    n = parse_size(value, setting)
+    if n < 1:
+        raise ConfigError(f"{setting} takes a size of 1 byte or more, not {value!r}")
+    return n
+
+
+def _count(value: int | str, setting: str) -> int:
+    text = value.strip() if isinstance(value, str) else value
+    if isinstance(text, str) and text.isdigit():
+        text = int(text)
+    if not isinstance(text, int) or isinstance(text, bool) or text < 1:
+        raise ConfigError(f"{setting} takes a whole number of 1 or more, not {value!r}")
+    return text
+
+
+def _seconds(value: float | int | str, setting: str) -> float:
+    try:
+        s = float(value.strip() if isinstance(value, str) else value)
+        ok = not isinstance(value, bool) and s >= 0 and s != float("inf")
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise ConfigError(f"{setting} takes seconds (a number of 0 or more; 0: no limit), "
+                          f"not {value!r}")
+    return s
+
+
 def _default_cache_dir(xdg: str | None = None) -> Path:
     return Path(xdg) / "bamql" if xdg else Path.home() / ".cache" / "bamql"
 
@@ -302,6 +345,17 @@ class Config:
         The shell's history file (``BAMQL_HISTORY``).
     server_token
         The bearer token of a bamql server and its clients (``BAMQL_SERVER_TOKEN``); None: none.
+    server_max_ticket
+        Bytes of the largest request a bamql server reads (``BAMQL_SERVER_MAX_TICKET``).
+    server_max_sql
+        Bytes (UTF-8) of the longest query text a bamql server takes (``BAMQL_SERVER_MAX_SQL``).
+    server_max_nesting
+        How deeply a query's parentheses and a command's JSON may nest on a bamql server
+        (``BAMQL_SERVER_MAX_NESTING``).
+    server_query_timeout
+        Seconds a query may run on a bamql server (``BAMQL_SERVER_QUERY_TIMEOUT``); 0: no limit.
+    server_max_queries
+        Queries a bamql server runs at once (``BAMQL_SERVER_MAX_QUERIES``).
     """
 
     device: Device = Device.AUTO
@@ -317,6 +371,11 @@ class Config:
     debug: bool = False
     history: Path = field(default_factory=_default_history)
     server_token: str | None = field(default=None, repr=False)
+    server_max_ticket: int = 1 << 20
+    server_max_sql: int = 1 << 20
+    server_max_nesting: int = 200
+    server_query_timeout: float = 300.0
+    server_max_queries: int = 32
 
     def __post_init__(self) -> None:
         def put(name: str, value) -> None:  # frozen: normalized values go in this way
@@ -380,10 +439,15 @@ class Config:
 ENV_VARS = {"cache_dir": "BAMQL_CACHE_DIR", "file_cache": "BAMQL_FILE_CACHE",
             "cache_files": "BAMQL_CACHE_FILES",
             "gpu_prepared": "BAMQL_GPU_PREPARED", "debug": "BAMQL_DEBUG", "history": "BAMQL_HISTORY",
-            "server_token": "BAMQL_SERVER_TOKEN"}
+            "server_token": "BAMQL_SERVER_TOKEN", "server_max_ticket": "BAMQL_SERVER_MAX_TICKET",
+            "server_max_sql": "BAMQL_SERVER_MAX_SQL", "server_max_nesting": "BAMQL_SERVER_MAX_NESTING",
+            "server_query_timeout": "BAMQL_SERVER_QUERY_TIMEOUT",
+            "server_max_queries": "BAMQL_SERVER_MAX_QUERIES"}
 #: settings whose None (the default) is left as it is
 _OPTIONAL = frozenset({"file_cache", "server_token"})
 #: setting -> its check, (value, the name an error gives it) -> the normalized value
 _CHECKS = {"cache_dir": _path, "file_cache": _path, "cache_files": _flag, "gpu_prepared": _flag,
            "debug": _flag,
-           "history": _path, "server_token": _token}
+           "history": _path, "server_token": _token, "server_max_ticket": _positive_size,
+           "server_max_sql": _positive_size, "server_max_nesting": _count,
+           "server_query_timeout": _seconds, "server_max_queries": _count}

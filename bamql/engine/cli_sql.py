@@ -129,10 +129,17 @@ def add_serve_command(sub) -> None:
         "--server URL, bamql shell --server URL, bamql.connect('grpc://HOST:PORT', token=...), "
         "any Flight SQL client (ADBC, JDBC: grpc://HOST:PORT), "
         "or any Flight client (do_get with a ticket of JSON {\"sql\": ..., \"params\": [...]}). "
-        "SIGINT or SIGTERM finish the queries in flight, close the session and stop.")
+        "SIGINT or SIGTERM finish the queries in flight, close the session and stop. "
+        "Limits, from the environment: BAMQL_SERVER_MAX_TICKET (bytes of a request, default "
+        "1MiB), BAMQL_SERVER_MAX_SQL (bytes of a query's SQL, default 1MiB), "
+        "BAMQL_SERVER_MAX_NESTING (depth of parentheses, default 200), "
+        "BAMQL_SERVER_QUERY_TIMEOUT (seconds a query runs before the server interrupts it and "
+        "answers DEADLINE_EXCEEDED, default 300, 0: none), BAMQL_SERVER_MAX_QUERIES (queries "
+        "at once, default 32).")
     p.add_argument("data", metavar="DIR", help="a table directory or a directory of tables")
     p.add_argument("--host", default="127.0.0.1",
-                   help="address to listen on (default 127.0.0.1: this machine only; 0.0.0.0: all)")
+                   help="address to listen on (default 127.0.0.1: this machine only; 0.0.0.0: all, "
+                   "which needs --token or --insecure)")
     p.add_argument("--port", type=int, default=8815, help="port (default 8815; 0: any free one)")
     p.add_argument("--token", default=None,
                    help="require this bearer token of every client (default: BAMQL_SERVER_TOKEN, "
@@ -140,8 +147,13 @@ def add_serve_command(sub) -> None:
     p.add_argument("--tls-cert", default=None, metavar="PEM",
                    help="serve over TLS (grpc+tls://) with this certificate chain ...")
     p.add_argument("--tls-key", default=None, metavar="PEM", help="... and this private key")
-    p.add_argument("--allow-files", action="store_true",
+    p.add_argument("--insecure", action="store_true",
+                   help="serve beyond localhost without a token (refused otherwise)")
+    p.add_argument("--allow-files", nargs="*", default=None, metavar="FILES_DIR",
                    help="let queries name files in FROM ('x.parquet'), read from the server's "
-                   "file system (off: only DIR's tables)")
+                   "file system under these directories only: a file whose real path, symlinks "
+                   "resolved, lies outside them is refused, as are URLs; give at least one "
+                   "(. for the current directory) and put it after DIR (default: only DIR's "
+                   "tables)")
     add_engine_options(p)
     p.set_defaults(func=cmd_serve)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.flight as fl
 
+from bamql import errors
 from bamql.config import Config
 from bamql.engine import wire
 from bamql.engine.result import Result
@@ -36,6 +37,19 @@ def _first(e: Exception) -> str:
     for cut in (". Detail:", ". gRPC client debug context:", ". Client context:"):
         text = text.split(cut)[0]
     return re.sub(r"^Flight returned [a-z ]+ error, with message: ", "", text)
+
+
+_NAMED = re.compile(r"^(\w+Error): (.+)$", re.DOTALL)
+
+
+def _named_error(text: str) -> BamqlError | None:
+    """The bamql error a message ``Class: message`` names (a refusal of the server's limits
+    arrives so, as INVALID_ARGUMENT), or None."""
+    m = _NAMED.match(text)
+    cls = getattr(errors, m.group(1), None) if m else None
+    if isinstance(cls, type) and issubclass(cls, BamqlError):
+        return cls(m.group(2))
+    return None
 
 
 def _flight_error(e: fl.FlightError, url: str) -> BamqlError:
@@ -111,8 +125,10 @@ class RemoteSession:
             return fn(*args, options=self._options)
         except fl.FlightError as e:
             raise _flight_error(e, self.url) from None
-        except pa.ArrowException as e:  # the server's side of a stream broke off
-            raise ServerError(f"the bamql server at {self.url} failed: {_first(e)}") from None
+        except pa.ArrowException as e:  # a refused request, or the server's stream broke off
+            err = _named_error(_first(e))
+            raise err or ServerError(f"the bamql server at {self.url} failed: {_first(e)}") \
+                from None
 
     def _action(self, kind: str, body: bytes = b"") -> bytes:
         out = self._call(lambda options: list(self._client.do_action(fl.Action(kind, body),

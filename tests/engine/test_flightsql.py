@@ -13,6 +13,7 @@ import pyarrow.flight as fl
 import pytest
 
 import bamql
+from bamql.config import Config
 from bamql.engine import flightsql, protowire
 from bamql.engine.flightsql import Kind, Message
 from bamql.engine.server import BamqlServer
@@ -311,6 +312,36 @@ def test_an_adbc_client_passes_the_token(session, monkeypatch):
                 cur.execute("SELECT COUNT(*) FROM trips")
     finally:
         srv.shutdown()
+
+
+def test_an_adbc_client_sees_the_servers_limits_as_its_error_classes(session):
+    """A refused request is INVALID_ARGUMENT (ProgrammingError), a query past its time
+    DEADLINE_EXCEEDED (OperationalError): each one line, without a traceback."""
+    dbapi = _adbc()
+    deep = "SELECT COUNT(*) FROM trips WHERE " + "(" * 201 + "fare_amount > 0" + ")" * 201
+    long = "SELECT COUNT(*) FROM trips WHERE " + " OR ".join(["fare_amount = 1"] * 300)
+    slow = "SELECT COUNT(*) FROM trips WHERE " + " OR ".join(  # seconds of planning
+        f"fare_amount = {i}" for i in range(40_000))
+    cases = [(Config(server_max_sql=4096), deep, dbapi.ProgrammingError, "INVALID_ARGUMENT",
+              "BAMQL_SERVER_MAX_NESTING"),
+             (Config(server_max_sql=4096), long, dbapi.ProgrammingError, "INVALID_ARGUMENT",
+              "BAMQL_SERVER_MAX_SQL"),
+             (Config(server_query_timeout=0.5), slow, dbapi.OperationalError, "TIMEOUT",
+              "BAMQL_SERVER_QUERY_TIMEOUT")]
+    for config, sql, cls, code, text in cases:
+        srv = BamqlServer(session, config=config)
+        try:
+            with dbapi.connect(srv.url, autocommit=True) as conn:
+                with conn.cursor() as cur, pytest.raises(cls) as e:
+                    cur.execute(sql)
+                msg = str(e.value)
+                assert msg.startswith(f"{code}: ") and text in msg, msg
+                assert "\n" not in msg and "Traceback" not in msg, msg
+                with conn.cursor() as cur:  # and the server goes on
+                    cur.execute("SELECT COUNT(*) FROM trips")
+                    assert cur.fetchall() == [(session.store("trips").rows,)]
+        finally:
+            srv.shutdown()
 
 
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl to make a certificate")
