@@ -112,7 +112,9 @@ def _refresh(a: argparse.Namespace) -> int:
 def cmd_verify(a: argparse.Namespace) -> int:
     from bamql.storage.partitioned import open_table
 
-    with open_table(a.store) as s:
+    # a store not sealed on this machine is verified here, its problems listed, rather than
+    # refused at open at its first (storage.seal); one found sound is trusted from then on
+    with open_table(a.store, verify_unsealed=False) as s:
         problems = s.verify()
     if problems:
         for p in problems[:20]:
@@ -438,16 +440,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _one_line_notes() -> None:
-    """bamql's own warnings (``KernelCacheWarning``) print as one line, ``bamql: note: ...``;
-    other warnings as Python prints them."""
+    """bamql's own warnings (``KernelCacheWarning``, ``StoreWarning``) print as one line,
+    ``bamql: note: ...``; other warnings as Python prints them."""
     import warnings
 
-    from bamql.errors import KernelCacheWarning
+    from bamql.errors import KernelCacheWarning, StoreWarning
 
     default = warnings.showwarning
 
     def show(message, category, filename, lineno, file=None, line=None):
-        if issubclass(category, KernelCacheWarning):
+        if issubclass(category, (KernelCacheWarning, StoreWarning)):
             print(f"bamql: note: {message}", file=sys.stderr)
         else:
             default(message, category, filename, lineno, file, line)

@@ -46,3 +46,8 @@ class OutOfRangeError(BamqlError):
 class ServerError(BamqlError):
     """A bamql server cannot be reached, refused the client's token, or failed on its side
     (``bamql serve``; a query's own error arrives as its own class)."""
+
+
+class StoreWarning(UserWarning):
+    """A note about a store that opens nonetheless: one not sealed on this machine, verified
+    in full at open (``storage.seal``)."""

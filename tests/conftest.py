@@ -187,22 +187,28 @@ def read_orc(paths) -> pa.Table:
     return pa.concat_tables(paorc.read_table(str(p)) for p in paths)
 
 
-def edit_manifest(store: Path, change) -> None:
+def edit_manifest(store: Path, change, keyed: bool = True) -> None:
     """Let ``change`` edit the manifest of ``store`` (a dict, in place) and seal it again, as
-    someone who knows the format would: what the store then holds passes the seal."""
+    someone who knows the format would: what the store then holds passes the seal. With
+    ``keyed`` the keyed seal too, as one holding this machine's key would (the store is then
+    trusted here: what a bug in bamql's own writer would leave); without it the keyed seal
+    is left as it was (``storage.seal``: the store is then checked at open)."""
     import json
 
+    from bamql.storage import seal
     from bamql.storage.format import MANIFEST, digest
 
     m = json.loads((store / MANIFEST).read_text())
     change(m)
     m["sha256"] = digest(m)
+    if keyed and m.get("format_version", 0) >= 5 and seal.seal(m) is not None:
+        m[seal.FIELD] = seal.seal(m)
     (store / MANIFEST).write_text(json.dumps(m))
 
 
-def edit_pages_meta(store: Path, change) -> None:
+def edit_pages_meta(store: Path, change, keyed: bool = True) -> None:
     """Let ``change`` edit the arrays of ``pages.npz`` of ``store`` (a dict, in place) and seal
-    the file and the manifest again."""
+    the file and the manifest again (``keyed``: as :func:`edit_manifest`)."""
     import hashlib
     import io
 
@@ -216,4 +222,5 @@ def edit_pages_meta(store: Path, change) -> None:
     buf = io.BytesIO()
     np.savez(buf, **arrays)
     (store / PAGES_META).write_bytes(buf.getvalue())
-    edit_manifest(store, lambda m: m.update(pages_meta_sha256=hashlib.sha256(buf.getvalue()).hexdigest()))
+    edit_manifest(store, lambda m: m.update(pages_meta_sha256=hashlib.sha256(buf.getvalue()).hexdigest()),
+                  keyed)

@@ -156,6 +156,16 @@ def kernel_dir() -> Path | None:
         return _dir
 
 
+def machine_key(purpose: str) -> bytes | None:
+    """A secret key for ``purpose`` (another part of bamql that signs what it writes: the
+    page store's seal, ``storage.seal``), derived from this cache's key (``.hmac-key``), so
+    that bamql keeps one secret per machine and user, in one place. None when the kernel
+    directory is not usable (then there is no key)."""
+    if kernel_dir() is None or _key is None:
+        return None
+    return hmac.new(_key, b"bamql key for " + purpose.encode(), hashlib.sha256).digest()
+
+
 #: Kernels kept (~40 KB each with numba's files): past this, the oldest tenth goes.
 MAX_KERNELS = 4096
 

@@ -27,11 +27,17 @@ path, size and modification time) for ``ingest.refresh``; the field is optional 
 only when present, so stores made before it, or from rows in memory, read as they were.
 
 The manifest is sealed (``sha256``: ``digest`` of every other field) and holds the sha256 of
-``pages.npz``, so an edit of either is refused at open; every page holds its checksum in
-``pages.npz``. ``Manifest.load`` also checks that the manifest is consistent in itself (widths,
-extents, dictionaries, row groups), which a manifest sealed again after an edit must still
-pass; ``PageStore.verify`` compares the metadata with the pages. The store's files are read
-only as regular files directly inside its directory (``open_member``).
+``pages.npz``, so damage to either is refused at open; every page holds its checksum in
+``pages.npz``. Anyone can compute that digest again after an edit, so from format version 5
+the manifest also holds ``hmac``, the same body signed with this machine's key
+(``storage.seal``), and ``pages.npz`` holds a digest of each column's description
+(``desc:NAME``, :func:`column_digest`). ``Manifest.load`` checks that the manifest is
+consistent in itself (widths, extents, dictionaries, row groups), which a manifest sealed again
+after an edit must still pass; a store whose keyed seal is not this machine's must also pass
+``PageStore``'s checks against ``pages.npz`` and its full ``verify`` (which compares the
+metadata with the pages) before it opens. Stores of format 4 (no keyed seal, no column
+digests) are read so. The store's files are read only as regular files directly inside its
+directory (``open_member``).
 """
 
 from __future__ import annotations
@@ -41,21 +47,25 @@ import hashlib
 import json
 import os
 import stat
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
 
 from bamql.config import ClusterOrder, FloatEncoding
 from bamql.errors import StoreError
+from bamql.storage import seal as _seal
 from bamql.storage.encoding import sentinel_for
 from bamql.storage.packing import MAX_BITS, PACKABLE_TYPES, rows_per_page
 
 FORMAT_NAME = "bamql-pagestore"
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 #: Versions this bamql reads. Versions 1-3 have no seal (and 1 and 2 store a float's NULL and
-#: NaN alike): such stores are refused with "re-ingest".
-READABLE_VERSIONS = (4,)
+#: NaN alike): such stores are refused with "re-ingest". Version 4 has an unkeyed seal only:
+#: such a store opens after the checks a store sealed elsewhere gets (``storage.seal``).
+READABLE_VERSIONS = (4, 5)
+#: The first version with a keyed seal and column digests in ``pages.npz``.
+KEYED_VERSION = 5
 MANIFEST = "manifest.json"
 PAGES_META = "pages.npz"
 DEFAULT_PAGE_SIZE = 4096
@@ -83,10 +93,10 @@ SHUFFLE_WIDTHS = (2, 4, 8)
 
 
 def digest(doc: dict) -> str:
-    """The hash that seals a JSON metadata document: every field but ``sha256`` (where the
-    seal is kept), canonically (sorted keys), so that any edit of a value changes it."""
-    body = {k: v for k, v in doc.items() if k != "sha256"}
-    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+    """The hash that seals a JSON metadata document: every field but ``sha256`` and ``hmac``
+    (where the seals are kept), canonically (sorted keys), so that any edit of a value
+    changes it."""
+    return hashlib.sha256(_seal.body(doc)).hexdigest()
 
 
 def open_member(root: Path, name: str, what: str) -> int:
@@ -220,6 +230,29 @@ class ColumnMeta:
         return self.first_page + rows // self.rows_per_page
 
 
+#: ``pages.npz``'s key of column ``NAME``'s digest (:func:`column_digest`), from version 5
+DESC_PREFIX = "desc:"
+
+
+#: a column's statistics, which its pages' metadata is checked against instead of its digest
+_STATISTICS = ("nulls", "min", "max", "histogram")
+
+
+def column_digest(c: ColumnMeta) -> np.ndarray:
+    """The sha256 (32 uint8) of column ``c``'s description: every field but its statistics
+    (checked against the pages' zone maps and counts) that differs from its default,
+    canonically. Written to ``pages.npz`` beside the manifest, so that a manifest edited
+    alone (a name, a scale, a dictionary, an extent) no longer matches its pages' metadata; a
+    field added later, left at its default, does not change the digest of older columns."""
+    desc = {}
+    for f in fields(c):
+        v = getattr(c, f.name)
+        if f.name not in _STATISTICS and (f.default is MISSING or v != f.default):
+            desc[f.name] = list(v) if isinstance(v, tuple) else v
+    raw = hashlib.sha256(json.dumps(desc, sort_keys=True).encode()).digest()
+    return np.frombuffer(raw, np.uint8).copy()
+
+
 def block_bytes(members: int, page_size: int) -> int:
     """Bytes per row-group block: padded to the OS page when the members fit in one."""
     b = members * page_size
@@ -342,12 +375,21 @@ class Manifest:
             if not c["bits"]:
                 del c["bits"]
         d["sha256"] = digest(d)
+        tag = _seal.seal(d)  # none where this machine has no key: checked at every open
+        if tag is not None:
+            d[_seal.FIELD] = tag
         return json.dumps(d, indent=1)
 
     @classmethod
     def load(cls, path: Path) -> Manifest:
         """Read, unseal and check the manifest of the store at ``path``; StoreError (one line)
-        if it is missing, of another format or version, edited, or inconsistent."""
+        if it is missing, of another format or version, damaged, or inconsistent."""
+        return cls.load_sealed(path)[0]
+
+    @classmethod
+    def load_sealed(cls, path: Path) -> tuple[Manifest, Seal]:
+        """:meth:`load`, and how the manifest is sealed: whether this machine trusts it (its
+        keyed seal, or a record of a full verify here; ``storage.seal``)."""
         if not path.exists():
             raise StoreError(f"store {path} does not exist")
         if not path.is_dir() or not os.path.lexists(path / MANIFEST):
@@ -359,7 +401,7 @@ class Manifest:
         if not isinstance(d, dict) or d.get("format") != FORMAT_NAME:
             raise StoreError(f"store {path}: {MANIFEST} is not a bamql page-store manifest")
         v = d.get("format_version")
-        if _is_int(v) and 1 <= v < FORMAT_VERSION:
+        if _is_int(v) and 1 <= v < min(READABLE_VERSIONS):
             raise StoreError(f"store {path}: format version {v} was written by an older bamql "
                              "and is not sealed against edits; re-ingest the table")
         if v not in READABLE_VERSIONS:
@@ -371,6 +413,9 @@ class Manifest:
         if d.pop("sha256", None) != digest(d):
             raise StoreError(f"{MANIFEST} of {path} does not match its checksum: the store was "
                              "modified after ingest; re-ingest it")
+        tag = _seal.seal(d)
+        sealed = Seal(_seal.trusted(d, tag), tag, v, _seal.FIELD in d)
+        d.pop(_seal.FIELD, None)
         try:
             cols = []
             for c in d.pop("columns"):
@@ -397,7 +442,33 @@ class Manifest:
         if problem:
             raise StoreError(f"store {path}: {MANIFEST} is inconsistent: {problem}; the store "
                              "is corrupt")
-        return m
+        return m, sealed
+
+
+@dataclass(frozen=True)
+class Seal:
+    """How a manifest is sealed, as found at open (``storage.seal``)."""
+
+    #: sealed with this machine's key, or verified in full here before
+    trusted: bool
+    #: this machine's seal of the manifest (the name of its record once verified here);
+    #: None where this machine has no key
+    tag: str | None
+    version: int
+    #: whether the manifest carries a keyed seal at all (made where there was a key)
+    keyed: bool
+
+    def why(self) -> str:
+        """Why a store is not trusted here, for its note or its refusal."""
+        if self.version < KEYED_VERSION:
+            return f"was written by an older bamql (format {self.version}, no keyed seal)"
+        if self.tag is None:
+            return "cannot be checked against a seal: this machine has no key (its cache " \
+                   "directory is not usable)"
+        if not self.keyed:
+            return "has no keyed seal (made where bamql had no key)"
+        return "is not sealed with this machine's key (made on another machine or by " \
+               "another user, or edited after ingest)"
 
 
 def _is_int(*values) -> bool:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
-import fcntl
 import hashlib
 import io
 import os
@@ -33,6 +32,7 @@ from bamql.storage.columnplans import column_plans, select, to_storage, unify_sc
 from bamql.storage.files import expand_all, open_all, with_partitions
 from bamql.storage.format import (
     DEFAULT_PAGE_SIZE,
+    DESC_PREFIX,
     MANIFEST,
     MAX_VOLUMES,
     PAGES_META,
@@ -40,12 +40,20 @@ from bamql.storage.format import (
     Manifest,
     Origin,
     check_page_size,
+    column_digest,
 )
 from bamql.storage.hive import HiveMode, detect
 from bamql.storage.origin import changes, extended, record
 from bamql.storage.pagemath import column_range
 from bamql.storage.partitioned import is_table, open_table, write_partitions
-from bamql.storage.scratch import Scratch, clean_stale, die_with_parent, sigterm_as_interrupt
+from bamql.storage.scratch import (
+    Lifeline,
+    Scratch,
+    append_lock,
+    clean_stale,
+    die_with_parent,
+    sigterm_as_interrupt,
+)
 from bamql.storage.sources import (
     FilledSource,
     HiveSource,
@@ -200,7 +208,7 @@ def append(
     if not is_table(out):
         raise IngestError(f"{out} is not a bamql table; ingest without --append to create it")
     paths = expand_all(sources)
-    with _append_lock(out):
+    with append_lock(out):
         st = _state(out)
         new = [ProjectedSource(open_source(p), st.columns, st.name) for p in paths]
         # the files named are recorded beside the table's own, for a later refresh
@@ -262,7 +270,7 @@ def refresh(out: str | os.PathLike, progress: ProgressFactory | None = None) -> 
     out = Path(out)
     if not is_table(out):
         raise IngestError(f"{out} is not a bamql table; ingest its sources to create it")
-    with _append_lock(out):
+    with append_lock(out):
         st = _state(out)
         if st.origin is None:
             raise IngestError(f"table {out} does not record the files it was made from (made "
@@ -346,17 +354,6 @@ def filled(srcs: list[Source], unified) -> list[Source]:
     """``srcs`` with each that lacks some of the ``unified`` columns reading NULLs there."""
     types = {n: t for n, _, t in unified}
     return [s if set(types) <= set(s.schema.names) else FilledSource(s, types) for s in srcs]
-
-
-@contextlib.contextmanager
-def _append_lock(out: Path):
-    """An exclusive lock beside ``out`` for the length of one append."""
-    fd = os.open(out.parent / f".{out.name}.append.lock", os.O_CREAT | os.O_RDWR, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
 
 
 def _build(srcs, cols, out: Path, page_size: int, volumes: int, name: str,
@@ -533,7 +530,7 @@ def _ingest_partitions(srcs, plans, bounds, dirs, page_size, volumes, table, nam
     decoded in parallel; a partition reads only the sources that overlap its rows)."""
     from concurrent.futures import ProcessPoolExecutor, as_completed
     from concurrent.futures.process import BrokenProcessPool
-    from multiprocessing import get_context
+    from multiprocessing import active_children, get_context
 
     # files are reopened by path in each worker; rows in memory, and files seen through
     # other columns, keep the work in this process
@@ -549,23 +546,36 @@ def _ingest_partitions(srcs, plans, bounds, dirs, page_size, volumes, table, nam
             if progress:
                 progress(n)
         return
-    # workers die with this process (PR_SET_PDEATHSIG): a killed ingest leaves none behind
-    with ProcessPoolExecutor(workers, mp_context=get_context("spawn"), initializer=die_with_parent,
-                             initargs=(os.getpid(),)) as ex:
-        futs = [ex.submit(_ingest_partition, *a) for a in args]
+    # workers die with this process, however it dies: at once through the watchdog, and
+    # once started through their own request (PR_SET_PDEATHSIG); a killed ingest leaves
+    # none behind, and one that fails or is interrupted stops them
+    before = {p.pid for p in active_children()}
+    with Lifeline() as lifeline, ProcessPoolExecutor(
+            workers, mp_context=get_context("spawn"), initializer=die_with_parent,
+            initargs=(os.getpid(),)) as ex:
+        futs = []
+        procs = []
         try:
+            for a in args:
+                futs.append(ex.submit(_ingest_partition, *a))
+                # the workers are started as tasks are submitted: watched as they come
+                new = [p for p in active_children() if p.pid not in before]
+                lifeline.watch(p.pid for p in new)
+                before |= {p.pid for p in new}
+                procs += new
             for f in as_completed(futs):
                 n = f.result()
                 if progress:
                     progress(n)
-        except BrokenProcessPool:
+        except BaseException as e:
             for f in futs:
                 f.cancel()
-            raise IngestError("a partition's ingest process died (out of memory, or killed); "
-                              "nothing was written") from None
-        except BaseException:
-            for f in futs:
-                f.cancel()
+            for p in procs:  # their partitions are not kept: stopped, not waited for
+                with contextlib.suppress(OSError, ValueError):
+                    p.kill()
+            if isinstance(e, BrokenProcessPool):
+                raise IngestError("a partition's ingest process died (out of memory, or "
+                                  "killed); nothing was written") from None
             raise
 
 
@@ -636,6 +646,8 @@ def _finish_store(d: Path, writer: PageWriter, plans, rows: int, page_size: int,
     # packed pages' frames of reference, over every page (row-group copies are plain)
     arrays["ref"] = np.concatenate([writer.ref, np.zeros(len(arrays["checksum"])
                                                          - writer.total_pages, np.int64)])
+    for c in columns:  # what a manifest edited alone no longer matches (format.column_digest)
+        arrays[f"{DESC_PREFIX}{c.name}"] = column_digest(c)
     for pl, r in zip(plans, res["columns"], strict=True):
         arrays[f"sample:{pl.name}"] = r["sample"]
         if r["value_sets"] is not None:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from bamql.errors import StoreError
 from bamql.storage.format import MANIFEST, ColumnMeta, digest, read_member
+from bamql.storage.scratch import clean_leftovers
 from bamql.storage.store import PageStore
 
 PARTITIONS = "partitions.json"
@@ -42,8 +43,9 @@ class PartitionedTable:
     the stores that the engines run.
     """
 
-    def __init__(self, path: str | os.PathLike) -> None:
-        """Open the partitions that ``path``'s ``partitions.json`` lists."""
+    def __init__(self, path: str | os.PathLike, verify_unsealed: bool = True) -> None:
+        """Open the partitions that ``path``'s ``partitions.json`` lists (``verify_unsealed``:
+        as ``PageStore``'s)."""
         path = Path(path)
         try:
             doc = json.loads(read_member(path, PARTITIONS, "partition list"))
@@ -54,7 +56,7 @@ class PartitionedTable:
         parts: list[PageStore] = []
         try:
             for p in paths:
-                parts.append(PageStore(p))
+                parts.append(PageStore(p, verify_unsealed))
         except BaseException:
             for s in parts:
                 s.close()
@@ -119,10 +121,17 @@ class PartitionedTable:
             raise StoreError(f"table {self.name!r} has no column {name!r}") from None
 
     def verify(self) -> list[str]:
-        """The problems of every partition (named by its directory where there are several)."""
+        """The problems of every partition (named by its directory where there are several).
+        A store found sound is trusted on this machine from then on (``storage.seal``), as
+        one verified at open is."""
         if not self.partitioned:
-            return self.parts[0].verify()
-        return [f"{p.path.name}: {x}" for p in self.parts for x in p.verify()]
+            problems = self.parts[0].verify()
+        else:
+            problems = [f"{p.path.name}: {x}" for p in self.parts for x in p.verify()]
+        if not problems:
+            for p in self.parts:
+                p.remember_verified()
+        return problems
 
     def close(self) -> None:
         for p in self.parts:
@@ -176,17 +185,22 @@ def is_table(path: Path) -> bool:
     return (path / MANIFEST).exists() or (path / PARTITIONS).exists()
 
 
-def open_table(path: str | os.PathLike) -> PartitionedTable:
+def open_table(path: str | os.PathLike, verify_unsealed: bool = True) -> PartitionedTable:
     """Open a table directory, partitioned or not (then a table of one partition).
 
     A table replaced or removed while it is being opened (its files vanish between the
-    manifest and the volumes) is a clear error, not an internal one.
+    manifest and the volumes) is a clear error, not an internal one. What dead ingests into
+    it left beside it (scratch directories, a free append lock) is removed first
+    (``storage.scratch.clean_leftovers``); a live ingest's is not. A store not sealed on
+    this machine is verified in full at open unless ``verify_unsealed`` is False
+    (``storage.store``).
     """
     p = Path(path)
+    clean_leftovers(p)
     try:
         if (p / PARTITIONS).exists():
-            return PartitionedTable(p)
-        return PartitionedTable.of_store(PageStore(p))
+            return PartitionedTable(p, verify_unsealed)
+        return PartitionedTable.of_store(PageStore(p, verify_unsealed))
     except FileNotFoundError as e:
         raise StoreError(f"table {p} changed or was removed while it was being opened "
                          f"({Path(e.filename or '').name or e.strerror}); open it again") from None

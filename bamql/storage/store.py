@@ -1,4 +1,16 @@
-"""Reading a page store: pages by id into a caller's buffer, columns (its checks: ``storage.verify``)."""
+"""Reading a page store: pages by id into a caller's buffer, columns (its checks: ``storage.verify``).
+
+A store sealed with this machine's key (``storage.seal``) opens after the checks every store
+gets (the manifest consistent in itself, ``pages.npz`` of the manifest's shape). Any other
+(sealed elsewhere, by an older bamql, or edited and sealed again without the key) must also
+pass the cheap checks of its metadata against ``pages.npz`` (``metadata_problems``: each
+column's description, range and scaled zone maps) and then its full ``verify``; it is refused
+in one line at the first problem, else opened with a one-line note and trusted here from then
+on. ``bamql verify`` opens with ``verify_unsealed=False`` and lists the problems itself.
+Where this machine has no key (its cache directory is not usable, which the kernel cache
+notes), no store can be trusted or remembered: every store gets the cheap checks at every
+open, and only ``bamql verify`` reads its pages.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +18,7 @@ import hashlib
 import io
 import os
 import threading
+import time
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
@@ -14,8 +27,10 @@ import numpy as np
 import pyarrow as pa
 
 from bamql.errors import StoreError
+from bamql.storage import seal
 from bamql.storage.encoding import null_mask
 from bamql.storage.format import (
+    DESC_PREFIX,
     MANIFEST,
     PAGES_META,
     ColumnMeta,
@@ -54,11 +69,15 @@ class PageStore(Verification):
     """An open table: its manifest, page metadata and volume files.
 
     Reads are positional (``os.preadv``), so one store serves many threads at once.
+
+    A store not sealed with this machine's key is checked at open (the module's docstring);
+    ``verify_unsealed=False`` leaves out its full verify (for a caller that runs ``verify``
+    itself: ``bamql verify``).
     """
 
-    def __init__(self, path: str | os.PathLike) -> None:
+    def __init__(self, path: str | os.PathLike, verify_unsealed: bool = True) -> None:
         self.path = Path(path)
-        self.manifest = Manifest.load(self.path)
+        self.manifest, self.seal = Manifest.load_sealed(self.path)
         m = self.manifest
         self.columns: dict[str, ColumnMeta] = {c.name: c for c in m.columns}
         self._fds: list[int] = []
@@ -74,6 +93,10 @@ class PageStore(Verification):
                                       z["izmin"] if exact else None, z["izmax"] if exact else None,
                                       z["ref"] if "ref" in z.files else None)
                 self.sample = {c: z[f"sample:{c}"] for c in self.columns}
+                #: each column's description digest (``format.column_digest``), by name; none
+                #: in stores of format 4
+                self.descriptions: dict[str, np.ndarray] = {
+                    k[len(DESC_PREFIX):]: z[k] for k in z.files if k.startswith(DESC_PREFIX)}
                 #: page value sets of small-domain columns (storage.valuesets); none in older
                 #: stores
                 self.value_sets: dict[str, ValueSets] = {
@@ -90,12 +113,49 @@ class PageStore(Verification):
         if problem:
             raise StoreError(f"store {self.path}: {PAGES_META} does not match {MANIFEST}: "
                              f"{problem}; the store is corrupt")
+        if not self.seal.trusted:  # what can be checked without reading a page
+            problems = self.metadata_problems()
+            if problems:
+                raise StoreError(f"store {self.path} {self.seal.why()}, and its metadata is "
+                                 f"inconsistent: {problems[0]}; re-ingest it")
         self._lock = threading.Lock()
         try:
             self._open_files(zst)
+            # without a key (its cache directory unusable) nothing can be trusted or
+            # remembered here: the cheap checks above are all, at every open
+            if not self.seal.trusted and verify_unsealed and self.seal.tag is not None:
+                self._verify_unsealed()
         except BaseException:
             self.close()
             raise
+
+    def _verify_unsealed(self) -> None:
+        """Verify in full a store this machine has not sealed: refused in one line at its
+        first problem, else opened with a one-line note and trusted here from now on."""
+        t0 = time.perf_counter()
+        problems = self.verify()
+        if problems:
+            more = f" (and {len(problems) - 1:,} more)" if len(problems) > 1 else ""
+            raise StoreError(f"store {self.path} {self.seal.why()}, and fails its verify: "
+                             f"{problems[0]}{more}; `bamql verify {self.path}` lists the "
+                             "problems; re-ingest it")
+        took = time.perf_counter() - t0
+        if self.remember_verified():
+            then = "trusted here from now on"
+        else:
+            then = "verified again at every open (its record cannot be written here)"
+        seal.note(f"store {self.path} {self.seal.why()}: verified in full ({self.rows:,} rows "
+                  f"in {took:.1f} s) and {then}")
+
+    def remember_verified(self) -> bool:
+        """Record that this store's manifest passed its full verify here (``storage.seal``),
+        so that later opens trust it; False where it cannot be recorded."""
+        if self.seal.trusted:
+            return True
+        ok = seal.remember(self.seal.tag)
+        if ok:
+            self.seal = replace(self.seal, trusted=True)
+        return ok
 
     def _meta_inconsistency(self, zst: tuple[np.ndarray, np.ndarray] | None) -> str | None:
         """What makes the page metadata disagree with the manifest's shape, or None."""

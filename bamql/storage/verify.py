@@ -1,7 +1,9 @@
 """``bamql verify``: a store's pages and metadata checked against each other, page by page.
 
 ``Verification`` is mixed into ``PageStore``: the checks read through its reader and
-compare with its metadata, and sit apart from it because a query never runs them.
+compare with its metadata, and sit apart from it because a query of a store sealed on this
+machine never runs them. A store sealed elsewhere (``storage.seal``) gets
+``metadata_problems`` (no page read) and then ``verify`` at open.
 """
 
 from __future__ import annotations
@@ -12,10 +14,32 @@ import numpy as np
 
 from bamql.errors import StoreError
 from bamql.storage.encoding import null_mask
-from bamql.storage.format import ColumnMeta, volume_name
+from bamql.storage.format import KEYED_VERSION, PAGES_META, ColumnMeta, column_digest, volume_name
 from bamql.storage.packing import pack_pages
 from bamql.storage.pagemath import column_range, int_zone_maps, page_checksums, zone_maps
 from bamql.storage.valuesets import mark, new_bits
+from bamql.storage.writer import SAMPLE_ROWS
+
+
+def _sample_mismatch(c: ColumnMeta, vals: np.ndarray, r0: int, rows: int, sample: np.ndarray,
+                     stride: int) -> int | None:
+    """The first row of ``vals`` (column ``c``'s stored values from row ``r0``) whose value is
+    not the one the column's ``sample`` (every ``stride``-th row's) holds, or None."""
+    r1 = min(r0 + len(vals), rows)
+    j0, j1 = -(-r0 // stride), -(-r1 // stride)
+    if j1 <= j0:
+        return None
+    got, want = vals[np.arange(j0, j1) * stride - r0], sample[j0:j1]
+    if c.scale:  # the sample is in the column's units, its NULLs NaN
+        got = c.decode(got)
+    if got.dtype != want.dtype:
+        return j0 * stride
+    if got.dtype.kind == "f":  # bit for bit: a float's NULL is a NaN of its own
+        same = got.view(f"u{got.itemsize}") == want.view(f"u{want.itemsize}")
+    else:
+        same = got == want
+    bad = np.nonzero(~same)[0]
+    return int(j0 + bad[0]) * stride if len(bad) else None
 
 
 class Verification:
@@ -39,7 +63,7 @@ class Verification:
             One line per problem; empty if the store is sound.
         """
         m = self.manifest
-        problems = []
+        problems = self.metadata_problems()
         files = [(volume_name(v), fd, m.volume_bytes(v)) for v, fd in enumerate(self._fds)]
         files += [(g.file, fd, g.n_pages * g.block_bytes)
                   for g, fd in zip(m.groups, self._group_fds, strict=True)]
@@ -63,6 +87,45 @@ class Verification:
                         problems.append(f"column {c.name!r} (compressed copy): {e}")
                         break
         return problems
+
+    def metadata_problems(self) -> list[str]:
+        """The checks of ``verify`` that read no page: each column's description against the
+        digest ``pages.npz`` holds of it (format 5: a name, type, extent, scale or dictionary
+        edited in the manifest alone), its range against its pages' zone maps, and
+        a scaled column's zone maps against its scale (decimals of that many digits, within
+        its storage type). One line per problem; empty if none."""
+        m, pg = self.manifest, self.pages
+        out = []
+        descs = self.descriptions
+        if descs or m.format_version >= KEYED_VERSION:
+            for c in m.columns:
+                d = descs.get(c.name)
+                if d is None:
+                    out.append(f"column {c.name!r}: {PAGES_META} holds no description of it")
+                elif not np.array_equal(d, column_digest(c)):
+                    out.append(f"column {c.name!r}: its description differs from the one its "
+                               f"pages were written with (in {PAGES_META})")
+            extra = sorted(set(descs) - set(self.columns))
+            if extra:
+                out.append(f"{PAGES_META} describes columns the manifest lacks: {extra}")
+        for c in m.columns:
+            ids = slice(c.first_page, c.first_page + c.n_pages)
+            exact = c.np_dtype.kind == "i" and not c.scale and pg.izmin is not None
+            izm = (pg.izmin[ids], pg.izmax[ids]) if exact else ()
+            have = column_range(pg.zmin[ids], pg.zmax[ids], *izm)
+            if (c.min, c.max) != have:
+                out.append(f"column {c.name!r}: its range [{c.min}, {c.max}] is not its pages' "
+                           f"{list(have)}")
+            if c.scale:
+                z = np.concatenate([pg.zmin[ids], pg.zmax[ids]])
+                z = z[np.isfinite(z)]
+                stored = np.round(z * c.divisor)
+                info = np.iinfo(c.np_dtype)
+                if ((stored / c.divisor != z).any() or (stored <= info.min).any()
+                        or (stored > info.max).any()):
+                    out.append(f"column {c.name!r}: its zone maps are not decimals of {c.scale} "
+                               f"digits stored as {c.dtype} (its scale is wrong)")
+        return out
 
     def _verify_packing(self, c: ColumnMeta, ids: np.ndarray, buf: np.ndarray, bad: np.ndarray,
                         vals: np.ndarray, out: list[str]) -> None:
@@ -89,6 +152,13 @@ class Verification:
         hist: dict[str, int] = {}
         copy = self.shadow.get(c.name)
         out, nulls, damaged = [], 0, False
+        # the sample pages.npz holds: the values of rows 0, stride, 2 * stride... (PageWriter)
+        sample, stride = self.sample.get(c.name), max(1, m.rows // SAMPLE_ROWS)
+        sample_off = None
+        if sample is None or sample.shape != (-(-m.rows // stride),):
+            out.append(f"column {c.name!r}: its sample in {PAGES_META} does not have one value "
+                       f"every {stride:,} rows")
+            sample = None
 
         def read(first: int, ids: np.ndarray, where: str) -> tuple[np.ndarray, np.ndarray]:
             """Pages ``ids`` and which of them fail their checksum (each reported)."""
@@ -133,6 +203,8 @@ class Verification:
                 compare("the exact zone map's maximum", sel, ihi[good], pg.izmax[sel])
             if bits is not None:
                 mark(bits, vals, rpp, p0, vs.lo, c.sentinel)
+            if sample is not None and sample_off is None and not bad.any():
+                sample_off = _sample_mismatch(c, vals, p0 * rpp, m.rows, sample, stride)
             if c.histogram is not None:
                 u, n = np.unique(vals[~null_mask(vals)], return_counts=True)
                 for v, k in zip(u.tolist(), n.tolist(), strict=True):
@@ -149,11 +221,9 @@ class Verification:
             return out
         if nulls != c.nulls:
             out.append(f"column {c.name!r}: {c.nulls:,} NULLs recorded, its values hold {nulls:,}")
-        ids = slice(c.first_page, c.first_page + c.n_pages)
-        izm = (pg.izmin[ids], pg.izmax[ids]) if exact else ()
-        if (c.min, c.max) != column_range(pg.zmin[ids], pg.zmax[ids], *izm):
-            out.append(f"column {c.name!r}: its range [{c.min}, {c.max}] is not its pages' "
-                       f"{list(column_range(pg.zmin[ids], pg.zmax[ids], *izm))}")
+        if sample_off is not None:
+            out.append(f"column {c.name!r}: its sample in {PAGES_META} is not its values (row "
+                       f"{sample_off:,} differs; a column renamed or moved?)")
         if bits is not None and not np.array_equal(bits, vs.bits):
             out.append(f"column {c.name!r}: its page value sets do not match its values")
         if c.histogram is not None and hist != c.histogram:

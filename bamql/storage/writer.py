@@ -18,6 +18,10 @@ from bamql.storage.format import HISTOGRAM_MAX_DOMAIN, volume_name
 from bamql.storage.packing import pack_pages, rows_per_page
 from bamql.storage.pagemath import int_zone_maps, page_checksums, zone_maps
 
+#: a column's sample in ``pages.npz`` holds about this many rows: every ``rows // SAMPLE_ROWS``th
+#: (at least every row), from row 0
+SAMPLE_ROWS = 16384
+
 #: whether a store's files are flushed to disk as they are finished (see :func:`unsynced`)
 _SYNC: ContextVar[bool] = ContextVar("bamql_store_sync", default=True)
 
@@ -63,7 +67,7 @@ class PageWriter:
     """
 
     def __init__(self, root: Path, plans: list[ColumnPlan], rows: int, page_size: int,
-                 n_volumes: int, sample_rows: int = 16384) -> None:
+                 n_volumes: int, sample_rows: int = SAMPLE_ROWS) -> None:
         self.root, self.plans, self.rows = root, plans, rows
         self.page_size, self.n_volumes = page_size, n_volumes
         self.rows_per_page = [rows_per_page(page_size, p.bits) if p.bits

@@ -54,6 +54,12 @@ def test_own_scratch_is_locked_until_released(tmp_path):
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     os.close(fd)
     s.release()
+    # free, but its PID (this process) lives: it could be between making its lock file and
+    # taking the lock, so the directory stays while the lock file is young
+    clean_stale(out)
+    assert s.path.exists()
+    old = time.time() - 60
+    os.utime(s.path / LOCK, (old, old))
     clean_stale(out)
     assert not s.path.exists()
 
@@ -173,3 +179,169 @@ def test_a_table_removed_while_opening_is_a_clear_error(taxi_store, monkeypatch)
     monkeypatch.setattr(store_mod.os, "open", vanished)
     with pytest.raises(StoreError, match="changed or was removed while it was being opened"):
         open_table(taxi_store / "trips")
+
+
+# -- issue 41: no leftovers after kill -9 ---------------------------------------------------
+
+PARTITIONED = textwrap.dedent("""
+    import sys, time
+    if __name__ == "__mp_main__":  # a spawned worker: its start takes long (heavy imports)
+        time.sleep(float(sys.argv[2]))
+    from pathlib import Path
+
+    if __name__ == "__main__":
+        import pyarrow.parquet as pq
+        from bamql.datasets.generator import GenParams, generate_chunk
+        from bamql.storage.ingest import ingest
+
+        d = Path(sys.argv[1])
+        pq.write_table(generate_chunk(GenParams(rows=20_000, seed=1), 0), d / "t.parquet")
+        print("start", flush=True)
+        ingest([d / "t.parquet"], d / "out" / "trips", partitions=4)
+""")
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (Linux /proc)."""
+    out = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                stat = (p / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(p.name))
+    return out
+
+
+def _gone(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return True
+    return state in ("Z", "X")
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+@pytest.mark.skipif(os.cpu_count() == 1, reason="one core: the partitions are written in-process")
+def test_partition_workers_die_at_once_with_a_killed_ingest_even_while_starting(tmp_path):
+    """Issue 41: after kill -9 of a partitioned ingest, its workers ran on until they had
+    started (imported the main module and bamql: ~1.5 s) and could see their parent gone.
+    Here a worker takes 20 s to start; it must be gone within moments of the kill."""
+    script = tmp_path / "ingest4.py"  # spawned workers re-import the main module from a file
+    script.write_text(PARTITIONED)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # this tree's bamql, in the workers too
+    p = subprocess.Popen([sys.executable, str(script), str(tmp_path), "20"], cwd=ROOT, env=env,
+                         stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "start"
+        deadline = time.time() + 60
+        workers: list[int] = []
+        while time.time() < deadline:
+            workers = [c for c in _children(p.pid)
+                       if b"multiprocessing" in Path(f"/proc/{c}/cmdline").read_bytes()]
+            if len(workers) >= 2:
+                break
+            time.sleep(0.02)
+        assert len(workers) >= 2, "the workers never started"
+        time.sleep(0.3)  # the watchdog has been told of them
+        kids = _children(p.pid)
+    finally:
+        p.kill()
+        p.wait()
+    t0 = time.time()
+    left = set(kids)
+    while left and time.time() - t0 < 5:
+        left = {k for k in left if not _gone(k)}
+        time.sleep(0.02)
+    for k in left:
+        os.kill(k, signal.SIGKILL)
+    assert not left, f"{len(left)} process(es) outlived the killed ingest by 5 s"
+    assert time.time() - t0 < 2
+
+
+SLOW_APPEND = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    import importlib
+    import pyarrow.parquet as pq
+    from bamql.datasets.generator import GenParams, generate_chunk
+    ing = importlib.import_module("bamql.storage.ingest")
+
+    d = Path(sys.argv[1])
+    pq.write_table(generate_chunk(GenParams(rows=20_000, seed=2), 0), d / "more.parquet")
+    real = ing.to_storage
+
+    def slow(a, pl):  # an append that takes long enough to be killed mid-way
+        import time
+        time.sleep(0.05)
+        return real(a, pl)
+
+    ing.to_storage = slow
+    print("start", flush=True)
+    ing.append([d / "more.parquet"], d / "out" / "trips")
+""")
+
+
+def test_what_a_killed_append_leaves_goes_at_the_next_open_not_while_it_runs(tmp_path):
+    """Issue 41: a killed ingest's scratch directory and the append lock stayed until the
+    next ingest into the table; now the next open of the table removes them, and an open
+    while the append runs leaves them be."""
+    import pyarrow.parquet as pq
+
+    from bamql.datasets.generator import GenParams, generate_chunk
+    from bamql.storage.ingest import ingest
+    from bamql.storage.partitioned import open_table
+
+    pq.write_table(generate_chunk(GenParams(rows=3000, seed=1), 0), tmp_path / "t.parquet")
+    out = tmp_path / "out" / "trips"
+    ingest([tmp_path / "t.parquet"], out)
+    lock = out.parent / ".trips.append.lock"
+    p = subprocess.Popen([sys.executable, "-c", SLOW_APPEND, str(tmp_path)], cwd=ROOT,
+                         stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "start"
+        deadline = time.time() + 60
+        while not list(out.parent.glob(".trips.ingest-*")) and time.time() < deadline:
+            time.sleep(0.05)
+        scratch = list(out.parent.glob(".trips.ingest-*"))
+        assert scratch and lock.exists(), "the append never started writing"
+        time.sleep(0.2)
+        with open_table(out) as t:  # a live append's files stay
+            assert t.rows == 3000
+        assert scratch[0].exists() and lock.exists()
+    finally:
+        p.kill()
+        p.wait()
+    assert scratch[0].exists() and lock.exists()  # left behind, as before
+    with open_table(out) as t:
+        assert t.rows == 3000
+    assert not scratch[0].exists() and not lock.exists()
+    assert sorted(x.name for x in out.parent.iterdir()) == ["trips"]
+
+
+def test_an_append_leaves_no_lock_file_and_waiters_take_turns(tmp_path):
+    import threading
+
+    from bamql.storage.scratch import append_lock, append_lock_path, clean_leftovers
+
+    out = tmp_path / "trips"
+    inside, order = threading.Event(), []
+
+    def second():
+        inside.wait()
+        with append_lock(out):
+            order.append("second")
+
+    th = threading.Thread(target=second)
+    th.start()
+    with append_lock(out):
+        inside.set()
+        time.sleep(0.2)
+        clean_leftovers(out)  # held: not removed
+        assert append_lock_path(out).exists()
+        order.append("first")
+    th.join(10)
+    assert order == ["first", "second"]
+    assert not append_lock_path(out).exists()

@@ -275,3 +275,191 @@ def test_cli_verify_reports_each_problem_and_fails(copy):
     h = subprocess.run([sys.executable, "-m", "bamql.cli", "verify", "--help"], capture_output=True,
                        text=True, env=env, timeout=300)
     assert "zone maps" in h.stdout and "seals" in h.stdout
+
+
+# -- the keyed seal (issue 41): an edit sealed again without this machine's key ---------------
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory, taxi_table) -> Path:
+    """3,000 trips in a plain store (no row group, no compressed copy): its data directory."""
+    d = tmp_path_factory.mktemp("plain")
+    pq.write_table(taxi_table.slice(0, 3000), d / "t.parquet")
+    ingest([d / "t.parquet"], d / "data" / "trips", page_size=512)
+    return d / "data"
+
+
+@pytest.fixture
+def plain_copy(plain, tmp_path) -> Path:
+    shutil.copytree(plain, tmp_path / "data")
+    return tmp_path / "data"
+
+
+KEYED = ["SELECT SUM(tip_amount), MAX(tip_amount) FROM trips",
+         "SELECT store_and_fwd_flag, COUNT(*) FROM trips GROUP BY 1 ORDER BY 1",
+         "SELECT SUM(fare_amount), SUM(tip_amount) FROM trips WHERE tip_amount > 5"]
+
+
+@pytest.fixture(scope="module")
+def plain_answers(plain) -> list:
+    with bamql.connect(plain, device="cpu") as con:
+        return [con.sql(q).rows() for q in KEYED]
+
+
+def _tip_scale_down(m):  # 2 decimals read as 1: every tip 10x too large
+    c = _column(m, "tip_amount")
+    assert c["scale"] == 2
+    c.update(scale=1, min=c["min"] * 10, max=c["max"] * 10)
+
+
+def _renamed_code(m):  # Y read as Z: sorted, unique, and no page says otherwise
+    c = _column(m, "store_and_fwd_flag")
+    assert c["dictionary"] == ["N", "Y"]
+    c["dictionary"] = ["N", "Z"]
+
+
+def _as_format_4(store: Path) -> None:
+    """The store as bamql wrote it at format 4: no column digests in pages.npz, no keyed
+    seal, and the version (its unkeyed seal made again, as format 4 had it)."""
+    import bamql.storage.seal as seal_mod
+
+    edit_pages_meta(store, lambda a: [a.pop(k) for k in list(a) if k.startswith("desc:")],
+                    keyed=False)
+    edit_manifest(store, lambda m: (m.update(format_version=4), m.pop(seal_mod.FIELD)),
+                  keyed=False)
+
+
+def _answers(data: Path) -> list:
+    with bamql.connect(data, device="cpu") as con:
+        return [con.sql(q).rows() for q in KEYED]
+
+
+@pytest.mark.parametrize("fmt", [5, 4])
+@pytest.mark.parametrize("change", [_tip_scale_down, _renamed_code, _swapped_names])
+def test_an_edit_sealed_again_without_the_key_answers_no_query(plain_copy, change, fmt):
+    """Issue 41: a manifest edited and sealed again (its sha256 made anew) answered wrong:
+    tips 10x too large, Y read as Z, two columns' values swapped. Now the keyed seal fails,
+    and the store is refused in one line at open by the consistency checks or its verify."""
+    t = plain_copy / "trips"
+    if fmt == 4:
+        if change is _renamed_code:
+            pytest.skip("a format-4 store holds its dictionaries in its manifest only: an "
+                        "edit sealed again cannot be told from the store as written")
+        _as_format_4(t)
+    edit_manifest(t, change, keyed=False)
+    with pytest.raises(StoreError) as e:
+        _answers(plain_copy)
+    msg = str(e.value)
+    assert "\n" not in msg and "re-ingest it" in msg, msg
+    assert ("older bamql" in msg) if fmt == 4 else ("not sealed with this machine's key" in msg)
+
+
+def test_verify_finds_columns_renamed_by_their_samples(plain_copy):
+    """A format-4 store has no column digests: two columns' names swapped are found by the
+    samples pages.npz holds of each (by name), which are no longer the columns' values."""
+    t = plain_copy / "trips"
+    _as_format_4(t)
+    edit_manifest(t, _swapped_names, keyed=True)
+    with PageStore(t, verify_unsealed=False) as s:
+        problems = s.verify()
+    assert "column 'fare_amount': its sample in pages.npz is not its values" in "\n".join(
+        problems), problems
+
+
+def test_a_store_sealed_here_opens_without_a_verify(plain, monkeypatch):
+    from bamql.storage.verify import Verification
+
+    def refuse(self):
+        raise AssertionError("a store sealed here was verified at open")
+
+    monkeypatch.setattr(Verification, "verify", refuse)
+    with PageStore(plain / "trips") as s:
+        assert s.seal.trusted and s.seal.keyed and s.seal.version == 5
+
+
+def _made_elsewhere(data: Path, tmp_path, taxi_table) -> Path:
+    """A store ingested under another machine's key."""
+    import bamql.storage.seal as seal_mod
+
+    pq.write_table(taxi_table.slice(0, 3000), tmp_path / "t.parquet")
+    real = seal_mod.store_key
+    seal_mod.store_key = lambda: b"another machine's key".ljust(32, b"\0")
+    try:
+        ingest([tmp_path / "t.parquet"], data / "trips", page_size=512)
+    finally:
+        seal_mod.store_key = real
+    return data / "trips"
+
+
+@pytest.mark.parametrize("fmt", [5, 4])
+def test_a_sound_store_sealed_elsewhere_opens_once_verified_with_one_note(
+        tmp_path, taxi_table, plain_answers, fmt):
+    from bamql.errors import StoreWarning
+
+    t = _made_elsewhere(tmp_path / "data", tmp_path, taxi_table)
+    if fmt == 4:
+        _as_format_4(t)
+    with pytest.warns(StoreWarning) as notes:
+        got = _answers(tmp_path / "data")
+    assert got == plain_answers
+    assert len(notes) == 1 and "\n" not in str(notes[0].message)
+    assert "verified in full" in str(notes[0].message)
+    assert "trusted here from now on" in str(notes[0].message)
+    import warnings
+
+    with warnings.catch_warnings():  # trusted here now: no verify, no note
+        warnings.simplefilter("error")
+        assert _answers(tmp_path / "data") == plain_answers
+        with PageStore(t) as s:
+            assert s.seal.trusted
+
+
+def test_a_store_sealed_elsewhere_that_fails_verify_is_refused(tmp_path, taxi_table):
+    t = _made_elsewhere(tmp_path / "data", tmp_path, taxi_table)
+    # pages.npz and the manifest made anew around a zone map that is not its page's: only a
+    # read of the pages can tell, which a query of a store sealed elsewhere now waits for
+    edit_pages_meta(t, lambda a: a["zmax"].__setitem__(3, a["zmax"][3] + 1), keyed=False)
+    with pytest.raises(StoreError, match="fails its verify: column .* page 3: the zone map's "
+                       "maximum .*; `bamql verify .*` lists the problems; re-ingest it") as e:
+        open_table(t)
+    assert "\n" not in str(e.value)
+    with open_table(t, verify_unsealed=False) as s:  # as bamql verify opens it
+        assert len(s.verify()) == 1
+
+
+def test_cli_notes_a_store_sealed_elsewhere_in_one_line(tmp_path, taxi_table):
+    t = _made_elsewhere(tmp_path / "data", tmp_path, taxi_table)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    r = subprocess.run([sys.executable, "-m", "bamql.cli", "info", str(t)], capture_output=True,
+                       text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    notes = [x for x in r.stderr.splitlines() if x]
+    assert len(notes) == 1 and notes[0].startswith("bamql: note: store ") and \
+        "verified in full" in notes[0], r.stderr
+    edit_manifest(t, _tip_scale_down, keyed=False)
+    for cmd in ("info", "verify"):
+        r = subprocess.run([sys.executable, "-m", "bamql.cli", cmd, str(t)], capture_output=True,
+                           text=True, env=env, timeout=300)
+        assert r.returncode == 1 and r.stderr.startswith("bamql: error: store ")
+        assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_without_a_key_every_store_gets_the_cheap_checks_only(plain_copy, monkeypatch):
+    """Where the cache directory is unusable there is no key: nothing is trusted or recorded,
+    an edit the checks catch is still refused, and a sound store opens without reading its
+    pages (which every open would otherwise pay)."""
+    import bamql.storage.seal as seal_mod
+    from bamql.storage.verify import Verification
+
+    monkeypatch.setattr(seal_mod, "store_key", lambda: None)
+
+    def refuse(self):
+        raise AssertionError("verified in full at open")
+
+    monkeypatch.setattr(Verification, "verify", refuse)
+    t = plain_copy / "trips"
+    with PageStore(t) as s:
+        assert not s.seal.trusted and s.seal.tag is None
+    edit_manifest(t, _renamed_code, keyed=False)
+    with pytest.raises(StoreError, match="this machine has no key .* its description differs"):
+        PageStore(t)
