@@ -24,7 +24,7 @@ __all__ = ["BamqlError", "DeviceError", "IngestError", "PlanError", "Session", "
            "col", "connect", "count"]
 
 #: the public names loaded on first use, by the module that defines them
-_LAZY = {"Session": "bamql.engine.session", "connect": "bamql.engine.session",
+_LAZY = {"Session": "bamql.engine.session", "connect": "bamql.engine.connection",
          "col": "bamql.engine.frame", "count": "bamql.engine.frame"}
 
 

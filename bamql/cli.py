@@ -462,6 +462,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     _one_line_notes()
     parser = build_parser()
     a = parser.parse_args(argv)
+    if argv is None and a.cmd in ("sql", "shell"):  # the command itself: no pandas object
+        from bamql.storage.arrownp import without_pandas  # here, none for pyarrow to look for
+
+        without_pandas()
     debug = a.debug
     try:
         debug = debug or Config.from_env().debug  # BAMQL_DEBUG

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from bamql.datasets.generator import GenParams
 from bamql.datasets.orc import generate_orc
-from bamql.engine.session import connect
+from bamql.engine.connection import connect
 from bamql.planner.show import format_bytes
 from bamql.progress import ingest_progress, progress_bar
 from bamql.queries import TAXI_QUERIES, load

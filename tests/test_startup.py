@@ -46,9 +46,10 @@ def test_the_cli_parser_loads_no_heavy_package():
 
 def test_lazy_names_are_the_engines_own():
     from bamql import Session, col, connect, count
-    from bamql.engine import frame, session
+    from bamql.engine import connection, frame, session
 
-    assert (Session, connect) == (session.Session, session.connect)
+    assert (Session, connect) == (session.Session, connection.connect)
+    assert bamql.engine.connect is connect
     assert (col, count) == (frame.col, frame.count)
     assert (bamql.engine.Session, bamql.engine.col) == (Session, col)
     assert set(bamql.__all__) <= set(dir(bamql))
@@ -147,3 +148,64 @@ def test_compiled_helpers_compile_on_first_call():
     assert isinstance(_total, LazyJit)
     assert _total(np.arange(10)) == 45 and "(compiled)" in repr(_total)
     assert _total.py_func(np.arange(10)) == 45 and _total.signatures
+
+
+#: what a client of a bamql server must not load: the engine's compiler, parser and planner
+ENGINE = {"numba", "llvmlite", "sqlglot", "pandas"}
+
+
+def test_the_thin_client_imports_flight_and_the_result_types_only():
+    mods = loaded("import bamql\nbamql.connect\nimport bamql.engine.remote")
+    assert "pyarrow.flight" in mods
+    assert {m.split(".")[0] for m in mods} & ENGINE == set()
+    ours = {m for m in mods if m.startswith("bamql.")}
+    assert ours <= {"bamql.errors", "bamql.config", "bamql.engine", "bamql.engine.connection",
+                    "bamql.engine.remote", "bamql.engine.wire", "bamql.engine.resultset",
+                    "bamql.engine.stats"}, ours
+
+
+def test_sql_with_a_server_loads_no_engine(sample_store, tmp_path):
+    import os
+    import socket
+    import time
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"grpc://127.0.0.1:{port}"
+    env = dict(os.environ, BAMQL_CACHE_DIR=str(tmp_path))
+    server = subprocess.Popen([sys.executable, "-m", "bamql.cli", "serve", str(sample_store),
+                               "--port", str(port)], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    try:
+        query = "SELECT count(*) AS n, max(fare_amount) AS f FROM trips"
+        # as the command runs: main() with its own argv
+        code = ("import sys\nfrom bamql.cli import main\n"
+                f"sys.argv = ['bamql', 'sql', '--server', {url!r}, {query!r}, '--format', 'csv']\n"
+                "assert main() == 0\n")
+        for _ in range(300):  # until the server answers
+            r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                               env=env, timeout=120)
+            if r.returncode == 0 or server.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.splitlines()[:1] == ['"n","f"'] and r.stdout.splitlines()[1].startswith("20000,")
+        mods = loaded(code)
+        assert "pyarrow.flight" in mods
+        assert {m.split(".")[0] for m in mods} & ENGINE == set()
+        assert "bamql.engine.session" not in mods and "bamql.engine.result" not in mods
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+
+
+def test_bamql_sql_over_a_csv_loads_no_pandas():
+    # pyarrow would import pandas to look for pandas objects among the values it converts;
+    # the command holds none (arrownp.without_pandas)
+    csv = SAMPLES[0]
+    code = ("import sys\nfrom bamql.cli import main\n"
+            f"sys.argv = ['bamql', 'sql', \"SELECT avg(trip_distance) FROM '{csv}' "
+            "WHERE passenger_count > 2\"]\nassert main() == 0\n")
+    mods = loaded(code)
+    assert "pandas" not in mods and {"numba", "pyarrow.csv"} <= mods

@@ -78,7 +78,7 @@ class BamqlEngine(Engine):
         return gpu_unavailable_reason()
 
     def open(self, data, page_size):
-        from bamql.engine.session import connect
+        from bamql.engine.connection import connect
 
         super().open(data, page_size)
         self.close()

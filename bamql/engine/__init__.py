@@ -10,13 +10,14 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from bamql.engine.connection import connect
     from bamql.engine.frame import col, count
-    from bamql.engine.session import Session, connect
+    from bamql.engine.session import Session
 
 __all__ = ["Session", "col", "connect", "count"]
 
 #: the public names loaded on first use, by the module that defines them
-_LAZY = {"Session": "bamql.engine.session", "connect": "bamql.engine.session",
+_LAZY = {"Session": "bamql.engine.session", "connect": "bamql.engine.connection",
          "col": "bamql.engine.frame", "count": "bamql.engine.frame"}
 
 

@@ -14,9 +14,6 @@ from bamql.errors import UsageError
 
 
 def _connect(a: argparse.Namespace):
-    from bamql.engine.session import connect
-    from bamql.progress import ingest_progress
-
     if getattr(a, "server", None):  # the server holds the tables and the settings
         from bamql.engine.remote import RemoteSession
 
@@ -26,6 +23,9 @@ def _connect(a: argparse.Namespace):
                              "(bamql serve DIR --device ...): give no DIR, --device, --backend, "
                              "--cache or --cluster")
         return RemoteSession(a.server, token=a.token, tls_root_certs=a.tls_root_certs)
+    from bamql.engine.connection import connect
+    from bamql.progress import ingest_progress
+
     s = connect(a.data, device=a.device, backend=a.backend, cache=a.cache, cluster=a.cluster,
                 cache_files=a.cache_files)
     s.file_progress = ingest_progress  # files named in FROM: their first ingest's bars

@@ -29,7 +29,7 @@ def render(t: pa.Table, fmt: str) -> str:
         return json.dumps(rows, default=str, indent=None)
     if fmt in ("markdown", "line", "box"):
         return _text(t, fmt)
-    from bamql.engine.result import format_table
+    from bamql.engine.resultset import format_table
 
     return format_table(t)
 

@@ -7,6 +7,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.flight as fl
@@ -14,9 +15,11 @@ import pyarrow.flight as fl
 from bamql import errors
 from bamql.config import Config
 from bamql.engine import wire
-from bamql.engine.result import Result
+from bamql.engine.resultset import Result
 from bamql.errors import BamqlError, ServerError, UsageError
-from bamql.planner.params import Params
+
+if TYPE_CHECKING:  # a client imports no planner (sqlglot)
+    from bamql.planner.params import Params
 
 #: the URL schemes of a bamql server
 SCHEMES = ("grpc://", "grpc+tcp://", "grpc+tls://")

@@ -857,7 +857,7 @@ def loopback(host: str) -> bool:
 
 
 def cmd_serve(a: argparse.Namespace) -> int:
-    from bamql.engine.session import connect
+    from bamql.engine.connection import connect
 
     config = Config.from_env()
     token = a.token or config.server_token

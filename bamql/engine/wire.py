@@ -18,16 +18,19 @@ import datetime
 import decimal
 import json
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 
 from bamql import errors
 from bamql.config import AccessPath, Role
-from bamql.engine.result import Result
+from bamql.engine.resultset import Result
 from bamql.engine.stats import ColumnIO, QueryStats
 from bamql.errors import BamqlError, UsageError
-from bamql.planner.params import Params
+
+if TYPE_CHECKING:  # a client imports no planner (sqlglot)
+    from bamql.planner.params import Params
 
 #: schema metadata keys of an answer
 PLAN, EXPLAIN, STATS = b"bamql.plan", b"bamql.explain", b"bamql.stats"

@@ -46,3 +46,26 @@ def from_numpy(v: np.ndarray, ok: np.ndarray, type: pa.DataType) -> pa.Array:
     nulls = n - int(np.count_nonzero(ok))
     valid = pa.py_buffer(np.packbits(ok.astype(bool), bitorder="little")) if nulls else None
     return pa.Array.from_buffers(type, n, [valid, data], null_count=nulls)
+
+
+class _NoPandas:
+    """A finder that refuses ``import pandas`` (``without_pandas``)."""
+
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name == "pandas" or name.startswith("pandas."):
+            raise ModuleNotFoundError("this bamql command runs without pandas", name=name)
+        return None
+
+
+def without_pandas() -> None:
+    """Have this process run as where pandas is not installed, which bamql supports (pandas
+    is no dependency of it): pyarrow imports pandas, when it can, to check whether a value
+    it converts is a pandas object (``pa.array`` of a list, ``pa.scalar``, a CSV column to
+    NumPy, each a third of a second on the 2-core VM), never to convert anything else. For
+    a process that holds no pandas object and hands none out: the CLI's ``bamql sql`` and
+    ``bamql shell``. Nothing where pandas is imported already."""
+    import sys
+
+    if "pandas" not in sys.modules and _NoPandas not in sys.meta_path:
+        sys.meta_path.insert(0, _NoPandas)

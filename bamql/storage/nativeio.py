@@ -24,6 +24,8 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from bamql.lazyjit import fast_loads
+
 _libc = ctypes.CDLL(None, use_errno=True)
 # libc functions that compiled code calls by name: their addresses are given to numba's
 # linker in each process, so the code that calls them can be cached on disk (a ctypes
@@ -151,6 +153,9 @@ def _read(fds, n_volumes, total_pages, page_size, g_first, g_pages, g_block, pag
         if pread_into(fds[f], out[rows[k]], page_size, off) != page_size:
             return k
     return -1
+
+
+fast_loads(_read)  # its cached code loads without numba's registries (bamql.lazyjit)
 
 
 def read_into(layout: DiskLayout, pages: np.ndarray, out: np.ndarray, rows: np.ndarray) -> int:

@@ -236,6 +236,7 @@ class PageStore(Verification):
             for j, name in enumerate(g.members):
                 c = self.columns[name]
                 self.shadow[name] = replace(c, first_page=g.first_page + j * g.n_pages)
+        self._layout_fds = (tuple(self._fds), tuple(self._group_fds))  # ``layout``'s
         #: compressed bytes of each column's copy (what a stream of it reads), if there is one
         self.stream_bytes: dict[str, int] = {}
         if m.streams is not None:
@@ -262,7 +263,7 @@ class PageStore(Verification):
         compiled readers; made on first use, as ``nativeio`` brings numba in."""
         from bamql.storage.nativeio import DiskLayout
 
-        return DiskLayout.of(self.manifest, self._fds, self._group_fds)
+        return DiskLayout.of(self.manifest, *self._layout_fds)
 
     @property
     def rows(self) -> int:

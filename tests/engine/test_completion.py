@@ -90,7 +90,7 @@ def test_every_keyword_is_upper_case_and_unique():
 
 @pytest.fixture(scope="module")
 def session(taxi_store):
-    from bamql.engine.session import connect
+    from bamql.engine.connection import connect
 
     with connect(taxi_store, device="cpu") as s:
         yield s

@@ -14,7 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from bamql.config import Config
-from bamql.engine.session import Session, connect
+from bamql.engine.connection import connect
+from bamql.engine.session import Session
 from bamql.errors import BamqlError, IngestError, PlanError
 from bamql.storage import filecache
 from tests.conftest import SAMPLES

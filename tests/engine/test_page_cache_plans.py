@@ -8,7 +8,8 @@ import re
 import pytest
 
 import bamql.engine.partition as partition
-from bamql.engine.session import connect, zones_table
+from bamql.engine.connection import connect
+from bamql.engine.session import zones_table
 from bamql.queries import load
 from bamql.storage.residency import COPY
 from tests.conftest import SAMPLES

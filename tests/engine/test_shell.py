@@ -208,7 +208,7 @@ def test_ctrl_c_in_a_real_terminal_cancels_the_query(taxi_store, tmp_path):
 # -- dot-commands over a real session: .read, .output, .maxrows, .explain, .timer, .help ---
 @pytest.fixture(scope="module")
 def session(taxi_store):
-    from bamql.engine.session import connect
+    from bamql.engine.connection import connect
 
     with connect(taxi_store, device="cpu") as s:
         yield s
@@ -380,7 +380,7 @@ def test_piped_input_prints_results_alone_and_fails_with_its_errors(monkeypatch)
 
 
 def test_open_switches_the_data_and_modes_render_as_named(monkeypatch, tmp_path, taxi_store):
-    from bamql.engine.session import connect
+    from bamql.engine.connection import connect
 
     s = connect(None, device="cpu")
     out = _drive(monkeypatch, tmp_path, s, [".open /no/such/dir", f".open {taxi_store}",

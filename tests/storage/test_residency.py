@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from bamql.config import AccessPath, Medium
+from bamql.engine.connection import connect
 from bamql.engine.partition import page_cache
-from bamql.engine.session import connect
 from bamql.planner import cost
 from bamql.planner.physical import explain_text, plan_query, read_key
 from bamql.planner.translate import translate
