@@ -257,6 +257,19 @@ def _version() -> str:
         return "unknown (not installed)"
 
 
+class _Version(argparse.Action):
+    """``--version``: looked up when asked for (``importlib.metadata`` takes a twentieth of a
+    second, which every other command would pay when the parser is built)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS,
+                 help=None):
+        super().__init__(option_strings, dest, nargs=0, default=default, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"bamql {_version()}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``bamql`` command."""
     p = argparse.ArgumentParser(
@@ -266,8 +279,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_EPILOG,
     )
     p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
-    p.add_argument("--version", action="version", version=f"bamql {_version()}",
-                   help="print the version and exit")
+    p.add_argument("--version", action=_Version, help="print the version and exit")
     sub = p.add_subparsers(dest="cmd", metavar="COMMAND", required=True)
 
     g = sub.add_parser("gen", help="generate a synthetic taxi table as ORC (or Parquet)",

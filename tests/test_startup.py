@@ -209,3 +209,17 @@ def test_bamql_sql_over_a_csv_loads_no_pandas():
             "WHERE passenger_count > 2\"]\nassert main() == 0\n")
     mods = loaded(code)
     assert "pandas" not in mods and {"numba", "pyarrow.csv"} <= mods
+
+
+def test_the_version_is_looked_up_only_when_asked(monkeypatch, capsys):
+    import bamql.cli
+
+    def looked_up():
+        raise AssertionError("the version was looked up")
+
+    monkeypatch.setattr(bamql.cli, "_version", looked_up)
+    bamql.cli.build_parser().parse_args(["sql", "SELECT 1"])
+    monkeypatch.setattr(bamql.cli, "_version", lambda: "9.9")
+    with pytest.raises(SystemExit) as e:
+        bamql.cli.build_parser().parse_args(["--version"])
+    assert e.value.code == 0 and capsys.readouterr().out == "bamql 9.9\n"
