@@ -1,9 +1,12 @@
 """A dataframe-like path to the same queries as SQL: ``con.table("trips").filter(...).agg(...)``.
 
 A frame is a SELECT being built: each call adds a clause, and ``agg`` or ``select`` turns
-the frame into one sqlglot SELECT whose text runs through the session's SQL path. The SQL
-translator is the one source of the rules, so a frame accepts and refuses exactly what the
-same SQL does, in the same words (without the position in the generated text)."""
+the frame into one sqlglot SELECT, held by a lazy :class:`Relation` (DuckDB's relation,
+Polars' lazy frame): ``order_by``, ``filter``, ``select`` and ``limit`` on it nest it as a
+derived table, and ``collect()`` (or any of a result's methods: ``rows()``, ``df()``,
+``show()``, ...) runs its text through the session's SQL path, once. The SQL translator is
+the one source of the rules, so a frame accepts and refuses exactly what the same SQL does,
+in the same words (without the position in the generated text)."""
 
 from __future__ import annotations
 
@@ -367,8 +370,8 @@ class Frame:
         return self.limit(n)
 
     # -- running -------------------------------------------------------------------------
-    def select(self, *items, **named) -> Result:
-        """Run ``SELECT items ...`` over the frame's clauses.
+    def select(self, *items, **named) -> Relation:
+        """``SELECT items ...`` over the frame's clauses, run when collected.
 
         Parameters
         ----------
@@ -380,16 +383,16 @@ class Frame:
 
         Returns
         -------
-        Result
+        Relation
             Rows of each matching row's values (or of groups, with aggregates or
-            ``group_by``), as the same SQL returns.
+            ``group_by``), as the same SQL returns, once collected.
         """
-        return self._run(self.sql(*items, **named))
+        return Relation(self.session, self.sql(*items, **named))
 
-    def agg(self, **aggs: ColExpr) -> Result:
-        """Run the aggregates: the group keys, then one column per named aggregate; groups
-        in the order of their keys unless ``order_by`` says otherwise."""
-        return self._run(self._agg_sql(aggs))
+    def agg(self, **aggs: ColExpr) -> Relation:
+        """The aggregates, run when collected: the group keys, then one column per named
+        aggregate; groups in the order of their keys unless ``order_by`` says otherwise."""
+        return Relation(self.session, self._agg_sql(aggs))
 
     def sql(self, *items, **named) -> str:
         """The SQL text that ``select(*items, **named)`` runs."""
@@ -431,16 +434,117 @@ class Frame:
             s = s.offset(_const(self.offset), copy=False)
         return s.sql(dialect="duckdb", identify=True)
 
-    def _run(self, text: str) -> Result:
-        return self._checked(self.session.sql, text)
-
     @staticmethod
     def _checked(fn, text: str):
-        """``fn(text)``, its PlanError without the position in the generated text."""
-        try:
-            return fn(text)
-        except PlanError as e:
-            msg = _POSITION.sub("", str(e))
-            if msg == str(e):
-                raise
-            raise PlanError(msg) from None
+        return _checked(fn, text)
+
+
+def _checked(fn, text: str):
+    """``fn(text)``, its PlanError without the position in the generated text."""
+    try:
+        return fn(text)
+    except PlanError as e:
+        msg = _POSITION.sub("", str(e))
+        if msg == str(e):
+            raise
+        raise PlanError(msg) from None
+
+
+class Relation:
+    """A query planned but not run yet: ``order_by``, ``filter``, ``select``, ``limit`` and
+    ``head`` nest it as a derived table (new relations); ``collect()`` runs it once and keeps the
+    ``Result``, whose methods (``rows``, ``fetchall``, ``df``, ``arrow``, ``pl``, ``show``,
+    ``explain``, ``stats``...) a relation answers by collecting itself."""
+
+    def __init__(self, session, text: str) -> None:
+        self.session = session
+        self._text = text
+        self._result: Result | None = None
+        # bound and planned now, as DuckDB's relations are (a wrong name fails here); run later
+        _checked(session.explain, text)
+
+    def sql(self) -> str:
+        """The SQL text the relation runs."""
+        return self._text
+
+    def collect(self) -> Result:
+        """Run the relation (once; later calls return the same result)."""
+        if self._result is None:
+            self._result = _checked(self.session.sql, self._text)
+        return self._result
+
+    def _outer(self) -> exp.Select:
+        inner = exp.Subquery(this=exp.maybe_parse(self._text, dialect="duckdb"),
+                             alias=exp.TableAlias(this=exp.to_identifier("_r")))
+        return exp.Select(expressions=[exp.Star()]).from_(inner, copy=False)
+
+    def _nest(self, s: exp.Select) -> Relation:
+        return Relation(self.session, s.sql(dialect="duckdb", identify=True))
+
+    def filter(self, cond: ColExpr) -> Relation:
+        """Rows of the relation where ``cond`` holds (its output names as columns)."""
+        if not isinstance(cond, ColExpr):
+            raise UsageError(f"filter() takes a condition such as col('x') > 1, not {cond!r}")
+        return self._nest(self._outer().where(_node(cond), copy=False))
+
+    def select(self, *items, **named) -> Relation:
+        """Columns or expressions of the relation's output, as ``Frame.select`` names them."""
+        out = [exp.alias_(_node(_term(i)), _label(_term(i)), quoted=True) for i in items] + [
+            exp.alias_(_node(e), n, quoted=True) for n, e in named.items()]
+        s = self._outer()
+        if out:
+            s.set("expressions", out)
+        return self._nest(s)
+
+    def order_by(self, *keys, desc: bool | Sequence[bool] = False,
+                 nulls_first: bool | Sequence[bool] | None = None) -> Relation:
+        """The relation's rows in the order of ``keys`` (its output names or expressions of
+        them), as ``Frame.order_by`` takes them."""
+        if not keys:
+            raise UsageError("order_by() needs at least one key")
+        terms = tuple(k if isinstance(k, str) else _term(k) for k in keys)
+        ds = _flags(desc, len(terms), "desc")
+        ns = _flags(False if nulls_first is None else nulls_first, len(terms), "nulls_first")
+        s = self._outer()
+        s.set("order", exp.Order(expressions=[
+            exp.Ordered(this=_column(t) if isinstance(t, str) else _node(t), desc=bool(d),
+                        nulls_first=bool(nf)) for t, d, nf in zip(terms, ds, ns, strict=True)]))
+        return self._nest(s)
+
+    def limit(self, n: int, offset: int = 0) -> Relation:
+        """At most ``n`` of the relation's rows, after skipping ``offset``."""
+        s = self._outer().limit(_const(n), copy=False)
+        if offset:
+            s = s.offset(_const(offset), copy=False)
+        return self._nest(s)
+
+    def head(self, n: int = 5) -> Relation:
+        """The first ``n`` rows: ``limit(n)``."""
+        return self.limit(n)
+
+    # a relation answers as its result does (collecting itself first)
+    def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.collect(), name)
+
+    def __arrow_c_stream__(self, requested_schema=None):
+        return self.collect().__arrow_c_stream__(requested_schema)
+
+    def __arrow_c_schema__(self):
+        return self.collect().__arrow_c_schema__()
+
+    def __len__(self) -> int:
+        return len(self.collect())
+
+    def __bool__(self) -> bool:
+        return True
+
+    def __iter__(self):
+        return iter(self.collect())
+
+    def __repr__(self) -> str:
+        return repr(self.collect())
+
+    def _repr_html_(self, max_rows: int = 50) -> str:
+        return self.collect()._repr_html_(max_rows)

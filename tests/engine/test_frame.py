@@ -134,8 +134,8 @@ REFUSED = [
 def test_a_frame_refuses_what_its_sql_refuses_in_the_same_words(con, frame, sql):
     with pytest.raises(bamql.BamqlError) as by_sql:
         con.sql(sql)
-    with pytest.raises(bamql.BamqlError) as by_frame:
-        frame(con.table("trips"))
+    with pytest.raises(bamql.BamqlError) as by_frame:  # a name at once, a type when run
+        frame(con.table("trips")).collect()
     assert type(by_frame.value) is type(by_sql.value)
     # only SQL text has positions to point at
     assert str(by_frame.value) == str(by_sql.value).split(" at line ")[0]
@@ -174,3 +174,30 @@ def test_a_frame_is_immutable_and_each_call_gives_a_new_one(con):
     assert f.order_by("fare_amount").limit(2).sql("fare_amount") != f.sql("fare_amount")
     assert f.sql("fare_amount") == t.filter(col("fare_amount") > 100).sql("fare_amount")
     assert t.order_by("a").order_by("fare_amount").order == (("fare_amount", False, False),)
+
+
+def test_a_relation_stays_lazy_and_nests_as_a_derived_table(data):
+    """``agg``/``select`` return a relation: ``order_by``, ``filter``, ``select`` and ``head``
+    after them nest it (no run until collected, one run however often it is read)."""
+    con, table = data
+    runs = []
+    orig = con.sql
+    con.sql = lambda text, *a: runs.append(text) or orig(text, *a)
+    try:
+        t = con.table("trips")
+        r = (t.group_by("payment_type").agg(n=count(), tip=col("tip_amount").mean())
+             .filter(col("n") > 10).order_by("tip", desc=True).head(3)
+             .select("payment_type", share=col("n") * 1.0))
+        assert runs == []  # planned, not run
+        sql = ("SELECT payment_type, n * 1.0 AS share FROM (SELECT payment_type, COUNT(*) AS n, "
+               "AVG(tip_amount) AS tip FROM trips GROUP BY payment_type) WHERE n > 10 "
+               "ORDER BY tip DESC LIMIT 3")
+        assert_same_rows(r.rows(), duck(sql, table), ordered=True)
+        assert r.fetchall() == r.rows() and len(r) == len(r.rows()) and len(runs) == 1
+        assert r.collect() is r.collect()
+    finally:
+        con.sql = orig
+    with pytest.raises(bamql.PlanError, match="nope"):  # in the inner SELECT: at once
+        t.group_by("nope").agg(n=count())
+    with pytest.raises(bamql.PlanError, match="nope"):
+        t.agg(n=count()).order_by("nope").collect()
