@@ -223,3 +223,33 @@ def test_the_version_is_looked_up_only_when_asked(monkeypatch, capsys):
     with pytest.raises(SystemExit) as e:
         bamql.cli.build_parser().parse_args(["--version"])
     assert e.value.code == 0 and capsys.readouterr().out == "bamql 9.9\n"
+
+
+def test_cached_kernels_load_without_numbas_registries_and_compiling_still_works(sample_store,
+                                                                                 tmp_path):
+    import os
+
+    files = ", ".join(f"'{p}'" for p in SAMPLES)
+    first = "SELECT count(*), avg(trip_distance) FROM trips WHERE passenger_count > 2"
+    other = "SELECT max(fare_amount), sum(tip_amount) FROM trips WHERE trip_distance < 1.5"
+    code = ("import json, sys\nimport bamql\n"
+            f"con = bamql.connect({str(sample_store)!r}, device='cpu')\n"
+            "a = con.sql(sys.argv[1]).rows()\n"
+            "registries = 'numba.np.linalg' in sys.modules\n"  # imported by numba's refresh
+            "b = con.sql(sys.argv[2]).rows() if len(sys.argv) > 2 else None\n"
+            "print(json.dumps([a, b, registries]))\n")
+    env = dict(os.environ, BAMQL_CACHE_DIR=str(tmp_path))
+
+    def run(*queries):
+        r = subprocess.run([sys.executable, "-c", code, *queries], capture_output=True,
+                           text=True, env=env, timeout=600)
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout.splitlines()[-1])
+
+    run(first)  # compiles and keeps the kernels
+    a, b, registries = run(first, other)  # loads them, then compiles another query's
+    assert not registries  # the cached kernels loaded without numba's refresh
+    want = [duckdb.sql(f"{q.replace('FROM trips', f'FROM read_csv_auto([{files}])')}").fetchall()
+            for q in (first, other)]
+    flat = lambda rows: [x for r in rows for x in r]  # noqa: E731
+    assert flat(a) == pytest.approx(flat(want[0])) and flat(b) == pytest.approx(flat(want[1]))
