@@ -76,7 +76,14 @@ def _table_schema(s: Session, name: str) -> pa.Schema:
         raise PlanError(f"unknown table {name!r} (tables: {known})")
     types = {"int": pa.int64(), "float": pa.float64(), "timestamp": pa.timestamp("us"),
              "string": pa.string()}
-    return pa.schema([pa.field(c, types[m.kind]) for c, m in dims[0].metas.items()])
+    src = dims[0].table.schema
+
+    def typ(c: str, m) -> pa.DataType:  # a DECIMAL and a BOOLEAN come back as themselves
+        t = src.field(c).type if c in src.names else None
+        return t if t is not None and (pa.types.is_decimal(t) or pa.types.is_boolean(t)) \
+            else types[m.kind]
+
+    return pa.schema([pa.field(c, typ(c, m)) for c, m in dims[0].metas.items()])
 
 
 def _result(table: pa.Table, what: str) -> Result:

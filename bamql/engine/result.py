@@ -26,12 +26,57 @@ def _dictionary_of(e: ir.Expr, q: ir.Query, cols: dict[str, ColumnMeta]) -> tupl
     return cols[src.name].dictionary or ()
 
 
+def is_boolean(e: ir.Expr, q: ir.Query | None, cols) -> bool:
+    """Whether output ``e`` is a BOOLEAN column held as 0/1 (``ColumnMeta.sql_type``): the
+    column itself, a group key that is one, or its MIN or MAX."""
+    from bamql.storage.sqltypes import BOOLEAN
+
+    if isinstance(e, ir.KeyRef) and q is not None:
+        e = q.keys[e.index]
+    elif isinstance(e, ir.AggRef) and q is not None:
+        a = q.aggs[e.index]
+        e = a.arg if a.func in ("min", "max") else None
+    return (isinstance(e, ir.Col) and e.kind == "int" and cols is not None
+            and e.name in cols and cols[e.name].sql_type == BOOLEAN)
+
+
+def exact_value(e: ir.Expr) -> ir.Expr:
+    """What an output expression is computed as: a DECIMAL (``ir.Dec``) as its integers, which
+    ``arrow_column`` turns into the decimals exactly; anything else as itself."""
+    return e.left if isinstance(e, ir.Dec) else e
+
+
+def decimal_column(v: np.ndarray, ok: np.ndarray, e: ir.Dec) -> pa.Array:
+    """The integers ``v`` of DECIMAL ``e`` (int64, or Python ints of a 128-bit SUM) as
+    Arrow's ``decimal128`` of its precision (or more, where a value needs it) and scale."""
+    from bamql.storage.decimals import decimal_array
+
+    if v.dtype != object:
+        x = np.where(ok, v, 0).astype(np.int64)
+        top = int(np.abs(x).max()) if len(x) else 0
+        p = min(38, max(e.precision, e.scale + 1, len(str(top))))
+        return decimal_array(x, None if ok.all() else ~ok, p, e.scale)
+    vals = [int(x) if o else None for x, o in zip(v, ok, strict=True)]
+    top = max((abs(x) for x in vals if x is not None), default=0)
+    if top >= 10**38:
+        raise OutOfRangeError("Out of Range Error: a DECIMAL result does not fit DECIMAL(38) "
+                              f"(column {e.source!r})")
+    p = min(38, max(e.precision, e.scale + 1, len(str(top))))
+    return pa.array([None if x is None else Decimal(x).scaleb(-e.scale) for x in vals],
+                    type=pa.decimal128(p, e.scale))
+
+
 def arrow_column(v: np.ndarray, ok: np.ndarray, e: ir.Expr, q: ir.Query, cols) -> pa.Array:
     """An output column as Arrow: values ``v`` valid where ``ok``, typed by the expression
-    ``e`` (floats as DOUBLE, integers, timestamps, dictionary codes as strings)."""
+    ``e`` (floats as DOUBLE, integers, timestamps, dictionary codes as strings; a DECIMAL's
+    integers, ``exact_value``, as its decimals)."""
     mask = ~ok
+    if isinstance(e, ir.Dec):
+        return decimal_column(np.asarray(v), np.asarray(ok, bool), e)
     if e.kind == "float":
         return from_numpy(v.astype(np.float64), ok, pa.float64())
+    if e.kind == "int" and is_boolean(e, q, cols):  # a BOOLEAN held as 0/1
+        return from_numpy(np.where(ok, v, 0).astype(np.int64) != 0, ok, pa.bool_())
     if e.kind == "int" and v.dtype == object:  # exact integers: a SUM, arithmetic over one
         return _exact_ints(v, ok)
     if e.kind == "int":
@@ -66,7 +111,7 @@ def assemble(g: Grouped, q: ir.Query, cols: dict[str, ColumnMeta]) -> pa.Table:
     env = {("key", i): k for i, k in enumerate(g.keys)}
     env.update({("agg", j): a for j, a in enumerate(g.aggs)})
     n = g.n
-    outs = [evaluate(e, env, n) for e in q.exprs]
+    outs = [evaluate(exact_value(e), env, n) for e in q.exprs]
     keep = np.arange(n)
     if q.having is not None:
         hv, hok = evaluate(q.having, env, n)

@@ -21,7 +21,7 @@ from bamql.config import Backend, Device, Medium
 from bamql.engine.accumulate import Grouped
 from bamql.engine.cpu import Matches, warm_readers
 from bamql.engine.partition import Resident, page_cache, partition_stats
-from bamql.engine.result import arrow_column, unique_names
+from bamql.engine.result import arrow_column, exact_value, unique_names
 from bamql.engine.stats import QueryStats
 from bamql.planner import ir
 from bamql.planner.cost import MEDIA
@@ -198,7 +198,7 @@ def _partition_rows(store: PageStore, q: ir.RowQuery, medium: Medium, device: De
                 vals[c] = matches.fetch(c, rows, window)
         env = column_env(store, {c: vals[c] for c in q.columns})
         n = len(rows)
-        got = _Kept([evaluate(e, env, n) for e in q.exprs],
+        got = _Kept([evaluate(exact_value(e), env, n) for e in q.exprs],
                     [evaluate(e, env, n) for e, _, _ in q.order])
         got.outs = [widen(v, ok, n) for v, ok in got.outs]
         got.keys = [widen(v, ok, n) for v, ok in got.keys]
@@ -285,7 +285,7 @@ def _column(v: np.ndarray, ok: np.ndarray, e: ir.Expr, table: PartitionedTable) 
         d = table.columns[e.name].dictionary or ()
         return pa.array([d[int(x)] if o else None for x, o in zip(v, ok, strict=True)],
                         pa.string())
-    return arrow_column(v, ok, e, None, None)
+    return arrow_column(v, ok, e, None, table.columns)
 
 
 def explain_rows(q: ir.RowQuery, plan_text: str, on_gpu: bool) -> str:

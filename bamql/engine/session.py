@@ -264,12 +264,16 @@ class Session:
 
     def schema(self, table: str) -> pa.Schema:
         """The logical Arrow schema of a table."""
+        from bamql.storage.decimals import sql_arrow_type
+
         s = self.store(table)
         types = {"int": pa.int64(), "float": pa.float64(), "timestamp": pa.timestamp("us"),
                  "string": pa.string()}
         fields = []
         for c in s.columns.values():
             t = pa.float32() if c.dtype == "float32" else types[c.kind]
+            if c.sql_type is not None:  # a DECIMAL or BOOLEAN held as integers
+                t = sql_arrow_type(c.sql_type) or t
             meta = {"storage": c.dtype, "pages": str(c.n_pages)}
             if c.scale:
                 meta["scale"] = str(c.scale)

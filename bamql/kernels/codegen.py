@@ -174,8 +174,7 @@ class ExprCompiler:
         self.emit(f"{ok} = {oa}")
         return v, ok
 
-    @_node.register
-    def _(self, e: ir.Arith) -> tuple[str, str]:
+    def _arith(self, e: ir.Arith) -> tuple[str, str]:
         v, ok = self._var()
         a, oa = self.compile(e.left)
         b, ob = self.compile(e.right)
@@ -189,6 +188,10 @@ class ExprCompiler:
                          f"{oa} and {ob}")
         self.emit(f"{ok} = {oa} & {ob}")
         return v, ok
+
+    # a DECIMAL's double (``ir.Dec``) is the division of its integers, as an Arith's
+    _node.register(ir.Arith, _arith)
+    _node.register(ir.Dec, _arith)
 
     @_node.register
     def _(self, e: ir.Cmp) -> tuple[str, str]:

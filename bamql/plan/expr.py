@@ -113,9 +113,13 @@ def _coerce(a: Value, b: Value) -> tuple[Value, Value]:
         return a, b.cast(ta)
     if (pa.types.is_integer(ta) or pa.types.is_floating(ta) or pa.types.is_decimal(ta)) and \
             (pa.types.is_integer(tb) or pa.types.is_floating(tb) or pa.types.is_decimal(tb)):
+        if pa.types.is_decimal(ta) and pa.types.is_integer(tb):  # exactly, as DuckDB
+            return a, b.cast(pa.decimal128(19, 0))
+        if pa.types.is_integer(ta) and pa.types.is_decimal(tb):
+            return a.cast(pa.decimal128(19, 0)), b
         if pa.types.is_floating(ta) or pa.types.is_floating(tb) or \
                 pa.types.is_decimal(ta) != pa.types.is_decimal(tb):  # a BIGINT past 2**53 rounds
-            return a.cast(pa.float64(), safe=False), b.cast(pa.float64(), safe=False)
+            return as_double(a), as_double(b)
         if pa.types.is_integer(ta) and pa.types.is_integer(tb):
             return a.cast(pa.int64()), b.cast(pa.int64())
         return a, b
@@ -126,6 +130,38 @@ def _coerce(a: Value, b: Value) -> tuple[Value, Value]:
     if pa.types.is_boolean(ta) and pa.types.is_boolean(tb):
         return a, b
     raise PlanError(f"cannot compare or combine a {_tname(ta)} value with a {_tname(tb)} value")
+
+
+def as_double(v: Value) -> Value:
+    """``v`` as DOUBLE: a DECIMAL as DuckDB casts it, ``float(unscaled) / 10**scale``
+    (Arrow's own cast may be an ulp off), anything else cast (a BIGINT past 2**53 rounds)."""
+    if pa.types.is_decimal(v.type) and not isinstance(v, pa.Scalar):
+        from bamql.storage.decimals import to_float64
+
+        arr = v.combine_chunks() if isinstance(v, pa.ChunkedArray) else v
+        return pa.array(to_float64(arr), pa.float64(), mask=pc.is_null(arr).to_numpy(
+            zero_copy_only=False) if arr.null_count else None)
+    if pa.types.is_decimal(v.type):
+        return pa.scalar(None if not v.is_valid else float(v.as_py()), pa.float64())
+    return v.cast(pa.float64(), safe=False)
+
+
+def exact_literal(e: exp.Expression, other: Value) -> Value | None:
+    """SQL's decimal constant ``e`` (``2.5``: a DECIMAL, exact) as an Arrow decimal scalar
+    where it meets a DECIMAL ``other``; None otherwise (it is a DOUBLE beside a DOUBLE)."""
+    neg = isinstance(e, exp.Neg)
+    lit = e.this if neg else e
+    if not (pa.types.is_decimal(other.type) and isinstance(lit, exp.Literal)
+            and not lit.is_string and "." in lit.this and "e" not in lit.this.lower()):
+        return None
+    digits = sum(c.isdigit() for c in lit.this)
+    if digits > 38:
+        return None
+    from decimal import Decimal
+
+    v = Decimal(lit.this)
+    scale = max(0, -v.as_tuple().exponent)
+    return pa.scalar(-v if neg else v, pa.decimal128(max(digits, scale, 1), scale))
 
 
 def _tname(t: pa.DataType) -> str:
@@ -293,9 +329,11 @@ def _arith(op: str):
                 a, b = _coerce(a, b)
             return getattr(pc, op)(a, b)
         _check_numbers(a, b, e)
+        a = exact_literal(e.left, b) or a
+        b = exact_literal(e.right, a) or b
         a, b = _coerce(a, b)
-        if op == "divide":
-            return pc.divide(a.cast(pa.float64(), safe=False), b.cast(pa.float64(), safe=False))
+        if op == "divide":  # a DOUBLE, as DuckDB divides DECIMALs too
+            return pc.divide(as_double(a), as_double(b))
         if pa.types.is_integer(a.type):
             try:
                 return getattr(pc, op + "_checked")(a, b)
@@ -368,6 +406,8 @@ def _cmp(op: str):
         a, b = ev.eval(e.left), ev.eval(e.right)
         if _is_null_type(a) or _is_null_type(b):
             return pa.scalar(None, pa.bool_())
+        a = exact_literal(e.left, b) or a  # a DECIMAL beside a decimal constant: exactly
+        b = exact_literal(e.right, a) or b
         a, b = _coerce(a, b)
         if pa.types.is_floating(a.type):  # NaN equals NaN and is above every number (DuckDB)
             return _float_cmp(op, a, b, ev.rel.rows)

@@ -54,7 +54,8 @@ def _(e: ir.Neg, env: Mapping, n: int) -> Vec:
     return (int_arith("-", None, v, ok) if e.kind == "int" else -v), ok
 
 
-@evaluate.register
+@evaluate.register(ir.Dec)  # a DECIMAL's double: its integers divided, as an Arith's
+@evaluate.register(ir.Arith)
 def _(e: ir.Arith, env: Mapping, n: int) -> Vec:
     a, oa = evaluate(e.left, env, n)
     b, ob = evaluate(e.right, env, n)

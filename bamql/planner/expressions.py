@@ -16,10 +16,11 @@ import numpy as np
 from sqlglot import exp
 
 from bamql.errors import PlanError
-from bamql.intmath import fits_int64
+from bamql.intmath import I64_MAX, fits_int64
 from bamql.planner import ir, lists, scalars, strings
 from bamql.planner.constants import int_compare, timestamp_us
 from bamql.storage.format import ColumnMeta
+from bamql.storage.sqltypes import DOUBLE_EXACT, parse_decimal
 
 #: sqlglot's comparison, arithmetic and aggregate nodes and what they are in the IR.
 CMP_OPS = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
@@ -85,7 +86,7 @@ class ExprTranslator:
         return PlanError(what + (_where(node, self.sql) if node is not None else ""))
 
     # -- expressions -------------------------------------------------------------------
-    def column(self, node: exp.Column) -> ir.Col:
+    def column(self, node: exp.Column) -> ir.Expr:
         name = node.name
         if node.table and node.table != (self.qualifier or self.table):
             raise self.fail(f"unknown table {node.table!r} in column {node.sql()}", node)
@@ -95,7 +96,7 @@ class ExprTranslator:
             close = difflib.get_close_matches(name, list(self.cols), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise self.fail(f"unknown column {name!r} in table {self.table!r}{hint}", node)
-        return ir.Col(name, self.cols[name].kind)
+        return column_value(name, self.cols[name])
 
     def bool_expr(self, node) -> ir.Expr:
         e = self.expr(node)
@@ -164,6 +165,8 @@ class ExprTranslator:
     @_expr.register
     def _(self, node: exp.Neg) -> ir.Expr:
         a = self.expr(node.this)
+        if isinstance(a, ir.Dec):  # exactly: the integers negated
+            return ir.dec(ir.Neg(a.left, "int"), a.scale, a.bound, a.source)
         if isinstance(a, ir.Lit) and a.kind in ("int", "float"):
             if id(a) in self.decimals:  # a DECIMAL: -0.0 is 0, with no sign, as in DuckDB
                 exact = -self.decimals[id(a)][1]
@@ -180,8 +183,104 @@ class ExprTranslator:
         a, b = self.expr(node.this), self.expr(node.expression)
         self.need_numeric(a, node.this)
         self.need_numeric(b, node.expression)
+        if op != "/" and (isinstance(a, ir.Dec) or isinstance(b, ir.Dec)):
+            exact = self.decimal_arith(op, a, b, node)
+            if exact is not None:
+                return exact
+        for x in (a, b) if op != "/" else ():  # a division is a DOUBLE, as in DuckDB
+            if decimal_valued(x) and not isinstance(x, ir.Dec) and "float" not in \
+                    {y.kind for y in (a, b) if not decimal_valued(y)} - {"null"}:
+                raise self.fail(f"{_SQL_ARITH[op]} of a value computed from DECIMAL column "
+                                f"{decimal_source(x)!r} (a FLOOR, CEIL or CASE of it) is not "
+                                "computed exactly; CAST it to DOUBLE to compute it rounded", node)
         kind = "float" if op == "/" or "float" in (a.kind, b.kind) else "int"
         return ir.Arith(op, a, b, kind)
+
+    # -- DECIMALs, exactly ---------------------------------------------------------------
+    def scaled(self, e: ir.Expr) -> tuple[ir.Expr, int, int, int] | None:
+        """``e`` as an exact decimal ``(x, scale, bound, precision)``, its value
+        ``x / 10**scale`` with ``x`` an integer expression (a constant: an int) of at most
+        ``bound`` in magnitude, of SQL type DECIMAL(precision, scale): a DECIMAL
+        (``ir.Dec``), an integer expression (BIGINT, DECIMAL(19,0)), or an exact constant (an
+        integer or SQL's ``2.5``); None for anything else (a DOUBLE, a NULL, a string)."""
+        if isinstance(e, ir.Dec):
+            return e.left, e.scale, e.bound, e.precision
+        if isinstance(e, ir.Lit):
+            if e.kind == "int" and type(e.value) is int:
+                return ir.Lit(e.value, "int"), 0, abs(e.value), len(str(abs(e.value)))
+            if id(e) in self.decimals:
+                v = self.decimals[id(e)][1]
+                s = _decimal_places(v)
+                x = int(v * 10**s)
+                return ir.Lit(x, "int"), s, abs(x), max(len(str(abs(x))), s)
+            return None
+        if e.kind == "int":
+            return e, 0, _int_bound(e, self.cols), 19
+        return None
+
+    def decimal_arith(self, op: str, a: ir.Expr, b: ir.Expr, node=None) -> ir.Expr | None:
+        """``a op b`` (``+``, ``-``, ``*``) of a DECIMAL and a DECIMAL, an integer or an exact
+        constant, computed exactly on the integers (an int64 overflow is an error, as
+        DuckDB's overflow of a DECIMAL(18) is); None where the other side is a DOUBLE (the
+        sum is then a DOUBLE, as in DuckDB)."""
+        sa, sb = self.scaled(a), self.scaled(b)
+        if sa is None or sb is None:
+            return None
+        (x, s, bx, p), (y, t, by, q) = sa, sb
+        source = next(e.source for e in (a, b) if isinstance(e, ir.Dec))
+        if op == "*":
+            out = ir.dec(_int_arith("*", x, y), s + t, bx * by, source, p + q)
+        else:
+            m = max(s, t)
+            x, y = _times_pow10(x, m - s), _times_pow10(y, m - t)
+            out = ir.dec(_int_arith(op, x, y), m, bx * 10 ** (m - s) + by * 10 ** (m - t),
+                         source, max(p - s, q - t) + m + 1)
+        for n in ir.walk(out.left):  # a constant the kernels' int64 cannot hold
+            if isinstance(n, ir.Lit) and not fits_int64(n.value):
+                raise self.fail(f"DECIMAL arithmetic with column {source!r} needs the integer "
+                                f"{n.value}, beyond BIGINT (int64), which bamql computes "
+                                "DECIMALs in; CAST to DOUBLE to compute it rounded", node)
+        return out
+
+    def decimal_compare(self, op: str, a: ir.Expr, b: ir.Expr) -> ir.Expr | None:
+        """``a op b`` of a DECIMAL and a DECIMAL, an integer or an exact constant, compared
+        exactly as integers (a constant as the integers it admits, ``int_compare``); None
+        where one side is no exact decimal (a DOUBLE: compared as doubles, as DuckDB does)."""
+        sa, sb = self.scaled(a), self.scaled(b)
+        if sa is None or sb is None:
+            return None
+        (x, s, _, _), (y, t, _, _) = sa, sb
+        if isinstance(y, ir.Lit) or isinstance(x, ir.Lit):
+            if isinstance(x, ir.Lit):
+                (x, s), (y, t), op = (y, t), (x, s), _FLIP[op]
+            c = Fraction(y.value, 10**t) * 10**s  # the constant in the units of x, exactly
+            if c.denominator == 1 and fits_int64(int(c)):
+                return ir.Cmp(op, x, ir.Lit(int(c), "int"))
+            return int_compare(op, x, c)
+        m = max(s, t)
+        if 10 ** (m - min(s, t)) > I64_MAX:
+            return None  # no int64 multiplier aligns them: compared as doubles
+        return ir.Cmp(op, _times_pow10(x, m - s), _times_pow10(y, m - t))
+
+    def decimal_column(self, e: ir.Expr) -> str | None:
+        """A DECIMAL column that ``e`` reads as a double, or None."""
+        return decimal_source(e)
+
+    def check_decimal_literal(self, e: ir.Expr, lit: ir.Expr, node) -> None:
+        """Refuse comparing ``e``, a value computed from a DECIMAL column in doubles (inside
+        a function, a CASE...), with a constant of more digits than a double holds: DuckDB
+        compares the exact decimals, and the doubles may tie where they differ."""
+        if not isinstance(lit, ir.Lit) or id(lit) not in self.decimals:
+            return
+        v = self.decimals[id(lit)][1]
+        if _significant_digits(v) <= 15:
+            return
+        src = self.decimal_column(e)
+        if src is not None:
+            raise self.fail(f"the constant {_decimal_text(v)} has more significant digits than "
+                            f"a double holds, and is compared with a value computed from "
+                            f"DECIMAL column {src!r} as a double, which would round it; "
+                            "compare the column itself, or round the constant", node)
 
     def _comparison(self, node) -> ir.Expr:
         return self.compare(CMP_OPS[type(node)], self.expr(node.this), self.expr(node.expression), node)
@@ -365,6 +464,12 @@ class ExprTranslator:
             b = self.coerce_literal(b, a, node)
         if a.kind == "strlit" or (isinstance(a, ir.Lit) and isinstance(b, ir.Lit)):
             raise self.fail("comparisons between two constants are not supported", node)
+        if isinstance(a, ir.Dec) or isinstance(b, ir.Dec):  # a DECIMAL: exactly
+            exact = self.decimal_compare(op, a, b)
+            if exact is not None:
+                return exact
+        self.check_decimal_literal(a, b, node)
+        self.check_decimal_literal(b, a, node)
         ka, kb = a.kind, b.kind
         numeric = {"int", "float"}
         ok = (ka in numeric and kb in numeric) or ka == kb or "null" in (ka, kb)
@@ -382,6 +487,13 @@ class ExprTranslator:
 
     def in_list(self, a: ir.Expr, vals: list[ir.Lit], node) -> ir.Expr:
         """``a IN (vals)``, the constants made comparable with ``a`` already."""
+        if isinstance(a, ir.Dec) and all(x.kind == "null" or self.scaled(x) is not None
+                                         for x in vals):
+            # a DECIMAL: x IN (a, b) is x = a OR x = b, each compared exactly
+            eqs = tuple(self.compare("=", a, x, node) for x in vals)
+            return eqs[0] if len(eqs) == 1 else ir.any_of(eqs)
+        for x in vals:
+            self.check_decimal_literal(a, x, node)
         if a.kind == "int" and any(x.kind != "null" and self.int_constant(x) is None for x in vals):
             # a constant that no int64 equals as such: x IN (a, b) is x = a OR x = b
             eqs = tuple(self.compare("=", a, x, node) for x in vals)
@@ -402,6 +514,98 @@ class ExprTranslator:
         if isinstance(v, int) and fits_int64(v):
             return lit if lit.kind == "int" and type(lit.value) is int else ir.Lit(v, "int")
         return None
+
+
+def column_value(name: str, meta: ColumnMeta) -> ir.Expr:
+    """Column ``name`` (of ``meta``) as an expression: a DECIMAL stored as its unscaled
+    integers is the ``ir.Dec`` of them; any other column its ``ir.Col``."""
+    col = ir.Col(name, meta.kind)
+    d = parse_decimal(meta.sql_type) if meta.kind == "int" else None
+    if d is None:
+        return col
+    bound = max((abs(v) for v in (meta.min, meta.max) if isinstance(v, int)), default=0)
+    return ir.dec(col, d[1], bound, name, d[0])
+
+
+_SQL_ARITH = {"+": "addition", "-": "subtraction", "*": "multiplication", "/": "division"}
+
+
+def decimal_valued(e: ir.Expr) -> bool:
+    """Whether ``e`` is a DECIMAL in SQL (DuckDB keeps it exact) that is computed from one
+    as a double here: a DECIMAL itself, or a FLOOR, CEIL, ROUND or CASE of one."""
+    if isinstance(e, ir.Dec):
+        return True
+    if isinstance(e, ir.Math):
+        return decimal_valued(e.arg)
+    if isinstance(e, ir.Case):
+        return any(decimal_valued(v) for _, v in e.whens) or (
+            e.default is not None and decimal_valued(e.default))
+    return False
+
+
+def decimal_source(e: ir.Expr) -> str | None:
+    """The DECIMAL column that ``e`` reads (through an ``ir.Dec``), or None."""
+    for n in ir.walk(e):
+        if isinstance(n, ir.Dec):
+            return n.source
+    return None
+
+
+def inexact_decimal(e: ir.Expr | None) -> ir.Dec | None:
+    """An ``ir.Dec`` in ``e`` whose double may round (its integers reach 10**15, more
+    significant digits than a double holds), or None."""
+    if e is None:
+        return None
+    for n in ir.walk(e):
+        if isinstance(n, ir.Dec) and n.bound >= DOUBLE_EXACT:
+            return n
+    return None
+
+
+def _int_bound(e: ir.Expr, cols: Mapping[str, ColumnMeta]) -> int:
+    """The most ``|e|`` of an integer expression may be: a column's range, else int64's."""
+    if isinstance(e, ir.Col) and e.name in cols:
+        c = cols[e.name]
+        if isinstance(c.min, int) and isinstance(c.max, int):
+            return max(abs(c.min), abs(c.max))
+    return 1 << 63
+
+
+def _decimal_places(v: Fraction) -> int:
+    """The decimals of the exact decimal ``v`` (a SQL decimal constant)."""
+    s = 0
+    while (v * 10**s).denominator != 1:
+        s += 1
+    return s
+
+
+def _significant_digits(v: Fraction) -> int:
+    x = abs(int(v * 10 ** _decimal_places(v)))
+    return len(str(x).rstrip("0")) if x else 1
+
+
+def _decimal_text(v: Fraction) -> str:
+    s = _decimal_places(v)
+    x = int(v * 10**s)
+    sign, digits = ("-" if x < 0 else ""), str(abs(x)).rjust(s + 1, "0")
+    return sign + (digits[:-s] + "." + digits[-s:] if s else digits)
+
+
+def _times_pow10(x: ir.Expr, k: int) -> ir.Expr:
+    """The integer expression ``x * 10**k`` (a constant computed here)."""
+    if k == 0:
+        return x
+    if isinstance(x, ir.Lit):
+        return ir.Lit(x.value * 10**k, "int")
+    return _int_arith("*", x, ir.Lit(10**k, "int"))
+
+
+def _int_arith(op: str, x: ir.Expr, y: ir.Expr) -> ir.Expr:
+    """``x op y`` in int64, the kernels flagging an overflow (a constant folded here)."""
+    if isinstance(x, ir.Lit) and isinstance(y, ir.Lit):
+        return ir.Lit({"+": x.value + y.value, "-": x.value - y.value,
+                       "*": x.value * y.value}[op], "int")
+    return ir.Arith(op, x, y, "int")
 
 
 def chain(node: exp.Expression, cls: type) -> list[exp.Expression]:

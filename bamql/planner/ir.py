@@ -117,6 +117,29 @@ class Arith(Expr):
 
 
 @dataclass(frozen=True)
+class Dec(Arith):
+    """A DECIMAL's value as a double: the integer expression ``left`` (the value times
+    ``10**scale``, exactly: a DECIMAL column's stored integers, or exact arithmetic of them)
+    over ``right`` (``10.0**scale``), one correctly rounded division. The translator computes
+    with ``left`` exactly where SQL keeps a DECIMAL exact (comparisons, ``+``, ``-``,
+    ``*``); what reads this node reads the double. ``bound`` is the most ``|left|`` may be
+    (where it reaches ``sqltypes.DOUBLE_EXACT``, the double may round, which the translator
+    refuses), ``source`` the DECIMAL column it is of (for errors)."""
+
+    scale: int = 0
+    bound: int = 0
+    source: str = ""
+    #: the digits of its SQL type, DECIMAL(precision, scale), as a result
+    precision: int = 38
+
+
+def dec(x: Expr, scale: int, bound: int, source: str, precision: int = 38) -> Dec:
+    """The DECIMAL(precision, scale) whose value times ``10**scale`` is the integer ``x``."""
+    return Dec("/", x, Lit(float(10**scale), "float"), "float", scale, bound, source,
+               max(1, min(38, precision)))
+
+
+@dataclass(frozen=True)
 class Neg(Expr):
     arg: Expr
     kind: str

@@ -33,6 +33,7 @@ from bamql.planner import ir
 from bamql.planner.domains import key_domain, n_slots, strides
 from bamql.planner.domains import slots as group_slots
 from bamql.planner.evaluate import evaluate
+from bamql.planner.expressions import column_value
 from bamql.planner.show import show
 from bamql.planner.subqueries import in_subquery
 from bamql.planner.translate import MAX_GROUPS, Translator, translate
@@ -57,6 +58,9 @@ class Dimension:
     table: pa.Table = field(repr=False)
     values: Mapping[str, tuple[np.ndarray, np.ndarray]] = field(repr=False)
     metas: Mapping[str, ColumnMeta] = field(repr=False)
+    #: its DECIMAL columns (read as doubles here) -> (their type, whether some value has
+    #: more significant digits than a double holds)
+    decimals: Mapping[str, tuple[str, bool]] = field(default_factory=dict, repr=False)
 
     @property
     def rows(self) -> int:
@@ -93,6 +97,7 @@ def dimension(name: str, data) -> Dimension:
                         f"{str(e).splitlines()[0] if str(e) else 'not a table'}") from None
     values: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     metas: dict[str, ColumnMeta] = {}
+    decimals: dict[str, tuple[str, bool]] = {}
     for cname, col in zip(table.column_names, table.columns, strict=True):
         col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
         t = col.type
@@ -104,7 +109,12 @@ def dimension(name: str, data) -> Dimension:
         if pa.types.is_boolean(t):
             col, t = col.cast(pa.int64()), pa.int64()
         if pa.types.is_decimal(t):
-            col, t = col.cast(pa.float64()), pa.float64()
+            from bamql.storage.decimals import to_float64  # correctly rounded, as a store's
+
+            decimals[cname] = (f"DECIMAL({t.precision},{t.scale})", _wide_decimal(col))
+            v = to_float64(col)
+            col = pa.array(v, pa.float64(), mask=np.isnan(v) if col.null_count else None)
+            t = pa.float64()
         valid = to_numpy(col.is_valid())
         if pa.types.is_integer(t):
             kind, v = "int", to_numpy(_zero_nulls(col).cast(pa.int64()))
@@ -129,7 +139,20 @@ def dimension(name: str, data) -> Dimension:
                                   nulls=int((~valid).sum()), min=lo, max=hi,
                                   dictionary=dictionary if kind == "string" else None)
         values[cname] = (v, valid)
-    return Dimension(name, table, values, metas)
+    return Dimension(name, table, values, metas, decimals)
+
+
+def _wide_decimal(a: pa.Array) -> bool:
+    """Whether decimals ``a`` hold a value of more than 15 significant digits (or more than
+    an int64 holds unscaled), which its double rounds."""
+    from bamql.storage.decimals import unscaled
+    from bamql.storage.sqltypes import DOUBLE_EXACT
+
+    try:
+        v, _ = unscaled(a, a.type.scale)
+    except ValueError:
+        return True
+    return bool(len(v)) and int(np.abs(v).max()) >= DOUBLE_EXACT
 
 
 # -- the rewritten query -----------------------------------------------------------------
@@ -292,8 +315,9 @@ class JoinTranslator(Translator):
         fact_key = next(o[1] for o in owner if o[0] == "fact")
         dim_key = next(o[1] for o in owner if o[0] == "dim")
         fm, dm = self.fact_cols[fact_key], dim.metas[dim_key]
-        if fm.kind != "int" or fm.scale:
-            raise self.fail(f"join key {fact_key!r} is a {fm.kind} column; bamql joins on an "
+        if fm.kind != "int" or fm.scale or fm.sql_type is not None:
+            what = fm.sql_type or f"{fm.kind} column"
+            raise self.fail(f"join key {fact_key!r} is a {what}; bamql joins on an "
                             "integer column", on)
         if dm.kind != "int":
             raise self.fail(f"join key {alias}.{dim_key} is a {dm.kind} column; bamql joins on "
@@ -322,7 +346,7 @@ class JoinTranslator(Translator):
             return "dim", dim.column(node.name)
         raise self.fail(f"unknown column {node.name!r} in table {self.table!r}", node)
 
-    def column(self, node: exp.Column) -> ir.Col:
+    def column(self, node: exp.Column) -> ir.Expr:
         if not self.joins:
             return super().column(node)
         q = node.table
@@ -334,7 +358,7 @@ class JoinTranslator(Translator):
         fact = next((c for c in self.fact_cols if c.lower() == node.name.lower()), None)
         if node.name in self.fact_cols or fact is not None:  # without regard to case
             fact = node.name if node.name in self.fact_cols else fact
-            return ir.Col(fact, self.fact_cols[fact].kind)
+            return column_value(fact, self.fact_cols[fact])
         if not q:
             owners = [x for x in self.joins if self.dims[x.table].column(node.name) is not None]
             if len(owners) > 1:
@@ -352,7 +376,25 @@ class JoinTranslator(Translator):
             raise self.fail(f"unknown column {node.name!r} in {j.alias!r} ({j.table}: "
                             f"{', '.join(self.dims[j.table].metas)})", node)
         name = f"{j.alias}.{c}"
+        dec = self.dims[j.table].decimals.get(c)
+        if dec is not None and dec[1]:
+            raise self.fail(f"column {j.alias}.{c} of registered table {j.table!r} is {dec[0]} "
+                            "and holds values of more than 15 significant digits, which a "
+                            "join reads as doubles and would round; query the table alone "
+                            "(exactly), or CAST the column to DOUBLE before registering it", node)
         return ir.Col(name, self.dim_metas[name].kind)
+
+    def decimal_column(self, e: ir.Expr) -> str | None:
+        found = super().decimal_column(e)
+        if found is not None:
+            return found
+        for n in ir.walk(e):  # a dimension's DECIMAL, read as a double
+            if isinstance(n, ir.Col) and n.name in self.dim_cols:
+                alias, c = self.dim_cols[n.name]
+                j = next(x for x in self.joins if x.alias == alias)
+                if c in self.dims[j.table].decimals:
+                    return n.name
+        return None
 
     def expr(self, node) -> ir.Expr:
         e = super().expr(node)

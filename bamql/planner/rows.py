@@ -8,6 +8,7 @@ from sqlglot import exp
 
 from bamql.planner import ir
 from bamql.planner.expressions import ExprTranslator as Translator
+from bamql.planner.expressions import column_value
 
 #: sqlglot's nodes of the quantile aggregates -> ``ir.QUANTILES`` name
 QUANTILE_NODES = {exp.Median: "median", exp.PercentileCont: "quantile_cont",
@@ -38,7 +39,7 @@ def row_query(t: Translator, s: exp.Select, pred: ir.Expr | None) -> ir.RowQuery
                 raise t.fail("SELECT * EXCLUDE/REPLACE/RENAME is not supported", item)
             for name, meta in t.cols.items():
                 names.append(name)
-                exprs.append(ir.Col(name, meta.kind))
+                exprs.append(column_value(name, meta))  # a DECIMAL's value, not its integers
             continue
         node = item.unalias() if isinstance(item, exp.Alias) else item
         if isinstance(item, exp.Alias):
@@ -52,8 +53,10 @@ def row_query(t: Translator, s: exp.Select, pred: ir.Expr | None) -> ir.RowQuery
     order = []
     if s.args.get("order") is not None:
         for o in s.args["order"].expressions:
-            order.append((_order_expr(t, o.this, names, exprs, aliased), bool(o.args.get("desc")),
-                          bool(o.args.get("nulls_first"))))
+            e = _order_expr(t, o.this, names, exprs, aliased)
+            if isinstance(e, ir.Dec):  # a DECIMAL orders as its integers, exactly
+                e = e.left
+            order.append((e, bool(o.args.get("desc")), bool(o.args.get("nulls_first"))))
     return ir.RowQuery(t.table, pred, tuple(names), tuple(exprs), tuple(order),
                        clause_count(t, s, "limit"), clause_count(t, s, "offset") or 0)
 

@@ -18,6 +18,7 @@ from sqlglot import exp
 from bamql.errors import PlanError
 from bamql.planner import ir
 from bamql.storage.format import ColumnMeta
+from bamql.storage.sqltypes import parse_decimal
 
 
 class ExprTranslator(Protocol):
@@ -160,7 +161,9 @@ def decimal_digits(t: ExprTranslator, node: exp.Expression) -> tuple[int, bool]:
             continue
         if isinstance(n, exp.Column) and n.name in t.cols:
             c = t.cols[n.name]  # a column with no value has nothing to round; a DOUBLE
-            digits = max(digits, c.scale if c.min is not None and c.decimal is not False else 0)
+            d = parse_decimal(c.sql_type) if c.kind == "int" else None
+            scale = c.scale if d is None else d[1]  # a DECIMAL held as its integers
+            digits = max(digits, scale if c.min is not None and c.decimal is not False else 0)
         elif isinstance(n, exp.Literal) and not n.is_string and "." in n.this \
                 and "e" not in n.this.lower():
             digits = max(digits, len(n.this.split(".")[1]))
@@ -194,6 +197,10 @@ def _math(t: ExprTranslator, node, sub: Sub) -> ir.Expr:
             raise t.fail(f"ROUND to {digits} digits of a value with {exact} exact decimal digits "
                          "(a DECIMAL, or a column stored as one, rounds otherwise than a "
                          "DOUBLE) is not supported: CAST it to DOUBLE first", node)
+    if isinstance(a, ir.Dec) and func == ir.MathFunc.ABS:  # exactly, on its integers
+        return ir.dec(ir.Math(func, a.left, "int"), a.scale, a.bound, a.source, a.precision)
+    if isinstance(a, ir.Dec) and func == ir.MathFunc.ROUND and digits >= a.scale:
+        return a  # no digit to round away: the DECIMAL itself
     if func == ir.MathFunc.ABS or (func == ir.MathFunc.ROUND and a.kind == "int"):
         kind = a.kind
     else:
@@ -229,6 +236,8 @@ def _cast(t: ExprTranslator, node: exp.Cast, sub: Sub) -> ir.Expr:
             raise t.fail(f"CAST to {to.upper()} of a value with exact decimal digits (a DECIMAL, "
                          "or a column stored as one, rounds halves otherwise than a DOUBLE) is "
                          "not supported: CAST it to DOUBLE first", node)
+    if to == ir.CastTo.DOUBLE and isinstance(a, ir.Dec):  # the double asked for: it may round
+        return ir.Arith(a.op, a.left, a.right, "float")
     if to == ir.CastTo.DOUBLE and a.kind == "float":
         return a
     if to == ir.CastTo.BIGINT and a.kind == "int":

@@ -41,6 +41,13 @@ def _(e: ir.Arith) -> str:
 
 
 @show.register
+def _(e: ir.Dec) -> str:  # a DECIMAL column by its name; exact arithmetic of them scaled
+    if isinstance(e.left, ir.Col):
+        return show(e.left)
+    return f"({show(e.left)} / 1e{e.scale})"
+
+
+@show.register
 def _(e: ir.Neg) -> str:
     return f"-{show(e.arg)}"
 

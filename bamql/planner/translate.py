@@ -5,6 +5,7 @@ construct and where it is in the query."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import sys
 from collections.abc import Callable, Mapping
@@ -18,6 +19,7 @@ from bamql.planner import ir, rows, scalars
 from bamql.planner.ctes import inline_ctes
 from bamql.planner.expressions import AGGREGATES, ARITH_OPS, CMP_OPS, ExprTranslator
 from bamql.storage.format import ColumnMeta
+from bamql.storage.sqltypes import DOUBLE_EXACT
 
 #: Most slots the kernel's dense accumulators take for a GROUP BY (one per possible key);
 #: a GROUP BY of more is hash-aggregated (``planner.grouping``).
@@ -41,6 +43,12 @@ _RECURSION_LIMIT = 6000
 class Translator(ExprTranslator):
     """SQL text -> logical IR. The dataframe API (``engine.frame``) builds SQL and runs it
     through here, so both accept and refuse the same things."""
+
+    def __init__(self, sql: str, catalog: Mapping[str, Mapping[str, ColumnMeta]]) -> None:
+        super().__init__(sql, catalog)
+        #: an aggregate of a DECIMAL's integers -> the DECIMAL it gives (SUM, MIN, MAX) or
+        #: the scale its double is divided by (AVG: a DOUBLE)
+        self.agg_decs: dict[ir.Agg, ir.Dec | int] = {}
 
     # -- statements --------------------------------------------------------------------
     def query(self) -> ir.Query | ir.RowQuery:
@@ -199,7 +207,10 @@ class Translator(ExprTranslator):
 
     # -- group keys and aggregates ----------------------------------------------------
     def key_expr(self, node) -> ir.Expr:
-        return self.key_of(self.expr(node), node)
+        e = self.expr(node)
+        if isinstance(e, ir.Dec):  # grouped by its integers, exactly; output as the DECIMAL
+            e = e.left  # (``outer`` finds the DECIMAL's integers among the keys)
+        return self.key_of(e, node)
 
     def key_of(self, e: ir.Expr, node) -> ir.Expr:
         """``e`` as a group key, or the error that says what a key may be (SQL and frames).
@@ -223,7 +234,13 @@ class Translator(ExprTranslator):
             a = self.aggregate(node)
             if a not in aggs:
                 aggs.append(a)
-            return ir.AggRef(aggs.index(a), a.kind)
+            ref = ir.AggRef(aggs.index(a), a.kind)
+            d = self.agg_decs.get(a)
+            if isinstance(d, ir.Dec):  # SUM, MIN, MAX of a DECIMAL's integers: the DECIMAL
+                return dataclasses.replace(d, left=ref)
+            if d is not None:  # AVG of its integers: a DOUBLE, divided by 10**scale
+                return ir.Arith("/", ref, ir.Lit(float(10**d), "float"), "float")
+            return ref
         if isinstance(node, exp.Column) and names is not None and node.name in names \
                 and node.name not in self.cols:
             return exprs[names.index(node.name)]
@@ -233,12 +250,22 @@ class Translator(ExprTranslator):
                 if isinstance(node, cls):
                     a = self.outer(node.this, keys, aggs, names, exprs)
                     b = self.outer(node.expression, keys, aggs, names, exprs)
+                    if op != "/" and (isinstance(a, ir.Dec) or isinstance(b, ir.Dec)):
+                        exact = self.decimal_arith(op, a, b, node)
+                        if exact is not None:
+                            return exact
                     kind = "float" if op == "/" or "float" in (a.kind, b.kind) else "int"
                     return ir.Arith(op, a, b, kind)
             for cls, op in CMP_OPS.items():
                 if isinstance(node, cls):
                     a = self.outer(node.this, keys, aggs, names, exprs)
                     b = self.outer(node.expression, keys, aggs, names, exprs)
+                    if isinstance(a, ir.Dec) or isinstance(b, ir.Dec):  # exactly
+                        exact = self.decimal_compare(op, a, b)
+                        if exact is not None:
+                            return exact
+                    self.check_decimal_literal(a, b, node)
+                    self.check_decimal_literal(b, a, node)
                     return ir.Cmp(op, a, b)
             if isinstance(node, exp.And | exp.Or):
                 parts = (self.outer(node.this, keys, aggs, names, exprs),
@@ -248,6 +275,8 @@ class Translator(ExprTranslator):
                 return ir.Not(self.outer(node.this, keys, aggs, names, exprs))
             if isinstance(node, exp.Neg):
                 a = self.outer(node.this, keys, aggs, names, exprs)
+                if isinstance(a, ir.Dec):
+                    return dataclasses.replace(a, left=ir.Neg(a.left, "int"))
                 return ir.Neg(a, a.kind)
             if isinstance(node, scalars.NODES):
                 return scalars.scalar(self, node, lambda n: self.outer(n, keys, aggs, names, exprs))
@@ -255,6 +284,8 @@ class Translator(ExprTranslator):
         e = self.expr(node)
         if isinstance(e, ir.Lit):
             return ir.Lit(e.value, "string") if e.kind == "strlit" else e
+        if isinstance(e, ir.Dec) and e.left in keys:  # a DECIMAL key: its integers grouped
+            return dataclasses.replace(e, left=ir.KeyRef(keys.index(e.left), "int"))
         if e in keys:
             return ir.KeyRef(keys.index(e), e.kind)
         if isinstance(node, scalars.NODES):  # a function of group keys
@@ -281,7 +312,10 @@ class Translator(ExprTranslator):
                 raise self.fail(f"the FILTER condition is too large ({ir.size(f)} terms; "
                                 f"at most {MAX_AGG_NODES})", node)
             a = self.aggregate(node.this)
-            return ir.Agg(a.func, a.arg, a.kind, f, a.param)
+            out = ir.Agg(a.func, a.arg, a.kind, f, a.param)
+            if a in self.agg_decs:
+                self.agg_decs[out] = self.agg_decs[a]
+            return out
         if isinstance(node, tuple(rows.QUANTILE_NODES) + (exp.WithinGroup,)):
             return rows.quantile_agg(self, node)
         func = QUERY_AGGREGATES[type(node)]
@@ -307,6 +341,8 @@ class Translator(ExprTranslator):
         e = self.expr(args[0])
         if func in ("min", "max"):
             return self.agg_of(func, e, node)
+        if isinstance(e, ir.Dec) and isinstance(e.left, ir.Col):  # distinct as its integers
+            e = e.left
         if func != "count":
             raise self.fail(f"{func.upper()}(DISTINCT ...) is not supported (COUNT(DISTINCT) "
                             "is)", node)
@@ -326,6 +362,16 @@ class Translator(ExprTranslator):
         if ir.size(e) > MAX_AGG_NODES:  # compiled into the kernel: its length is compile time
             raise self.fail(f"the argument of {func.upper()} is too large ({ir.size(e)} terms; "
                             f"at most {MAX_AGG_NODES})", node)
+        if isinstance(e, ir.Dec) and func in ("count", "sum", "min", "max", "avg"):
+            # of the DECIMAL's integers, exactly (a SUM in 128 bits), scaled after
+            a = self.agg_of(func, e.left, node)
+            if func in ("sum", "min", "max"):
+                big = func == "sum"
+                self.agg_decs[a] = dataclasses.replace(
+                    e, bound=10**38 if big else e.bound, precision=38 if big else e.precision)
+            elif func == "avg":
+                self.agg_decs[a] = e.scale
+            return a
         if func == "count":
             return ir.Agg("count", e, "int")
         if func in ("sum", "avg", *ir.VARIANCES):
@@ -348,7 +394,49 @@ def translate(sql: str, catalog: Mapping[str, Mapping[str, ColumnMeta]],
     if sys.getrecursionlimit() < _RECURSION_LIMIT:
         sys.setrecursionlimit(_RECURSION_LIMIT)
     try:
-        return translator(sql, catalog).query()
+        q = translator(sql, catalog).query()
+        _refuse_inexact_decimals(q)
+        return q
     except RecursionError:
         raise PlanError("the query nests too deeply (parentheses, NOT or arithmetic some "
                         "hundreds of levels deep); write it flatter") from None
+
+
+def _refuse_inexact_decimals(q) -> None:
+    """Refuse ``q`` where it computes with the double of a DECIMAL that may round (its
+    integers reach 10**15: more significant digits than a double holds) where DuckDB keeps
+    the DECIMAL exact: under FLOOR, CEIL, ROUND, CASE or a quantile. Comparisons,
+    arithmetic, ABS, SUM, MIN, MAX, keys and outputs are exact (their integers); a double
+    where DuckDB makes one too (a division, AVG, a comparison with a DOUBLE) is DuckDB's
+    own double, ``float(integers) / 10**scale``."""
+    if isinstance(q, ir.Query | ir.RowQuery):  # output exactly, as DECIMALs: their integers
+        q = dataclasses.replace(q, exprs=tuple(e.left if isinstance(e, ir.Dec) else e
+                                               for e in q.exprs))
+    for x in _exprs_in(q):
+        if isinstance(x, ir.Math | ir.Case) or (isinstance(x, ir.Agg) and x.func in ir.QUANTILES):
+            # what DuckDB keeps a DECIMAL (FLOOR, CASE, MEDIAN of one) computed as a double
+            for d in x.children():
+                if isinstance(d, ir.Dec) and d.bound >= DOUBLE_EXACT:
+                    what = (x.func.upper() if isinstance(x, ir.Math | ir.Agg)
+                            else "CASE (or COALESCE, NULLIF)")
+                    raise PlanError(
+                        f"DECIMAL column {d.source!r} holds values of more than 15 significant "
+                        f"digits, which a double does not hold exactly, and {what} of it "
+                        "computes with doubles here, where DuckDB keeps the decimal exact; "
+                        "bamql keeps it exact in comparisons, +, -, *, ABS, SUM, MIN, MAX, "
+                        "GROUP BY and the select list; CAST it to DOUBLE to accept the rounding")
+
+
+def _exprs_in(q):
+    """Every expression node of a translated query (any dataclass of them), without
+    recursion; an IN list's constants are not visited."""
+    todo = [q]
+    while todo:
+        x = todo.pop()
+        if isinstance(x, ir.Expr):
+            yield x
+            todo.extend((x.arg,) if isinstance(x, ir.InList) else x.children())
+        elif isinstance(x, tuple | list):
+            todo.extend(x)
+        elif dataclasses.is_dataclass(x) and not isinstance(x, type):
+            todo.extend(getattr(x, f.name) for f in dataclasses.fields(x))

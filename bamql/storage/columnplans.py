@@ -13,10 +13,11 @@ import pyarrow.compute as pc
 
 from bamql.config import FloatEncoding
 from bamql.errors import IngestError
-from bamql.storage.decimals import DecimalScan, encode, real_nans, to_float64
+from bamql.storage.decimals import DecimalScan, encode, real_nans, to_float64, unscaled
 from bamql.storage.encoding import float_storage, narrow_int_dtype, sentinel_for
 from bamql.storage.packing import packed_bits
 from bamql.storage.sources import Source, select_columns
+from bamql.storage.sqltypes import BOOLEAN, MAX_PRECISION, decimal_type
 from bamql.storage.writer import ColumnPlan
 
 #: Strings are dictionary-coded (int8, int16 or int32 codes by the dictionary's size); the
@@ -27,8 +28,10 @@ MAX_DICTIONARY = 1 << 20
 def _kind(t: pa.DataType) -> str | None:
     if pa.types.is_integer(t) or pa.types.is_boolean(t):
         return "int"
-    if pa.types.is_float32(t) or pa.types.is_float64(t) or pa.types.is_decimal(t):
-        return "float"  # decimals are read as doubles (and stored as scaled integers)
+    if pa.types.is_decimal(t):
+        return "decimal"  # stored exactly: the unscaled integers, as kind int (``sql_type``)
+    if pa.types.is_float32(t) or pa.types.is_float64(t):
+        return "float"
     if pa.types.is_timestamp(t):
         return "timestamp"
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_null(t):
@@ -48,19 +51,39 @@ def _family(t: pa.DataType) -> str:
     return _kind(t) or str(t)
 
 
+#: Digits of each integer type, as DuckDB widens it with a DECIMAL (BIGINT: DECIMAL(19,0)).
+_INT_DIGITS = {8: 3, 16: 5, 32: 10, 64: 19}
+
+
+def _as_decimal(t: pa.DataType) -> tuple[int, int]:
+    """(precision, scale) of a decimal or integer type, as DuckDB unifies them."""
+    if pa.types.is_decimal(t):
+        return t.precision, t.scale
+    return _INT_DIGITS[t.bit_width] + pa.types.is_unsigned_integer(t), 0
+
+
+def _widen_decimal(a: pa.DataType, b: pa.DataType) -> pa.DataType:
+    """The DECIMAL that holds a decimal and a decimal or integer type, as DuckDB's
+    ``union_by_name`` makes it: the most integer digits and the most decimals of either."""
+    (pa_, sa), (pb, sb) = _as_decimal(a), _as_decimal(b)
+    s = max(sa, sb)
+    return pa.decimal128(min(MAX_PRECISION, max(pa_ - sa, pb - sb) + s), s)
+
+
 def _widen(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
     """The type that holds values of both ``a`` and ``b`` (as DuckDB's
     ``union_by_name``: int32 and int64 -> int64, integer and double -> double, timestamp
     units -> microseconds), or None where none does (a string and an integer)."""
     if a == b:
-        return pa.float64() if pa.types.is_decimal(a) else a
+        return a
     fa, fb = _family(a), _family(b)
     if fa == "null" or fb == "null":
-        t = b if fa == "null" else a
-        return pa.float64() if pa.types.is_decimal(t) else t
+        return b if fa == "null" else a
     if fa == fb == "int":
         return pa.int64()
-    if {fa, fb} <= {"int", "float"}:
+    if {fa, fb} <= {"int", "decimal"}:  # a DECIMAL with an integer's digits
+        return _widen_decimal(a, b)
+    if {fa, fb} <= {"int", "float", "decimal"}:  # a DOUBLE with a DECIMAL: a DOUBLE
         return pa.float32() if pa.types.is_float32(a) and pa.types.is_float32(b) else pa.float64()
     if fa == fb and fa in ("timestamp", "timestamptz"):
         if fa == "timestamptz" and a.tz != b.tz:
@@ -97,8 +120,7 @@ def unify_schemas(sources: Sequence[Source]) -> list[tuple[str, str, pa.DataType
                     f"{first[f.name].path.name} but {f.type} in {s.path.name}"
                 )
             types[f.name] = t
-    return [(n, _kind(t), pa.float64() if pa.types.is_decimal(t) else t)
-            for n, t in types.items()]
+    return [(n, _kind(t), t) for n, t in types.items()]
 
 
 def _scan_floats(sources: Sequence[Source], names: list[str],
@@ -144,6 +166,9 @@ def column_plans(sources: Sequence[Source], cols, floats: FloatEncoding = FloatE
     stats = [s.int_stats() for s in sources]
     need_scan = [n for n, k, _ in cols if k in ("int", "string")
                  and (k == "string" or any(st.get(n) is None for st in stats))]
+    types = {n: t for n, _, t in cols}
+    decs = [n for n, k, _ in cols if k == "decimal"]  # their unscaled range, always scanned
+    need_scan += decs
     stamps = [n for n, k, _ in cols if k == "timestamp"] if pack else []
     need_scan += stamps
     lo: dict[str, int] = {}
@@ -169,6 +194,8 @@ def column_plans(sources: Sequence[Source], cols, floats: FloatEncoding = FloatE
                             )
                     elif n in stamps:
                         _stored_range(a, n, lo, hi)
+                    elif n in decs:
+                        _unscaled_range(s.path.name, a, n, types[n], lo, hi)
                     else:
                         mm = pc.min_max(a.cast(pa.int64()) if pa.types.is_boolean(a.type) else a)
                         if mm["min"].is_valid:
@@ -184,9 +211,12 @@ def column_plans(sources: Sequence[Source], cols, floats: FloatEncoding = FloatE
         scan_progress(sum(s.num_rows for s in sources))
     plans = []
     for n, k, t in cols:
-        if k == "int":
+        if k in ("int", "decimal"):  # a DECIMAL as its unscaled integers, exactly
             a, b = lo.get(n, 0), hi.get(n, 0)  # an all-null column: any range will do
-            plans.append(ColumnPlan(n, k, narrow_int_dtype(a, b), a, b))
+            sql = (decimal_type(t.precision, t.scale) if k == "decimal"
+                   else BOOLEAN if pa.types.is_boolean(t) else None)
+            plans.append(ColumnPlan(n, "int", narrow_int_dtype(a, b), a, b, sql_type=sql))
+            k = "int"
         elif k == "float":
             enc = scans[n].encoding() if n in scans else None
             if enc is not None:
@@ -209,6 +239,45 @@ def column_plans(sources: Sequence[Source], cols, floats: FloatEncoding = FloatE
                 r = _scaled_range(scans.get(n), pl.scale)
             pl.bits = packed_bits(*r, pl.dtype)
     return plans
+
+
+def _unscaled(a: pa.Array, t: pa.DataType) -> tuple[np.ndarray, np.ndarray | None]:
+    """Decimal (or integer) values ``a`` of a column of DECIMAL type ``t`` as int64 at its
+    scale (``decimals.unscaled``); ValueError for a value that no int64 holds."""
+    if pa.types.is_null(a.type):
+        return np.zeros(len(a), np.int64), np.ones(len(a), bool)
+    if pa.types.is_integer(a.type):  # a file whose column is an integer: exact at any scale
+        try:
+            a = a.cast(pa.decimal128(MAX_PRECISION, t.scale))
+        except pa.ArrowInvalid:
+            raise ValueError(f"an integer of the column has more than {MAX_PRECISION} "
+                             f"digits at scale {t.scale}") from None
+    return unscaled(a, t.scale)
+
+
+def _decimal_error(n: str, t: pa.DataType, why: str) -> IngestError:
+    return IngestError(f"column {n!r} is DECIMAL({t.precision},{t.scale}) and its {why}: "
+                       "bamql stores a DECIMAL exactly as int64 (at most 18 digits), and "
+                       "would round it as a double; cast it to DOUBLE, or leave it out with "
+                       "--columns")
+
+
+def _unscaled_range(where: str, a: pa.Array, n: str, t: pa.DataType,
+                    lo: dict[str, int], hi: dict[str, int]) -> None:
+    """Widen ``lo[n]``, ``hi[n]`` by the unscaled integers of decimals ``a`` (column ``n``
+    of DECIMAL type ``t``); a value that no int64 holds is a one-line error."""
+    try:
+        v, nulls = _unscaled(a, t)
+    except ValueError as e:
+        raise IngestError(f"{where}: {_decimal_error(n, t, str(e))}") from None
+    if nulls is not None:
+        v = v[~nulls]
+    if len(v):
+        a_, b_ = int(v.min()), int(v.max())
+        if a_ == np.iinfo(np.int64).min:  # the int64 NULL sentinel
+            raise IngestError(f"{where}: {_decimal_error(n, t, f'value {a_} is -2**63')}")
+        lo[n] = min(lo.get(n, a_), a_)
+        hi[n] = max(hi.get(n, b_), b_)
 
 
 def _stored_range(a: pa.Array, n: str, lo: dict[str, int], hi: dict[str, int]) -> None:
@@ -245,6 +314,17 @@ def to_storage(a: pa.Array, pl: ColumnPlan) -> np.ndarray:
     sent = sentinel_for(pl.dtype)
     if pa.types.is_null(a.type):  # a column with no value in this file
         a = pa.nulls(len(a), _NULL_AS[pl.kind])
+    if pl.kind == "int" and pl.decimal_scale is not None:  # a DECIMAL: its unscaled integers
+        try:
+            v, nulls = _unscaled(a, pa.decimal128(MAX_PRECISION, pl.decimal_scale))
+        except ValueError as e:
+            raise IngestError(f"column {pl.name!r} ({pl.sql_type}): {e}") from None
+        ok = v if nulls is None else v[~nulls]
+        if len(ok) and (int(ok.min()) < pl.lo or int(ok.max()) > pl.hi):
+            raise IngestError(f"column {pl.name!r}: values outside the range its scan gave")
+        if nulls is not None:
+            v[nulls] = sent
+        return v.astype(pl.dtype)
     if pl.kind == "int":
         if pa.types.is_boolean(a.type):
             a = a.cast(pa.int8())

@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from bamql.storage.format import MAX_DECIMALS, SCALED_TYPES
+from bamql.storage.sqltypes import MAX_PRECISION
 
 _POW10 = np.array([10.0**d for d in range(MAX_DECIMALS + 1)])
 #: Scaled floats are int16 at narrowest: the measures then share a width, which row groups
@@ -159,3 +160,83 @@ def encode(values: np.ndarray, scale: int, dtype: np.dtype) -> np.ndarray:
     if bad >= 0:
         raise ValueError(f"value {values[bad]!r} is not a {scale}-decimal number within {dtype}")
     return out
+
+
+def unscaled(a: pa.Array, scale: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """The values of decimal array ``a`` as int64 integers at ``scale`` (``value * 10**scale``,
+    exactly) and the mask of its NULLs (None where it has none; their integers are 0).
+
+    Raises ``ValueError`` naming the first value that has more decimals than ``scale`` or
+    does not fit an int64 at that scale (more than 18 digits)."""
+    t = a.type
+    if not pa.types.is_decimal(t) or t.scale > scale:
+        raise ValueError(f"a {t} column is not a decimal of at most {scale} decimals")
+    if not pa.types.is_decimal128(t):
+        try:
+            a = a.cast(pa.decimal128(min(MAX_PRECISION, t.precision), t.scale))
+        except pa.ArrowInvalid:
+            raise ValueError(f"a value of the {t} column has more than {MAX_PRECISION} "
+                             "digits") from None
+    n = len(a)
+    words = np.frombuffer(a.buffers()[1], dtype=np.int64)[2 * a.offset: 2 * (a.offset + n)]
+    lo, hi = words[0::2], words[1::2]
+    nulls = np.asarray(a.is_null()) if a.null_count else None
+    fits = hi == (lo >> 63)  # the high word only extends the sign: an int64 holds it
+    if nulls is not None:
+        fits |= nulls
+    out = np.where(nulls, 0, lo) if nulls is not None else lo.copy()
+    if not fits.all():
+        bad = int(np.argmin(fits))
+        raise ValueError(f"value {a[bad].as_py()} has more than 18 digits, more than a "
+                         "decimal that bamql stores exactly (int64) holds")
+    k = scale - a.type.scale
+    if k:
+        m = 10**k
+        limit = (2**63 - 1) // m
+        big = np.abs(out) > limit
+        if big.any():
+            bad = int(np.argmax(big))
+            raise ValueError(f"value {a[bad].as_py()} has more than 18 digits at scale "
+                             f"{scale}, more than a decimal that bamql stores exactly (int64) "
+                             "holds")
+        out = out * np.int64(m)
+    return out, nulls
+
+
+def decimal_array(values: np.ndarray, nulls: np.ndarray | None, precision: int,
+                  scale: int) -> pa.Array:
+    """Integers ``values`` (the unscaled values of a DECIMAL, int64 or narrower) as an Arrow
+    ``decimal128(precision, scale)`` array, exactly (no cast through a double); ``nulls``:
+    the mask of NULL rows, or None."""
+    v = np.ascontiguousarray(values, dtype=np.int64)
+    words = np.empty(2 * len(v), np.int64)
+    words[0::2], words[1::2] = v, v >> 63  # 128-bit two's complement, little-endian
+    validity, n_null = None, 0
+    if nulls is not None and nulls.any():
+        validity = pa.array(~np.asarray(nulls, bool)).buffers()[1]
+        n_null = int(np.count_nonzero(nulls))
+    return pa.Array.from_buffers(pa.decimal128(precision, scale), len(v),
+                                 [validity, pa.py_buffer(words.tobytes())], null_count=n_null)
+
+
+def sql_typed(sql_type: str | None, values: np.ndarray, nulls: np.ndarray | None) -> pa.Array | None:
+    """The Arrow array of an integer column of ``sql_type`` (``storage.sqltypes``): a
+    DECIMAL(p,s) as ``decimal128(p,s)``, a BOOLEAN as ``bool``; None for any other type."""
+    from bamql.storage.sqltypes import BOOLEAN, parse_decimal
+
+    if sql_type == BOOLEAN:
+        return pa.array(np.asarray(values) != 0, mask=nulls)
+    d = parse_decimal(sql_type)
+    if d is None:
+        return None
+    return decimal_array(values, nulls, *d)
+
+
+def sql_arrow_type(sql_type: str | None) -> pa.DataType | None:
+    """The Arrow type of a column of ``sql_type`` (``storage.sqltypes``), or None."""
+    from bamql.storage.sqltypes import BOOLEAN, parse_decimal
+
+    if sql_type == BOOLEAN:
+        return pa.bool_()
+    d = parse_decimal(sql_type)
+    return None if d is None else pa.decimal128(*d)

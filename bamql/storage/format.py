@@ -183,6 +183,10 @@ class ColumnMeta:
     #: integer too); None where the store does not say (written before it was recorded:
     #: a scaled column is taken as a DECIMAL)
     decimal: bool | None = None
+    #: the SQL type of an integer column that is no BIGINT: ``"DECIMAL(p,s)"`` (stored as
+    #: its unscaled integers, ``value = stored / 10**s`` exactly; ``storage.sqltypes``) or
+    #: ``"BOOLEAN"`` (0/1); None: the kind's own (and in stores written before it)
+    sql_type: str | None = None
 
     @property
     def packed(self) -> bool:
@@ -374,6 +378,8 @@ class Manifest:
         for c in d["columns"]:
             if not c["bits"]:
                 del c["bits"]
+            if c["sql_type"] is None:  # as written before SQL types were recorded
+                del c["sql_type"]
         d["sha256"] = digest(d)
         tag = _seal.seal(d)  # none where this machine has no key: checked at every open
         if tag is not None:
@@ -559,6 +565,17 @@ def _packing_inconsistency(m: Manifest, c: ColumnMeta) -> str | None:
     return None
 
 
+def _sql_type_ok(c: ColumnMeta) -> bool:
+    """Whether the ``sql_type`` of integer column ``c`` is one it may have: BOOLEAN over 0
+    and 1, or a DECIMAL whose range has at most its precision's digits."""
+    from bamql.storage.sqltypes import BOOLEAN, parse_decimal
+
+    if c.sql_type == BOOLEAN:
+        return all(v is None or v in (0, 1) for v in (c.min, c.max))
+    d = parse_decimal(c.sql_type)
+    return d is not None and all(v is None or abs(v) < 10 ** d[0] for v in (c.min, c.max))
+
+
 def _column_inconsistency(m: Manifest, c: ColumnMeta) -> str | None:
     """What makes column ``c`` of manifest ``m`` inconsistent, or None."""
     if not _is_int(c.first_page, c.n_pages, c.rows_per_page, c.nulls, c.scale, c.bits):
@@ -567,6 +584,8 @@ def _column_inconsistency(m: Manifest, c: ColumnMeta) -> str | None:
         return f"kind {c.kind!r} is not one of {', '.join(KINDS)}"
     if c.decimal is not None and (c.kind != "float" or not isinstance(c.decimal, bool)):
         return "only a float column records whether it is a DECIMAL, as true or false"
+    if c.sql_type is not None and (c.kind != "int" or not _sql_type_ok(c)):
+        return f"SQL type {c.sql_type!r} does not fit a {c.kind} column"
     scaled = c.kind == "float" and c.dtype in SCALED_TYPES
     if c.dtype not in STORAGE_TYPES[c.kind] and not scaled:
         return f"storage type {c.dtype!r} is not one of a {c.kind} column's"

@@ -631,7 +631,7 @@ def _finish_store(d: Path, writer: PageWriter, plans, rows: int, page_size: int,
             first_page=writer.first_page[i], n_pages=ids.stop - ids.start,
             rows_per_page=writer.rows_per_page[i], nulls=r["nulls"], min=lo, max=hi,
             dictionary=pl.dictionary, histogram=r["histogram"], scale=pl.scale, bits=pl.bits,
-            decimal=pl.decimal if pl.kind == "float" else None,
+            decimal=pl.decimal if pl.kind == "float" else None, sql_type=pl.sql_type,
         ))
     group_metas, arrays = write_groups(
         d, parse_groups(groups, columns, page_size), columns, page_size, volumes,

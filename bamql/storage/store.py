@@ -485,6 +485,10 @@ def decode(c: ColumnMeta, vals: np.ndarray) -> pa.Array:
             vals = c.decode(vals)
         return pa.array(vals, mask=null, type=pa.from_numpy_dtype(vals.dtype))
     mask = vals == c.sentinel
+    if c.kind == "int" and c.sql_type is not None:  # a DECIMAL or BOOLEAN, exactly
+        from bamql.storage.decimals import sql_typed
+
+        return sql_typed(c.sql_type, np.where(mask, 0, vals), mask)
     if c.kind == "int":
         return pa.array(vals.astype(np.int64), mask=mask, type=pa.int64())
     if c.kind == "timestamp":

@@ -57,6 +57,17 @@ class ColumnPlan:
     scale: int = 0  # a float stored as round(value * 10**scale) in the integer ``dtype``
     bits: int = 0  # bits per code of a bit-packed column (storage.packing); 0: plain pages
     decimal: bool = False  # a float that some source holds as DECIMAL (ColumnMeta.decimal)
+    #: the SQL type of an integer-stored DECIMAL(p,s) (its unscaled integers) or BOOLEAN
+    #: (ColumnMeta.sql_type); None: the kind's own
+    sql_type: str | None = None
+
+    @property
+    def decimal_scale(self) -> int | None:
+        """The scale of a DECIMAL stored as its unscaled integers, else None."""
+        from bamql.storage.sqltypes import parse_decimal
+
+        d = parse_decimal(self.sql_type)
+        return None if d is None else d[1]
 
 
 class PageWriter:

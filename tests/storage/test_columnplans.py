@@ -25,7 +25,9 @@ def _unify(tmp_path, *tables):
     (pa.int64(), pa.float64(), "float", pa.float64()),
     (pa.float32(), pa.int32(), "float", pa.float64()),
     (pa.float32(), pa.float32(), "float", pa.float32()),
-    (pa.decimal128(10, 2), pa.int64(), "float", pa.float64()),
+    (pa.decimal128(10, 2), pa.int64(), "decimal", pa.decimal128(21, 2)),  # as DuckDB
+    (pa.decimal128(18, 4), pa.decimal128(10, 6), "decimal", pa.decimal128(20, 6)),
+    (pa.decimal128(10, 2), pa.float64(), "float", pa.float64()),
     (pa.timestamp("ms"), pa.timestamp("us"), "timestamp", pa.timestamp("us")),
     (pa.timestamp("s", tz="UTC"), pa.timestamp("us", tz="UTC"), "timestamp",
      pa.timestamp("us", tz="UTC")),

@@ -156,9 +156,9 @@ def test_the_float_check_reports_progress(tmp_path, taxi_orc, floats):
     assert sum(scanned) == sum(written) == r.rows
 
 
-def test_decimal_columns_are_read_as_doubles_and_stored_narrow(tmp_path):
-    """Parquet/ORC decimal columns (money as decimal(10,2)) ingest as doubles, and their
-    values reach the narrow encoding; queries agree with DuckDB reading the same file."""
+def test_decimal_columns_are_stored_exactly_as_their_integers(tmp_path):
+    """Parquet/ORC decimal columns (money as decimal(10,2)) ingest exactly, as their unscaled
+    integers narrowed by their range; queries agree with DuckDB reading the same file."""
     import decimal
 
     import pyarrow.parquet as pq
@@ -179,11 +179,13 @@ def test_decimal_columns_are_read_as_doubles_and_stored_narrow(tmp_path):
     pq.write_table(t, tmp_path / "t.parquet")
     ingest([tmp_path / "t.parquet"], tmp_path / "d" / "trips", page_size=512)
     with PageStore(tmp_path / "d" / "trips") as s:
-        assert (s.column("fare").dtype, s.column("fare").scale) == ("int32", 2)
-        assert s.column("rate").dtype == "float64" and s.column("rate").scale == 0
-        # the nearest double to each decimal (Arrow's own cast is an ulp off for some)
-        want_fare = pa.array(cents / 100.0, mask=mask)
-        assert s.to_arrow("fare").equals(want_fare)
+        # exactly: the unscaled integers, narrowed by their range, the type recorded
+        fare_c, rate_c = s.column("fare"), s.column("rate")
+        assert (fare_c.kind, fare_c.dtype, fare_c.scale, fare_c.sql_type) == \
+            ("int", "int32", 0, "DECIMAL(10,2)")
+        assert (rate_c.kind, rate_c.dtype, rate_c.sql_type) == ("int", "int32", "DECIMAL(20,6)")
+        assert s.to_arrow("fare").equals(fare)  # read back as the very decimals
+        assert s.to_arrow("rate").equals(rate)
     sql = "SELECT COUNT(fare), SUM(fare), MIN(fare), MAX(rate) FROM trips WHERE zone < 100"
     with bamql.connect(tmp_path / "d", device="cpu") as con:
         got = con.sql(sql).rows()

@@ -1,0 +1,31 @@
+"""The SQL types a store records beside a column's kind (``ColumnMeta.sql_type``): a DECIMAL(p, s)
+held as its unscaled integers (kind ``int``: ``value = stored / 10**s``, exactly), and a
+BOOLEAN held as 0/1 integers. Plain Python: the planner reads it at every query."""
+
+from __future__ import annotations
+
+#: The SQL type of a column that a store holds as the unscaled integers of a DECIMAL(p, s)
+#: (``ColumnMeta.sql_type``), and of a BOOLEAN held as 0/1 integers.
+BOOLEAN = "BOOLEAN"
+#: Most digits of a DECIMAL (DuckDB's and Arrow's decimal128).
+MAX_PRECISION = 38
+#: Unscaled values below this in magnitude have at most 15 significant digits, which a double
+#: holds exactly: distinct ones stay distinct and in order when decoded to doubles.
+DOUBLE_EXACT = 10**15
+
+
+def decimal_type(precision: int, scale: int) -> str:
+    """The ``sql_type`` of a DECIMAL(precision, scale) column."""
+    return f"DECIMAL({precision},{scale})"
+
+
+def parse_decimal(sql_type: str | None) -> tuple[int, int] | None:
+    """``(precision, scale)`` of a ``sql_type`` that names a DECIMAL, else None."""
+    if not isinstance(sql_type, str) or not sql_type.startswith("DECIMAL(") \
+            or not sql_type.endswith(")"):
+        return None
+    p, _, s = sql_type[8:-1].partition(",")
+    if not (p.isdigit() and s.isdigit()):
+        return None
+    p, s = int(p), int(s)
+    return (p, s) if 1 <= p <= MAX_PRECISION and 0 <= s <= p else None

@@ -1,0 +1,219 @@
+"""DECIMALs answer exactly, as DuckDB does, or are refused in one line (issue 41, item 1).
+
+A DECIMAL(p, s) column is stored as its unscaled integers (``ColumnMeta.sql_type``); the
+translator compares, adds, subtracts, multiplies, sums and groups them as integers, and gives
+them back as Arrow decimals of their type. Before, they were doubles: 12345678901234.5678
+became 12345678901234.568, and ``d > 12345678901234.5677`` missed it."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import bamql
+from bamql.errors import IngestError, PlanError, UsageError
+from bamql.storage.ingest import ingest
+from tests.reference import assert_same_rows
+
+WIDE = pa.table({
+    "d": pa.array([Decimal("12345678901234.5678"), Decimal("99999999999999.9999"), None],
+                  pa.decimal128(18, 4)),
+    "b": pa.array([True, False, None]),
+    "k": pa.array([1, 2, 3], pa.int64()),
+})
+
+#: the reproducers of issue 41 and their neighbours
+QUERIES = [
+    "SELECT COUNT(*) FROM r WHERE d > 12345678901234.5677",
+    "SELECT COUNT(*) FROM r WHERE d <> 12345678901234.5677",
+    "SELECT COUNT(*) FROM r WHERE d <= 99999999999999.99985",
+    "SELECT COUNT(*) FROM r WHERE d = 100000000000000",
+    "SELECT COUNT(*) FROM r WHERE d = 99999999999999.9999",
+    "SELECT COUNT(*) FROM r WHERE d IN (12345678901234.5678, 100000000000000, NULL)",
+    "SELECT COUNT(*) FROM r WHERE d BETWEEN 12345678901234.5679 AND 99999999999999.9999",
+    "SELECT COUNT(*) FROM r WHERE d - 12345678901234.5678 = 0",
+    "SELECT COUNT(*) FROM r WHERE d + d > 199999999999999.9997",
+    "SELECT d FROM r ORDER BY d",
+    "SELECT SUM(d), MIN(d), MAX(d), COUNT(d) FROM r",
+    "SELECT k, SUM(d) FROM r GROUP BY k ORDER BY k",
+    "SELECT d, COUNT(*) FROM r GROUP BY d ORDER BY d",
+    "SELECT k FROM r WHERE ABS(d) > 99999999999999.9998 ORDER BY k",
+    "SELECT k, COUNT(*) FROM r GROUP BY k HAVING SUM(d) > 12345678901234.5677 ORDER BY k",
+    "SELECT b, k FROM r ORDER BY k",
+    "SELECT AVG(d), SUM(d) / COUNT(d) FROM r",
+]
+
+
+def _duck(sql: str, t: pa.Table) -> list[tuple]:
+    con = duckdb.connect()
+    con.register("r", t)
+    return con.sql(sql).fetchall()
+
+
+def _rows(con, sql: str) -> list[tuple]:
+    return [tuple(r.values()) for r in con.sql(sql).to_arrow().to_pylist()]
+
+
+def _same_typed(ours: list[tuple], ref: list[tuple]) -> None:
+    """Equal as DuckDB's rows, and a DECIMAL where DuckDB gives one (not a close double)."""
+    assert_same_rows(ours, ref, ordered=True)
+    for r1, r2 in zip(ours, ref, strict=True):
+        for a, b in zip(r1, r2, strict=True):
+            assert type(a) is type(b) or a is None or b is None, (r1, r2)
+            if isinstance(b, Decimal):
+                assert a == b, (r1, r2)
+
+
+@pytest.fixture(scope="module")
+def sources(tmp_path_factory):
+    d = tmp_path_factory.mktemp("dec")
+    pq.write_table(WIDE, d / "r.parquet")
+    ingest([d / "r.parquet"], d / "data" / "r", page_size=512)
+    return d
+
+
+@pytest.mark.parametrize("sql", QUERIES)
+def test_issue_41_on_files_in_place(sources, sql):
+    with bamql.connect(":memory:") as con:
+        ours = _rows(con, sql.replace("FROM r", f"FROM '{sources / 'r.parquet'}' AS r"))
+    _same_typed(ours, _duck(sql, WIDE))
+
+
+@pytest.mark.parametrize("sql", QUERIES)
+def test_issue_41_on_an_ingested_store(sources, sql):
+    with bamql.connect(sources / "data", device="cpu") as con:
+        _same_typed(_rows(con, sql), _duck(sql, WIDE))
+
+
+@pytest.mark.parametrize("sql", QUERIES[:12])
+def test_issue_41_on_a_registered_arrow_table(tmp_path, monkeypatch, sql):
+    monkeypatch.setenv("BAMQL_FILE_CACHE", str(tmp_path))
+    with bamql.connect(":memory:") as con:
+        con.register("r", WIDE)
+        _same_typed(_rows(con, sql), _duck(sql, WIDE))
+
+
+def test_results_keep_the_source_types(sources):
+    """SELECT d is DECIMAL(18,4), MIN/MAX too, SUM DECIMAL(38,4), AVG a DOUBLE; a BOOLEAN
+    column is a bool, and DESCRIBE says so, as DuckDB's do."""
+    with bamql.connect(sources / "data", device="cpu") as con:
+        t = con.sql("SELECT d, b, k FROM r").to_arrow()
+        assert t.schema.types == [pa.decimal128(18, 4), pa.bool_(), pa.int64()]
+        assert t.column("d").to_pylist() == WIDE["d"].to_pylist()
+        assert t.column("b").to_pylist() == [True, False, None]
+        a = con.sql("SELECT SUM(d), MIN(d), MAX(d), AVG(d), MIN(b) FROM r").to_arrow()
+        assert a.schema.types == [pa.decimal128(38, 4), pa.decimal128(18, 4),
+                                  pa.decimal128(18, 4), pa.float64(), pa.bool_()]
+        assert a.column(0).to_pylist() == [Decimal("112345678901234.5677")]
+        desc = {r[0]: r[1] for r in con.sql("DESCRIBE r").rows()}
+        assert desc == {"d": "DECIMAL(18,4)", "b": "BOOLEAN", "k": "BIGINT"}
+        grouped = con.sql("SELECT b, COUNT(*) FROM r GROUP BY b ORDER BY b").to_arrow()
+        assert grouped.column(0).type == pa.bool_()
+    with bamql.connect(":memory:") as con:
+        desc = con.sql(f"DESCRIBE SELECT d, b FROM '{sources / 'r.parquet'}'").rows()
+        assert [r[1] for r in desc] == ["DECIMAL(18,4)", "BOOLEAN"]
+
+
+def test_a_decimal_of_fifteen_digits_or_less_compares_exactly_with_any_constant(tmp_path):
+    """Narrow DECIMALs too: a constant of more digits than a double holds, and arithmetic
+    whose double is off by an ulp (0.1 * 3 = 0.30000000000000004), compare as DuckDB does."""
+    t = pa.table({"d": pa.array([Decimal("0.1"), Decimal("0.2"), Decimal("0.3"), None],
+                                pa.decimal128(10, 1)),
+                  "e": pa.array([Decimal("0.123456"), Decimal("1.000001"), Decimal("2.5"),
+                                 Decimal("-3")], pa.decimal128(12, 6))})
+    pq.write_table(t, tmp_path / "n.parquet")
+    f = f"'{tmp_path / 'n.parquet'}'"
+    with bamql.connect(":memory:") as con:
+        for where in ("d * 3 = 0.3", "d + 0.2 = 0.3", "d < 0.10000000000000000001",
+                      "d > 0.09999999999999999999", "e < 0.12345600000000000001",
+                      "e = 0.1234560000000000000001", "d + e = 3.0", "d IN (0.1, 0.30000000000000000001)",
+                      "-d = -0.2", "d - e > -0.023456"):
+            sql = f"SELECT COUNT(*) FROM {f} WHERE {where}"
+            assert _rows(con, sql) == duckdb.sql(sql).fetchall(), sql
+        sql = f"SELECT SUM(d), SUM(e), MIN(e), MAX(d), SUM(d * 3) FROM {f}"
+        _same_typed(_rows(con, sql), duckdb.sql(sql).fetchall())
+
+
+def test_the_plan_tree_computes_decimals_exactly(sources, tmp_path):
+    # a window runs in the plan tree: its scan reads the DECIMAL exactly, its filter and
+    # arithmetic keep it a DECIMAL, a decimal constant beside it is one too
+    t = pa.table({"d": pa.array([Decimal("0.1"), Decimal("0.2"), None], pa.decimal128(10, 1))})
+    pq.write_table(t, tmp_path / "n.parquet")
+    f = f"'{tmp_path / 'n.parquet'}'"
+    with bamql.connect(":memory:") as con:
+        for sql in (f"SELECT COUNT(*) FROM (SELECT d, row_number() OVER () AS n FROM {f}) "
+                    "WHERE d * 3 = 0.3",
+                    f"SELECT d * 3, d < 0.10000000000000000001, d / 3, row_number() OVER () "
+                    f"FROM {f} ORDER BY 4"):
+            _same_typed(_rows(con, sql), duckdb.sql(sql).fetchall())
+        sql = f"SELECT d, row_number() OVER () FROM '{sources / 'r.parquet'}' ORDER BY 2"
+        _same_typed(_rows(con, sql), duckdb.sql(sql).fetchall())
+
+
+def test_a_decimal_that_no_int64_holds_is_refused_in_one_line(tmp_path):
+    t = pa.table({"big": pa.array([Decimal("1234567890123456789012.5")], pa.decimal128(38, 1))})
+    pq.write_table(t, tmp_path / "b.parquet")
+    with pytest.raises(IngestError) as e:
+        ingest([tmp_path / "b.parquet"], tmp_path / "data" / "b")
+    msg = str(e.value)
+    assert "\n" not in msg and "'big'" in msg and "DECIMAL(38,1)" in msg
+    assert "more than 18 digits" in msg
+    with bamql.connect(":memory:") as con, pytest.raises(bamql.errors.BamqlError, match="'big'"):
+        con.sql(f"SELECT big FROM '{tmp_path / 'b.parquet'}'")
+    # a DECIMAL(38, s) whose values fit int64 is kept, exactly
+    ok = pa.table({"d": pa.array([Decimal("123456789012345.6789")], pa.decimal128(38, 4))})
+    pq.write_table(ok, tmp_path / "ok.parquet")
+    with bamql.connect(":memory:") as con:
+        got = con.sql(f"SELECT d, SUM(d) FROM '{tmp_path / 'ok.parquet'}' GROUP BY d").rows()
+    assert got == [(Decimal("123456789012345.6789"), Decimal("123456789012345.6789"))]
+
+
+@pytest.mark.parametrize("expr, what", [
+    ("FLOOR(d)", "FLOOR"), ("CASE WHEN k > 1 THEN d ELSE 0 END", "CASE"),
+    ("MEDIAN(d)", "MEDIAN"),
+])
+def test_a_double_of_a_wide_decimal_where_duckdb_keeps_it_exact_is_refused(sources, expr, what):
+    with bamql.connect(sources / "data", device="cpu") as con:
+        with pytest.raises(PlanError) as e:
+            con.sql(f"SELECT {expr} FROM r" + (" GROUP BY k" if what == "MEDIAN" else ""))
+    msg = str(e.value)
+    assert "\n" not in msg and "'d'" in msg and "15 significant digits" in msg and what in msg
+    # a double asked for is DuckDB's double (float(integers) / 10**scale)
+    with bamql.connect(sources / "data", device="cpu") as con:
+        sql = "SELECT CAST(d AS DOUBLE), d / 3 FROM r ORDER BY k"
+        assert_same_rows(_rows(con, sql), _duck(sql, WIDE), ordered=True)
+
+
+def test_a_computed_decimal_beside_a_constant_a_double_cannot_hold_is_refused(tmp_path):
+    t = pa.table({"d": pa.array([Decimal("0.1")], pa.decimal128(10, 1)), "k": [1]})
+    pq.write_table(t, tmp_path / "n.parquet")
+    with bamql.connect(":memory:") as con, pytest.raises(PlanError) as e:
+        con.sql(f"SELECT COUNT(*) FROM '{tmp_path / 'n.parquet'}' "
+                "WHERE FLOOR(d) < 0.10000000000000000001")
+    assert "\n" not in str(e.value) and "'d'" in str(e.value)
+
+
+def test_a_wide_decimal_of_a_registered_table_is_refused_in_a_join(tmp_path):
+    from bamql.planner.joins import dimension
+
+    dim = dimension("prices", pa.table({"id": [1, 2], "p": WIDE["d"].slice(0, 2)}))
+    assert dim.decimals == {"p": ("DECIMAL(18,4)", True)}
+    pq.write_table(pa.table({"id": pa.array([1, 2, 2], pa.int64())}), tmp_path / "f.parquet")
+    with bamql.connect(":memory:") as con:
+        con.register("prices", pa.table({"id": [1, 2], "p": WIDE["d"].slice(0, 2)}))
+        with pytest.raises((PlanError, UsageError)) as e:
+            con.sql(f"SELECT COUNT(*) FROM '{tmp_path / 'f.parquet'}' t JOIN prices q "
+                    "ON t.id = q.id WHERE q.p > 5")
+        assert "\n" not in str(e.value) and "15 significant digits" in str(e.value)
+
+
+def test_a_decimal_join_key_is_refused(tmp_path):
+    pq.write_table(WIDE, tmp_path / "r.parquet")
+    with bamql.connect(":memory:") as con:
+        con.register("dim", pa.table({"key": [1, 2]}))
+        with pytest.raises(PlanError, match="join key 'd' is a DECIMAL"):
+            con.sql(f"SELECT COUNT(*) FROM '{tmp_path / 'r.parquet'}' t JOIN dim ON t.d = dim.key")
