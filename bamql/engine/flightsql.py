@@ -1,207 +1,204 @@
 """Arrow Flight SQL's messages and catalog answers, for ``bamql serve``.
 
 Flight SQL (the protocol of ADBC and JDBC drivers) rides on plain Flight: a descriptor's
-command, a ticket or an action's body is a protobuf message wrapped in
-``google.protobuf.Any`` (``type_url`` ``type.googleapis.com/arrow.flight.protocol.sql.<Name>``,
-``value`` the message). :func:`unpack` and :func:`pack` translate them to :class:`Message`
-values through ``bamql.engine.protowire``; the ``*_table`` functions build the Arrow answers
-of the catalog commands in the schemas the specification (FlightSql.proto) gives.
+command, a ticket or a Flight SQL action's body is a protobuf message wrapped in
+``google.protobuf.Any`` (``type_url`` ``type.googleapis.com/arrow.flight.protocol.sql.<Name>``).
+The messages are the ``protobuf`` runtime's, from the code protoc generates from Arrow's
+``FlightSql.proto`` and ``Flight.proto`` (``bamql.engine.proto``); :func:`unpack` and
+:func:`pack` unwrap and wrap them. The session actions of ``Flight.proto`` (GetSessionOptions,
+SetSessionOptions, CloseSession) carry their messages bare.
+
+The ``*_table`` functions build the Arrow answers of the catalog commands in the schemas
+FlightSql.proto gives, and :func:`with_column_metadata` the ``ARROW:FLIGHT:SQL:*`` metadata
+of a result's or a table's columns (type name, precision, scale, ...).
 
 bamql has no catalogs or database schemas: its tables are of type ``TABLE`` and lie in one
 database schema named ``""`` (the empty name, as a db_schema_name may not be NULL) of a NULL
-catalog.
+catalog; a session's current catalog and schema are both ``""`` (as ADBC names a missing
+catalog).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from enum import Enum
 
 import pyarrow as pa
+from google.protobuf import any_pb2
+from google.protobuf.message import DecodeError, Message
 
-from bamql.engine import protowire
-from bamql.engine.protowire import WireType
+from bamql.engine.proto import Flight_pb2 as flight_pb2
+from bamql.engine.proto import FlightSql_pb2 as pb
 from bamql.errors import UsageError
 
 PREFIX = "type.googleapis.com/arrow.flight.protocol.sql."
-_ANY_TYPE_URL, _ANY_VALUE = 1, 2
 TABLE_TYPE = "TABLE"
 #: the name of the one database schema bamql's tables lie in
 SCHEMA = ""
+#: a session's options: the current catalog and database schema (ADBC's names)
+SESSION_OPTIONS = {"catalog": "", "schema": SCHEMA}
+
+#: the Flight SQL messages a bamql server reads (others are refused by name)
+SERVED = frozenset({
+    "CommandStatementQuery", "TicketStatementQuery", "CommandPreparedStatementQuery",
+    "CommandStatementUpdate", "CommandPreparedStatementUpdate", "CommandGetSqlInfo",
+    "CommandGetCatalogs", "CommandGetDbSchemas", "CommandGetTables", "CommandGetTableTypes",
+    "CommandGetPrimaryKeys", "CommandGetExportedKeys", "CommandGetImportedKeys",
+    "CommandGetCrossReference", "CommandGetXdbcTypeInfo", "ActionCreatePreparedStatementRequest",
+    "ActionClosePreparedStatementRequest"})
 
 
-class Kind(Enum):
-    """The Flight SQL messages bamql reads or writes (values: their protobuf names)."""
-
-    STATEMENT_QUERY = "CommandStatementQuery"
-    TICKET = "TicketStatementQuery"
-    PREPARED_QUERY = "CommandPreparedStatementQuery"
-    STATEMENT_UPDATE = "CommandStatementUpdate"
-    PREPARED_UPDATE = "CommandPreparedStatementUpdate"
-    SUBSTRAIT_PLAN = "CommandStatementSubstraitPlan"
-    GET_SQL_INFO = "CommandGetSqlInfo"
-    GET_CATALOGS = "CommandGetCatalogs"
-    GET_DB_SCHEMAS = "CommandGetDbSchemas"
-    GET_TABLES = "CommandGetTables"
-    GET_TABLE_TYPES = "CommandGetTableTypes"
-    GET_PRIMARY_KEYS = "CommandGetPrimaryKeys"
-    GET_EXPORTED_KEYS = "CommandGetExportedKeys"
-    GET_IMPORTED_KEYS = "CommandGetImportedKeys"
-    GET_CROSS_REFERENCE = "CommandGetCrossReference"
-    CREATE_PREPARED = "ActionCreatePreparedStatementRequest"
-    CREATE_PREPARED_RESULT = "ActionCreatePreparedStatementResult"
-    CLOSE_PREPARED = "ActionClosePreparedStatementRequest"
-    UPDATE_RESULT = "DoPutUpdateResult"
-
-
-class FieldType(Enum):
-    """How a field's value is read."""
-
-    STRING = "string"
-    BYTES = "bytes"
-    BOOL = "bool"
-    INT = "int"
-    STRINGS = "repeated string"
-    UINTS = "repeated uint32"
-
-
-_S, _B = FieldType.STRING, FieldType.BYTES
-#: each message's fields: name -> (number, type); fields bamql ignores are left out
-FIELDS: dict[Kind, dict[str, tuple[int, FieldType]]] = {
-    Kind.STATEMENT_QUERY: {"query": (1, _S), "transaction_id": (2, _B)},
-    Kind.TICKET: {"statement_handle": (1, _B)},
-    Kind.PREPARED_QUERY: {"prepared_statement_handle": (1, _B)},
-    Kind.STATEMENT_UPDATE: {"query": (1, _S), "transaction_id": (2, _B)},
-    Kind.PREPARED_UPDATE: {"prepared_statement_handle": (1, _B)},
-    Kind.SUBSTRAIT_PLAN: {},
-    Kind.GET_SQL_INFO: {"info": (1, FieldType.UINTS)},
-    Kind.GET_CATALOGS: {},
-    Kind.GET_DB_SCHEMAS: {"catalog": (1, _S), "db_schema_filter_pattern": (2, _S)},
-    Kind.GET_TABLES: {"catalog": (1, _S), "db_schema_filter_pattern": (2, _S),
-                      "table_name_filter_pattern": (3, _S), "table_types": (4, FieldType.STRINGS),
-                      "include_schema": (5, FieldType.BOOL)},
-    Kind.GET_TABLE_TYPES: {},
-    Kind.GET_PRIMARY_KEYS: {"catalog": (1, _S), "db_schema": (2, _S), "table": (3, _S)},
-    Kind.GET_EXPORTED_KEYS: {"catalog": (1, _S), "db_schema": (2, _S), "table": (3, _S)},
-    Kind.GET_IMPORTED_KEYS: {"catalog": (1, _S), "db_schema": (2, _S), "table": (3, _S)},
-    Kind.GET_CROSS_REFERENCE: {},
-    Kind.CREATE_PREPARED: {"query": (1, _S), "transaction_id": (2, _B)},
-    Kind.CREATE_PREPARED_RESULT: {"prepared_statement_handle": (1, _B),
-                                  "dataset_schema": (2, _B), "parameter_schema": (3, _B)},
-    Kind.CLOSE_PREPARED: {"prepared_statement_handle": (1, _B)},
-    Kind.UPDATE_RESULT: {"record_count": (1, FieldType.INT)},
-}
-_BY_NAME = {k.value: k for k in Kind}
-_REPEATED = (FieldType.STRINGS, FieldType.UINTS)
-
-
-@dataclass(frozen=True)
-class Message:
-    """One Flight SQL message: its kind and the values of the fields it carries (a field
-    absent from the bytes is absent here, so that ``optional`` fields keep their meaning)."""
-
-    kind: Kind
-    values: Mapping[str, object] = field(default_factory=dict)
-
-    def get(self, name: str, default: object = None) -> object:
-        """A field's value, or ``default`` where the message does not carry it."""
-        return self.values.get(name, default)
-
-
-def encode(msg: Message) -> bytes:
-    """A message's protobuf bytes (fields in number order; repeated scalars packed)."""
-    spec = FIELDS[msg.kind]
-    out = bytearray()
-    for name, (number, ftype) in sorted(spec.items(), key=lambda kv: kv[1][0]):
-        if name not in msg.values:
-            continue
-        value = msg.values[name]
-        if ftype is FieldType.UINTS:
-            out += protowire.field(number, b"".join(protowire.varint(v) for v in value))
-        elif ftype is FieldType.STRINGS:
-            out += b"".join(protowire.field(number, v) for v in value)
-        else:
-            out += protowire.field(number, value)
-    return bytes(out)
-
-
-def decode(kind: Kind, data: bytes) -> Message:
-    """A message of ``kind`` from its protobuf bytes (unknown fields are stepped over)."""
-    spec = {number: (name, ftype) for name, (number, ftype) in FIELDS[kind].items()}
-    values: dict[str, object] = {}
-    for number, wt, raw in protowire.fields(data):
-        if number not in spec:
-            continue
-        name, ftype = spec[number]
-        want = WireType.VARINT if ftype in (FieldType.BOOL, FieldType.INT) else WireType.BYTES
-        if wt is not want and not (ftype is FieldType.UINTS and wt is WireType.VARINT):
-            raise UsageError(f"a Flight SQL {kind.value} is malformed (field {name})")
-        if ftype is FieldType.UINTS:
-            values.setdefault(name, []).extend(protowire.packed_varints(raw))
-        elif ftype is FieldType.STRINGS:
-            values.setdefault(name, []).append(_text(raw, kind, name))
-        elif ftype is FieldType.STRING:
-            values[name] = _text(raw, kind, name)
-        elif ftype is FieldType.BOOL:
-            values[name] = bool(raw)
-        elif ftype is FieldType.INT:
-            values[name] = raw - (1 << 64) if raw >= 1 << 63 else raw
-        else:
-            values[name] = raw
-    return Message(kind, values)
-
-
-def _text(raw: bytes, kind: Kind, name: str) -> str:
-    try:
-        return raw.decode()
-    except UnicodeDecodeError:
-        raise UsageError(f"a Flight SQL {kind.value}'s {name} is not UTF-8") from None
+# -- messages --------------------------------------------------------------------------------
+def name(msg: Message) -> str:
+    """A message's protobuf name (``CommandStatementQuery``)."""
+    return msg.DESCRIPTOR.name
 
 
 def pack(msg: Message) -> bytes:
-    """A message wrapped in ``google.protobuf.Any`` (an empty value left out, as protobuf
-    leaves it)."""
-    value = encode(msg)
-    return (protowire.field(_ANY_TYPE_URL, PREFIX + msg.kind.value)
-            + (protowire.field(_ANY_VALUE, value) if value else b""))
+    """A Flight SQL message wrapped in ``google.protobuf.Any``."""
+    wrapped = any_pb2.Any()
+    wrapped.Pack(msg)
+    return wrapped.SerializeToString(deterministic=True)
 
 
 def unpack(data: bytes) -> Message | None:
     """The Flight SQL message an ``Any`` holds; None where ``data`` is no Flight SQL
-    ``Any`` (a plain bamql command). A Flight SQL message bamql does not serve is a
-    UsageError naming it."""
+    ``Any`` (a plain bamql command). A Flight SQL message bamql does not serve, or one
+    that is malformed, is a UsageError naming it."""
+    wrapped = any_pb2.Any()
     try:
-        parts = protowire.fields(data)
-    except UsageError:
+        wrapped.ParseFromString(data)
+    except (DecodeError, ValueError, TypeError):
         return None
-    url = [v for n, wt, v in parts if n == _ANY_TYPE_URL and wt is WireType.BYTES]
-    if not url or not url[-1].startswith(PREFIX.encode()):
+    if not wrapped.type_url.startswith(PREFIX):
         return None
-    name = url[-1][len(PREFIX):].decode(errors="replace")
-    kind = _BY_NAME.get(name)
-    if kind is None or kind in (Kind.SUBSTRAIT_PLAN, Kind.GET_CROSS_REFERENCE):
-        raise UsageError(f"bamql does not serve Flight SQL's {name}")
-    value = [v for n, wt, v in parts if n == _ANY_VALUE and wt is WireType.BYTES]
-    return decode(kind, value[-1] if value else b"")
+    kind = wrapped.type_url[len(PREFIX):]
+    if kind not in SERVED:
+        raise UsageError(f"bamql does not serve Flight SQL's {kind}")
+    return parse(getattr(pb, kind), wrapped.value)
+
+
+def unpack_as(cls: type[Message], data: bytes) -> Message:
+    """The message of ``cls`` an ``Any`` holds (as a client reads the server's answers);
+    anything else is a UsageError."""
+    wrapped = any_pb2.Any()
+    msg = cls()
+    try:
+        wrapped.ParseFromString(data)
+        if wrapped.Unpack(msg):
+            return msg
+    except (DecodeError, ValueError, TypeError):
+        pass
+    raise UsageError(f"this is no Flight SQL {cls.DESCRIPTOR.name}")
+
+
+def parse(cls: type[Message], data: bytes) -> Message:
+    """A message of ``cls`` from its bytes (malformed ones are a UsageError)."""
+    msg = cls()
+    try:
+        msg.ParseFromString(data)
+    except (DecodeError, ValueError, TypeError):
+        raise UsageError(f"a Flight SQL {cls.DESCRIPTOR.name} is malformed") from None
+    return msg
+
+
+def optional(msg: Message, field: str) -> object:
+    """An ``optional`` field's value, or None where the message does not carry it."""
+    return getattr(msg, field) if msg.HasField(field) else None
+
+
+# -- sessions --------------------------------------------------------------------------------
+def session_options_result() -> bytes:
+    """The answer to GetSessionOptions: the current catalog and schema."""
+    res = flight_pb2.GetSessionOptionsResult()
+    for key, value in SESSION_OPTIONS.items():
+        res.session_options[key].string_value = value
+    return res.SerializeToString(deterministic=True)
+
+
+def set_session_options(body: bytes) -> bytes:
+    """The answer to SetSessionOptions: each option that is not a current one bamql has,
+    with the value it has, as an error (INVALID_NAME, INVALID_VALUE)."""
+    req = parse(flight_pb2.SetSessionOptionsRequest, body)
+    res = flight_pb2.SetSessionOptionsResult()
+    for key, value in req.session_options.items():
+        if key not in SESSION_OPTIONS:
+            res.errors[key].value = flight_pb2.SetSessionOptionsResult.INVALID_NAME
+        elif value.WhichOneof("option_value") != "string_value" \
+                or value.string_value != SESSION_OPTIONS[key]:
+            res.errors[key].value = flight_pb2.SetSessionOptionsResult.INVALID_VALUE
+    return res.SerializeToString(deterministic=True)
+
+
+def close_session(body: bytes) -> bytes:
+    """The answer to CloseSession: closed (a bamql session keeps no state per client)."""
+    parse(flight_pb2.CloseSessionRequest, body)
+    return flight_pb2.CloseSessionResult(
+        status=flight_pb2.CloseSessionResult.CLOSED).SerializeToString()
+
+
+# -- column metadata -------------------------------------------------------------------------
+_META = "ARROW:FLIGHT:SQL:"
+#: the precision of integer types in decimal digits, of floating types in bits
+_INT_DIGITS = {8: 3, 16: 5, 32: 10, 64: 19}
+_FLOAT_BITS = {16: 11, 32: 24, 64: 53}
+_TS_DIGITS = {"s": 0, "ms": 3, "us": 6, "ns": 9}
+
+
+def type_name(t: pa.DataType) -> str:
+    """The SQL name of an Arrow type, as DESCRIBE gives it (DuckDB's names)."""
+    from bamql.engine.describe import duckdb_type
+
+    return duckdb_type(t)
+
+
+def _precision_scale(t: pa.DataType) -> tuple[int | None, int | None]:
+    """A column's precision (column size) and scale, as XDBC's COLUMN_SIZE and
+    DECIMAL_DIGITS give them (None where they do not apply)."""
+    if pa.types.is_decimal(t):
+        return t.precision, t.scale
+    if pa.types.is_integer(t):
+        return _INT_DIGITS[t.bit_width], 0
+    if pa.types.is_floating(t):
+        return _FLOAT_BITS[t.bit_width], None
+    if pa.types.is_boolean(t):
+        return 1, None
+    if pa.types.is_date(t):
+        return 10, None  # YYYY-MM-DD
+    if pa.types.is_timestamp(t):
+        digits = _TS_DIGITS[t.unit]
+        return 19 + (digits + 1 if digits else 0) + (6 if t.tz else 0), digits
+    return None, None
+
+
+def column_metadata(t: pa.DataType, table: str | None = None) -> dict[bytes, bytes]:
+    """The ``ARROW:FLIGHT:SQL:*`` metadata of a column of type ``t`` (of ``table``, where
+    the column is one of a table's)."""
+    meta = {"TYPE_NAME": type_name(t), "IS_AUTO_INCREMENT": "0",
+            "IS_CASE_SENSITIVE": "1" if pa.types.is_string(t) or pa.types.is_large_string(t)
+            else "0", "IS_READ_ONLY": "1", "IS_SEARCHABLE": "1"}
+    precision, scale = _precision_scale(t)
+    if precision is not None:
+        meta["PRECISION"] = str(precision)
+    if scale is not None:
+        meta["SCALE"] = str(scale)
+    if table is not None:
+        meta.update(DB_SCHEMA_NAME=SCHEMA, TABLE_NAME=table)
+    return {(_META + k).encode(): v.encode() for k, v in meta.items()}
+
+
+def with_column_metadata(schema: pa.Schema, table: str | None = None) -> pa.Schema:
+    """``schema`` with each field's ``ARROW:FLIGHT:SQL:*`` metadata added to what it has."""
+    return pa.schema([f.with_metadata({**(f.metadata or {}), **column_metadata(f.type, table)})
+                      for f in schema], metadata=schema.metadata)
+
+
+def with_column_metadata_table(t: pa.Table) -> pa.Table:
+    """A query's answer with its columns' ``ARROW:FLIGHT:SQL:*`` metadata (no copy)."""
+    return pa.Table.from_arrays(t.columns, schema=with_column_metadata(t.schema))
 
 
 # -- catalog answers -------------------------------------------------------------------------
-class SqlInfo(Enum):
-    """The SqlInfo ids bamql answers (values: their numbers in FlightSql.proto)."""
-
-    SERVER_NAME = 0
-    SERVER_VERSION = 1
-    SERVER_ARROW_VERSION = 2
-    SERVER_READ_ONLY = 3
-    SERVER_SQL = 4
-    SERVER_SUBSTRAIT = 5
-    SERVER_TRANSACTION = 8
-    SERVER_CANCEL = 9
-    IDENTIFIER_QUOTE_CHAR = 504
-
-
 #: the dense union of a SqlInfo value: (field name, type) by type code
 _INFO_VALUE = [("string_value", pa.string()), ("bool_value", pa.bool_()),
                ("bigint_value", pa.int64()), ("int32_bitmask", pa.int32()),
@@ -210,19 +207,26 @@ _INFO_VALUE = [("string_value", pa.string()), ("bool_value", pa.bool_()),
 SQL_INFO_SCHEMA = pa.schema([
     pa.field("info_name", pa.uint32(), nullable=False),
     pa.field("value", pa.dense_union([pa.field(n, t) for n, t in _INFO_VALUE]), nullable=False)])
-_CODE = {str: 0, bool: 1, int: 3}  # an int SqlInfo value is an int32 ordinal
+_CODE = {str: 0, bool: 1, int: 3}  # an int SqlInfo value is an int32 ordinal or bitmask
+
+
+def sql_info(version: str) -> dict[int, object]:
+    """The SqlInfo values bamql answers, by id."""
+    return {pb.FLIGHT_SQL_SERVER_NAME: "bamql", pb.FLIGHT_SQL_SERVER_VERSION: version,
+            pb.FLIGHT_SQL_SERVER_ARROW_VERSION: pa.__version__,
+            pb.FLIGHT_SQL_SERVER_READ_ONLY: True, pb.FLIGHT_SQL_SERVER_SQL: True,
+            pb.FLIGHT_SQL_SERVER_SUBSTRAIT: False,
+            pb.FLIGHT_SQL_SERVER_TRANSACTION: pb.SQL_SUPPORTED_TRANSACTION_NONE,
+            pb.FLIGHT_SQL_SERVER_CANCEL: False, pb.FLIGHT_SQL_SERVER_BULK_INGESTION: False,
+            pb.SQL_DDL_CATALOG: False, pb.SQL_DDL_SCHEMA: False, pb.SQL_DDL_TABLE: False,
+            pb.SQL_IDENTIFIER_QUOTE_CHAR: '"', pb.SQL_ALL_TABLES_ARE_SELECTABLE: True}
 
 
 def sql_info_table(ids: Iterable[int], version: str) -> pa.Table:
     """The answer to CommandGetSqlInfo: the requested ids bamql knows (all of them when
     ``ids`` is empty), in the order asked."""
-    known = {SqlInfo.SERVER_NAME: "bamql", SqlInfo.SERVER_VERSION: version,
-             SqlInfo.SERVER_ARROW_VERSION: pa.__version__, SqlInfo.SERVER_READ_ONLY: True,
-             SqlInfo.SERVER_SQL: True, SqlInfo.SERVER_SUBSTRAIT: False,
-             SqlInfo.SERVER_TRANSACTION: 0,  # SQL_SUPPORTED_TRANSACTION_NONE
-             SqlInfo.SERVER_CANCEL: False, SqlInfo.IDENTIFIER_QUOTE_CHAR: '"'}
-    wanted = list(ids) or [i.value for i in SqlInfo]
-    rows = [(i, known[SqlInfo(i)]) for i in wanted if i in SqlInfo._value2member_map_]
+    known = sql_info(version)
+    rows = [(i, known[i]) for i in (list(ids) or list(known)) if i in known]
     children: list[list[object]] = [[] for _ in _INFO_VALUE]
     codes, offsets = [], []
     for _, v in rows:
@@ -260,6 +264,62 @@ _REF = [("pk_catalog_name", pa.string(), True), ("pk_db_schema_name", pa.string(
         ("pk_key_name", pa.string(), True), ("update_rule", pa.uint8(), False),
         ("delete_rule", pa.uint8(), False)]
 FOREIGN_KEYS_SCHEMA = pa.schema([pa.field(n, t, nullable=b) for n, t, b in _REF])
+_I32, _S = pa.int32(), pa.string()
+_XDBC = [("type_name", _S, False), ("data_type", _I32, False), ("column_size", _I32, True),
+         ("literal_prefix", _S, True), ("literal_suffix", _S, True),
+         ("create_params", pa.list_(pa.field("item", _S, nullable=False)), True),
+         ("nullable", _I32, False), ("case_sensitive", pa.bool_(), False),
+         ("searchable", _I32, False), ("unsigned_attribute", pa.bool_(), True),
+         ("fixed_prec_scale", pa.bool_(), False), ("auto_increment", pa.bool_(), True),
+         ("local_type_name", _S, True), ("minimum_scale", _I32, True),
+         ("maximum_scale", _I32, True), ("sql_data_type", _I32, False),
+         ("datetime_subcode", _I32, True), ("num_prec_radix", _I32, True),
+         ("interval_precision", _I32, True)]
+XDBC_TYPE_INFO_SCHEMA = pa.schema([pa.field(n, t, nullable=b) for n, t, b in _XDBC])
+
+
+def _type_row(name: str, data_type: int, size: int | None, *, prefix: str | None = None,
+              params: list[str] | None = None, text: bool = False, numeric: bool = False,
+              fixed: bool = False, scale: tuple[int, int] | None = None,
+              subcode: int | None = None, radix: int | None = None) -> dict[str, object]:
+    return {"type_name": name, "data_type": data_type, "column_size": size,
+            "literal_prefix": prefix, "literal_suffix": "'" if prefix else None,
+            "create_params": params, "nullable": pb.NULLABILITY_NULLABLE,
+            "case_sensitive": text,
+            "searchable": pb.SEARCHABLE_FULL if text else pb.SEARCHABLE_BASIC,
+            "unsigned_attribute": False if numeric else None, "fixed_prec_scale": fixed,
+            "auto_increment": False if numeric else None, "local_type_name": name,
+            "minimum_scale": scale[0] if scale else None,
+            "maximum_scale": scale[1] if scale else None,
+            "sql_data_type": pb.XDBC_DATETIME if subcode is not None else data_type,
+            "datetime_subcode": subcode, "num_prec_radix": radix, "interval_precision": None}
+
+
+#: the SQL types of bamql's tables and answers
+XDBC_TYPES = [
+    _type_row("BOOLEAN", pb.XDBC_BIT, 1),
+    _type_row("BIGINT", pb.XDBC_BIGINT, 19, numeric=True, fixed=True, scale=(0, 0), radix=10),
+    _type_row("DECIMAL", pb.XDBC_DECIMAL, 38, params=["precision", "scale"], numeric=True,
+              fixed=True, scale=(0, 38), radix=10),
+    _type_row("INTEGER", pb.XDBC_INTEGER, 10, numeric=True, fixed=True, scale=(0, 0), radix=10),
+    _type_row("FLOAT", pb.XDBC_FLOAT, 24, numeric=True, radix=2),
+    _type_row("DOUBLE", pb.XDBC_DOUBLE, 53, numeric=True, radix=2),
+    _type_row("VARCHAR", pb.XDBC_VARCHAR, None, prefix="'", text=True),
+    _type_row("DATE", pb.XDBC_DATE, 10, prefix="DATE '", subcode=pb.XDBC_SUBCODE_DATE),
+    _type_row("TIMESTAMP", pb.XDBC_TIMESTAMP, 26, prefix="TIMESTAMP '", scale=(6, 6),
+              subcode=pb.XDBC_SUBCODE_TIMESTAMP),
+    _type_row("TIMESTAMP WITH TIME ZONE", pb.XDBC_TIMESTAMP, 32, prefix="TIMESTAMPTZ '",
+              scale=(6, 6), subcode=pb.XDBC_SUBCODE_TIMESTAMP_WITH_TIMEZONE),
+]
+
+
+def xdbc_type_info_table(msg: pb.CommandGetXdbcTypeInfo) -> pa.Table:
+    """The answer to CommandGetXdbcTypeInfo: bamql's SQL types (those of ``data_type``
+    where the command names one), by data type and name."""
+    want = optional(msg, "data_type")
+    rows = sorted((r for r in XDBC_TYPES if want is None or r["data_type"] == want),
+                  key=lambda r: (r["data_type"], r["type_name"]))
+    return pa.Table.from_pylist(rows, schema=XDBC_TYPE_INFO_SCHEMA)
 
 
 def like(pattern: str | None, value: str) -> bool:
@@ -281,9 +341,10 @@ def catalogs_table() -> pa.Table:
     return CATALOGS_SCHEMA.empty_table()
 
 
-def db_schemas_table(msg: Message) -> pa.Table:
+def db_schemas_table(msg: pb.CommandGetDbSchemas) -> pa.Table:
     """The answer to CommandGetDbSchemas: the one schema ``""`` where the filters admit it."""
-    hit = _no_catalog(msg.get("catalog")) and like(msg.get("db_schema_filter_pattern"), SCHEMA)
+    hit = _no_catalog(optional(msg, "catalog")) and like(
+        optional(msg, "db_schema_filter_pattern"), SCHEMA)
     return pa.Table.from_pydict({"catalog_name": [None] * hit, "db_schema_name": [SCHEMA] * hit},
                                 schema=DB_SCHEMAS_SCHEMA)
 
@@ -293,26 +354,29 @@ def table_types_table() -> pa.Table:
     return pa.Table.from_pydict({"table_type": [TABLE_TYPE]}, schema=TABLE_TYPES_SCHEMA)
 
 
-def tables_table(msg: Message, schemas: Mapping[str, pa.Schema]) -> pa.Table:
+def tables_table(msg: pb.CommandGetTables, schemas: Mapping[str, pa.Schema]) -> pa.Table:
     """The answer to CommandGetTables over bamql's tables (name -> Arrow schema), sorted by
-    name. A catalog or schema filter that asks for a non-empty name matches none of them."""
+    name; a table's schema, where asked for, carries its columns' ``ARROW:FLIGHT:SQL:*``
+    metadata. A catalog or schema filter that asks for a non-empty name matches none."""
     fields = list(_TABLES_FIELDS)
-    with_schema = bool(msg.get("include_schema", False))
-    if with_schema:
+    if msg.include_schema:
         fields.append(_TABLE_SCHEMA_FIELD)
-    types = msg.get("table_types") or [TABLE_TYPE]
+    types = list(msg.table_types) or [TABLE_TYPE]
     names = [n for n in sorted(schemas)
-             if _no_catalog(msg.get("catalog")) and like(msg.get("db_schema_filter_pattern"), SCHEMA)
-             and like(msg.get("table_name_filter_pattern"), n) and TABLE_TYPE in types]
+             if _no_catalog(optional(msg, "catalog"))
+             and like(optional(msg, "db_schema_filter_pattern"), SCHEMA)
+             and like(optional(msg, "table_name_filter_pattern"), n) and TABLE_TYPE in types]
     cols: dict[str, list[object]] = {"catalog_name": [None] * len(names),
                                      "db_schema_name": [SCHEMA] * len(names),
                                      "table_name": names, "table_type": [TABLE_TYPE] * len(names)}
-    if with_schema:
-        cols["table_schema"] = [schemas[n].serialize().to_pybytes() for n in names]
+    if msg.include_schema:
+        cols["table_schema"] = [with_column_metadata(schemas[n], n).serialize().to_pybytes()
+                                for n in names]
     return pa.Table.from_pydict(cols, schema=pa.schema(fields))
 
 
-def keys_table(kind: Kind) -> pa.Table:
-    """The answer to CommandGetPrimaryKeys, CommandGetExportedKeys or CommandGetImportedKeys:
-    bamql's tables declare no keys."""
-    return (KEYS_SCHEMA if kind is Kind.GET_PRIMARY_KEYS else FOREIGN_KEYS_SCHEMA).empty_table()
+def keys_table(msg: Message) -> pa.Table:
+    """The answer to CommandGetPrimaryKeys, CommandGetExportedKeys, CommandGetImportedKeys
+    or CommandGetCrossReference: bamql's tables declare no keys."""
+    primary = isinstance(msg, pb.CommandGetPrimaryKeys)
+    return (KEYS_SCHEMA if primary else FOREIGN_KEYS_SCHEMA).empty_table()

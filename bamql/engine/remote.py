@@ -46,8 +46,9 @@ _NAMED = re.compile(r"^(\w+Error): (.+)$", re.DOTALL)
 
 
 def _named_error(text: str) -> BamqlError | None:
-    """The bamql error a message ``Class: message`` names (a refusal of the server's limits
-    arrives so, as INVALID_ARGUMENT), or None."""
+    """The bamql error a message ``Class: message`` names, or None: a query's PlanError,
+    UsageError or OutOfRangeError and a refusal of the server's limits arrive so, as
+    INVALID_ARGUMENT, a spent ticket as NOT_FOUND (Arrow errors without ``extra_info``)."""
     m = _NAMED.match(text)
     cls = getattr(errors, m.group(1), None) if m else None
     if isinstance(cls, type) and issubclass(cls, BamqlError):

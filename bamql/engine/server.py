@@ -10,9 +10,12 @@ The server speaks plain Arrow Flight (see ``bamql.engine.wire`` for the messages
 - ``do_action``: ``health``, ``tables``, ``schema``, ``explain`` (``wire.ACTIONS``).
 
 It also speaks Arrow Flight SQL (``bamql.engine.flightsql``), for ADBC and JDBC clients:
-statements (GetFlightInfo of CommandStatementQuery, then DoGet of its ticket), prepared
-statements with parameters bound by DoPut, and the catalog commands. bamql is read-only:
-an update is refused with one line.
+statements (GetFlightInfo of CommandStatementQuery, then DoGet of its ticket; GetSchema of
+one runs it and holds its answer for the GetFlightInfo that follows), prepared statements
+(one without parameters runs when prepared, for its answer's schema, and its answer is held
+for its first execution; parameters are bound by DoPut), the catalog commands with each
+column's SQL type in its metadata, GetXdbcTypeInfo, and the session options (the current
+catalog and schema, both ``""``). bamql is read-only: an update is refused with one line.
 
 Limits (``bamql.config``: ``BAMQL_SERVER_*``) keep one client from starving the others: the
 size of a request (ticket, command, action body, DoPut parameters), the length of a
@@ -25,9 +28,13 @@ batch first and its result is dropped; until the thread has stopped it counts ag
 queries that may run at once, beyond which a query is answered UNAVAILABLE at once.
 
 Every error a client sees is one line, without a traceback, a path of the server's install
-or its process id: a query's bamql error as its class and message (UNKNOWN, its class in
-``extra_info``), any other failure logged here and reported as ``internal error: ...``
-(INTERNAL), and the server goes on. With a token, every call must carry
+or its process id, and its gRPC status says whose it is: a query's bamql error as its class
+and message, ``Class: message`` (a PlanError, UsageError or OutOfRangeError, the client's
+own: INVALID_ARGUMENT, which ADBC raises as ProgrammingError; a ticket or prepared statement
+the server does not hold: NOT_FOUND; any other, the server's: UNKNOWN, its class in
+``extra_info``), a query past its time DEADLINE_EXCEEDED, one beyond the queries at once
+UNAVAILABLE, a wrong token UNAUTHENTICATED, any other failure logged here and reported as
+``internal error: ...`` (INTERNAL), and the server goes on. With a token, every call must carry
 ``authorization: Bearer <token>``. Files in FROM are read only under the directories the
 server is given (``allow_files``), by their real paths, symlinks resolved.
 """
@@ -37,6 +44,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import functools
+import hashlib
 import hmac
 import ipaddress
 import itertools
@@ -62,10 +70,12 @@ import pyarrow.flight as fl
 
 from bamql.config import Config
 from bamql.engine import flightsql, wire
-from bamql.engine.flightsql import Kind, Message
+from bamql.engine.proto import Flight_pb2 as flight_pb2
+from bamql.engine.proto import FlightSql_pb2 as pb
 from bamql.engine.result import Result
 from bamql.engine.session import Session
-from bamql.errors import BamqlError, PlanError, UsageError
+from bamql.errors import BamqlError, OutOfRangeError, PlanError, UsageError
+from bamql.planner.params import _has_placeholders as has_placeholders
 
 log = logging.getLogger("bamql.server")
 
@@ -78,16 +88,23 @@ _PREPARED = 1024
 FLIGHT_SQL_ACTIONS = {
     "CreatePreparedStatement": "Flight SQL: prepare a query (ActionCreatePreparedStatementRequest)",
     "ClosePreparedStatement": "Flight SQL: close a prepared statement",
+    "GetSessionOptions": "Flight: the session's options (its current catalog and schema)",
+    "SetSessionOptions": "Flight: set session options (only to the values they have)",
+    "CloseSession": "Flight: close the session (a bamql server keeps none per client)",
 }
+#: the bamql errors that are a client's own (INVALID_ARGUMENT: ADBC's ProgrammingError)
+_CLIENTS = (PlanError, UsageError, OutOfRangeError)
 _READ_ONLY = "bamql is read-only: it answers queries, not updates"
 
 
 @dataclass(frozen=True)
 class _Prepared:
-    """A Flight SQL prepared statement: its query and the parameters bound to it."""
+    """A Flight SQL prepared statement: its query, the parameters bound to it, and the
+    handle of its answer where it was run when prepared (held for its first execution)."""
 
     sql: str
     params: list[object] | None = None
+    held: bytes | None = None
 
 
 # -- errors a client sees -------------------------------------------------------------------
@@ -101,10 +118,19 @@ class _OneLine(Exception):
 
 
 class _Refused(_OneLine, pa.ArrowInvalid):
-    """A request beyond one of the server's limits (INVALID_ARGUMENT); its message is
-    ``Class: message`` of the bamql error a bamql client raises."""
+    """A request that is the client's mistake (INVALID_ARGUMENT: ADBC raises
+    ProgrammingError): one beyond a limit of the server, or a query's PlanError, UsageError
+    or OutOfRangeError. Its message is ``Class: message`` of the bamql error a bamql client
+    raises."""
 
     detail = "refused"
+
+
+class _NotFound(_OneLine, pa.ArrowKeyError):
+    """A ticket or prepared statement the server does not hold (NOT_FOUND: ADBC raises
+    ProgrammingError); its message is ``Class: message`` as :class:`_Refused`'s."""
+
+    detail = "not found"
 
 
 class _Unsupported(_OneLine, NotImplementedError):
@@ -187,6 +213,8 @@ def _client_error(e: Exception, one_line: bool = False) -> Exception:
         d = json.loads(info)
         d["message"] = _scrub(d["message"])
         msg = _scrub(msg)
+        if isinstance(e, _CLIENTS):  # Class: message on one line, as the client reads it
+            return _Refused(" ".join(msg.split("\n")))
         return _Failed(msg) if one_line else fl.FlightServerError(msg,
                                                                     extra_info=json.dumps(d).encode())
     log.error("a call failed", exc_info=e)
@@ -571,9 +599,9 @@ class BamqlServer(fl.FlightServerBase):
         t = wire.result_table(held) if held is not None else self._answer(ticket.ticket)
         return fl.RecordBatchStream(t)
 
-    def _hold(self, answer: Result | pa.Table) -> bytes:
-        """Keep an answer for one do_get; its handle."""
-        handle = b"held:" + secrets.token_hex(16).encode()
+    def _hold(self, answer: Result | pa.Table, handle: bytes | None = None) -> bytes:
+        """Keep an answer for one do_get (under ``handle``, else a new one); its handle."""
+        handle = handle or b"held:" + secrets.token_hex(16).encode()
         with self._lock:
             self._held[handle] = answer
             while len(self._held) > _HELD:
@@ -598,7 +626,7 @@ class BamqlServer(fl.FlightServerBase):
         msg = flightsql.unpack(descriptor.command)
         if msg is not None:
             t = self._flight_sql(msg)
-            ticket = flightsql.pack(Message(Kind.TICKET, {"statement_handle": self._hold(t)}))
+            ticket = flightsql.pack(pb.TicketStatementQuery(statement_handle=self._hold(t)))
         else:
             res = self._run(descriptor.command)
             ticket = self._hold(res)
@@ -614,7 +642,7 @@ class BamqlServer(fl.FlightServerBase):
         if descriptor.descriptor_type == fl.DescriptorType.CMD:
             msg = flightsql.unpack(descriptor.command)
             if msg is not None:
-                return fl.SchemaResult(self._flight_sql(msg).schema)
+                return fl.SchemaResult(self._flight_sql(msg, keep=True).schema)
             return fl.SchemaResult(self._answer(descriptor.command).schema)
         return fl.SchemaResult(self.session.schema(self._path_name(descriptor)))
 
@@ -668,77 +696,122 @@ class BamqlServer(fl.FlightServerBase):
 
     # -- Flight SQL --------------------------------------------------------------------------
     def _query(self, text: str, params: list[object] | None) -> pa.Table:
+        """A query's answer with its columns' Flight SQL metadata (``ARROW:FLIGHT:SQL:*``)."""
         self._check_sql(text)
-        return self.queries.run(self._execute, text, params).table
+        return flightsql.with_column_metadata_table(
+            self.queries.run(self._execute, text, params).table)
 
-    def _flight_sql(self, msg: Message) -> pa.Table:
-        """The answer to a Flight SQL command of GetFlightInfo or GetSchema."""
-        k = msg.kind
-        if msg.get("transaction_id") is not None:
+    def _held_query(self, key: bytes, text: str, params: list[object] | None,
+                    keep: bool) -> pa.Table:
+        """The answer held under ``key`` (taken, unless ``keep``), else the query's answer
+        run now (and held under ``key`` where ``keep``).
+
+        bamql knows a query's schema only by running it: GetSchema of a statement (ADBC's
+        ``execute_schema``) and a prepared statement without parameters run the query and
+        hold its answer for the GetFlightInfo that executes it (as long as the last
+        ``_HELD`` answers are held), so that it runs once."""
+        with self._lock:
+            t = self._held.get(key) if keep else self._held.pop(key, None)
+        if isinstance(t, pa.Table):
+            return t
+        t = self._query(text, params)
+        if keep:
+            self._hold(t, key)
+        return t
+
+    def _flight_sql(self, msg, keep: bool = False) -> pa.Table:
+        """The answer to a Flight SQL command of GetFlightInfo, or (``keep``) of GetSchema,
+        whose answer is held for the GetFlightInfo that follows."""
+        if isinstance(msg, pb.CommandStatementQuery | pb.CommandStatementUpdate) \
+                and msg.HasField("transaction_id"):
             raise UsageError("bamql has no transactions (it is read-only)")
-        if k is Kind.STATEMENT_QUERY:
-            return self._query(str(msg.get("query", "")), None)
-        if k is Kind.PREPARED_QUERY:
+        if isinstance(msg, pb.CommandStatementQuery):
+            key = b"statement:" + hashlib.sha256(msg.query.encode("utf-8", "surrogatepass")).digest()
+            return self._held_query(key, msg.query, None, keep)
+        if isinstance(msg, pb.CommandPreparedStatementQuery):
             p = self._statement(msg)
-            return self._query(p.sql, p.params)
-        if k is Kind.GET_SQL_INFO:
-            return flightsql.sql_info_table(msg.get("info", []), _version() or "unknown")
-        if k is Kind.GET_CATALOGS:
+            if p.held is None:
+                return self._query(p.sql, p.params)
+            return self._held_query(p.held, p.sql, p.params, keep)
+        if isinstance(msg, pb.CommandGetSqlInfo):
+            return flightsql.sql_info_table(msg.info, _version() or "unknown")
+        if isinstance(msg, pb.CommandGetCatalogs):
             return flightsql.catalogs_table()
-        if k is Kind.GET_DB_SCHEMAS:
+        if isinstance(msg, pb.CommandGetDbSchemas):
             return flightsql.db_schemas_table(msg)
-        if k is Kind.GET_TABLE_TYPES:
+        if isinstance(msg, pb.CommandGetTableTypes):
             return flightsql.table_types_table()
-        if k is Kind.GET_TABLES:
+        if isinstance(msg, pb.CommandGetTables):
             s = self.session
             return flightsql.tables_table(msg, {n: s.schema(n) for n in s.tables()})
-        if k in (Kind.GET_PRIMARY_KEYS, Kind.GET_EXPORTED_KEYS, Kind.GET_IMPORTED_KEYS):
-            return flightsql.keys_table(k)
-        if k in (Kind.STATEMENT_UPDATE, Kind.PREPARED_UPDATE):
+        if isinstance(msg, pb.CommandGetXdbcTypeInfo):
+            return flightsql.xdbc_type_info_table(msg)
+        if isinstance(msg, pb.CommandGetPrimaryKeys | pb.CommandGetExportedKeys
+                      | pb.CommandGetImportedKeys | pb.CommandGetCrossReference):
+            return flightsql.keys_table(msg)
+        if isinstance(msg, pb.CommandStatementUpdate | pb.CommandPreparedStatementUpdate):
             raise UsageError(_READ_ONLY)
-        raise UsageError(f"a Flight SQL {k.value} is no command of GetFlightInfo")
+        raise UsageError(f"a Flight SQL {flightsql.name(msg)} is no command of GetFlightInfo")
 
-    def _take(self, msg: Message) -> pa.Table:
+    def _take(self, msg) -> pa.Table:
         """The answer a Flight SQL ticket holds (once)."""
-        if msg.kind is not Kind.TICKET:
-            raise UsageError(f"a Flight SQL {msg.kind.value} is no ticket (GetFlightInfo "
+        if not isinstance(msg, pb.TicketStatementQuery):
+            raise UsageError(f"a Flight SQL {flightsql.name(msg)} is no ticket (GetFlightInfo "
                              "gives one)")
         with self._lock:
-            held = self._held.pop(bytes(msg.get("statement_handle", b"")), None)
+            held = self._held.pop(msg.statement_handle, None)
         if not isinstance(held, pa.Table):
-            raise UsageError("this Flight SQL ticket is spent or unknown: ask GetFlightInfo again")
+            raise _NotFound("UsageError: this Flight SQL ticket is spent or unknown: ask "
+                            "GetFlightInfo again")
         return held
 
-    def _statement(self, msg: Message) -> _Prepared:
-        handle = bytes(msg.get("prepared_statement_handle", b""))
+    def _statement(self, msg) -> _Prepared:
+        handle = msg.prepared_statement_handle
         with self._lock:
             p = self._prepared.get(handle)
             if p is not None:
                 self._prepared.move_to_end(handle)
         if p is None:
-            raise UsageError("no such prepared statement (it was closed, or the server "
-                             "restarted)")
+            raise _NotFound("UsageError: no such prepared statement (it was closed, or the "
+                            "server restarted)")
         return p
 
     def _flight_sql_action(self, kind: str, body: bytes) -> list[bytes]:
+        if kind == "GetSessionOptions":
+            flightsql.parse(flight_pb2.GetSessionOptionsRequest, body)
+            return [flightsql.session_options_result()]
+        if kind == "SetSessionOptions":
+            return [flightsql.set_session_options(body)]
+        if kind == "CloseSession":
+            return [flightsql.close_session(body)]
         msg = flightsql.unpack(body)
-        want = Kind.CREATE_PREPARED if kind == "CreatePreparedStatement" else Kind.CLOSE_PREPARED
-        if msg is None or msg.kind is not want:
-            raise UsageError(f"the {kind} action takes a Flight SQL {want.value}")
-        if msg.kind is Kind.CLOSE_PREPARED:
+        want = (pb.ActionCreatePreparedStatementRequest if kind == "CreatePreparedStatement"
+                else pb.ActionClosePreparedStatementRequest)
+        if not isinstance(msg, want):
+            raise UsageError(f"the {kind} action takes a Flight SQL {want.DESCRIPTOR.name}")
+        if isinstance(msg, pb.ActionClosePreparedStatementRequest):
             with self._lock:
-                self._prepared.pop(bytes(msg.get("prepared_statement_handle", b"")), None)
+                p = self._prepared.pop(msg.prepared_statement_handle, None)
+                if p is not None and p.held is not None:
+                    self._held.pop(p.held, None)
             return []
-        if msg.get("transaction_id") is not None:
+        if msg.HasField("transaction_id"):
             raise UsageError("bamql has no transactions (it is read-only)")
         handle = b"prep:" + secrets.token_hex(16).encode()
-        query = self._check_sql(str(msg.get("query", "")))
+        query = self._check_sql(msg.query)
+        res = pb.ActionCreatePreparedStatementResult(prepared_statement_handle=handle,
+                                                     is_update=False)
+        held = None
+        if not has_placeholders(_EXPLAIN.sub("", query, count=1)):
+            # its answer's schema is known once it has run: run it now, for its first execution
+            held = b"prepared:" + handle
+            res.dataset_schema = self._held_query(held, query, None, True).schema.serialize() \
+                .to_pybytes()
+        # with parameters, the answer's schema is known only once they are: none is sent
         with self._lock:
-            self._prepared[handle] = _Prepared(query)
+            self._prepared[handle] = _Prepared(query, None, held)
             while len(self._prepared) > _PREPARED:
                 self._prepared.popitem(last=False)
-        # the answer's schema is known only once the parameters are: none is sent here
-        res = Message(Kind.CREATE_PREPARED_RESULT, {"prepared_statement_handle": handle})
         return [flightsql.pack(res)]
 
     def do_put(self, context, descriptor, reader, writer):
@@ -751,18 +824,20 @@ class BamqlServer(fl.FlightServerBase):
         if msg is None:
             raise UsageError("bamql takes DoPut only to bind a Flight SQL prepared statement's "
                              "parameters")
-        if msg.kind in (Kind.STATEMENT_UPDATE, Kind.PREPARED_UPDATE):
+        if isinstance(msg, pb.CommandStatementUpdate | pb.CommandPreparedStatementUpdate):
             raise UsageError(_READ_ONLY)
-        if msg.kind is not Kind.PREPARED_QUERY:
-            raise UsageError(f"bamql takes no DoPut of a Flight SQL {msg.kind.value}")
+        if not isinstance(msg, pb.CommandPreparedStatementQuery):
+            raise UsageError(f"bamql takes no DoPut of a Flight SQL {flightsql.name(msg)}")
         p = self._statement(msg)
         t = self._read_params(reader)
         if t.num_rows != 1:
             raise UsageError(f"bamql binds one row of parameters to a query, not {t.num_rows}")
         params = [col[0].as_py() for col in t.columns]
-        handle = bytes(msg.get("prepared_statement_handle", b""))
+        handle = msg.prepared_statement_handle
         with self._lock:
-            if handle in self._prepared:
+            if handle in self._prepared:  # the answer run when prepared had no parameters
+                if p.held is not None:
+                    self._held.pop(p.held, None)
                 self._prepared[handle] = _Prepared(p.sql, params)
 
     def _read_params(self, reader) -> pa.Table:

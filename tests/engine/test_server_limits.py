@@ -136,15 +136,17 @@ def test_a_deeply_nested_json_ticket_is_one_line(make_server, session):
 
 def test_do_put_parameters_beyond_the_limit_are_refused(make_server):
     from bamql.engine import flightsql
-    from bamql.engine.flightsql import Kind, Message
+    from bamql.engine.proto import FlightSql_pb2 as pb
 
     srv = make_server(server_max_ticket=4096)
     c = fl.FlightClient(srv.url)
-    made = list(c.do_action(fl.Action("CreatePreparedStatement", flightsql.pack(Message(
-        Kind.CREATE_PREPARED, {"query": "SELECT COUNT(*) FROM trips WHERE fare_amount > ?"})))))
-    handle = flightsql.unpack(made[0].body.to_pybytes()).get("prepared_statement_handle")
-    desc = fl.FlightDescriptor.for_command(flightsql.pack(Message(
-        Kind.PREPARED_QUERY, {"prepared_statement_handle": handle})))
+    made = list(c.do_action(fl.Action("CreatePreparedStatement", flightsql.pack(
+        pb.ActionCreatePreparedStatementRequest(
+            query="SELECT COUNT(*) FROM trips WHERE fare_amount > ?")))))
+    handle = flightsql.unpack_as(pb.ActionCreatePreparedStatementResult,
+                                 made[0].body.to_pybytes()).prepared_statement_handle
+    desc = fl.FlightDescriptor.for_command(flightsql.pack(
+        pb.CommandPreparedStatementQuery(prepared_statement_handle=handle)))
     params = pa.table({"p": pa.array([1.0] * 4096)})
     writer, _ = c.do_put(desc, params.schema)
     with pytest.raises(pa.ArrowInvalid) as e:
