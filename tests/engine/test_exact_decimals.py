@@ -217,3 +217,21 @@ def test_a_decimal_join_key_is_refused(tmp_path):
         con.register("dim", pa.table({"key": [1, 2]}))
         with pytest.raises(PlanError, match="join key 'd' is a DECIMAL"):
             con.sql(f"SELECT COUNT(*) FROM '{tmp_path / 'r.parquet'}' t JOIN dim ON t.d = dim.key")
+
+
+def _gpu_reason() -> str | None:
+    from bamql.engine.session import gpu_unavailable_reason
+
+    return gpu_unavailable_reason()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("backend", ["host", "gpu", "file"])
+def test_issue_41_on_the_gpu(sources, backend):
+    """The same answers from the GPU kernels (the integers compared and summed there)."""
+    reason = _gpu_reason()
+    if reason is not None:
+        pytest.skip(f"no GPU: {reason}")
+    with bamql.connect(sources / "data", device="gpu", backend=backend) as con:
+        for sql in QUERIES:
+            _same_typed(_rows(con, sql), _duck(sql, WIDE))
