@@ -358,7 +358,7 @@ class Session:
         from bamql.storage.filecache import cached_store
         from bamql.storage.files import FileSet
 
-        files = FileSet.resolve(ref.specs, ref.format, ref.hive, ref.filters)
+        files = FileSet.resolve(ref.specs, ref.format, ref.hive, ref.filters, ref.options)
         if not self.config.cache_files:
             return self._in_place_table(files, ref)
         cached = cached_store(files, self.config.file_cache_dir, self.file_progress)
@@ -542,7 +542,7 @@ class Session:
         def table_for(ref) -> str:
             if self.config.cache_files:
                 return self._file_table(ref)
-            files = FileSet.resolve(ref.specs, ref.format, ref.hive, ref.filters)
+            files = FileSet.resolve(ref.specs, ref.format, ref.hive, ref.filters, ref.options)
             hit = self._in_place_hit(files, ref)
             if hit is not None:  # read already: its plan costs nothing
                 return hit

@@ -5,6 +5,7 @@ them, before the query is translated."""
 from __future__ import annotations
 
 import re
+import typing
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from decimal import Decimal
@@ -14,8 +15,12 @@ from sqlglot.errors import ParseError, TokenError
 
 from bamql.errors import PlanError
 from bamql.planner.params import parse_statements
+from bamql.storage.fileoptions import CsvOptions, FileOptions
 from bamql.storage.files import FileFormat, looks_like_files
 from bamql.storage.hive import Cmp, HiveMode, KeyFilter
+
+if typing.TYPE_CHECKING:
+    import pyarrow as pa
 
 #: table function -> the format it reads
 READERS = {"read_parquet": FileFormat.PARQUET, "parquet_scan": FileFormat.PARQUET,
@@ -27,15 +32,17 @@ READERS = {"read_parquet": FileFormat.PARQUET, "parquet_scan": FileFormat.PARQUE
 class FileRef:
     """Files named in FROM: the paths, directories or globs given, the format a table
     function asks for (None: by each file's extension), its ``hive_partitioning`` option,
-    the conjuncts of the query's WHERE that may prune partitions and row groups, and the
+    the conjuncts of the query's WHERE that may prune partitions and row groups, the
     names the statement mentions, in lower case (a superset of the columns it reads of
-    the files; None: every column, for ``SELECT *``)."""
+    the files; None: every column, for ``SELECT *``), and its other options (None:
+    none given)."""
 
     specs: tuple[str, ...]
     format: FileFormat | None = None
     hive: HiveMode = HiveMode.AUTO
     filters: tuple[KeyFilter, ...] = ()
     names: frozenset[str] | None = None
+    options: FileOptions | None = None
 
 
 def bind_files(text: str, tables: Collection[str], table_for: Callable[[FileRef], str],
@@ -74,7 +81,7 @@ def bind_files(text: str, tables: Collection[str], table_for: Callable[[FileRef]
                     raise PlanError(f"column names after the alias {alias.name} of files are "
                                     "not supported; alias the columns in SELECT")
                 ref = FileRef(ref.specs, ref.format, ref.hive, partition_filters(t),
-                              mentioned(s))
+                              mentioned(s), ref.options)
                 t.set("this", exp.to_identifier(table_for(ref)))
                 for part in ("db", "catalog"):
                     t.set(part, None)
@@ -155,29 +162,202 @@ def file_ref(t: exp.Table, tables: Collection[str]) -> FileRef | None:
     if not args or any(a is None for a in args):
         raise PlanError(f"{fn}() needs a file, a directory, a glob or a list of them")
     first, options = args[0], args[1:]
-    hive = HiveMode.AUTO
-    for o in options:
-        hive = _hive_option(fn, o)
+    hive, opts = bind_options(fn, options)
     items = first.expressions if isinstance(first, exp.Array) else [first]
     if not items or not all(isinstance(i, exp.Literal) and i.is_string for i in items):
         raise PlanError(f"{fn}() takes a quoted path or a list of quoted paths")
-    return FileRef(tuple(i.this for i in items), READERS[fn], hive)
+    return FileRef(tuple(i.this for i in items), READERS[fn], hive, options=opts)
 
 
-def _hive_option(fn: str, o: exp.Expression) -> HiveMode:
-    """The mode ``hive_partitioning = true|false`` (or 1|0) sets; any other option is a
-    one-line error."""
-    if isinstance(o, exp.EQ | exp.PropertyEQ) and o.this is not None \
-            and o.this.name.lower() == "hive_partitioning":
-        v = o.expression
+#: The options each reader takes, as DuckDB names them (aliases: the same option)
+_COMMON = ("filename", "union_by_name", "hive_partitioning")
+OPTIONS = {
+    FileFormat.CSV: ("header", "delim", "sep", "delimiter", "quote", "escape", "skip",
+                     "nullstr", "null", "columns", "types", "dtypes", "column_types",
+                     "auto_detect", "all_varchar", "dateformat", "timestampformat",
+                     *_COMMON),
+    FileFormat.PARQUET: ("binary_as_string", *_COMMON),
+    FileFormat.ORC: _COMMON,
+}
+
+
+def bind_options(fn: str, options: list[exp.Expression]) -> tuple[HiveMode, FileOptions | None]:
+    """The ``hive_partitioning`` mode and the other options of table function ``fn``'s
+    ``name = value`` arguments (``storage.fileoptions``); options it does not take, a value
+    of the wrong kind or an option given twice are one-line errors naming them."""
+    takes = OPTIONS[READERS[fn]]
+    given: dict[str, exp.Expression] = {}
+    unknown = []
+    for o in options:
+        if not (isinstance(o, exp.EQ | exp.PropertyEQ)
+                and isinstance(o.this, exp.Column | exp.Identifier | exp.Var)):
+            raise PlanError(f"{fn}() takes its options as name = value (got "
+                            f"{o.sql(dialect='duckdb')})")
+        name = o.this.name.lower()
+        if name not in takes:
+            unknown.append(o.this.name)
+        elif name in given:
+            raise PlanError(f"{fn}(): option {name} is given twice")
+        given[name] = o.expression
+    if unknown:
+        raise PlanError(f"{fn}() does not take the option{'s' if len(unknown) > 1 else ''} "
+                        f"{', '.join(unknown)} (it takes: {', '.join(takes)})")
+    b = _Binder(fn, given)
+    hive = HiveMode.AUTO
+    if "hive_partitioning" in given:
+        hive = HiveMode.ON if b.flag("hive_partitioning") else HiveMode.OFF
+    name = None
+    if "filename" in given:
+        v = given["filename"]
+        name = b.text("filename") if isinstance(v, exp.Literal) and v.is_string else \
+            ("filename" if b.flag("filename") else None)
+    if "dateformat" in given:
+        raise PlanError(f"{fn}(): dateformat reads DATE columns, which bamql does not store; "
+                        "read the column as text (or as a timestamp with timestampformat)")
+    csv = CsvOptions()
+    if READERS[fn] == FileFormat.CSV:
+        csv = _csv_options(fn, b)
+    opts = FileOptions(csv, name, b.flag("union_by_name", False),
+                       b.flag("binary_as_string", False))
+    return hive, None if opts == FileOptions() else opts
+
+
+def _csv_options(fn: str, b: _Binder) -> CsvOptions:
+    """``read_csv``'s options other than those every reader takes."""
+    delim = b.char("delim", "sep", "delimiter")
+    quote, escape = b.char("quote", empty=True), b.char("escape", empty=True)
+    skip = b.integer("skip")
+    nulls = b.texts("nullstr", "null")
+    columns = b.typed("columns")
+    auto = b.flag("auto_detect", True)
+    if not auto and columns is None:
+        raise PlanError(f"{fn}(): auto_detect = false needs the columns option (every "
+                        "column's name and type, as DuckDB)")
+    types, positional = (), ()
+    key = b.first("types", "dtypes", "column_types")
+    if key is not None:
+        v = b.given[key]
+        if isinstance(v, exp.Array):
+            positional = tuple(_arrow_type(fn, key, x) for x in v.expressions)
+        else:
+            types = b.typed(key) or ()
+    return CsvOptions(b.flag("header", None), delim, quote, escape, skip or 0, nulls, columns,
+                      types, positional, auto, b.flag("all_varchar", False),
+                      b.text("timestampformat"))
+
+
+class _Binder:
+    """The values of one table function's options, each checked for its kind."""
+
+    def __init__(self, fn: str, given: dict[str, exp.Expression]) -> None:
+        self.fn, self.given = fn, given
+
+    def first(self, *names: str) -> str | None:
+        """The one of ``names`` (aliases of one option) that was given; two is an error."""
+        hit = [n for n in names if n in self.given]
+        if len(hit) > 1:
+            raise PlanError(f"{self.fn}(): options {' and '.join(hit)} are the same option; "
+                            "give one")
+        return hit[0] if hit else None
+
+    def _bad(self, name: str, what: str) -> PlanError:
+        return PlanError(f"{self.fn}(): {name} takes {what} (got "
+                         f"{self.given[name].sql(dialect='duckdb')})")
+
+    def flag(self, name: str, default: bool | None = None) -> bool | None:
+        if name not in self.given:
+            return default
+        v = self.given[name]
         if isinstance(v, exp.Boolean):
-            return HiveMode.ON if v.this else HiveMode.OFF
+            return bool(v.this)
         if isinstance(v, exp.Literal) and not v.is_string and v.this in ("0", "1"):
-            return HiveMode.ON if v.this == "1" else HiveMode.OFF
-        raise PlanError(f"{fn}(): hive_partitioning takes true or false (got "
-                        f"{v.sql(dialect='duckdb')})")
-    raise PlanError(f"{fn}() takes only the option hive_partitioning in bamql (got "
-                    f"{o.sql(dialect='duckdb')})")
+            return v.this == "1"
+        raise self._bad(name, "true or false")
+
+    def text(self, name: str) -> str | None:
+        if name not in self.given:
+            return None
+        v = self.given[name]
+        if not (isinstance(v, exp.Literal) and v.is_string):
+            raise self._bad(name, "a quoted text")
+        return v.this
+
+    def char(self, *names: str, empty: bool = False) -> str | None:
+        """A one-character option (``'\\t'`` is a tab, as in DuckDB; ``''``: none, where
+        ``empty``)."""
+        name = self.first(*names)
+        if name is None:
+            return None
+        v = self.text(name)
+        v = {"\\t": "\t", "\\n": "\n", "\\r": "\r"}.get(v, v)
+        if len(v) > 1 or (not v and not empty) or v in ("\n", "\r"):
+            raise PlanError(f"{self.fn}(): {name} takes one character in bamql (got "
+                            f"{self.given[name].sql(dialect='duckdb')})")
+        return v
+
+    def integer(self, name: str) -> int | None:
+        if name not in self.given:
+            return None
+        v = self.given[name]
+        if not (isinstance(v, exp.Literal) and not v.is_string and v.this.isdigit()):
+            raise self._bad(name, "a whole number of 0 or more")
+        return int(v.this)
+
+    def texts(self, *names: str) -> tuple[str, ...] | None:
+        """A quoted text or a list of them."""
+        name = self.first(*names)
+        if name is None:
+            return None
+        v = self.given[name]
+        items = v.expressions if isinstance(v, exp.Array) else [v]
+        if not all(isinstance(x, exp.Literal) and x.is_string for x in items):
+            raise self._bad(name, "a quoted text or a list of them")
+        return tuple(x.this for x in items)
+
+    def typed(self, name: str) -> tuple[tuple[str, pa.DataType], ...] | None:
+        """A struct of column name: SQL type (``{'a': 'INTEGER', 'b': 'VARCHAR'}``)."""
+        if name not in self.given:
+            return None
+        v = self.given[name]
+        if not isinstance(v, exp.Struct) or not v.expressions:
+            raise self._bad(name, "a struct of column names and types ({'a': 'INTEGER'})")
+        out = []
+        for x in v.expressions:
+            if not isinstance(x, exp.PropertyEQ | exp.EQ | exp.Slice):
+                raise self._bad(name, "a struct of column names and types ({'a': 'INTEGER'})")
+            col = x.this.name if isinstance(x.this, exp.Identifier | exp.Column) \
+                else x.this.this if isinstance(x.this, exp.Literal) else None
+            if not isinstance(col, str) or any(col == c for c, _ in out):
+                raise self._bad(name, "a struct of distinct column names and types")
+            out.append((col, _arrow_type(self.fn, name, x.expression)))
+        return tuple(out)
+
+
+def _arrow_type(fn: str, option: str, v: exp.Expression) -> pa.DataType:
+    """The Arrow type of a SQL type named in an option (``'INTEGER'``, ``'DECIMAL(9,2)'``)."""
+    import pyarrow as pa
+
+    from bamql.plan.types import CAST_TYPES
+
+    text = v.this if isinstance(v, exp.Literal) and v.is_string else None
+    try:
+        dt = exp.DataType.build(text, dialect="duckdb") if text else None
+    except (ParseError, TokenError, ValueError):
+        dt = None
+    if dt is None:
+        raise PlanError(f"{fn}(): {option} names a type that is not one "
+                        f"({v.sql(dialect='duckdb')})")
+    kind = dt.this.name
+    if kind == "DECIMAL":
+        ps = [int(p.this.this) for p in dt.expressions] or [18, 3]
+        if not 1 <= ps[0] <= 38 or not 0 <= (ps[1] if len(ps) > 1 else 0) <= ps[0]:
+            raise PlanError(f"{fn}(): {option}: {text} is no DECIMAL DuckDB takes")
+        return pa.decimal128(ps[0], ps[1] if len(ps) > 1 else 0)
+    aliases = {"INTEGER": "INT", "TIMESTAMPTZ": "TIMESTAMPTZ", "NVARCHAR": "VARCHAR"}
+    t = CAST_TYPES.get(aliases.get(kind, kind))
+    if t is None or kind == "DATE":
+        raise PlanError(f"{fn}(): {option}: bamql does not read columns of type {text}")
+    return t
 
 
 _CMPS = {exp.EQ: Cmp.EQ, exp.NEQ: Cmp.NE, exp.LT: Cmp.LT, exp.LTE: Cmp.LE, exp.GT: Cmp.GT,

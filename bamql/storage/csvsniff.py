@@ -33,25 +33,38 @@ class Dialect:
     names: tuple[str, ...] = ()
 
     def column_names(self) -> list[str]:
-        """DuckDB's names of a header-less file's columns."""
-        return [f"column{i}" for i in range(self.fields)]
+        """DuckDB's names of a header-less file's columns: ``column0``, ... padded with
+        zeros to the width of the last one's number (``column00`` .. ``column17``)."""
+        width = len(str(self.fields - 1))
+        return [f"column{i:0{width}d}" for i in range(self.fields)]
 
 
-def sniff(sample: bytes) -> Dialect:
-    """The dialect of a CSV file from its first bytes (``SAMPLE_BYTES``)."""
+def sniff(sample: bytes, delimiter: str | None = None, header: bool | None = None,
+          quote: str | None = '"', escape: str | None = None, skip: int = 0) -> Dialect:
+    """The dialect of a CSV file from its first bytes (``SAMPLE_BYTES``). A ``delimiter``
+    or ``header`` given (``read_csv``'s options) is taken as it is, not sniffed; ``quote``
+    (None or "": no quoting) and ``escape`` (None: a doubled quote) split the rows;
+    ``skip``: lines before the header (or the first row) that are no part of the table."""
     text = sample.decode("utf-8", errors="replace")
     if len(sample) >= SAMPLE_BYTES and "\n" in text:  # the last line may be cut
         text = text[: text.rindex("\n") + 1]
+    if skip:
+        text = "".join(text.splitlines(keepends=True)[skip:])
     if not text.strip():
-        return Dialect()
-    try:
-        delimiter = csv.Sniffer().sniff(text, delimiters=_DELIMITERS).delimiter
-    except csv.Error:
-        delimiter = ","
-    rows = [r for r in csv.reader(text.splitlines(), delimiter=delimiter) if r]
+        return Dialect(delimiter or ",", bool(header) if header is not None else True)
+    if delimiter is None:
+        try:
+            delimiter = csv.Sniffer().sniff(text, delimiters=_DELIMITERS).delimiter
+        except csv.Error:
+            delimiter = ","
+    quoting = {"quotechar": quote} if quote else {"quoting": csv.QUOTE_NONE}
+    same = escape is None or escape == quote  # a quote escaped by doubling it
+    rows = [r for r in csv.reader(text.splitlines(), delimiter=delimiter, doublequote=same,
+                                  escapechar=None if same else escape, **quoting) if r]
     if not rows:
-        return Dialect(delimiter)
-    header = _has_header(rows)
+        return Dialect(delimiter, bool(header) if header is not None else True)
+    if header is None:
+        header = _has_header(rows)
     return Dialect(delimiter, header, len(rows[0]),
                    tuple(n.strip() for n in rows[0]) if header else ())
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from bamql.errors import IngestError
 from bamql.storage import remote
+from bamql.storage.fileoptions import FileOptions
 from bamql.storage.hive import HiveMode, KeyFilter, KeyType, Partitioning, detect
 from bamql.storage.remote import RemotePath
 
@@ -67,19 +68,25 @@ def expand(spec: str | os.PathLike | RemotePath) -> list[SourcePath]:
     """The files that one path, directory, glob (``*``, ``**``, ``?``, ``[..]``) or URI
     names, sorted; a directory gives its Parquet, ORC and CSV files, recursively. A name
     that matches nothing is a one-line error."""
+    return [f for f, _ in expand_named(spec)]
+
+
+def expand_named(spec: str | os.PathLike | RemotePath) -> list[tuple[SourcePath, str]]:
+    """:func:`expand`'s files, each with its name as the query gave it or the glob matched
+    it (``./a.csv``, ``data/x.csv``): what DuckDB's ``filename`` column holds."""
     if isinstance(spec, RemotePath):
-        return [spec]
+        return [(spec, str(spec))]
     text = os.fspath(spec)
     if isinstance(text, bytes):
         raise IngestError(f"a source is a path (str), not {type(spec).__name__}")
     if _SCHEME.match(text):
-        return list(remote.expand(text, tuple(EXTENSIONS)))
+        return [(f, str(f)) for f in remote.expand(text, tuple(EXTENSIONS))]
     path = os.path.expanduser(text)
     if _GLOB.search(path):
         # hidden files match as in DuckDB (a directory, read whole, skips them)
-        hits = sorted(Path(h) for h in _glob(path) if os.path.isfile(h))
+        hits = sorted((Path(h), h) for h in _glob(path) if os.path.isfile(h))
         if not hits and os.path.isfile(path):  # a file whose name only looks like a glob
-            return [Path(path)]
+            return [(Path(path), text)]
         if not hits:
             raise IngestError(f"no files match {text}")
         return hits
@@ -93,12 +100,12 @@ def expand(spec: str | os.PathLike | RemotePath) -> list[SourcePath]:
             raise IngestError(f"cannot read directory {text}: {e.strerror or e}") from None
         if not hits:
             raise IngestError(f"directory {text} holds no Parquet, ORC or CSV files")
-        return hits
+        return [(f, os.path.join(text, str(f.relative_to(p)))) for f in hits]
     if not p.exists():
         raise IngestError(f"source {text} does not exist")
     if not p.is_file():  # a FIFO or a device would block or never end
         raise IngestError(f"source {text} is not a regular file")
-    return [p]
+    return [(p, text)]
 
 
 #: Directories whose files are never a table's: the whole file system, and the kernel's
@@ -163,18 +170,27 @@ class FileSet:
     changes: tuple[tuple[int, int], ...] = ()
     partitioning: Partitioning | None = None
     considered: int = 0  # the files named before partition pruning (0: none was pruned)
+    #: the table function's options (``read_csv(..., header = true)``); None: none given
+    options: FileOptions | None = None
+    #: each file's name as the query gave it or its glob matched it (the ``filename``
+    #: column's values)
+    shown: tuple[str, ...] = ()
 
     @classmethod
     def resolve(cls, specs: Sequence[str | os.PathLike], fmt: FileFormat | None = None,
-                hive: HiveMode = HiveMode.AUTO, filters: Sequence[KeyFilter] = ()) -> FileSet:
+                hive: HiveMode = HiveMode.AUTO, filters: Sequence[KeyFilter] = (),
+                options: FileOptions | None = None) -> FileSet:
         """The files ``specs`` name (see :func:`expand`), as absolute paths, statted now;
         each must be of format ``fmt`` when it is given, else of a format bamql reads.
 
         ``hive``: whether ``key=value`` directories are partition columns (see
         ``storage.hive``); ``filters``: conjuncts of the query's WHERE, which keep only the
         files whose partition values can pass them (at least one file stays, so that the
-        table keeps its columns; the WHERE passes none of its rows)."""
-        files = tuple(f.resolve() for s in specs for f in expand(s))
+        table keeps its columns; the WHERE passes none of its rows); ``options``: how the
+        files are read (``storage.fileoptions``)."""
+        named = [(f.resolve(), shown) for s in specs for f, shown in expand_named(s)]
+        files = tuple(f for f, _ in named)
+        shown = tuple(x for _, x in named)
         if len(set(files)) != len(files):  # DuckDB reads a file as often as it is named
             raise IngestError("a file is named more than once (by two names or globs that "
                               "overlap); name each file once")
@@ -186,6 +202,7 @@ class FileSet:
                 considered = len(files)
                 keep = keep if any(keep) else [True] + [False] * (len(files) - 1)
                 files = tuple(f for f, k in zip(files, keep, strict=True) if k)
+                shown = tuple(x for x, k in zip(shown, keep, strict=True) if k)
                 part = Partitioning(part.keys, part.types, tuple(
                     v for v, k in zip(part.values, keep, strict=True) if k))
         stats = []
@@ -198,21 +215,44 @@ class FileSet:
                                   ".orc or .csv)")
             stats.append(_stat(f))
         return cls(files, tuple(s[0] for s in stats), tuple(s[1] for s in stats),
-                   tuple(s[2] for s in stats), part, considered)
+                   tuple(s[2] for s in stats), part, considered,
+                   None if options is None or options.default else options, shown)
+
+    def open(self, i: int, count: bool = True):
+        """File ``i`` opened as the options say (``storage.sources.open_source``), without
+        its added columns (see :meth:`decorate`)."""
+        from bamql.storage.sources import open_source
+
+        return open_source(self.files[i], count, self.options)
+
+    def decorate_all(self, srcs: Sequence) -> list:
+        """``srcs``, the rows read of each file, with the columns the set adds to them: the
+        ``filename`` option's, then the partition columns, after every file's columns
+        (DuckDB's order: files whose columns differ are first seen through them all)."""
+        name = self.options.filename if self.options is not None else None
+        if name is None and self.partitioning is None:
+            return list(srcs)
+        srcs = aligned(srcs)
+        if name is not None:
+            srcs = [with_filename(s, name, self.shown[i] if self.shown else str(self.files[i]))
+                    for i, s in enumerate(srcs)]
+        return [with_partitions(s, self.partitioning, i) for i, s in enumerate(srcs)]
 
     def sources(self) -> list:
         """The files opened for ingest (``storage.sources``), each with its partition
-        columns where the set is partitioned."""
-        from bamql.storage.sources import open_source
-
-        return [with_partitions(open_source(f), self.partitioning, i)
-                for i, f in enumerate(self.files)]
+        columns where the set is partitioned (and its name, where the options ask)."""
+        return self.decorate_all([self.open(i) for i in range(len(self.files))])
 
     @property
     def names_key(self) -> str:
-        """A hash of the file list alone (which files, and their partition columns)."""
+        """A hash of the file list alone (which files, their partition columns, and the
+        options they are read with)."""
         part = self.partitioning
         extra = [] if part is None else [list(part.keys), [str(t) for t in part.types]]
+        if self.options is not None:  # none: the key of stores made before options were
+            extra.append(self.options.key())
+            if self.options.filename is not None:
+                extra.append(list(self.shown))
         return _hash([str(f) for f in self.files] + extra)
 
     @property
@@ -274,6 +314,34 @@ def with_partitions(src, part: Partitioning | None, i: int):
     return HiveSource(src, {k: (pa.int64() if t == KeyType.BIGINT else pa.string(), v)
                             for k, t, v in zip(part.keys, part.types, part.values[i],
                                                strict=True)})
+
+
+def aligned(srcs: Sequence) -> list:
+    """``srcs`` (``storage.sources.Source``) each seen through the columns of all of them,
+    in the order they first appear (a column a file lacks reads as NULL), where their
+    columns differ; ``srcs`` as they are where they do not."""
+    names = [n for n in srcs[0].schema.names] if srcs else []
+    if all(s.schema.names == names for s in srcs):
+        return list(srcs)
+    from bamql.storage.columnplans import unify_schemas
+    from bamql.storage.sources import FilledSource
+
+    types = {n: t for n, _, t in unify_schemas(srcs)}
+    return [s if s.schema.names == list(types) else FilledSource(s, types) for s in srcs]
+
+
+def with_filename(src, column: str, name: str):
+    """``src`` with the column ``column`` holding ``name`` (its file's) in every row, as
+    DuckDB's ``filename`` option adds it; a file that has such a column already is a
+    one-line error, as DuckDB's."""
+    if column in src.schema.names:
+        raise IngestError(f"option filename adds column {column!r}, but {src.path.name} has "
+                          f"a column of that name; name another: filename = '<name>'")
+    import pyarrow as pa
+
+    from bamql.storage.sources import HiveSource
+
+    return HiveSource(src, {column: (pa.string(), name)})
 
 
 def open_all(items: Sequence) -> list:

@@ -36,7 +36,7 @@ import pyarrow.compute as pc
 
 from bamql.config import FloatEncoding
 from bamql.errors import IngestError
-from bamql.storage.files import FileSet, with_partitions
+from bamql.storage.files import FileSet
 from bamql.storage.hive import Cmp, KeyFilter, check_columns
 from bamql.storage.remote import RemotePath
 from bamql.storage.sources import (
@@ -46,7 +46,7 @@ from bamql.storage.sources import (
     TableSource,
     _reading,
     _unreadable,
-    open_source,
+    conformed,
 )
 
 #: the largest integer every float64 holds exactly (past it DuckDB and pyarrow may round
@@ -126,21 +126,22 @@ def read_in_place(files: FileSet, spec: ReadSpec, out: Path) -> InPlace:
     from bamql.storage.ingest import ingest
     from bamql.storage.writer import unsynced
 
-    srcs = [open_source(f) for f in files.files]
-    part = files.partitioning
+    srcs = [files.open(i) for i in range(len(files.files))]
     names, filters = _prepared(srcs, files, spec)
 
     def one(s: Source) -> tuple[pa.Table, tuple]:
         cols = [n for n in s.schema.names if n in names]
         if cols or not s.schema.names:
-            return _read(s, cols, pushed_filter(s.schema, filters))
+            raw = s._f.schema_arrow if isinstance(s, ParquetSource) else s.schema
+            t, st = _read(s, cols, pushed_filter(raw, filters))
+            return conformed(t, s.schema), st  # as the options read it (binary_as_string)
         # a file without the columns read (union_by_name): its row count alone
         t, st = _read(s, [_narrowest(s)], None)
         return t.select([]), st
 
     read = [(_compacted(t), st) for t, st in _each(one, srcs)]
-    tables = [with_partitions(TableSource(t, s.path.name), part, i)
-              for i, (s, (t, _)) in enumerate(zip(srcs, read, strict=True))]
+    tables = files.decorate_all([TableSource(t, s.path.name)
+                                 for s, (t, _) in zip(srcs, read, strict=True)])
     stats = [st for _, st in read]
     try:
         # floats as they come: a pass that finds scaled decimals costs more than it saves
@@ -211,8 +212,7 @@ def plan_in_place(files: FileSet, spec: ReadSpec) -> ReadPlan:
     ingest checks them (an unsupported type or a conflict between files is its error)."""
     from bamql.storage.columnplans import unify_schemas
 
-    srcs = [open_source(f, count=False) for f in files.files]
-    part = files.partitioning
+    srcs = [files.open(i, count=False) for i in range(len(files.files))]
     names, filters = _prepared(srcs, files, spec)
     stats = []
     for s in srcs:
@@ -229,9 +229,8 @@ def plan_in_place(files: FileSet, spec: ReadSpec) -> ReadPlan:
         else:
             groups = s._f.nstripes if isinstance(s, OrcSource) else 0
             stats.append((groups, groups, s.num_rows, s.num_rows, s.nbytes, s.nbytes))
-    empty = [with_partitions(TableSource(s.schema.empty_table().select(
-        [n for n in s.schema.names if n in names]), s.path.name), part, i)
-        for i, s in enumerate(srcs)]
+    empty = files.decorate_all([TableSource(s.schema.empty_table().select(
+        [n for n in s.schema.names if n in names]), s.path.name) for s in srcs])
     first = pushed_filter(srcs[0].schema, filters) if srcs else None
     report = ReadReport(
         tuple(names), sum(x[0] for x in stats), sum(x[1] for x in stats),

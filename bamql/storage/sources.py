@@ -13,7 +13,8 @@ import pyarrow.orc as paorc
 import pyarrow.parquet as pq
 
 from bamql.errors import IngestError
-from bamql.storage.csvsniff import SAMPLE_BYTES, sniff
+from bamql.storage.csvsniff import SAMPLE_BYTES, Dialect, sniff
+from bamql.storage.fileoptions import CsvOptions, FileOptions
 from bamql.storage.remote import RemotePath, is_uri
 from bamql.storage.remote import error as remote_error
 from bamql.storage.remote import stat as remote_stat
@@ -96,9 +97,10 @@ class OrcSource(Source):
 
 
 class ParquetSource(Source):
-    """A Parquet file, read by row group; integer ranges come from row-group statistics."""
+    """A Parquet file, read by row group; integer ranges come from row-group statistics.
+    ``binary_as_string``: its BINARY columns read as VARCHAR (``read_parquet``'s option)."""
 
-    def __init__(self, path: Path | RemotePath) -> None:
+    def __init__(self, path: Path | RemotePath, binary_as_string: bool = False) -> None:
         super().__init__(path)
         handle = _random_access(path)
         try:
@@ -107,11 +109,15 @@ class ParquetSource(Source):
             self.num_rows = self._f.metadata.num_rows
         except (pa.ArrowException, OSError) as e:
             raise _unreadable(path, "Parquet", e) from None
+        if binary_as_string:
+            self.schema = pa.schema([f.with_type(_AS_STRING.get(f.type, f.type))
+                                     for f in self.schema], metadata=self.schema.metadata)
         self._check_names()
 
     def batches(self, columns=None):
         with _reading(self.path):
-            yield from self._f.iter_batches(batch_size=1 << 20, columns=columns)
+            for b in self._f.iter_batches(batch_size=1 << 20, columns=columns):
+                yield conformed(b, self.schema)
 
     def int_stats(self):
         md = self._f.metadata
@@ -132,15 +138,26 @@ class ParquetSource(Source):
 
 
 class CsvSource(Source):
-    """A CSV file, its delimiter and header sniffed as DuckDB does (``storage.csvsniff``);
-    read in blocks, with a counting pass for the row count."""
+    """A CSV file, its delimiter and header sniffed as DuckDB does (``storage.csvsniff``)
+    unless ``read_csv``'s options name them (``storage.fileoptions.CsvOptions``, applied as
+    pyarrow's read, parse and convert options); read in blocks, with a counting pass for
+    the row count."""
 
-    def __init__(self, path: Path | RemotePath, count: bool = True) -> None:
+    def __init__(self, path: Path | RemotePath, count: bool = True,
+                 options: CsvOptions | None = None) -> None:
         """``count`` False: the schema only (from the first block), ``num_rows`` -1."""
         super().__init__(path)
+        self.options = o = options or CsvOptions()
         try:
-            with (path.open_input_stream() if isinstance(path, RemotePath) else open(path, "rb")) as f:
-                self.dialect = sniff(f.read(SAMPLE_BYTES))
+            if o.auto_detect:
+                with (path.open_input_stream() if isinstance(path, RemotePath)
+                      else open(path, "rb")) as f:
+                    self.dialect = sniff(f.read(SAMPLE_BYTES), o.delimiter, o.header,
+                                         _quote(o), o.escape or None, o.skip)
+            else:  # DuckDB's defaults, nothing sniffed: the columns option names them all
+                self.dialect = Dialect(o.delimiter or ",", bool(o.header),
+                                       len(o.columns or ()))
+            self._types = self._column_types()
             r = self._open()
             self.schema = r.schema
             self._check_names()  # before the counting pass, which a repeated name breaks
@@ -148,19 +165,55 @@ class CsvSource(Source):
         except (pa.ArrowException, OSError) as e:
             raise _unreadable(path, "CSV", e) from None
 
+    def _names(self) -> list[str]:
+        """The columns' names: the ``columns`` option's, the header's, or DuckDB's
+        ``column0``, ``column1``, ... of a file without one."""
+        if self.options.columns is not None:
+            return [n for n, _ in self.options.columns]
+        d = self.dialect
+        return list(d.names) if d.header else d.column_names()
+
+    def _column_types(self) -> dict[str, pa.DataType]:
+        """The types the options set (``columns``, ``types``/``dtypes``, ``all_varchar``);
+        the other columns' are inferred. A type of a column the file lacks is a one-line
+        error, as DuckDB's."""
+        o, names = self.options, self._names()
+        out = dict(o.columns or ())
+        if len(o.positional) > len(names):
+            raise IngestError(f"read_csv: {len(o.positional)} types were provided, but CSV "
+                              f"file {self.path.name} only has {len(names)} columns")
+        out.update(zip(names, o.positional, strict=False))
+        missing = [n for n, _ in o.types if n not in names]
+        if missing:
+            raise IngestError(f"read_csv: types of columns that {self.path.name} does not "
+                              f"have: {', '.join(missing)} (it has: {', '.join(names)})")
+        out.update(o.types)
+        if o.all_varchar:
+            for n in names:
+                out.setdefault(n, pa.string())
+        return out
+
     def _open(self, columns=None):
+        o, d = self.options, self.dialect
         # NULL is an empty field only, as in DuckDB: "nan" is a NaN and "NA" a string (Arrow's
         # default would read both, and a dozen other words, as NULL)
-        conv = pacsv.ConvertOptions(include_columns=columns or [], null_values=[""],
-                                    strings_can_be_null=True)
+        conv = pacsv.ConvertOptions(
+            include_columns=columns or [], null_values=list(o.nulls if o.nulls is not None
+                                                            else [""]),
+            strings_can_be_null=True, column_types=self._types,
+            timestamp_parsers=[o.timestamp_format] if o.timestamp_format else None)
         src = self.path.open_input_stream() if isinstance(self.path, RemotePath) \
             else str(self.path)
-        d = self.dialect
-        names = list(d.names) if d.header else d.column_names()
+        names = self._names()
         read = pacsv.ReadOptions(block_size=16 << 20, column_names=names or None,
-                                 skip_rows=1 if d.header and names else 0)
+                                 skip_rows=o.skip + (1 if d.header and d.fields else 0))
+        quote = _quote(o)
+        doubled = not o.escape or o.escape == quote  # a quote escaped by doubling it
+        parse = pacsv.ParseOptions(delimiter=d.delimiter, quote_char=quote or False,
+                                   escape_char=False if doubled else o.escape,
+                                   double_quote=doubled)
         return pacsv.open_csv(src, convert_options=conv, read_options=read,
-                              parse_options=pacsv.ParseOptions(delimiter=d.delimiter))
+                              parse_options=parse)
 
     def batches(self, columns=None):
         with _reading(self.path):
@@ -171,6 +224,11 @@ class CsvSource(Source):
                     yield b.cast(self.schema) if b.schema != self.schema else b
                 else:
                     yield b
+
+
+def _quote(o: CsvOptions) -> str:
+    """The quote character of ``o`` ("" for none; DuckDB's default, a double quote)."""
+    return '"' if o.quote is None else o.quote
 
 
 class TableSource(Source):
@@ -299,16 +357,31 @@ def _null_batches(schema: pa.Schema, names: list[str], rows: int) -> Iterator[pa
                                          names=names)
 
 
-def open_source(path: str | Path | RemotePath | Source, count: bool = True) -> Source:
+#: BINARY types read as VARCHAR by ``binary_as_string``
+_AS_STRING = {pa.binary(): pa.string(), pa.large_binary(): pa.large_string()}
+
+
+def conformed(b: pa.RecordBatch | pa.Table, schema: pa.Schema):
+    """Batch (or table) ``b`` with each column cast to its type in ``schema`` where they
+    differ (a BINARY read as VARCHAR); ``b`` itself where none does."""
+    types = {f.name: f.type for f in schema}
+    if all(types.get(f.name, f.type) == f.type for f in b.schema):
+        return b
+    return b.cast(pa.schema([f.with_type(types.get(f.name, f.type)) for f in b.schema]))
+
+
+def open_source(path: str | Path | RemotePath | Source, count: bool = True,
+                options: FileOptions | None = None) -> Source:
     """Open one input file (a path, a URI or a :class:`RemotePath`) by its extension
     (.orc, .parquet/.pq, .csv); a Source is returned as it is. ``count`` False: a CSV
-    file's rows are not counted (``num_rows`` -1; its schema is read from its first block)."""
+    file's rows are not counted (``num_rows`` -1; its schema is read from its first block).
+    ``options``: ``read_csv``'s and ``read_parquet``'s (``storage.fileoptions``)."""
     if isinstance(path, Source):
         return path
     if isinstance(path, str) and is_uri(path):
         path = RemotePath(path)
     if isinstance(path, RemotePath):
-        return _open_remote(path, count)
+        return _open_remote(path, count, options)
     p = Path(path)
     if not p.exists():
         raise IngestError(f"source {p} does not exist")
@@ -318,20 +391,24 @@ def open_source(path: str | Path | RemotePath | Source, count: bool = True) -> S
     if suffix == ".orc":
         return OrcSource(p)
     if suffix in (".parquet", ".pq"):
-        return ParquetSource(p)
+        return ParquetSource(p, options is not None and options.binary_as_string)
     if suffix == ".csv":
-        return CsvSource(p, count)
+        return CsvSource(p, count, options.csv if options is not None else None)
     raise IngestError(f"source {p}: unknown format {suffix!r} (expected .orc, .parquet or .csv)")
 
 
-def _open_remote(p: RemotePath, count: bool = True) -> Source:
+def _open_remote(p: RemotePath, count: bool = True, options: FileOptions | None = None) -> Source:
     suffix = p.suffix.lower()
     kinds = {".orc": OrcSource, ".parquet": ParquetSource, ".pq": ParquetSource,
              ".csv": CsvSource}
     if suffix not in kinds:
         raise IngestError(f"source {p}: unknown format {suffix!r} (expected .orc, .parquet "
                           "or .csv)")
-    return CsvSource(p, count) if kinds[suffix] is CsvSource else kinds[suffix](p)
+    if kinds[suffix] is CsvSource:
+        return CsvSource(p, count, options.csv if options is not None else None)
+    if kinds[suffix] is ParquetSource:
+        return ParquetSource(p, options is not None and options.binary_as_string)
+    return kinds[suffix](p)
 
 
 def _unreadable(path: Path | RemotePath, fmt: str, e: BaseException) -> IngestError:

@@ -179,7 +179,7 @@ def test_stored_tables_and_files_in_one_session(taxi_store, files, tmp_path):
     ("'{d}/empty_dir/'", IngestError, "holds no Parquet, ORC or CSV files"),
     ("read_parquet('{d}/csv/x1.csv')", IngestError, "is not a Parquet file"),
     ("read_csv('{d}/trips/a.parquet')", IngestError, "is not a CSV file"),
-    ("read_parquet('{d}/trips/a.parquet', filename=true)", PlanError, "only the option hive"),
+    ("read_parquet('{d}/trips/a.parquet', delim=',')", PlanError, "does not take the option delim"),
     ("read_json('{d}/x.json')", PlanError, "read_json() is not supported"),
     ("read_parquet(42)", PlanError, "quoted path"),
     ("'ftp://host/trips/x.parquet'", IngestError, "ftp:// is not supported"),

@@ -54,7 +54,8 @@ def test_a_table_named_like_a_file_stays_a_table():
 
 @pytest.mark.parametrize("sql, text", [
     ("SELECT COUNT(*) FROM read_json('x.json')", "read_json() is not supported"),
-    ("SELECT COUNT(*) FROM read_parquet('x.parquet', union_by_name=true)", "only the option hive"),
+    ("SELECT COUNT(*) FROM read_parquet('x.parquet', header=true, bogus=1)",
+     "read_parquet() does not take the options header, bogus"),
     ("SELECT COUNT(*) FROM read_csv(x)", "quoted path"),
     ("SELECT COUNT(*) FROM read_parquet([])", "quoted path"),
 ])

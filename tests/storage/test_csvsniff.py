@@ -26,6 +26,8 @@ FILES = {
     "nan_inf_names.csv": "nan,inf\n1,2\n3,4\n",
     "underscore_name.csv": "1_0,2\n3,4\n5,6\n",
     "spaced_names.csv": "a, b\n1,2\n",
+    # DuckDB pads the names of eleven columns or more: column00 .. column10
+    "eleven_no_header.csv": ",".join(map(str, range(11))) + "\n" + ",".join("1" * 11) + "\n",
 }
 
 
