@@ -14,6 +14,7 @@ from enum import Enum
 
 import pyarrow as pa
 from sqlglot import exp
+from sqlglot import generator as _generator
 from sqlglot.dialects.duckdb import DuckDB
 
 ColName = tuple[str | None, str]
@@ -68,6 +69,11 @@ def _subref_sql(gen, e: SubRef) -> str:
 
 
 DuckDB.Generator.TRANSFORMS[SubRef] = _subref_sql
+# sqlglot builds a generator class's dispatch table once, at its first instance: one made
+# before this module was imported (a query's SQL written out) would not know SubRef
+_made = getattr(_generator, "_DISPATCH_CACHE", None)
+if isinstance(_made, dict):
+    _made.pop(DuckDB.Generator, None)
 
 
 @dataclass(frozen=True, eq=False)
