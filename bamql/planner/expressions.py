@@ -242,14 +242,14 @@ class ExprTranslator:
                                 "DECIMALs in; CAST to DOUBLE to compute it rounded", node)
         return out
 
-    def decimal_compare(self, op: str, a: ir.Expr, b: ir.Expr) -> ir.Expr | None:
+    def decimal_compare(self, op: str, a: ir.Expr, b: ir.Expr, node=None) -> ir.Expr | None:
         """``a op b`` of a DECIMAL and a DECIMAL, an integer or an exact constant, compared
         exactly as integers (a constant as the integers it admits, ``int_compare``); None
         where one side is no exact decimal (a DOUBLE: compared as doubles, as DuckDB does)."""
         sa, sb = self.scaled(a), self.scaled(b)
         if sa is None or sb is None:
             return None
-        (x, s, _, _), (y, t, _, _) = sa, sb
+        (x, s, bx, _), (y, t, by, _) = sa, sb
         if isinstance(y, ir.Lit) or isinstance(x, ir.Lit):
             if isinstance(x, ir.Lit):
                 (x, s), (y, t), op = (y, t), (x, s), _FLIP[op]
@@ -258,8 +258,13 @@ class ExprTranslator:
                 return ir.Cmp(op, x, ir.Lit(int(c), "int"))
             return int_compare(op, x, c)
         m = max(s, t)
-        if 10 ** (m - min(s, t)) > I64_MAX:
-            return None  # no int64 multiplier aligns them: compared as doubles
+        if 10 ** (m - min(s, t)) > I64_MAX:  # no int64 multiplier aligns them
+            if max(bx, by) >= DOUBLE_EXACT:
+                src = next(e.source for e in (a, b) if isinstance(e, ir.Dec))
+                raise self.fail(f"DECIMALs of scales {s} and {t} (column {src!r}) compare "
+                                "exactly only as integers beyond BIGINT (int64), and their "
+                                "doubles may round; CAST one to DOUBLE to compare rounded", node)
+            return None  # both hold in a double exactly: compared as doubles
         return ir.Cmp(op, _times_pow10(x, m - s), _times_pow10(y, m - t))
 
     def decimal_column(self, e: ir.Expr) -> str | None:
@@ -465,7 +470,7 @@ class ExprTranslator:
         if a.kind == "strlit" or (isinstance(a, ir.Lit) and isinstance(b, ir.Lit)):
             raise self.fail("comparisons between two constants are not supported", node)
         if isinstance(a, ir.Dec) or isinstance(b, ir.Dec):  # a DECIMAL: exactly
-            exact = self.decimal_compare(op, a, b)
+            exact = self.decimal_compare(op, a, b, node)
             if exact is not None:
                 return exact
         self.check_decimal_literal(a, b, node)

@@ -261,7 +261,7 @@ class Translator(ExprTranslator):
                     a = self.outer(node.this, keys, aggs, names, exprs)
                     b = self.outer(node.expression, keys, aggs, names, exprs)
                     if isinstance(a, ir.Dec) or isinstance(b, ir.Dec):  # exactly
-                        exact = self.decimal_compare(op, a, b)
+                        exact = self.decimal_compare(op, a, b, node)
                         if exact is not None:
                             return exact
                     self.check_decimal_literal(a, b, node)

@@ -257,8 +257,8 @@ def _unscaled(a: pa.Array, t: pa.DataType) -> tuple[np.ndarray, np.ndarray | Non
 
 def _decimal_error(n: str, t: pa.DataType, why: str) -> IngestError:
     return IngestError(f"column {n!r} is DECIMAL({t.precision},{t.scale}) and its {why}: "
-                       "bamql stores a DECIMAL exactly as int64 (at most 18 digits), and "
-                       "would round it as a double; cast it to DOUBLE, or leave it out with "
+                       "bamql holds a DECIMAL exactly as a 64-bit integer (18 digits), never "
+                       "rounded; cast it to DOUBLE to have it rounded, or leave it out with "
                        "--columns")
 
 

@@ -187,8 +187,7 @@ def unscaled(a: pa.Array, scale: int) -> tuple[np.ndarray, np.ndarray | None]:
     out = np.where(nulls, 0, lo) if nulls is not None else lo.copy()
     if not fits.all():
         bad = int(np.argmin(fits))
-        raise ValueError(f"value {a[bad].as_py()} has more than 18 digits, more than a "
-                         "decimal that bamql stores exactly (int64) holds")
+        raise ValueError(f"value {a[bad].as_py()} has more than 18 digits at scale {t.scale}")
     k = scale - a.type.scale
     if k:
         m = 10**k
@@ -197,8 +196,7 @@ def unscaled(a: pa.Array, scale: int) -> tuple[np.ndarray, np.ndarray | None]:
         if big.any():
             bad = int(np.argmax(big))
             raise ValueError(f"value {a[bad].as_py()} has more than 18 digits at scale "
-                             f"{scale}, more than a decimal that bamql stores exactly (int64) "
-                             "holds")
+                             f"{scale}")
         out = out * np.int64(m)
     return out, nulls
 

@@ -234,3 +234,70 @@ def test_an_integer_file_beside_a_float_file_rounds_to_the_nearest_double(tmp_pa
             want = duckdb.sql(sql.format(c).replace("FROM r", f"FROM {union}")).fetchall()
             assert con.sql(sql.format(c)).rows() == want
             assert want[0][3] == 3  # the big value (the nearest double, equal to all three), -0.0, -6
+
+
+# -- DECIMALs held exactly (issue 41) ------------------------------------------------------
+def test_unscaled_gives_a_decimals_integers_exactly():
+    import decimal
+
+    from bamql.storage.decimals import decimal_array, unscaled
+
+    vals = [decimal.Decimal("12345678901234.5678"), None, decimal.Decimal("-0.0001"),
+            decimal.Decimal("99999999999999.9999")]
+    a = pa.array(vals, pa.decimal128(18, 4))
+    v, nulls = unscaled(a, 4)
+    assert v.tolist() == [123456789012345678, 0, -1, 999999999999999999]
+    assert nulls.tolist() == [False, True, False, False]
+    v, _ = unscaled(a.slice(2, 1), 6)  # an offset into the buffer, and a finer scale
+    assert v.tolist() == [-100]
+    assert decimal_array(*unscaled(a, 4), 18, 4).equals(a)  # back, bit for bit
+    for t in (pa.decimal256(40, 4), pa.decimal128(38, 4)):  # wider types, values that fit
+        assert unscaled(a.cast(t), 4)[0].tolist() == [123456789012345678, 0, -1,
+                                                      999999999999999999]
+    big = pa.array([decimal.Decimal("1234567890123456789.5")], pa.decimal128(38, 1))
+    with pytest.raises(ValueError, match="more than 18 digits"):
+        unscaled(big, 1)
+    with pytest.raises(ValueError, match="more than 18 digits at scale 10"):
+        unscaled(pa.array([decimal.Decimal("123456789012.5")], pa.decimal128(13, 1)), 10)
+
+
+def test_decimals_and_booleans_are_stored_with_their_sql_type(tmp_path):
+    import decimal
+    import json
+
+    from bamql.storage.format import MANIFEST
+    from bamql.storage.partitioned import open_table
+
+    # a DECIMAL(18,4) in one file and a BIGINT in another: a DECIMAL(23,4), as DuckDB's
+    # union makes it, the integers scaled exactly
+    pq.write_table(pa.table({"d": pa.array([decimal.Decimal("1.5")], pa.decimal128(18, 4)),
+                             "b": [True], "x": [1.0]}), tmp_path / "a.parquet")
+    pq.write_table(pa.table({"d": pa.array([7], pa.int64()), "b": [False], "x": [2.0]}),
+                   tmp_path / "b.parquet")
+    ingest([tmp_path / "a.parquet", tmp_path / "b.parquet"], tmp_path / "t")
+    cols = {c["name"]: c for c in json.loads((tmp_path / "t" / MANIFEST).read_text())["columns"]}
+    assert (cols["d"]["kind"], cols["d"]["sql_type"], cols["d"]["min"], cols["d"]["max"]) == \
+        ("int", "DECIMAL(23,4)", 15000, 70000)
+    assert (cols["b"]["kind"], cols["b"]["sql_type"]) == ("int", "BOOLEAN")
+    assert "sql_type" not in cols["x"]  # written only when set: plain columns as before
+    with open_table(tmp_path / "t") as t:
+        got = t.parts[0].to_table(["d", "b"])
+    assert got.column("d").to_pylist() == [decimal.Decimal("1.5"), decimal.Decimal(7)]
+    assert got.column("b").to_pylist() == [True, False]
+
+
+def test_a_sql_type_that_does_not_fit_the_column_is_an_inconsistency():
+    from bamql.storage.format import ColumnMeta, _column_inconsistency
+
+    class M:  # the fields _column_inconsistency reads
+        rows, page_size = 10, 4096
+
+    def meta(**kw):
+        return ColumnMeta("d", "int", "int64", 0, 1, 512, min=-5, max=99, **kw)
+
+    assert _column_inconsistency(M, meta(sql_type="DECIMAL(2,1)")) is None
+    assert "SQL type" in _column_inconsistency(M, meta(sql_type="DECIMAL(1,0)"))  # 99: 2 digits
+    assert "SQL type" in _column_inconsistency(M, meta(sql_type="BOOLEAN"))
+    assert "SQL type" in _column_inconsistency(M, meta(sql_type="VARCHAR"))
+    assert "SQL type" in _column_inconsistency(
+        M, ColumnMeta("f", "float", "float64", 0, 1, 512, sql_type="DECIMAL(5,2)"))
