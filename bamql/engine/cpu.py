@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import replace
 
 import numpy as np
 
@@ -13,7 +14,7 @@ from bamql.engine.fetch import fetch
 from bamql.engine.stats import QueryStats
 from bamql.kernels import cpu as kcpu
 from bamql.kernels.codegen import N_ERRORS, check_errors
-from bamql.planner import ir
+from bamql.planner import domains, ir
 from bamql.planner.evaluate import evaluate
 from bamql.planner.physical import PhysicalPlan
 from bamql.planner.ranges import RowRanges
@@ -163,3 +164,48 @@ def run_cpu(plan: PhysicalPlan, store: PageStore, stats: QueryStats) -> dict[str
     if total is None:
         total = accumulate.merge(accumulate.alloc(1, groups, q.aggs), None)
     return total
+
+
+def run_cpu_hashed(plan: PhysicalPlan, store: PageStore, stats: QueryStats, take) -> None:
+    """Execute ``plan``, a GROUP BY hashed in the kernel (``planner.domains.HashSlots``), on
+    the CPU; fills ``stats``. Each morsel's chunks keep tables of their own, handed to
+    ``take(accumulators, slots)`` (a chunk axis first); a morsel whose tables fill runs
+    again with larger ones, which later morsels keep. Raises ``TableFull`` past the
+    largest table."""
+    q, slots = plan.query, plan.key_domains
+    sent = {name: c.sentinel for name, c in store.columns.items()}
+    scales = {name: c.scale for name, c in store.columns.items()}
+    t0 = time.perf_counter()
+    matches = Matches(plan, store, stats)
+    agg_cols = list(dict.fromkeys(c for e in (*q.keys, *q.aggs) for c in ir.columns_of(e)))
+    akern, aparams = kcpu.agg_kernel(q.keys, slots, q.aggs, agg_cols, sent, scales)
+    cols = [np.empty(0, store.column(c).np_dtype) for c in agg_cols]
+
+    def tables(nch: int, s) -> dict[str, np.ndarray]:
+        acc = accumulate.alloc(nch, accumulate.n_groups(s), q.aggs)
+        acc.update(kcpu.hash_arrays(nch, s))
+        return acc
+
+    matches.warm()
+    with kcpu.KERNEL_LOCK:  # compiled apart from the query's time
+        akern(0, 1, *cols, *aparams, *tables(1, replace(slots, capacity=16)).values())
+    warm_readers(store.page_size)
+    stats.compile_seconds = time.perf_counter() - t0
+    largest = domains.LARGEST_TABLE // slots.dense_slots
+    for window, rows, vals in matches:
+        for c in plan.dependent:
+            vals[c] = matches.fetch(c, rows, window)
+        # a table per core (each chunk's is filled, then read back and merged by key)
+        nch = max(1, min(os.cpu_count() or 1, len(rows) // 65536 + 1))
+        while True:
+            acc = tables(nch, slots)
+            with kcpu.KERNEL_LOCK:
+                akern(len(rows), nch, *[vals[c] for c in agg_cols], *aparams, *acc.values())
+            if not acc["HN"][:, 1].any():
+                break
+            if slots.capacity * domains.TABLE_GROWTH > largest:
+                from bamql.engine.hashagg import TableFull
+
+                raise TableFull(q)
+            slots = replace(slots, capacity=slots.capacity * domains.TABLE_GROWTH)
+        take(acc, slots)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from enum import Enum
 
 import numpy as np
 
@@ -27,8 +28,17 @@ from bamql.engine.accumulate import Grouped, int_avgs, int_sums, order_keys
 from bamql.engine.rows import column_env, row_matches, widen
 from bamql.engine.stats import QueryStats
 from bamql.kernels.codegen import N_ERRORS, check_errors
+from bamql.lazyjit import njit
 from bamql.planner import ir
-from bamql.planner.domains import Domain, HashSlots, key_domain, n_slots
+from bamql.planner.domains import (
+    LARGEST_TABLE,
+    TABLE_GROWTH,
+    Domain,
+    HashSlots,
+    first_capacity,
+    key_domain,
+    n_slots,
+)
 from bamql.planner.evaluate import evaluate
 from bamql.planner.show import show
 from bamql.planner.translate import MAX_GROUPS
@@ -83,18 +93,73 @@ def canonical_keys(keys: list[Vec], kinds: tuple[str, ...]) -> np.ndarray:
     return out
 
 
+@njit(nogil=True, cache=True)
+def _group_ids(mat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's group (groups numbered by first appearance) and each group's first row:
+    open addressing on the rows' bits, linear probing, a table of at least twice the rows."""
+    n, w = mat.shape
+    cap = 16
+    while cap < 2 * n:
+        cap *= 2
+    table = np.full(cap, -1, np.int64)
+    gid = np.empty(n, np.int64)
+    firsts = np.empty(n, np.int64)
+    ng = 0
+    m1, m2, r = np.uint64(0xFF51AFD7ED558CCD), np.uint64(0xC4CEB9FE1A85EC53), np.uint64(33)
+    for i in range(n):
+        h = np.uint64(0x9E3779B97F4A7C15)
+        for k in range(w):  # MurmurHash3's finalizer: a float's bits differ in high bits only
+            h = h ^ np.uint64(mat[i, k])
+            h = (h ^ (h >> r)) * m1
+            h = (h ^ (h >> r)) * m2
+            h = h ^ (h >> r)
+        s = np.int64(h & np.uint64(cap - 1))
+        while True:
+            g = table[s]
+            if g < 0:
+                table[s] = ng
+                firsts[ng] = i
+                gid[i] = ng
+                ng += 1
+                break
+            j = firsts[g]
+            same = True
+            for k in range(w):
+                if mat[i, k] != mat[j, k]:
+                    same = False
+                    break
+            if same:
+                gid[i] = g
+                break
+            s = (s + 1) & (cap - 1)
+    return gid, firsts[:ng]
+
+
+@njit(nogil=True, cache=True)
+def _order_by_group(gid: np.ndarray, ng: int) -> tuple[np.ndarray, np.ndarray]:
+    """The rows ordered by group, in row order within one (a counting sort), and where
+    each group starts in that order."""
+    starts = np.zeros(ng + 1, np.int64)
+    for g in gid:
+        starts[g + 1] += 1
+    for g in range(ng):
+        starts[g + 1] += starts[g]
+    pos = starts[:ng].copy()
+    order = np.empty(len(gid), np.int64)
+    for i in range(len(gid)):
+        order[pos[gid[i]]] = i
+        pos[gid[i]] += 1
+    return order, starts[:ng]
+
+
 def _group(mat: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(distinct rows of ``mat``, the row order that sorts ``mat`` by them, where each
-    group starts in that order); the distinct rows are in the sorted order."""
-    if mat.shape[1] == 2:  # one key: its bits, then NULL last
-        order = np.lexsort((mat[:, 1], 1 - mat[:, 0]))
-    else:
-        order = np.lexsort(tuple(mat[:, i] for i in range(mat.shape[1] - 1, -1, -1)))
-    s = mat[order]
-    new = np.ones(len(s), bool)
-    new[1:] = np.any(s[1:] != s[:-1], axis=1)
-    starts = np.flatnonzero(new)
-    return s[starts], order, starts
+    """(distinct rows of ``mat``, the row order that puts each group's rows together, in
+    row order within a group, and where each group starts in that order); groups are in
+    the order of their first row. Hashed, not sorted: linear in the rows."""
+    mat = np.ascontiguousarray(mat, np.int64)
+    gid, firsts = _group_ids(mat)
+    order, starts = _order_by_group(gid, len(firsts))
+    return mat[firsts], order, starts
 
 
 def aggregate_morsel(keys: list[Vec], kinds: tuple[str, ...], args: list[Vec | None],
@@ -203,13 +268,12 @@ def _merge_variance(cat: dict[str, np.ndarray], gid: np.ndarray, starts: np.ndar
     return {"shift": shift, "off": off, "m2": m2}
 
 
-def partial_of_slots(acc: dict[str, np.ndarray], q: ir.Query, slots) -> Partial:
-    """The groups of a GPU kernel's hash table (``gpu.hashgroup``; reduced accumulators,
-    MIN/MAX of floats as floats) as a partial; raises what the kernel flagged."""
-    from bamql.gpu.hashgroup import present
-
+def partial_of_slots(acc: dict[str, np.ndarray], q: ir.Query, at: np.ndarray,
+                     keys: np.ndarray) -> Partial:
+    """The groups at slots ``at`` (their keys ``keys``) of a kernel's hash table of groups
+    (reduced accumulators, MIN/MAX of floats as floats) as a partial; raises what the kernel
+    flagged."""
     check_errors(acc["E"].reshape(-1, N_ERRORS).sum(axis=0))
-    at, keys = present(acc, q.keys, slots)
     states = []
     na = len(q.aggs)
     for j, a in enumerate(q.aggs):
@@ -331,21 +395,74 @@ def run_hashed_gpu(table: PartitionedTable, q: ir.Query, medium: Medium, backend
     t0 = time.perf_counter()
     parts, all_stats = [], []
     hashed, dense = split_keys(q, table.columns)
-    largest = hashgroup.LARGEST // n_slots(dense)
+    largest = LARGEST_TABLE // n_slots(dense)
     for store in table.parts:
         cap = None
         while True:
-            cap = hashgroup.first_capacity(store.rows) if cap is None else cap * hashgroup.GROWTH
+            cap = first_capacity(store.rows) if cap is None else cap * TABLE_GROWTH
             plan = plan_partition(store, q, HashSlots(cap, hashed, dense), medium)
             acc, st = run_partition(store, plan, Device.GPU, backend, engine)
             if not hashgroup.retry(acc):
                 break
-            if cap * hashgroup.GROWTH > largest:
+            if cap * TABLE_GROWTH > largest:
                 raise TableFull(q)
-        parts.append(partial_of_slots(acc, q, plan.key_domains))
+        parts.append(partial_of_slots(acc, q, *hashgroup.present(acc, q.keys, plan.key_domains)))
         all_stats.append(st)
     g = finish_partial(merge_partials(parts, q.aggs, regroup=True), q)
     return g, QueryStats.merged(all_stats, "gpu/local", backend, table.rows,
+                                time.perf_counter() - t0, table.partitioned)
+
+
+def run_hashed_cpu(table: PartitionedTable, q: ir.Query, medium: Medium,
+                   backend: Backend) -> tuple[Grouped, QueryStats]:
+    """Run ``q`` (a hashed GROUP BY) on the CPU engine's kernel: per morsel each chunk of
+    rows groups into a hash table of its own (``kernels.cpu``), read back as a partial;
+    the partials merged by their keys. Raises ``TableFull`` where a morsel has more groups
+    than the largest table takes."""
+    from bamql.engine.accumulate import merge
+    from bamql.engine.cpu import run_cpu_hashed
+    from bamql.engine.partition import partition_stats, plan_partition
+
+    t0 = time.perf_counter()
+    parts: list[Partial] = []
+    all_stats = []
+    hashed, dense = split_keys(q, table.columns)
+
+    def take(acc: dict[str, np.ndarray], slots: HashSlots) -> None:
+        nonlocal parts
+        nch = acc["R"].shape[0]
+        for ch in range(nch):  # (an array no aggregate uses has one stand-in row)
+            red = merge({k: v[ch:ch + 1] if len(v) == nch else v for k, v in acc.items()}, None)
+            at = np.flatnonzero(red["R"] > 0)
+            h, gd = at % (slots.capacity + 2), at // (slots.capacity + 2)
+            keys = np.zeros((len(at), 2 * len(q.keys)), np.int64)
+            hm = red["HM"][h]
+            for n, i in enumerate(slots.hashed):
+                keys[:, 2 * i] = (hm >> n) & 1
+                keys[:, 2 * i + 1] = red["HK"][h, n]
+            slots.dense_keys(gd, tuple(k.kind for k in q.keys), keys)
+            parts.append(partial_of_slots(red, q, at, keys))
+        if len(parts) >= MERGE_PARTS or sum(p.n for p in parts[1:]) > max(MERGE_GROUPS, parts[0].n):
+            parts = [merge_partials(parts, q.aggs, regroup=True)]
+
+    for store in table.parts:
+        t1 = time.perf_counter()
+        from bamql.engine.cpu import MORSEL_ROWS
+
+        slots = HashSlots(first_capacity(min(store.rows, MORSEL_ROWS)), hashed, dense)
+        plan = plan_partition(store, q, slots, medium)
+        st = partition_stats(plan, store, Device.CPU, backend)
+        run_cpu_hashed(plan, store, st, take)
+        end = time.perf_counter()
+        st.seconds = end - t1 - st.compile_seconds
+        st.wall_seconds = st.seconds
+        all_stats.append(st)
+    if not parts:  # no matching row: no group
+        none = (np.empty(0), np.empty(0, bool))
+        parts = [aggregate_morsel([none] * len(q.keys), tuple(k.kind for k in q.keys),
+                                  [none] * len(q.aggs), q.aggs)]
+    g = finish_partial(merge_partials(parts, q.aggs, regroup=True), q)
+    return g, QueryStats.merged(all_stats, "cpu/local", backend, table.rows,
                                 time.perf_counter() - t0, table.partitioned)
 
 
@@ -385,16 +502,22 @@ def _arg(a: ir.Agg, env, n: int) -> Vec:
     return v, ok
 
 
-def explain_hashed(q: ir.Query, plan_text: str, gpu_session: bool, in_kernel: bool = False) -> str:
-    """EXPLAIN of a hashed GROUP BY: its keys and aggregates, then the plan that reads
-    their columns at the matching rows."""
+class HashSite(Enum):
+    """Where a hashed GROUP BY groups its rows."""
+
+    GPU_KERNEL = "a hash table in the GPU kernel per partition, partials merged"
+    CPU_KERNEL = "hash tables in the CPU kernel, one per chunk of rows, partials merged"
+    NUMPY = "hashed per morsel of matching rows, partials merged"
+
+
+def explain_hashed(q: ir.Query, plan_text: str, gpu_session: bool, site: HashSite) -> str:
+    """EXPLAIN of a hashed GROUP BY: its keys and aggregates, where it groups, then the plan
+    that reads their columns at the matching rows."""
     lines = [f"Hash aggregate over {q.table}",
-             "  group by: " + ", ".join(show(k) for k in q.keys)
-             + ("  (a hash table in the GPU kernel per partition, partials merged)" if in_kernel
-                else "  (hashed per morsel of matching rows, partials merged)"),
+             "  group by: " + ", ".join(show(k) for k in q.keys) + f"  ({site.value})",
              "  aggregates: " + ", ".join(show(a) for a in q.aggs)]
     if gpu_session:
-        lines.append(ON_GPU if in_kernel else ON_CPU)
+        lines.append(ON_GPU if site == HashSite.GPU_KERNEL else ON_CPU)
     plan = [ln.replace("Aggregate over", "Read", 1) for ln in plan_text.splitlines()
             if not ln.startswith(("  logical:", "  aggregates:"))]
     return "\n".join(lines + plan)

@@ -21,7 +21,15 @@ import numpy as np
 
 from bamql.config import Device
 from bamql.engine.accumulate import Grouped, count_present, finish, n_groups, regroup
-from bamql.engine.hashagg import TableFull, explain_hashed, hashed_columns, run_hashed, run_hashed_gpu
+from bamql.engine.hashagg import (
+    HashSite,
+    TableFull,
+    explain_hashed,
+    hashed_columns,
+    run_hashed,
+    run_hashed_cpu,
+    run_hashed_gpu,
+)
 from bamql.engine.partition import Resident, table_domains
 from bamql.engine.result import Result, assemble
 from bamql.engine.rows import explain_rows, kernel_query, plan_rows, quantiles, run_rows
@@ -81,26 +89,37 @@ class HashAggregate:
     def local(self) -> bool:
         return True  # the step runs in this process
 
-    def on_gpu(self, s) -> bool:
-        """Whether the GPU kernel groups it (a GPU session running in this process)."""
-        return s.device == Device.GPU and s._runner(s.store(self.q.table)) is s._local
+    def site(self, s) -> HashSite:
+        """Where it groups: in the session's kernel where the table runs in this process."""
+        if s._runner(s.store(self.q.table)) is not s._local:
+            return HashSite.NUMPY
+        return HashSite.GPU_KERNEL if s.device == Device.GPU else HashSite.CPU_KERNEL
 
     def explain(self, s, resident: Resident) -> str:
         part = s.store(self.q.table).parts[0]
         return explain_hashed(self.q, explain_text(plan_rows(
             part, self.q.table, self.q.predicate, hashed_columns(self.q), s._medium(), resident),
-            part), s.device == Device.GPU, self.on_gpu(s))
+            part), s.device == Device.GPU, self.site(s))
 
     def run(self, s) -> Result:
         table = s.store(self.q.table)
         text = s.explain_query(self.q)  # before the run, which changes what the OS caches
         try:
             g = None
-            if self.on_gpu(s):
+            site = self.site(s)
+            if site == HashSite.GPU_KERNEL:
                 try:
                     g, stats = run_hashed_gpu(table, self.q, s._medium(), s.backend, s.gpu)
                 except TableFull:
                     pass  # more groups than the GPU's table takes: the CPU's step
+                except TypeError as e:  # a key or argument the kernel cannot compute
+                    if not str(e).startswith("codegen:"):
+                        raise
+            elif site == HashSite.CPU_KERNEL:
+                try:  # the CPU kernel's hash tables of groups
+                    g, stats = run_hashed_cpu(table, self.q, s._medium(), s.backend)
+                except TableFull:
+                    pass  # more groups than the largest table takes: the NumPy step
                 except TypeError as e:  # a key or argument the kernel cannot compute
                     if not str(e).startswith("codegen:"):
                         raise

@@ -43,19 +43,8 @@ EMPTY = 0x7FF4_0000_0000_0001
 SPIN = 1 << 20
 #: The canonical NaN's bits (``engine.hashagg``)
 NAN_BITS = int(np.array([np.nan]).view(np.int64)[0])
-#: The first table's slots at most, and the largest table a partition retries with; a
-#: GROUP BY with more groups than half of it goes to the CPU's hash aggregation
-FIRST, LARGEST = 1 << 15, 1 << 22
-#: How much larger a retried table is
-GROWTH = 16
 #: Probes of a block's own table before a row goes to the global one
 SHARED_PROBES = 16
-
-
-def first_capacity(rows: int) -> int:
-    """The first table's slots for a partition of ``rows`` candidate rows: twice as many as
-    there can be groups, at most ``FIRST``."""
-    return int(min(FIRST, 1 << max(4, (2 * max(rows, 1) - 1).bit_length())))
 
 
 def arrays(slots: HashSlots) -> dict[str, np.ndarray]:
@@ -269,8 +258,6 @@ def present(acc: dict[str, np.ndarray], keys: tuple[ir.Expr, ...],
             slots: HashSlots) -> tuple[np.ndarray, np.ndarray]:
     """The groups (accumulator slots with rows) of a run's reduced accumulators, and their
     keys as ``engine.hashagg``'s (groups, 2 * keys) matrix of (valid, canonical bits)."""
-    from bamql.planner.domains import strides
-
     c, w = slots.capacity, slots.capacity + 2
     at = np.flatnonzero(acc["R"].reshape(-1) > 0)
     h, gd = at % w, at // w
@@ -286,11 +273,5 @@ def present(acc: dict[str, np.ndarray], keys: tuple[ir.Expr, ...],
         for n, i in enumerate(slots.hashed):
             out[:, 2 * i] = (hm >> n) & 1
             out[:, 2 * i + 1] = hk[inside, n]
-    dense = [i for i in range(len(keys)) if i not in slots.hashed]
-    for i, d, st in zip(dense, slots.dense, strides(slots.dense), strict=True):
-        idx = (gd // st) % (d.size + 1)
-        ok = idx != d.size
-        v = np.where(ok, d.value(d.base + idx), 0)
-        out[:, 2 * i] = ok
-        out[:, 2 * i + 1] = v.astype(np.float64).view(np.int64) if keys[i].kind == "float" else v
+    slots.dense_keys(gd, tuple(k.kind for k in keys), out)
     return at, out

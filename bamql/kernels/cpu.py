@@ -9,12 +9,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
+import numpy as np
+
 from bamql.kernels import diskcache
 from bamql.kernels.codegen import PARAM_ARGS, ExprCompiler, Params, safe_name
 from bamql.lru import LRU
 from bamql.parallel import PARALLEL_LOCK
 from bamql.planner import ir
-from bamql.planner.domains import Domain
+from bamql.planner.domains import Domain, HashSlots
 
 #: Compiled kernels by source. Constants are arguments (``codegen.Params``), so a source
 #: stands for a query shape, not a query; the least recently used go past the bound.
@@ -23,6 +25,8 @@ _cache_lock = threading.Lock()
 #: numba's default threading layer runs one parallel region at a time per process.
 KERNEL_LOCK = PARALLEL_LOCK
 _PARAMS = ", ".join(PARAM_ARGS)
+#: The canonical NaN's bits (``engine.hashagg``)
+_NAN_BITS = int(np.array([np.nan]).view(np.int64)[0])
 
 
 def _compile(src: str, name: str):
@@ -97,7 +101,11 @@ def agg_source(keys: Sequence[ir.Expr], domains: Sequence[Domain], aggs: Sequenc
     """
     ec = ExprCompiler(lambda c: f"{safe_name(c)}[i]", sentinels, indent="            ",
                       scales=scales, flag=lambda code: f"E[ch, {code}] += 1")
-    ec.group_slot(keys, domains)
+    hashed = isinstance(domains, HashSlots)
+    if hashed:
+        _hash_slot(ec, keys, domains)
+    else:
+        ec.group_slot(keys, domains)
     ec.emit("R[ch, g] += 1")
     base = ec.indent
     for j, a in enumerate(aggs):
@@ -140,7 +148,7 @@ def agg_source(keys: Sequence[ir.Expr], domains: Sequence[Domain], aggs: Sequenc
     args = ", ".join(safe_name(c) for c in columns)
     return "\n".join([
         f"def kern(n, nch, {args}{', ' if args else ''}{_PARAMS}, R, C, SF, SI, MNF, MXF, MNI, MXI, "
-        "VS, VF, E):",
+        + ("VS, VF, E, HK, HM, HN):" if hashed else "VS, VF, E):"),
         *[f"    {line}" for line in ec.prologue],
         "    for ch in numba.prange(nch):",
         "        lo = ch * n // nch",
@@ -149,6 +157,79 @@ def agg_source(keys: Sequence[ir.Expr], domains: Sequence[Domain], aggs: Sequenc
         *ec.lines,
         "",
     ]), ec.params
+
+
+#: Fibonacci hashing's multiplier (2**64 / golden ratio): the hash's seed
+_MIX = 0x9E3779B97F4A7C15
+#: MurmurHash3's 64-bit finalizer, as kernel lines over ``hh``
+_FMIX = ("hh = hh ^ (hh >> np.uint64(33))", "hh = hh * np.uint64(0xFF51AFD7ED558CCD)",
+         "hh = hh ^ (hh >> np.uint64(33))", "hh = hh * np.uint64(0xC4CEB9FE1A85EC53)",
+         "hh = hh ^ (hh >> np.uint64(33))")
+
+
+def hash_arrays(nch: int, slots: HashSlots) -> dict[str, np.ndarray]:
+    """A hashed GROUP BY's tables, one per chunk: the keys' bits (``HK``), their validity
+    bits (``HM``, -1 for an empty slot), the slots taken and the rows that found none
+    (``HN``)."""
+    c = slots.capacity
+    return {"HK": np.zeros((nch, c, slots.keys), np.int64),
+            "HM": np.full((nch, c), -1, np.int64),
+            "HN": np.zeros((nch, 2), np.int64)}
+
+
+def _hash_slot(ec: ExprCompiler, keys: Sequence[ir.Expr], slots: HashSlots) -> None:
+    """Emit ``g``, the row's group in its chunk's table (``planner.domains.HashSlots``):
+    the dense keys' slot times the table's width plus the hashed keys' slot, found by
+    linear probing on their canonical bits (``engine.hashagg.canonical_keys``); a table
+    more than half full, or full, counts in ``HN[ch, 1]`` (the caller runs again with a
+    larger one)."""
+    dense = [k for i, k in enumerate(keys) if i not in slots.hashed]
+    ec.emit("hc = HM.shape[1]")  # the table's slots (a power of two): one kernel for any
+    ec.emit("gd = 0")
+    if dense:
+        ec.group_slot(dense, slots.dense)
+        ec.emit("gd = g")
+    ec.emit("hm = 0")
+    ec.emit(f"hh = np.uint64({_MIX})")
+    bits = []
+    for n, i in enumerate(slots.hashed):
+        k = keys[i]
+        v, ok = ec.compile(k)
+        b = f"hb{n}"
+        if k.kind == "float":
+            ec.emit(f"{b} = np.int64(0) if (not {ok}) or {v} == 0.0 else (np.int64({_NAN_BITS}) "
+                    f"if {v} != {v} else np.float64({v}).view(np.int64))")
+        else:
+            ec.emit(f"{b} = np.int64({v}) if {ok} else np.int64(0)")
+        ec.emit(f"hm |= {1 << n} if {ok} else 0")
+        # MurmurHash3's finalizer over the bits so far: a float's bits differ in their high
+        # bits only, which a multiply alone never carries down to the slot's low bits
+        ec.emit(f"hh = hh ^ np.uint64({b})")
+        for step in _FMIX:
+            ec.emit(step)
+        bits.append(b)
+    same = " and ".join(["hq == hm", *(f"HK[ch, hs, {n}] == {b}" for n, b in enumerate(bits))])
+    ec.emit("hs = np.int64(hh & np.uint64(hc - 1))")
+    ec.emit("g = -1")
+    ec.emit("for hp in range(hc):")
+    ec.emit("    hq = HM[ch, hs]")
+    ec.emit("    if hq == -1:")
+    ec.emit("        HM[ch, hs] = hm")
+    for n, b in enumerate(bits):
+        ec.emit(f"        HK[ch, hs, {n}] = {b}")
+    ec.emit("        HN[ch, 0] += 1")
+    ec.emit("        if HN[ch, 0] > hc // 2:")
+    ec.emit("            HN[ch, 1] += 1")
+    ec.emit("        g = hs")
+    ec.emit("        break")
+    ec.emit(f"    if {same}:")
+    ec.emit("        g = hs")
+    ec.emit("        break")
+    ec.emit("    hs = (hs + 1) & (hc - 1)")
+    ec.emit("if g < 0:")
+    ec.emit("    HN[ch, 1] += 1")
+    ec.emit("    g = 0")
+    ec.emit("g = gd * (hc + 2) + g")
 
 
 def agg_kernel(keys, domains, aggs, columns, sentinels, scales=None):

@@ -184,6 +184,17 @@ def key_domain(k: ir.Expr, cols: Mapping[str, ColumnMeta]) -> Domain | None:
     return Domain(r[0], r[1] - r[0] + 1)
 
 
+#: A hash table of groups' first size at most, the largest a run retries with (a GROUP BY
+#: with more groups than half of it goes to the NumPy step), and how much larger a retry's is
+FIRST_TABLE, LARGEST_TABLE, TABLE_GROWTH = 1 << 15, 1 << 22, 16
+
+
+def first_capacity(rows: int) -> int:
+    """A hash table's first slots for ``rows`` candidate rows: twice as many as there can be
+    groups, at most ``FIRST_TABLE``."""
+    return int(min(FIRST_TABLE, 1 << max(4, (2 * max(rows, 1) - 1).bit_length())))
+
+
 @dataclass(frozen=True)
 class HashSlots:
     """The slots of a GROUP BY that the GPU kernel hashes (``gpu.hashgroup``): a table of
@@ -205,6 +216,18 @@ class HashSlots:
     def dense_slots(self) -> int:
         """The dense keys' slots together (1 without)."""
         return n_slots(self.dense)
+
+    def dense_keys(self, gd: np.ndarray, kinds: tuple[str, ...], out: np.ndarray) -> None:
+        """Fill the dense keys' columns of ``out`` (groups, 2 * keys: valid, canonical bits
+        as ``engine.hashagg`` has them) from the groups' dense slots ``gd``; ``kinds``: every
+        key's kind."""
+        dense = [i for i in range(len(kinds)) if i not in self.hashed]
+        for i, d, st in zip(dense, self.dense, strides(self.dense), strict=True):
+            idx = (gd // st) % (d.size + 1)
+            ok = idx != d.size
+            v = np.where(ok, d.value(d.base + idx), 0)
+            out[:, 2 * i] = ok
+            out[:, 2 * i + 1] = v.astype(np.float64).view(np.int64) if kinds[i] == "float" else v
 
 
 def slots(keys, cols: Mapping[str, ColumnMeta]) -> int | None:

@@ -18,7 +18,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import bamql
-from bamql.engine import cpu, hashagg
+from bamql.engine import cpu, hashagg, leaves
+from bamql.planner import domains
 from bamql.storage.ingest import ingest
 from tests.conftest import SAMPLES
 from tests.reference import assert_same_rows, duck
@@ -132,6 +133,25 @@ def test_many_small_morsels_and_merges(store, monkeypatch):
     with bamql.connect(data, device="cpu") as con:
         for sql in QUERIES[:5] + QUERIES[10:11]:
             assert_same_rows(con.sql(sql).rows(), duck(sql, t), ordered=True)
+
+
+def test_the_cpu_kernels_tables_grow_and_give_way_to_the_numpy_step(store, monkeypatch):
+    """The CPU kernel's hash tables of groups: tables of 16 slots fill and run again larger;
+    past the largest table the NumPy step answers. Either way, DuckDB's answers."""
+    data, t = store
+    seen = []
+    orig = leaves.run_hashed
+    monkeypatch.setattr(leaves, "run_hashed", lambda *a: seen.append(1) or orig(*a))
+    monkeypatch.setattr(domains, "FIRST_TABLE", 16)
+    with bamql.connect(data, device="cpu") as con:
+        for sql in QUERIES[:3] + QUERIES[5:6]:
+            assert_same_rows(con.sql(sql).rows(), duck(sql, t), ordered=True)
+    assert not seen  # the kernel's tables, grown
+    monkeypatch.setattr(domains, "LARGEST_TABLE", 64)
+    with bamql.connect(data, device="cpu") as con:
+        sql = QUERIES[5]  # a group per timestamp: past 64 slots
+        assert_same_rows(con.sql(sql).rows(), duck(sql, t), ordered=True)
+    assert seen
 
 
 def test_partitioned_store_merges_across_partitions(tmp_path, store):

@@ -24,6 +24,7 @@ SCRIPT = textwrap.dedent("""
     import pyarrow.parquet as pq
     import bamql
     from bamql.gpu import hashgroup
+    from bamql.planner import domains
     from bamql.gpu.device import SIMULATOR as simulated
     from bamql.gpu import kernel as kgpu
     from bamql.storage.ingest import ingest
@@ -64,7 +65,7 @@ SCRIPT = textwrap.dedent("""
     sources = []
     orig = kgpu.compile_kernel
     kgpu.compile_kernel = lambda src: sources.append(src) or orig(src)
-    hashgroup.FIRST = first  # f's groups (about one a row) overflow the first table: retries
+    domains.FIRST_TABLE = first  # f's groups (about one a row) overflow the first table: retries
     for store, backend in (("data", "host"), ("data", "gpu"), ("data", "file"), ("parts", "host")):
         with bamql.connect(d / store, device="gpu", backend=backend, cache="64KiB") as con:
             assert ("simulator" in con.note) == simulated
