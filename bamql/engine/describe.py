@@ -80,6 +80,10 @@ def _table_schema(s: Session, name: str) -> pa.Schema:
 
     def typ(c: str, m) -> pa.DataType:  # a DECIMAL and a BOOLEAN come back as themselves
         t = src.field(c).type if c in src.names else None
+        if t is not None and pa.types.is_timestamp(t) and t.tz is not None:
+            from bamql.storage.sqltypes import TIME_ZONE
+
+            return pa.timestamp("us", tz=TIME_ZONE)  # a TIMESTAMP WITH TIME ZONE
         return t if t is not None and (pa.types.is_decimal(t) or pa.types.is_boolean(t)) \
             else types[m.kind]
 

@@ -40,6 +40,26 @@ def is_boolean(e: ir.Expr, q: ir.Query | None, cols) -> bool:
             and e.name in cols and cols[e.name].sql_type == BOOLEAN)
 
 
+def time_zone(e: ir.Expr, q: ir.Query | None, cols) -> str | None:
+    """The time zone of timestamp output ``e`` (``storage.sqltypes.TIME_ZONE``) where it is
+    a TIMESTAMP WITH TIME ZONE, as DuckDB types it: a column of that type, or what is
+    computed of one as a timestamp (a group key, MIN/MAX, ``date_trunc``, ``+ INTERVAL``,
+    CASE, COALESCE); None for a naive timestamp."""
+    from bamql.storage.sqltypes import TIME_ZONE, TIMESTAMPTZ
+
+    todo = [e]
+    while todo and cols is not None:
+        x = todo.pop()
+        if isinstance(x, ir.KeyRef) and q is not None:
+            x = q.keys[x.index]
+        elif isinstance(x, ir.AggRef) and q is not None:
+            x = q.aggs[x.index]
+        if isinstance(x, ir.Col) and x.name in cols and cols[x.name].sql_type == TIMESTAMPTZ:
+            return TIME_ZONE
+        todo.extend(c for c in x.children() if c.kind == "timestamp")
+    return None
+
+
 def exact_value(e: ir.Expr) -> ir.Expr:
     """What an output expression is computed as: a DECIMAL (``ir.Dec``) as its integers, which
     ``arrow_column`` turns into the decimals exactly; anything else as itself."""
@@ -84,7 +104,7 @@ def arrow_column(v: np.ndarray, ok: np.ndarray, e: ir.Expr, q: ir.Query, cols) -
     if e.kind == "bool":
         return from_numpy(v.astype(bool), ok, pa.bool_())
     if e.kind == "timestamp":
-        return from_numpy(v.astype(np.int64), ok, pa.timestamp("us"))
+        return from_numpy(v.astype(np.int64), ok, pa.timestamp("us", tz=time_zone(e, q, cols)))
     if e.kind == "string" and isinstance(e, ir.KeyRef | ir.AggRef):
         d = _dictionary_of(e, q, cols)
         codes = np.where(ok, v, 0).astype(np.int64)

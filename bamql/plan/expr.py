@@ -110,6 +110,8 @@ def _coerce(a: Value, b: Value) -> tuple[Value, Value]:
     if pa.types.is_date(ta) and pa.types.is_timestamp(tb):
         return a.cast(tb), b
     if pa.types.is_timestamp(ta) and pa.types.is_timestamp(tb):
+        if ta.tz is None and tb.tz is not None:  # TIMESTAMP WITH TIME ZONE, as DuckDB
+            return a.cast(tb), b
         return a, b.cast(ta)
     if (pa.types.is_integer(ta) or pa.types.is_floating(ta) or pa.types.is_decimal(ta)) and \
             (pa.types.is_integer(tb) or pa.types.is_floating(tb) or pa.types.is_decimal(tb)):
@@ -178,7 +180,12 @@ def _parse_time(s: pa.Scalar, to: pa.DataType) -> pa.Scalar:
     try:
         if pa.types.is_date(to):
             return pa.scalar(dt.date.fromisoformat(text.strip()[:10]), to)
-        return pa.scalar(dt.datetime.fromisoformat(text.strip()), pa.timestamp("us")).cast(to)
+        x = dt.datetime.fromisoformat(text.strip())
+        if x.tzinfo is not None and (not pa.types.is_timestamp(to) or to.tz is None):
+            x = x.replace(tzinfo=None)  # a TIMESTAMP drops the offset, as DuckDB casts it
+        elif x.tzinfo is not None:
+            x = x.astimezone(dt.UTC).replace(tzinfo=None)  # the instant, in UTC
+        return pa.scalar(x, pa.timestamp("us")).cast(to)
     except ValueError:
         raise PlanError(f"{text!r} is not a valid {_tname(to)}") from None
 
@@ -886,12 +893,18 @@ def _as_text(v: Value) -> Value:
 
 
 def ts_text(v: Value) -> Value:
-    """Timestamps as DuckDB writes them: seconds, then a fraction only where it is not 0."""
+    """Timestamps as DuckDB writes them: seconds, then a fraction only where it is not 0;
+    a TIMESTAMP WITH TIME ZONE then its offset (``+00``, ``-05:30``)."""
     def one(x) -> str | None:
         if x is None:
             return None
         s = x.strftime("%Y-%m-%d %H:%M:%S")
-        return s + (f".{x.microsecond:06d}".rstrip("0") if x.microsecond else "")
+        s += f".{x.microsecond:06d}".rstrip("0") if x.microsecond else ""
+        if x.tzinfo is not None:
+            mins = int(x.utcoffset().total_seconds() // 60)
+            h, m = divmod(abs(mins), 60)
+            s += f"{'-' if mins < 0 else '+'}{h:02d}" + (f":{m:02d}" if m else "")
+        return s
     v = v.cast(pa.timestamp("us", v.type.tz))
     if isinstance(v, pa.Scalar):
         return pa.scalar(one(v.as_py()), pa.string())

@@ -13,12 +13,28 @@ from bamql.errors import PlanError
 from bamql.intmath import I64_MAX, I64_MIN, first_above, first_at_least
 from bamql.planner import ir
 
+#: A UTC offset at the end of a timestamp's text (``Z``, ``+02``, ``-05:30``, ``+0530``)
+_OFFSET = re.compile(r"(?<=\d)\s*(Z|[+-]\d{2}(?::?\d{2})?)$", re.IGNORECASE)
 
-def timestamp_us(text: str) -> int:
+
+def timestamp_us(text: str, zoned: bool = False) -> int:
     """A timestamp constant as int64 microseconds since 1970, exactly: NumPy wraps silently
     beyond the int64 range (``'300000-01-01'``), so the seconds are parsed apart from the
-    fraction and the microseconds computed with Python integers, then checked."""
-    s = text.strip().replace(" ", "T")
+    fraction and the microseconds computed with Python integers, then checked.
+
+    A UTC offset after the time (``'2024-06-01 05:30:00+02'``) is applied where ``zoned``
+    (a TIMESTAMP WITH TIME ZONE: the instant, in UTC microseconds) and dropped where not
+    (a TIMESTAMP: its wall-clock time), as DuckDB casts the text."""
+    s = text.strip()
+    shift = 0
+    m = _OFFSET.search(s) if re.search(r"\d[ T]\d", s) else None
+    if m is not None:
+        s = s[: m.start()]
+        off = m.group(1).upper().replace(":", "")
+        if off != "Z" and zoned:
+            shift = (int(off[1:3]) * 60 + int(off[3:5] or 0)) * 60_000_000
+            shift = -shift if off[0] == "+" else shift
+    s = s.replace(" ", "T")
     base, dot, frac = s.partition(".")
     out_of_range = PlanError(f"timestamp {text!r} is out of range: timestamps are int64 "
                              "microseconds, from -290308-12-21 to 294247-01-10")
@@ -36,7 +52,7 @@ def timestamp_us(text: str) -> int:
         secs = int(day.astype(np.int64)) * 86400 + int((t - day) // np.timedelta64(1, "s"))
     except ValueError:
         raise PlanError(f"not a timestamp: {text!r} (use 'YYYY-MM-DD[ HH:MM:SS]')") from None
-    us = secs * 1_000_000 + (int(frac[:6].ljust(6, "0")) if dot else 0)  # below 1 us: cut
+    us = secs * 1_000_000 + (int(frac[:6].ljust(6, "0")) if dot else 0) + shift  # below 1 us: cut
     if not I64_MIN < us <= I64_MAX:  # the minimum is the null sentinel
         raise out_of_range
     return us

@@ -20,7 +20,7 @@ from bamql.intmath import I64_MAX, fits_int64
 from bamql.planner import ir, lists, scalars, strings
 from bamql.planner.constants import int_compare, timestamp_us
 from bamql.storage.format import ColumnMeta
-from bamql.storage.sqltypes import DOUBLE_EXACT, parse_decimal
+from bamql.storage.sqltypes import DOUBLE_EXACT, TIMESTAMPTZ, parse_decimal
 
 #: sqlglot's comparison, arithmetic and aggregate nodes and what they are in the IR.
 CMP_OPS = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
@@ -159,7 +159,7 @@ class ExprTranslator:
         inner = node.this
         to = node.to.this.name.lower() if node.to is not None else ""
         if isinstance(inner, exp.Literal) and inner.is_string and ("timestamp" in to or to == "date"):
-            return ir.Lit(timestamp_us(inner.this), "timestamp")
+            return ir.Lit(timestamp_us(inner.this, zoned=to == "timestamptz"), "timestamp")
         return scalars.scalar(self, node, self.expr)
 
     @_expr.register
@@ -409,13 +409,25 @@ class ExprTranslator:
             raise self.fail(f"integer constant {e.value} is out of the range of BIGINT (int64) "
                             "in arithmetic", node)
 
+    def zoned(self, e: ir.Expr) -> bool:
+        """Whether timestamp expression ``e`` is a TIMESTAMP WITH TIME ZONE: a column of
+        that type, or a timestamp computed of one (``engine.result.time_zone``)."""
+        todo = [e]
+        while todo:
+            x = todo.pop()
+            if isinstance(x, ir.Col) and x.name in self.cols \
+                    and self.cols[x.name].sql_type == TIMESTAMPTZ:
+                return True
+            todo.extend(c for c in x.children() if c.kind == "timestamp")
+        return False
+
     def coerce_literal(self, lit: ir.Lit, other: ir.Expr, node) -> ir.Lit:
         """Make a literal comparable with ``other`` (timestamps, dictionary strings)."""
         if lit.kind == "null":
             return lit
         if other.kind == "timestamp":
-            if lit.kind == "strlit":
-                return ir.Lit(timestamp_us(lit.value), "timestamp")
+            if lit.kind == "strlit":  # its offset applied against a TIMESTAMP WITH TIME ZONE
+                return ir.Lit(timestamp_us(lit.value, zoned=self.zoned(other)), "timestamp")
             if lit.kind == "timestamp":
                 return lit
         elif other.kind == "string":

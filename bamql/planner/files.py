@@ -15,7 +15,7 @@ from sqlglot.errors import ParseError, TokenError
 
 from bamql.errors import PlanError
 from bamql.planner.params import parse_statements
-from bamql.storage.fileoptions import CsvOptions, FileOptions
+from bamql.storage.fileoptions import CsvOptions, FileOptions, arrow_type
 from bamql.storage.files import FileFormat, looks_like_files
 from bamql.storage.hive import Cmp, HiveMode, KeyFilter
 
@@ -335,10 +335,6 @@ class _Binder:
 
 def _arrow_type(fn: str, option: str, v: exp.Expression) -> pa.DataType:
     """The Arrow type of a SQL type named in an option (``'INTEGER'``, ``'DECIMAL(9,2)'``)."""
-    import pyarrow as pa
-
-    from bamql.plan.types import CAST_TYPES
-
     text = v.this if isinstance(v, exp.Literal) and v.is_string else None
     try:
         dt = exp.DataType.build(text, dialect="duckdb") if text else None
@@ -347,15 +343,15 @@ def _arrow_type(fn: str, option: str, v: exp.Expression) -> pa.DataType:
     if dt is None:
         raise PlanError(f"{fn}(): {option} names a type that is not one "
                         f"({v.sql(dialect='duckdb')})")
-    kind = dt.this.name
-    if kind == "DECIMAL":
-        ps = [int(p.this.this) for p in dt.expressions] or [18, 3]
-        if not 1 <= ps[0] <= 38 or not 0 <= (ps[1] if len(ps) > 1 else 0) <= ps[0]:
-            raise PlanError(f"{fn}(): {option}: {text} is no DECIMAL DuckDB takes")
-        return pa.decimal128(ps[0], ps[1] if len(ps) > 1 else 0)
-    aliases = {"INTEGER": "INT", "TIMESTAMPTZ": "TIMESTAMPTZ", "NVARCHAR": "VARCHAR"}
-    t = CAST_TYPES.get(aliases.get(kind, kind))
-    if t is None or kind == "DATE":
+    params = []
+    for p in dt.expressions:
+        n = p.this.this if isinstance(p, exp.DataTypeParam) and isinstance(p.this, exp.Literal) \
+            else None
+        if not (isinstance(n, str) and n.isdigit()):
+            raise PlanError(f"{fn}(): {option}: {text} is no type bamql reads")
+        params.append(int(n))
+    t = arrow_type(dt.this.name, tuple(params))
+    if t is None:
         raise PlanError(f"{fn}(): {option}: bamql does not read columns of type {text}")
     return t
 

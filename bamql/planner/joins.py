@@ -39,6 +39,7 @@ from bamql.planner.subqueries import in_subquery
 from bamql.planner.translate import MAX_GROUPS, Translator, translate
 from bamql.storage.arrownp import to_numpy
 from bamql.storage.format import ColumnMeta
+from bamql.storage.sqltypes import TIME_ZONE, TIMESTAMPTZ
 
 
 class JoinKind(Enum):
@@ -106,6 +107,10 @@ def dimension(name: str, data) -> Dimension:
         if _is_string_view(t):
             col, t = col.cast(pa.string()), pa.string()
             table = table.set_column(table.column_names.index(cname), cname, col)
+        if pa.types.is_timestamp(t) and t.tz is not None and t.tz != TIME_ZONE:
+            # the same instants, in the zone every TIMESTAMP WITH TIME ZONE comes back in
+            col, t = col.cast(pa.timestamp(t.unit, TIME_ZONE)), pa.timestamp(t.unit, TIME_ZONE)
+            table = table.set_column(table.column_names.index(cname), cname, col)
         if pa.types.is_boolean(t):
             col, t = col.cast(pa.int64()), pa.int64()
         if pa.types.is_decimal(t):
@@ -135,9 +140,11 @@ def dimension(name: str, data) -> Dimension:
         lo = hi = None
         if kind in ("int", "timestamp") and len(ok):
             lo, hi = int(ok.min()), int(ok.max())
+        zoned = kind == "timestamp" and t.tz is not None  # a TIMESTAMP WITH TIME ZONE
         metas[cname] = ColumnMeta(cname, kind, "float64" if kind == "float" else "int64", 0, 0, 1,
                                   nulls=int((~valid).sum()), min=lo, max=hi,
-                                  dictionary=dictionary if kind == "string" else None)
+                                  dictionary=dictionary if kind == "string" else None,
+                                  sql_type=TIMESTAMPTZ if zoned else None)
         values[cname] = (v, valid)
     return Dimension(name, table, values, metas, decimals)
 
@@ -294,7 +301,8 @@ class JoinTranslator(Translator):
             name = f"{alias}.{c}"
             self.dim_cols[name] = (alias, c)
             self.dim_metas[name] = ColumnMeta(name, meta.kind, meta.dtype, 0, 0, 1, meta.nulls,
-                                              meta.min, meta.max, meta.dictionary)
+                                              meta.min, meta.max, meta.dictionary,
+                                              sql_type=meta.sql_type)
         on = j.args.get("on")
         if on is None:
             raise self.fail(f"JOIN {t.name} needs ON <fact column> = {alias}.<key>", j)
@@ -488,6 +496,9 @@ def _key_map(i: int, j: Joined, k: ir.Col, t: JoinTranslator) -> KeyMap:
     kv, kok = dim.values[j.dim_key]
     v, ok = dim.values[t.dim_cols[k.name][1]]
     d = key_domain(k, t.dim_metas)
+    if d is None:  # a timestamp or a float: the plan tree groups it
+        raise PlanError(f"GROUP BY {k.name}, a joined column, is an expression without a small "
+                        "domain (the fused kernel groups a joined table's integers and strings)")
     slot = np.where(ok, v - d.base, d.size)
     order = np.argsort(kv[kok], kind="stable")
     return KeyMap(i, True, tuple(int(x) for x in kv[kok][order]),

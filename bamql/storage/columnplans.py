@@ -17,7 +17,7 @@ from bamql.storage.decimals import DecimalScan, encode, real_nans, to_float64, u
 from bamql.storage.encoding import float_storage, narrow_int_dtype, sentinel_for
 from bamql.storage.packing import packed_bits
 from bamql.storage.sources import Source, select_columns
-from bamql.storage.sqltypes import BOOLEAN, MAX_PRECISION, decimal_type
+from bamql.storage.sqltypes import BOOLEAN, MAX_PRECISION, TIMESTAMPTZ, decimal_type
 from bamql.storage.writer import ColumnPlan
 
 #: Strings are dictionary-coded (int8, int16 or int32 codes by the dictionary's size); the
@@ -85,6 +85,8 @@ def _widen(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
         return _widen_decimal(a, b)
     if {fa, fb} <= {"int", "float", "decimal"}:  # a DOUBLE with a DECIMAL: a DOUBLE
         return pa.float32() if pa.types.is_float32(a) and pa.types.is_float32(b) else pa.float64()
+    if {fa, fb} == {"timestamp", "timestamptz"}:  # DuckDB: TIMESTAMP WITH TIME ZONE, the
+        return pa.timestamp("us", tz="UTC")  # naive one's wall time read as UTC
     if fa == fb and fa in ("timestamp", "timestamptz"):
         if fa == "timestamptz" and a.tz != b.tz:
             return pa.timestamp("us", tz="UTC")
@@ -223,8 +225,9 @@ def column_plans(sources: Sequence[Source], cols, floats: FloatEncoding = FloatE
                 plans.append(ColumnPlan(n, k, enc[1], scale=enc[0], decimal=n in decimals))
             else:
                 plans.append(ColumnPlan(n, k, np.dtype(t.to_pandas_dtype()), decimal=n in decimals))
-        elif k == "timestamp":
-            plans.append(ColumnPlan(n, k, np.dtype(np.int64)))
+        elif k == "timestamp":  # instants of a source with a time zone: TIMESTAMPTZ
+            plans.append(ColumnPlan(n, k, np.dtype(np.int64),
+                                    sql_type=TIMESTAMPTZ if t.tz is not None else None))
         else:
             d = tuple(sorted(distinct[n]))  # sorted: code order is string order
             dt = narrow_int_dtype(0, max(len(d) - 1, 0))  # the minimum is NULL's code

@@ -64,3 +64,30 @@ class FileOptions:
     def key(self) -> list:
         """A JSON-able form, for a file set's hash."""
         return [self.csv.key(), self.filename, self.binary_as_string]
+
+
+#: DuckDB's type names (as sqlglot spells them) a CSV column may be read as, by Arrow type
+_TYPES = {"BOOLEAN": "bool_", "TINYINT": "int8", "SMALLINT": "int16", "INT": "int32",
+          "BIGINT": "int64", "UTINYINT": "uint8", "USMALLINT": "uint16", "UINT": "uint32",
+          "UBIGINT": "uint64", "FLOAT": "float32", "DOUBLE": "float64", "VARCHAR": "string",
+          "TEXT": "string", "CHAR": "string", "NVARCHAR": "string"}
+
+
+def arrow_type(name: str, params: tuple[int, ...] = ()) -> pa.DataType | None:
+    """The Arrow type of SQL type ``name`` (sqlglot's spelling: ``INT``, ``DECIMAL`` with
+    ``params`` (precision, scale), ``TIMESTAMPTZ``), or None where bamql reads no column of
+    it (DATE among them: bamql stores no DATE)."""
+    import pyarrow as pa
+
+    if name in _TYPES:
+        return getattr(pa, _TYPES[name])()
+    if name in ("TIMESTAMP", "DATETIME", "TIMESTAMPNTZ"):
+        return pa.timestamp("us")
+    if name == "TIMESTAMPTZ":
+        from bamql.storage.sqltypes import TIME_ZONE
+
+        return pa.timestamp("us", tz=TIME_ZONE)
+    if name == "DECIMAL":
+        p, sc = params[:2] if len(params) >= 2 else (params[0], 0) if params else (18, 3)
+        return pa.decimal128(p, sc) if 1 <= p <= 38 and 0 <= sc <= p else None
+    return None

@@ -576,6 +576,12 @@ def _sql_type_ok(c: ColumnMeta) -> bool:
     return d is not None and all(v is None or abs(v) < 10 ** d[0] for v in (c.min, c.max))
 
 
+def _is_timestamptz(c: ColumnMeta) -> bool:
+    from bamql.storage.sqltypes import TIMESTAMPTZ
+
+    return c.sql_type == TIMESTAMPTZ
+
+
 def _column_inconsistency(m: Manifest, c: ColumnMeta) -> str | None:
     """What makes column ``c`` of manifest ``m`` inconsistent, or None."""
     if not _is_int(c.first_page, c.n_pages, c.rows_per_page, c.nulls, c.scale, c.bits):
@@ -584,7 +590,8 @@ def _column_inconsistency(m: Manifest, c: ColumnMeta) -> str | None:
         return f"kind {c.kind!r} is not one of {', '.join(KINDS)}"
     if c.decimal is not None and (c.kind != "float" or not isinstance(c.decimal, bool)):
         return "only a float column records whether it is a DECIMAL, as true or false"
-    if c.sql_type is not None and (c.kind != "int" or not _sql_type_ok(c)):
+    if c.sql_type is not None and not (_sql_type_ok(c) if c.kind == "int" else
+                                       c.kind == "timestamp" and _is_timestamptz(c)):
         return f"SQL type {c.sql_type!r} does not fit a {c.kind} column"
     scaled = c.kind == "float" and c.dtype in SCALED_TYPES
     if c.dtype not in STORAGE_TYPES[c.kind] and not scaled:

@@ -1,12 +1,20 @@
 """The SQL types a store records beside a column's kind (``ColumnMeta.sql_type``): a DECIMAL(p, s)
-held as its unscaled integers (kind ``int``: ``value = stored / 10**s``, exactly), and a
-BOOLEAN held as 0/1 integers. Plain Python: the planner reads it at every query."""
+held as its unscaled integers (kind ``int``: ``value = stored / 10**s``, exactly), a
+BOOLEAN held as 0/1 integers, and a TIMESTAMP WITH TIME ZONE (kind ``timestamp``: its
+instants as UTC microseconds, as a naive one's). Plain Python: the planner reads it at
+every query."""
 
 from __future__ import annotations
 
 #: The SQL type of a column that a store holds as the unscaled integers of a DECIMAL(p, s)
 #: (``ColumnMeta.sql_type``), and of a BOOLEAN held as 0/1 integers.
 BOOLEAN = "BOOLEAN"
+#: The SQL type of a timestamp column whose source has a time zone: DuckDB's TIMESTAMPTZ,
+#: instants that come back in Arrow as ``timestamp[us, tz=TIME_ZONE]``
+TIMESTAMPTZ = "TIMESTAMP WITH TIME ZONE"
+#: The time zone a TIMESTAMP WITH TIME ZONE comes back in (DuckDB's: the session's, which
+#: bamql keeps at UTC; the instants are the same in any)
+TIME_ZONE = "UTC"
 #: Most digits of a DECIMAL (DuckDB's and Arrow's decimal128).
 MAX_PRECISION = 38
 #: Unscaled values below this in magnitude have at most 15 significant digits, which a double

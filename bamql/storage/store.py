@@ -491,8 +491,11 @@ def decode(c: ColumnMeta, vals: np.ndarray) -> pa.Array:
         return sql_typed(c.sql_type, np.where(mask, 0, vals), mask)
     if c.kind == "int":
         return pa.array(vals.astype(np.int64), mask=mask, type=pa.int64())
-    if c.kind == "timestamp":
-        return pa.array(vals, mask=mask, type=pa.timestamp("us"))
+    if c.kind == "timestamp":  # a TIMESTAMP WITH TIME ZONE keeps its zone
+        from bamql.storage.sqltypes import TIME_ZONE, TIMESTAMPTZ
+
+        tz = TIME_ZONE if c.sql_type == TIMESTAMPTZ else None
+        return pa.array(vals, mask=mask, type=pa.timestamp("us", tz=tz))
     codes = pa.array(np.where(mask, 0, vals).astype(np.int32), mask=mask)
     return pa.DictionaryArray.from_arrays(codes, pa.array(c.dictionary or (), pa.string())).cast(
         pa.string()
