@@ -419,7 +419,7 @@ def run_hashed_cpu(table: PartitionedTable, q: ir.Query, medium: Medium,
     rows groups into a hash table of its own (``kernels.cpu``), read back as a partial;
     the partials merged by their keys. Raises ``TableFull`` where a morsel has more groups
     than the largest table takes."""
-    from bamql.engine.accumulate import merge
+    from bamql.engine.accumulate import variance_states
     from bamql.engine.cpu import run_cpu_hashed
     from bamql.engine.partition import partition_stats, plan_partition
 
@@ -432,7 +432,10 @@ def run_hashed_cpu(table: PartitionedTable, q: ir.Query, medium: Medium,
         nonlocal parts
         nch = acc["R"].shape[0]
         for ch in range(nch):  # (an array no aggregate uses has one stand-in row)
-            red = merge({k: v[ch:ch + 1] if len(v) == nch else v for k, v in acc.items()}, None)
+            one = {k: v[ch:ch + 1] if len(v) == nch else v for k, v in acc.items()}
+            red = {k: v[0] for k, v in one.items() if k not in ("VS", "VF")}
+            if "VS" in one:
+                red["VM"] = variance_states(one)
             at = np.flatnonzero(red["R"] > 0)
             h, gd = at % (slots.capacity + 2), at // (slots.capacity + 2)
             keys = np.zeros((len(at), 2 * len(q.keys)), np.int64)
