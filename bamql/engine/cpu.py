@@ -204,8 +204,6 @@ def run_cpu_hashed(plan: PhysicalPlan, store: PageStore, stats: QueryStats, take
             if not acc["HN"][:, 1].any():
                 break
             if slots.capacity * domains.TABLE_GROWTH > largest:
-                from bamql.engine.hashagg import TableFull
-
-                raise TableFull(q)
+                raise domains.TableFull(q)
             slots = replace(slots, capacity=slots.capacity * domains.TABLE_GROWTH)
         take(acc, slots)

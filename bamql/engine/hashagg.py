@@ -35,6 +35,7 @@ from bamql.planner.domains import (
     TABLE_GROWTH,
     Domain,
     HashSlots,
+    TableFull,
     first_capacity,
     key_domain,
     n_slots,
@@ -488,8 +489,6 @@ def split_keys(q: ir.Query, columns) -> tuple[tuple[int, ...], tuple[Domain, ...
     return tuple(hashed), dense
 
 
-class TableFull(Exception):
-    """A hashed GROUP BY with more groups than the GPU kernel's largest table takes."""
 
 
 def _arg(a: ir.Agg, env, n: int) -> Vec:

@@ -138,7 +138,7 @@ def as_double(v: Value) -> Value:
     """``v`` as DOUBLE: a DECIMAL as DuckDB casts it, ``float(unscaled) / 10**scale``
     (Arrow's own cast may be an ulp off), anything else cast (a BIGINT past 2**53 rounds)."""
     if pa.types.is_decimal(v.type) and not isinstance(v, pa.Scalar):
-        from bamql.storage.decimals import to_float64
+        from bamql.exactfloat import to_float64
 
         arr = v.combine_chunks() if isinstance(v, pa.ChunkedArray) else v
         return pa.array(to_float64(arr), pa.float64(), mask=pc.is_null(arr).to_numpy(
@@ -271,7 +271,8 @@ def _column(ev: Evaluator, e: exp.Column) -> Value:
     i = resolve(ev.rel.cols, e)
     if i is None:
         names = ", ".join(dict.fromkeys(n for _, n in ev.rel.cols if not n.startswith("__")))
-        raise PlanError(f"unknown column {e.sql(dialect='duckdb')!r} (columns: {names})")
+        shown = ".".join(p.name for p in e.parts)  # as named, without the quotes
+        raise PlanError(f"unknown column {shown!r} (columns: {names})")
     return ev.rel.column(i)
 
 

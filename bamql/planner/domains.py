@@ -189,6 +189,11 @@ def key_domain(k: ir.Expr, cols: Mapping[str, ColumnMeta]) -> Domain | None:
 FIRST_TABLE, LARGEST_TABLE, TABLE_GROWTH = 1 << 15, 1 << 22, 16
 
 
+class TableFull(Exception):
+    """A hashed GROUP BY with more groups than the largest hash table of groups takes (the
+    kernels give way to the NumPy step)."""
+
+
 def first_capacity(rows: int) -> int:
     """A hash table's first slots for ``rows`` candidate rows: twice as many as there can be
     groups, at most ``FIRST_TABLE``."""

@@ -114,7 +114,7 @@ def dimension(name: str, data) -> Dimension:
         if pa.types.is_boolean(t):
             col, t = col.cast(pa.int64()), pa.int64()
         if pa.types.is_decimal(t):
-            from bamql.storage.decimals import to_float64  # correctly rounded, as a store's
+            from bamql.exactfloat import to_float64  # correctly rounded, as a store's
 
             decimals[cname] = (f"DECIMAL({t.precision},{t.scale})", _wide_decimal(col))
             v = to_float64(col)

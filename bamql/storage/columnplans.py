@@ -13,7 +13,8 @@ import pyarrow.compute as pc
 
 from bamql.config import FloatEncoding
 from bamql.errors import IngestError
-from bamql.storage.decimals import DecimalScan, encode, real_nans, to_float64, unscaled
+from bamql.exactfloat import to_float64
+from bamql.storage.decimals import DecimalScan, encode, real_nans, unscaled
 from bamql.storage.encoding import float_storage, narrow_int_dtype, sentinel_for
 from bamql.storage.packing import packed_bits
 from bamql.storage.sources import Source, select_columns

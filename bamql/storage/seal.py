@@ -3,7 +3,7 @@
 The manifest's ``sha256`` (``format.digest``) tells damage from a sound file, but anyone can
 compute it again after an edit. From format version 5 ``ingest`` also writes ``hmac``: the
 same canonical body signed with a key that only this machine (this user's cache directory)
-holds, derived from the kernel cache's key (``kernels.diskcache.machine_key``: one secret, kept
+holds, derived from this user's secret key (``bamql.secretkey.machine_key``: one secret, kept
 in one place). At open (``PageStore``) a store is trusted when its ``hmac`` is this machine's
 seal of its manifest, or when this machine verified that exact manifest in full before (a
 record in ``<cache dir>/stores``, named by the seal the manifest would have here). Any other
@@ -57,7 +57,7 @@ def store_key() -> bytes | None:
     global _key, _key_read
     with _lock:
         if not _key_read:
-            from bamql.kernels.diskcache import machine_key
+            from bamql.secretkey import machine_key
 
             _key, _key_read = machine_key("page-store seal"), True
         return _key

@@ -198,7 +198,7 @@ def test_decimal_columns_are_stored_exactly_as_their_integers(tmp_path):
 def test_to_float64_is_correctly_rounded_for_slices_and_wide_decimals():
     import decimal
 
-    from bamql.storage.decimals import to_float64
+    from bamql.exactfloat import to_float64
 
     cents = np.arange(-5000, 5000, 7)
     a = pa.array([decimal.Decimal(int(c)).scaleb(-2) for c in cents], pa.decimal128(12, 2))
@@ -218,7 +218,7 @@ def test_an_integer_file_beside_a_float_file_rounds_to_the_nearest_double(tmp_pa
     'Integer value ... not in range'; it is rounded, as DuckDB's union of the files does."""
     import duckdb
 
-    from bamql.storage.decimals import to_float64
+    from bamql.exactfloat import to_float64
 
     big = 2**53 + 1
     assert to_float64(pa.array([big, None, -big])).tolist()[::2] == [float(big), -float(big)]
