@@ -203,9 +203,11 @@ def test_an_open_kernel_directory_is_one_note_and_the_query_runs(taxi_store, tmp
                         "cpu", "--format", "csv"],
                        capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 0 and "60000" in r.stdout, r.stderr
-    assert r.stderr.strip().splitlines() == [
+    lines = r.stderr.strip().splitlines()
+    # (a new cache directory holds a new key: the store, sealed under another, is verified once)
+    assert [ln for ln in lines if "verified in full" not in ln] == [
         f"bamql: note: kernel cache off, compiling in memory: kernel directory "
-        f"{tmp_path / 'kernels'} is open to other users (mode 0777; chmod 700 it)"]
+        f"{tmp_path / 'kernels'} is open to other users (mode 0777; chmod 700 it)"], lines
     assert not list((tmp_path / "kernels").iterdir())  # nothing written there
 
 

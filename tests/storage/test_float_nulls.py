@@ -14,7 +14,8 @@ import pytest
 
 import bamql
 from bamql.errors import StoreError
-from bamql.storage.decimals import DecimalScan, real_nans, to_float64
+from bamql.exactfloat import to_float64
+from bamql.storage.decimals import DecimalScan, real_nans
 from bamql.storage.encoding import NULL_F32_BITS, NULL_F64_BITS, null_mask, sentinel_for
 from bamql.storage.ingest import ingest
 from bamql.storage.store import PageStore
