@@ -27,7 +27,7 @@ from bamql.config import Backend, Device, Medium
 from bamql.engine.accumulate import Grouped, int_avgs, int_sums, order_keys
 from bamql.engine.rows import column_env, row_matches, widen
 from bamql.engine.stats import QueryStats
-from bamql.kernels.codegen import N_ERRORS, check_errors
+from bamql.kernels.codegen import N_ERRORS, NAN_BITS, check_errors
 from bamql.lazyjit import njit
 from bamql.planner import ir
 from bamql.planner.domains import (
@@ -58,7 +58,6 @@ MERGE_GROUPS, MERGE_PARTS = 1 << 22, 1 << 10
 
 _I_MAX, _I_MIN = np.iinfo(np.int64).max, np.iinfo(np.int64).min
 _LOW32 = np.int64(0xFFFF_FFFF)
-_NAN_BITS = np.array([np.nan]).view(np.int64)[0]
 
 
 @dataclass
@@ -86,7 +85,7 @@ def canonical_keys(keys: list[Vec], kinds: tuple[str, ...]) -> np.ndarray:
         if kind == "float":
             x = np.asarray(v, np.float64)
             x = np.where(ok & (x != 0), x, 0.0)  # NULL and -0.0 as 0.0
-            bits = np.where(np.isnan(x), _NAN_BITS, x.view(np.int64))
+            bits = np.where(np.isnan(x), NAN_BITS, x.view(np.int64))
         else:
             bits = np.where(ok, np.asarray(v).astype(np.int64), 0)
         out[:, 2 * i] = ok
@@ -421,7 +420,7 @@ def run_hashed_cpu(table: PartitionedTable, q: ir.Query, medium: Medium,
     the partials merged by their keys. Raises ``TableFull`` where a morsel has more groups
     than the largest table takes."""
     from bamql.engine.accumulate import variance_states
-    from bamql.engine.cpu import run_cpu_hashed
+    from bamql.engine.cpu import MORSEL_ROWS, run_cpu_hashed
     from bamql.engine.partition import partition_stats, plan_partition
 
     t0 = time.perf_counter()
@@ -451,8 +450,6 @@ def run_hashed_cpu(table: PartitionedTable, q: ir.Query, medium: Medium,
 
     for store in table.parts:
         t1 = time.perf_counter()
-        from bamql.engine.cpu import MORSEL_ROWS
-
         slots = HashSlots(first_capacity(min(store.rows, MORSEL_ROWS)), hashed, dense)
         plan = plan_partition(store, q, slots, medium)
         st = partition_stats(plan, store, Device.CPU, backend)

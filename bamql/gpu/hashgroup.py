@@ -41,8 +41,6 @@ MIX = 0x9E3779B97F4A7C15
 EMPTY = 0x7FF4_0000_0000_0001
 #: Reads of a slot being written before a row gives up on it (and the run is retried)
 SPIN = 1 << 20
-#: The canonical NaN's bits (``engine.hashagg``)
-NAN_BITS = int(np.array([np.nan]).view(np.int64)[0])
 #: Probes of a block's own table before a row goes to the global one
 SHARED_PROBES = 16
 
@@ -74,17 +72,7 @@ def shared_slots(slots: HashSlots, aggs) -> int:
 
 def _key_bits(ec, keys: tuple[ir.Expr, ...]) -> list[tuple[str, str]]:
     """Emit each key's canonical bits and validity; their variables."""
-    out = []
-    for i, k in enumerate(keys):
-        v, ok = ec.compile(k)
-        b = f"hb{i}"
-        if k.kind == "float":
-            ec.emit(f"{b} = np.int64(0) if (not {ok}) or {v} == 0.0 else (np.int64({NAN_BITS}) "
-                    f"if {v} != {v} else np.float64({v}).view(np.int64))")
-        else:
-            ec.emit(f"{b} = np.int64({v}) if {ok} else np.int64(0)")
-        out.append((b, ok))
-    return out
+    return [(f"hb{i}", ec.key_bits(k, f"hb{i}")) for i, k in enumerate(keys)]
 
 
 def _hash(bits: list[str], mask: int, out: str) -> list[str]:

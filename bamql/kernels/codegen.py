@@ -31,6 +31,8 @@ _CMP = {"=": "==", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 ERR_KEY, ERR_ADD, ERR_SUB, ERR_MUL, ERR_NEG, ERR_ABS, ERR_CAST64, ERR_CAST32 = range(8)
 N_ERRORS = 8
 _ERR_OF = {"+": ERR_ADD, "-": ERR_SUB, "*": ERR_MUL}
+#: The canonical NaN's bits: every NaN group key's (``ExprCompiler.key_bits``)
+NAN_BITS = int(np.array([np.nan]).view(np.int64)[0])
 _I64_MIN = -(1 << 63)
 _I64_MAX = (1 << 63) - 1
 
@@ -528,6 +530,18 @@ class ExprCompiler:
             guard = "".join(f"{g} and " for g in ([self.guard] if self.guard else []) + self._active)
             self.emit(f"if {guard}{test} and {valid}:")
             self.emit(f"    {self.flag(code)}")
+
+    def key_bits(self, k: ir.Expr, b: str) -> str:
+        """Emit ``b``, the canonical bits of group key ``k`` as the hash aggregations keep
+        them (``engine.hashagg.canonical_keys``: NULL 0, every NaN the one quiet NaN, -0.0
+        as 0.0); return the key's validity variable."""
+        v, ok = self.compile(k)
+        if k.kind == "float":
+            self.emit(f"{b} = np.int64(0) if (not {ok}) or {v} == 0.0 else (np.int64({NAN_BITS}) "
+                      f"if {v} != {v} else np.float64({v}).view(np.int64))")
+        else:
+            self.emit(f"{b} = np.int64({v}) if {ok} else np.int64(0)")
+        return ok
 
     def group_slot(self, keys, domains) -> None:
         """Emit ``g``, the accumulator slot of the row's group: a key of ``domains.Domain``

@@ -25,8 +25,6 @@ _cache_lock = threading.Lock()
 #: numba's default threading layer runs one parallel region at a time per process.
 KERNEL_LOCK = PARALLEL_LOCK
 _PARAMS = ", ".join(PARAM_ARGS)
-#: The canonical NaN's bits (``engine.hashagg``)
-_NAN_BITS = int(np.array([np.nan]).view(np.int64)[0])
 
 
 def _compile(src: str, name: str):
@@ -193,14 +191,8 @@ def _hash_slot(ec: ExprCompiler, keys: Sequence[ir.Expr], slots: HashSlots) -> N
     ec.emit(f"hh = np.uint64({_MIX})")
     bits = []
     for n, i in enumerate(slots.hashed):
-        k = keys[i]
-        v, ok = ec.compile(k)
         b = f"hb{n}"
-        if k.kind == "float":
-            ec.emit(f"{b} = np.int64(0) if (not {ok}) or {v} == 0.0 else (np.int64({_NAN_BITS}) "
-                    f"if {v} != {v} else np.float64({v}).view(np.int64))")
-        else:
-            ec.emit(f"{b} = np.int64({v}) if {ok} else np.int64(0)")
+        ok = ec.key_bits(keys[i], b)
         ec.emit(f"hm |= {1 << n} if {ok} else 0")
         # MurmurHash3's finalizer over the bits so far: a float's bits differ in their high
         # bits only, which a multiply alone never carries down to the slot's low bits
