@@ -10,11 +10,10 @@ so that a one-shot ``bamql`` command pays only for what it runs.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from bamql.errors import BamqlError, DeviceError, IngestError, PlanError, StoreError
+from bamql.lazynames import lazy_names
 
 if TYPE_CHECKING:
     from bamql.engine import Session, col, connect, count
@@ -27,18 +26,4 @@ __all__ = ["BamqlError", "DeviceError", "IngestError", "PlanError", "Session", "
 _LAZY = {"Session": "bamql.engine.session", "connect": "bamql.engine.connection",
          "col": "bamql.engine.frame", "count": "bamql.engine.frame"}
 
-
-def __getattr__(name: str) -> Any:
-    """A public name of ``_LAZY`` (imported once, then a plain attribute), or a subpackage
-    (``bamql.engine``) as after ``import bamql.engine``."""
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
-        return importlib.import_module(f"{__name__}.{name}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(__name__, _LAZY, __all__, subpackages=True)

@@ -19,7 +19,7 @@ ROOT = Path(bamql.__file__).parent
 #: Modules that import nothing of bamql but each other.
 BASE = {"bamql.config", "bamql.errors", "bamql.lru"}
 #: Small helpers every layer may use: they import only the base.
-HELPERS = {"bamql.exactfloat", "bamql.intmath", "bamql.lazyjit", "bamql.parallel",
+HELPERS = {"bamql.exactfloat", "bamql.intmath", "bamql.lazyjit", "bamql.lazynames", "bamql.parallel",
            "bamql.progress", "bamql.queries", "bamql.secretkey"}
 
 #: What each layer may import (besides itself).

@@ -159,7 +159,8 @@ def test_the_thin_client_imports_flight_and_the_result_types_only():
     assert "pyarrow.flight" in mods
     assert {m.split(".")[0] for m in mods} & ENGINE == set()
     ours = {m for m in mods if m.startswith("bamql.")}
-    assert ours <= {"bamql.errors", "bamql.config", "bamql.engine", "bamql.engine.connection",
+    assert ours <= {"bamql.errors", "bamql.config", "bamql.lazynames", "bamql.engine",
+                    "bamql.engine.connection",
                     "bamql.engine.remote", "bamql.engine.wire", "bamql.engine.resultset",
                     "bamql.engine.stats"}, ours
 

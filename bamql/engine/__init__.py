@@ -6,8 +6,9 @@ The names below load on first use, so that importing one engine module (the CLI'
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from bamql.lazynames import lazy_names
 
 if TYPE_CHECKING:
     from bamql.engine.connection import connect
@@ -20,15 +21,4 @@ __all__ = ["Session", "col", "connect", "count"]
 _LAZY = {"Session": "bamql.engine.session", "connect": "bamql.engine.connection",
          "col": "bamql.engine.frame", "count": "bamql.engine.frame"}
 
-
-def __getattr__(name: str) -> Any:
-    """A public name of ``_LAZY``, imported once, then a plain attribute."""
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(__name__, _LAZY, __all__)

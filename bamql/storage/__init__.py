@@ -6,8 +6,9 @@ The names below load on first use, so that importing one storage module (the ses
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from bamql.lazynames import lazy_names
 
 if TYPE_CHECKING:
     from bamql.storage.format import ColumnMeta, Manifest
@@ -21,15 +22,4 @@ _LAZY = {"ColumnMeta": "bamql.storage.format", "Manifest": "bamql.storage.format
          "IngestReport": "bamql.storage.ingest", "ingest": "bamql.storage.ingest",
          "PageStore": "bamql.storage.store", "decode": "bamql.storage.store"}
 
-
-def __getattr__(name: str) -> Any:
-    """A public name of ``_LAZY``, imported once, then a plain attribute."""
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(__name__, _LAZY, __all__)
