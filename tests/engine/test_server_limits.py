@@ -167,7 +167,9 @@ def test_a_query_past_its_time_is_answered_in_time_and_stopped(make_server, sess
                                               r"\(BAMQL_SERVER_QUERY_TIMEOUT\) and was stopped$"):
             r.sql(sql)
         assert time.monotonic() - start < 5
-        while srv.queries.running() and time.monotonic() - start < 8:  # the work stops too
+        # the work stops too, at its next Python step: after a compiled call it is in (a
+        # kernel's compilation on a loaded machine) returns
+        while srv.queries.running() and time.monotonic() - start < 60:
             time.sleep(0.05)
         assert srv.queries.running() == 0
         assert r.sql("SELECT COUNT(*) FROM trips").rows() == _rows(session)
