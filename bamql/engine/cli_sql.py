@@ -39,6 +39,9 @@ def _connect(a: argparse.Namespace):
 def cmd_sql(a: argparse.Namespace) -> int:
     from bamql.engine.output import render
 
+    if a.backend is None and not getattr(a, "server", None):
+        # one query: reading the pages it needs from the files beats pinning the table
+        a.backend = Backend.FILE.value
     with _connect(a) as s:
         res = s.sql(a.query)
         if res.is_explain:
@@ -65,7 +68,9 @@ def add_engine_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="auto", choices=[d.value for d in Device],
                    help="auto (GPU if one works, else CPU), cpu or gpu")
     p.add_argument("--backend", default=None, choices=[b.value for b in Backend],
-                   help="GPU: where page misses come from (default host)")
+                   help="GPU: where page misses come from: host (the table pinned in host memory), "
+                   "gpu (resident in GPU memory) or file (read from disk as pages are needed); "
+                   "default file for a one-shot `bamql sql`, host for a shell or a server")
     p.add_argument("--cache", default=None, metavar="SIZE",
                    help="GPU page-cache size per table: bytes, or e.g. 8GiB (8 * 2**30 B); "
                    "8GB is 8 * 10**9 B, as in DuckDB (default: a quarter of free GPU memory, "

@@ -31,11 +31,10 @@ from __future__ import annotations
 import numpy as np
 
 from bamql.gpu import groupacc
+from bamql.kernels import codegen
 from bamql.planner import ir
 from bamql.planner.domains import HashSlots
 
-#: Fibonacci hashing's multiplier (2**64 / golden ratio), odd
-MIX = 0x9E3779B97F4A7C15
 #: A one-key slot's bits before a key claims it (a signalling NaN's, which no canonical
 #: float key is; an integer key with these bits has a slot of its own)
 EMPTY = 0x7FF4_0000_0000_0001
@@ -77,9 +76,7 @@ def _key_bits(ec, keys: tuple[ir.Expr, ...]) -> list[tuple[str, str]]:
 
 def _hash(bits: list[str], mask: int, out: str) -> list[str]:
     """Lines that set ``out`` to the keys' first probe in a table of ``mask + 1`` slots."""
-    lines = [f"hh = np.uint64({MIX})"]
-    lines += [f"hh = (hh ^ np.uint64({b})) * np.uint64({MIX})" for b in bits]
-    return lines + ["hh = hh ^ (hh >> np.uint64(29))", f"{out} = np.int64(hh & np.uint64({mask}))"]
+    return [*codegen.hash_lines(bits), f"{out} = np.int64(hh & np.uint64({mask}))"]
 
 
 def _one_key_probe(key: str, slots: HashSlots, out: str) -> list[str]:

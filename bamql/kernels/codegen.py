@@ -33,6 +33,22 @@ N_ERRORS = 8
 _ERR_OF = {"+": ERR_ADD, "-": ERR_SUB, "*": ERR_MUL}
 #: The canonical NaN's bits: every NaN group key's (``ExprCompiler.key_bits``)
 NAN_BITS = int(np.array([np.nan]).view(np.int64)[0])
+#: A hashed GROUP BY's seed (Fibonacci hashing's multiplier, 2**64 / golden ratio)
+HASH_SEED = 0x9E3779B97F4A7C15
+#: MurmurHash3's 64-bit finalizer, as kernel lines over ``hh``: a double's bits differ in
+#: their high bits only, which a multiply alone never carries down to a slot's low bits
+FMIX_LINES = ("hh = hh ^ (hh >> np.uint64(33))", "hh = hh * np.uint64(0xFF51AFD7ED558CCD)",
+              "hh = hh ^ (hh >> np.uint64(33))", "hh = hh * np.uint64(0xC4CEB9FE1A85EC53)",
+              "hh = hh ^ (hh >> np.uint64(33))")
+
+
+def hash_lines(bits: list[str]) -> list[str]:
+    """Kernel lines that set ``hh`` (uint64) to the hash of the keys' canonical bits, the
+    same in the CPU and GPU kernels: each key's bits XORed in, then the finalizer."""
+    lines = [f"hh = np.uint64({HASH_SEED})"]
+    for b in bits:
+        lines += [f"hh = hh ^ np.uint64({b})", *FMIX_LINES]
+    return lines
 _I64_MIN = -(1 << 63)
 _I64_MAX = (1 << 63) - 1
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from bamql.kernels import diskcache
+from bamql.kernels import codegen, diskcache
 from bamql.kernels.codegen import PARAM_ARGS, ExprCompiler, Params, safe_name
 from bamql.lru import LRU
 from bamql.parallel import PARALLEL_LOCK
@@ -157,14 +157,6 @@ def agg_source(keys: Sequence[ir.Expr], domains: Sequence[Domain], aggs: Sequenc
     ]), ec.params
 
 
-#: Fibonacci hashing's multiplier (2**64 / golden ratio): the hash's seed
-_MIX = 0x9E3779B97F4A7C15
-#: MurmurHash3's 64-bit finalizer, as kernel lines over ``hh``
-_FMIX = ("hh = hh ^ (hh >> np.uint64(33))", "hh = hh * np.uint64(0xFF51AFD7ED558CCD)",
-         "hh = hh ^ (hh >> np.uint64(33))", "hh = hh * np.uint64(0xC4CEB9FE1A85EC53)",
-         "hh = hh ^ (hh >> np.uint64(33))")
-
-
 def hash_arrays(nch: int, slots: HashSlots) -> dict[str, np.ndarray]:
     """A hashed GROUP BY's tables, one per chunk: the keys' bits (``HK``), their validity
     bits (``HM``, -1 for an empty slot), the slots taken and the rows that found none
@@ -188,16 +180,14 @@ def _hash_slot(ec: ExprCompiler, keys: Sequence[ir.Expr], slots: HashSlots) -> N
         ec.group_slot(dense, slots.dense)
         ec.emit("gd = g")
     ec.emit("hm = 0")
-    ec.emit(f"hh = np.uint64({_MIX})")
+    ec.emit(f"hh = np.uint64({codegen.HASH_SEED})")
     bits = []
     for n, i in enumerate(slots.hashed):
         b = f"hb{n}"
         ok = ec.key_bits(keys[i], b)
         ec.emit(f"hm |= {1 << n} if {ok} else 0")
-        # MurmurHash3's finalizer over the bits so far: a float's bits differ in their high
-        # bits only, which a multiply alone never carries down to the slot's low bits
         ec.emit(f"hh = hh ^ np.uint64({b})")
-        for step in _FMIX:
+        for step in codegen.FMIX_LINES:
             ec.emit(step)
         bits.append(b)
     same = " and ".join(["hq == hm", *(f"HK[ch, hs, {n}] == {b}" for n, b in enumerate(bits))])
