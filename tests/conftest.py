@@ -142,11 +142,15 @@ def _plans_for_the_disk(monkeypatch):
 @pytest.fixture
 def session(tmp_path):
     """A CPU session whose file cache is the test's own (files in FROM, registered tables);
-    modules that query a store define their own ``session``."""
+    modules that query a store define their own ``session``. On a GPU machine
+    ``BAMQL_TEST_DEVICE=gpu`` (and ``BAMQL_TEST_BACKEND``) runs the same tests on the GPU
+    engine."""
     from bamql.config import Config
     from bamql.engine.session import Session
 
-    s = Session(config=Config(device="cpu", file_cache=tmp_path / "cache"))
+    s = Session(config=Config(device=os.environ.get("BAMQL_TEST_DEVICE", "cpu"),
+                              backend=os.environ.get("BAMQL_TEST_BACKEND") or None,
+                              file_cache=tmp_path / "cache"))
     yield s
     s.close()
 
