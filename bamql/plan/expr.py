@@ -511,7 +511,8 @@ def in_values(v: Value, items: list[pa.Scalar], n: int) -> Value:
 def in_array(v: Value, values: pa.Array, n_rows: int) -> Value:
     """``v IN (values)``, three-valued: NULL where ``v`` is NULL, or no value matches and
     one is NULL; false for no values at all."""
-    if len(values) == 0:  # IN of no rows is false, for a NULL too
+    if len(values) == 0:  # IN of no rows is false, for a NULL too; its types must still agree
+        _coerce(v, values)  # (DuckDB refuses a string IN an empty list of integers)
         return pa.scalar(False) if isinstance(v, pa.Scalar) else pa.array(np.zeros(n_rows, bool))
     has_null = values.null_count > 0
     vals = values.drop_null()

@@ -3,9 +3,10 @@
 
 The delimiter is the one of ``, ; TAB |`` that splits the sample's lines into one
 consistent number of fields (stdlib ``csv.Sniffer``), a comma where none does. The first
-row is a header when some column's other values are all numbers and the first row's value
-is not one (``VendorID`` over integers; numbers, booleans and timestamps are the value
-types), or when every column holds text only (DuckDB reads ``a,b`` over ``x,y`` as a
+row is a header when some column's other values have one type and the first row's value
+does not cast to it (``VendorID`` or ``nan`` over integers, while ``inf`` over doubles is a
+value; integers, doubles, booleans and timestamps are the value types), or when every
+column holds text only (DuckDB reads ``a,b`` over ``x,y`` as a
 header); a first row of values like the rest is data, and its columns are named
 ``column0``, ``column1``, ... as DuckDB names them.
 """
@@ -31,6 +32,10 @@ class Dialect:
     fields: int = 0
     #: the header's names, spaces around them trimmed as DuckDB trims them (() without one)
     names: tuple[str, ...] = ()
+    #: the columns (of a file with a header) whose first non-empty value is an infinity
+    #: (``inf``, ``-Infinity``...): DuckDB's sniffer takes it for a DATE, and the column for
+    #: VARCHAR (or DATE) where pyarrow reads DOUBLE
+    infinity_first: tuple[str, ...] = ()
 
     def column_names(self) -> list[str]:
         """DuckDB's names of a header-less file's columns: ``column0``, ... padded with
@@ -65,18 +70,39 @@ def sniff(sample: bytes, delimiter: str | None = None, header: bool | None = Non
         return Dialect(delimiter, bool(header) if header is not None else True)
     if header is None:
         header = _has_header(rows)
-    return Dialect(delimiter, header, len(rows[0]),
-                   tuple(n.strip() for n in rows[0]) if header else ())
+    names = tuple(n.strip() for n in rows[0]) if header else ()
+    return Dialect(delimiter, header, len(rows[0]), names, _infinity_first(names, rows[1:]))
 
 
-#: The value types the sniffer tells apart from text, as DuckDB's sniffer casts: numbers
-#: (digits only: ``nan``, ``inf`` and ``1_0`` are text), booleans, dates and timestamps.
+_INFINITY = re.compile(r"[+-]?inf(inity)?", re.IGNORECASE)
+
+
+def _infinity_first(names: tuple[str, ...], rows: list[list[str]]) -> tuple[str, ...]:
+    """Of the columns ``names``, those whose first non-empty value in ``rows`` is an
+    infinity."""
+    out = []
+    for i, name in enumerate(names):
+        first = next((r[i].strip() for r in rows if i < len(r) and r[i].strip()), "")
+        if _INFINITY.fullmatch(first):
+            out.append(name)
+    return tuple(out)
+
+
+#: The value types the sniffer tells apart from text, as DuckDB's sniffer casts: integers
+#: (digits only: ``1_0`` is text), doubles (``nan``, ``inf`` and ``infinity`` too, as
+#: DuckDB's DOUBLE reads them), booleans, dates and timestamps.
 _TYPES = {
-    "number": re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?"),
+    "integer": re.compile(r"[+-]?\d+"),
+    "double": re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|[+-]?(?i:nan|inf|infinity)"),
     "boolean": re.compile(r"(?i:true|false)"),
     "timestamp": re.compile(r"\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?"
                            r"([+-]\d{2}(:?\d{2})?|Z)?)?"),
 }
+#: A column's type from its values' types: integers beside doubles are doubles
+_WIDER = {frozenset({"integer", "double"}): "double"}
+#: The value types a column's type reads (a value of another is a name over the column)
+_READS = {"integer": {"integer"}, "double": {"integer", "double"}, "boolean": {"boolean"},
+          "timestamp": {"timestamp"}}
 
 
 def _type_of(x: str) -> str:
@@ -86,16 +112,19 @@ def _type_of(x: str) -> str:
 
 
 def _has_header(rows: list[list[str]]) -> bool:
-    """Whether the first of ``rows`` is a header (the module's text, with numbers, booleans
-    and timestamps as the types that tell a name from a value)."""
+    """Whether the first of ``rows`` is a header: some column's other values have one type
+    (the module's text) that its first row's value does not cast to (``VendorID`` over
+    integers, ``nan`` over integers; ``inf`` over doubles is a value, as in DuckDB), or
+    every column holds text only."""
     first, rest = rows[0], rows[1:]
     if not rest:  # one row: a header unless every field has a value type
         return any(_type_of(x) == "text" for x in first if x)
     all_text = True
     for i, name in enumerate(first):
-        kinds = {_type_of(r[i]) for r in rest if i < len(r) and r[i] != ""}
-        typed = len(kinds) == 1 and "text" not in kinds
-        if typed and _type_of(name) not in kinds:
+        kinds = frozenset(_type_of(r[i]) for r in rest if i < len(r) and r[i] != "")
+        kind = next(iter(kinds)) if len(kinds) == 1 else _WIDER.get(kinds, "text")
+        typed = kind != "text"
+        if typed and _type_of(name) not in _READS[kind]:
             return True  # a name over values of one type
         all_text &= not typed and _type_of(name) == "text"
     return all_text

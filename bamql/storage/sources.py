@@ -160,10 +160,23 @@ class CsvSource(Source):
             self._types = self._column_types()
             r = self._open()
             self.schema = r.schema
+            self._check_infinities()
             self._check_names()  # before the counting pass, which a repeated name breaks
             self.num_rows = sum(b.num_rows for b in r) if count else -1
         except (pa.ArrowException, OSError) as e:
             raise _unreadable(path, "CSV", e) from None
+
+    def _check_infinities(self) -> None:
+        """A DOUBLE column read from a sniffed file whose first value is an infinity is
+        refused: DuckDB's sniffer reads ``inf`` first as a DATE and the column as VARCHAR
+        (or DATE), so the two would answer differently; a type given for it is taken."""
+        for name in self.dialect.infinity_first:
+            i = self.schema.get_field_index(name)
+            if i >= 0 and pa.types.is_floating(self.schema.field(i).type) and name not in self._types:
+                raise IngestError(
+                    f"{self.path.name}: column {name!r} starts with an infinity, which DuckDB's "
+                    "CSV sniffer reads as a DATE (and the column as VARCHAR); name its type: "
+                    f"read_csv('{self.path.name}', types={{'{name}': 'DOUBLE'}})")
 
     def _names(self) -> list[str]:
         """The columns' names: the ``columns`` option's, the header's, or DuckDB's

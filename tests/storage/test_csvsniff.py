@@ -25,6 +25,10 @@ FILES = {
     "booleans_no_header.csv": "true,abc\nfalse,def\n",
     "nan_inf_names.csv": "nan,inf\n1,2\n3,4\n",
     "underscore_name.csv": "1_0,2\n3,4\n5,6\n",
+    # an infinity over doubles is a value (its row was lost as a header), over integers a name
+    "infinity_no_header.csv": "inf\n1.5\n2.5\n",
+    "infinities_no_header.csv": "-Infinity,a\n1.5,b\nINF,c\n",
+    "infinity_over_integers.csv": "inf\n1\n2\n",
     "spaced_names.csv": "a, b\n1,2\n",
     # DuckDB pads the names of eleven columns or more: column00 .. column10
     "eleven_no_header.csv": ",".join(map(str, range(11))) + "\n" + ",".join("1" * 11) + "\n",

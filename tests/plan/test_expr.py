@@ -1,0 +1,45 @@
+"""Expressions of the plan tree (``plan.expr``) against DuckDB over the same files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import bamql
+from bamql.errors import PlanError
+
+
+@pytest.mark.parametrize("cond", [
+    "s IN (SELECT k FROM {u} WHERE false)", "s NOT IN (SELECT k FROM {u} WHERE false)",
+    "t IN (SELECT k FROM {u} WHERE k > 100)", "k IN (SELECT w FROM {u} WHERE false)",
+    "f NOT IN (SELECT w FROM {u} WHERE 1 = 0)", "e IN (SELECT k FROM {u} WHERE false)",
+])
+def test_in_an_empty_subquery_checks_the_types_as_duckdb(tmp_path: Path, cond: str):
+    """``x IN (subquery)`` of no rows is false for every x, but the two sides' types must
+    still agree: DuckDB refuses a string IN an empty list of integers. The tree answered 0
+    (NOT IN: every row) without comparing the types (found by ``tests.sql.fuzz``)."""
+    r, u = tmp_path / "r.parquet", tmp_path / "u.parquet"
+    pq.write_table(pa.table({"k": [1, 2], "s": ["a", None], "f": [1.5, None],
+                             "t": pa.array([1, None], pa.timestamp("us")),
+                             "e": pa.array([None, None], pa.string())}), r)
+    pq.write_table(pa.table({"k": [1, 5], "w": ["a", "b"]}), u)
+    sql = f"SELECT COUNT(*) FROM '{r}' AS r WHERE {cond.format(u=repr(str(u)) + ' AS u')}"
+    with pytest.raises(duckdb.BinderException):
+        duckdb.sql(sql).fetchall()
+    with bamql.connect(None, device="cpu") as con, pytest.raises(PlanError):
+        con.sql(sql)
+
+
+def test_in_an_empty_subquery_of_agreeing_types_answers_as_duckdb(tmp_path: Path):
+    r, u = tmp_path / "r.parquet", tmp_path / "u.parquet"
+    pq.write_table(pa.table({"k": [1, None, 3], "s": ["a", None, "b"]}), r)
+    pq.write_table(pa.table({"k": [1, 5], "w": ["a", "b"]}), u)
+    with bamql.connect(None, device="cpu") as con:
+        for cond in ("k IN (SELECT k FROM {u} WHERE false)", "k NOT IN (SELECT k FROM {u} WHERE false)",
+                     "s NOT IN (SELECT w FROM {u} WHERE w = 'z')", "k NOT IN (SELECT k FROM {u})"):
+            sql = f"SELECT COUNT(*) FROM '{r}' AS r WHERE {cond.format(u=repr(str(u)) + ' AS u')}"
+            assert con.sql(sql).rows() == duckdb.sql(sql).fetchall(), sql
