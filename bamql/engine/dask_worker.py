@@ -1,7 +1,8 @@
 """What a Dask worker runs for bamql: one task per query and worker, its partitions in turn.
 
-``bamql.engine.distributed.DaskRunner`` submits :func:`bamql_partitions` to each worker
-that holds partitions of a query. The worker's process keeps what the task opens across
+``bamql.engine.distributed.DaskRunner`` submits :func:`bamql_partitions` (the fused
+kernel's aggregates) or :func:`bamql_task` (any other operator's ``PartitionTask``) to
+each worker that holds partitions of a query. The worker's process keeps what the task opens across
 queries, in this module: its partitions' stores and plans and, on GPUs, its GPU engines
 with their page caches. This module imports no Dask: the task is a plain function that
 the scheduler sends by reference.
@@ -103,6 +104,20 @@ def _run(paths: list[str], q: ir.Query, domains: Domains, medium: Medium, device
     return combine_all(acc for acc, _ in results), [st for _, st in results]
 
 
+def _run_task(paths: list[str], task, device: Device, backend: Backend,
+              cache: int | None) -> tuple:
+    """``(partials, each partition's statistics)`` of ``task`` (a ``runner.PartitionTask``)
+    over ``paths``: one partial per partition, in the order of ``paths``, where the task
+    keeps the partitions' order, else the partitions' partials merged here."""
+    engine = gpu_engine(backend, cache) if device == Device.GPU else None
+    outs, stats = [], []
+    for path in paths:
+        out, st = task.run(open_store(path), device, backend, engine)
+        outs.append(out)
+        stats.append(st)
+    return (outs if task.ordered else [task.merge(outs)]), stats
+
+
 async def bamql_partitions(blob: bytes) -> bytes:
     """The task: run the pickled ``(paths, (query, domains, medium, device, backend,
     cache))`` call on this worker.
@@ -117,6 +132,19 @@ async def bamql_partitions(blob: bytes) -> bytes:
     less than ``INLINE_S`` runs right there, anything slower (a first run that loads the
     table and compiles, a big partition) on a thread of its own, which keeps the loop free.
     """
+    return await _answer(blob, _run)
+
+
+async def bamql_task(blob: bytes) -> bytes:
+    """The task of an operator other than the fused kernel: run the pickled ``(paths, (task,
+    device, backend, cache))`` call on this worker, as :func:`bamql_partitions` runs its
+    call, answering ``("ok", (partials, statistics), seconds, span)`` (``_run_task``)."""
+    return await _answer(blob, _run_task)
+
+
+async def _answer(blob: bytes, run) -> bytes:
+    """``run(paths, *arguments)`` of the pickled call ``blob``, its answer pickled (see
+    :func:`bamql_partitions`)."""
     t0 = time.perf_counter()
     start = time.monotonic()
     try:
@@ -126,9 +154,9 @@ async def bamql_partitions(blob: bytes) -> bytes:
             _calls.put(blob, entry)
         paths, args = entry[0]
         if entry[1]:
-            out = _run(paths, *args)
+            out = run(paths, *args)
         else:
-            out = await asyncio.get_running_loop().run_in_executor(_thread(), _run, paths, *args)
+            out = await asyncio.get_running_loop().run_in_executor(_thread(), run, paths, *args)
         seconds = time.perf_counter() - t0
         entry[1] = seconds < INLINE_S
         return pickle.dumps(("ok", out, seconds, (start, time.monotonic())), protocol=5)

@@ -1,11 +1,14 @@
 """Partitioned tables on a Dask cluster: the client side (``DaskRunner``), and clusters.
 
-A query goes to each worker that holds some of its partitions as one task
-(``Client.submit`` of ``dask_worker.bamql_partitions``, restricted to that worker): the
-scheduler schedules it, so the dashboard shows every query. Partition ``i`` goes to
-worker ``i mod n`` (sorted addresses), so each partition's stores, plans and GPU page cache
-stay in one worker's process. Each worker merges its partitions' partial aggregates and the
-client merges the workers' (``runner.merge``). When a worker is lost the whole query runs
+A query goes to each worker that holds some of its partitions as one task, restricted to
+that worker (``Client.submit`` of ``dask_worker.bamql_partitions`` for the fused kernel,
+of ``dask_worker.bamql_task`` for another operator's ``runner.PartitionTask``: the hashed
+GROUP BY, the rows step and its top-k): the scheduler schedules it, so the dashboard shows
+every query. Partition ``i`` goes to worker ``i mod n`` (sorted addresses), so each
+partition's stores, plans and GPU page cache stay in one worker's process. Each worker
+merges its partitions' partials and the client merges the workers' (``runner.merge``, or
+the task's ``merge``); partials whose order matters (top-k candidates, rows) come back per
+partition and are listed in partition order. When a worker is lost the whole query runs
 again on the workers that remain (``RETRIES`` tries); a query that keeps failing fails with
 one line, never with a partial answer.
 
@@ -26,8 +29,8 @@ import weakref
 import distributed
 
 from bamql.config import Backend, Device, Medium
-from bamql.engine.dask_worker import bamql_partitions, clear_caches
-from bamql.engine.runner import Dispatch, Partials
+from bamql.engine.dask_worker import bamql_partitions, bamql_task, clear_caches
+from bamql.engine.runner import Declined, Dispatch, Partials, PartitionTask
 from bamql.errors import BamqlError
 from bamql.planner.physical import PhysicalPlan
 from bamql.storage.partitioned import PartitionedTable
@@ -86,12 +89,24 @@ class DaskRunner:
         """Partition ``i`` on worker ``i mod n``; on a lost worker, again on the workers
         that remain."""
         args = (plan.query, plan.key_domains, medium, self.device, self.backend, self.cache)
+        return self._retried(table, bamql_partitions, args, ordered=False)
+
+    def map(self, table: PartitionedTable, task: PartitionTask) -> Partials:
+        """``task`` over every partition, partition ``i`` on worker ``i mod n`` (each worker
+        merges its own partitions' partials unless ``task.ordered``); on a lost worker,
+        again on the workers that remain."""
+        args = (task, self.device, self.backend, self.cache)
+        return self._retried(table, bamql_task, args, ordered=task.ordered)
+
+    def _retried(self, table: PartitionedTable, fn, args: tuple, ordered: bool) -> Partials:
+        """``fn`` (a worker's task) with ``args`` over the partitions of ``table``, tried
+        again on the workers that remain after a lost worker."""
         paths = [str(p) for p in table.paths]
         last: BaseException | None = None
         for attempt in range(RETRIES):
             try:
-                return self._run_once(self.workers(fresh=attempt > 0), paths, args)
-            except BamqlError:
+                return self._run_once(self.workers(fresh=attempt > 0), paths, fn, args, ordered)
+            except (BamqlError, Declined):
                 raise
             except Exception as e:  # a lost worker, a cluster gone away...
                 last = e
@@ -100,35 +115,49 @@ class DaskRunner:
         raise BamqlError(f"distributed query failed after {RETRIES} tries: "
                          f"{type(last).__name__}: {_first_line(last) or type(last).__name__}")
 
-    def _run_once(self, workers: tuple[str, ...], paths: list[str], args: tuple) -> Partials:
-        share: list[list[str]] = [[] for _ in workers]
-        for i, p in enumerate(paths):
-            share[i % len(workers)].append(p)
-        calls = [(w, pickle.dumps((ps, args), protocol=5))
-                 for w, ps in zip(workers, share, strict=True) if ps]
+    def _run_once(self, workers: tuple[str, ...], paths: list[str], fn, args: tuple,
+                  ordered: bool) -> Partials:
+        """One try: each worker's share of ``paths`` as one task. The answers' partials are
+        listed by worker (a kernel's accumulators, an unordered task's merged partial), or
+        where ``ordered`` each partition's in partition order."""
+        share: list[list[int]] = [[] for _ in workers]
+        for i in range(len(paths)):
+            share[i % len(workers)].append(i)
+        calls = [(w, idx, pickle.dumps(([paths[i] for i in idx], args), protocol=5))
+                 for w, idx in zip(workers, share, strict=True) if idx]
         t0 = time.perf_counter()
         t_send = time.monotonic()
-        answers = self._answers(calls)
+        answers = self._answers(fn, [(w, blob) for w, _, blob in calls])
         t_back = time.monotonic() - t_send
         accs, stats, seconds, spans = [], [], [], []
-        for (w, _), answer in zip(calls, answers, strict=True):
+        at: list[int] = []  # each partial's partition, where ``ordered``
+        for (w, idx, _), answer in zip(calls, answers, strict=True):
             out = pickle.loads(answer)
             if out[0] == "error":  # raised by the partition itself: trying again won't help
                 e = out[1]
-                if isinstance(e, BamqlError):
+                if isinstance(e, (BamqlError, Declined)):
                     raise e
                 raise BamqlError(f"a partition failed on worker {w}: {type(e).__name__}: "
                                  f"{_first_line(e)}")
-            accs.append(out[1][0])
-            stats += out[1][1]
+            got, got_stats = out[1]
+            if fn is bamql_partitions:
+                accs.append(got)  # the worker's accumulators, merged
+            else:
+                accs += got
+                at += idx if ordered else []
+            stats += got_stats
             seconds.append(out[2])
             spans.append((out[3][0] - t_send, out[3][1] - t_send))
+        if ordered:  # partition order, for the partials and their statistics alike
+            order = sorted(range(len(at)), key=at.__getitem__)
+            accs, stats = [accs[k] for k in order], [stats[k] for k in order]
         return Partials(accs, stats, Dispatch(time.perf_counter() - t0, seconds, spans, t_back))
 
-    def _answers(self, calls: list[tuple[str, bytes]]) -> list[bytes]:
-        """Each ``(worker, blob)`` as a task on that worker; their answers, in order."""
+    def _answers(self, fn, calls: list[tuple[str, bytes]]) -> list[bytes]:
+        """Each ``(worker, blob)`` as a task ``fn(blob)`` on that worker; their answers, in
+        order."""
         client = self.client
-        futures = [client.submit(bamql_partitions, blob, workers=[w], allow_other_workers=False,
+        futures = [client.submit(fn, blob, workers=[w], allow_other_workers=False,
                                  pure=False) for w, blob in calls]
         with self._lock:
             self._last, last = futures, self._last

@@ -10,9 +10,12 @@ group, as in DuckDB). The morsels' partial aggregates merge as the kernels' accu
 do: counts and sums add (an integer sum in two 32-bit halves, exact beyond int64), MIN and
 MAX in DuckDB's float order (NaN above +inf), variances by the parallel (Chan) formula.
 The finished groups go through the aggregate path's select list, HAVING, ORDER BY and
-LIMIT (``engine.result.assemble``). On the CPU engine it reads and groups on the CPU; on a
-GPU session the fused kernel groups into a hash table of its own (``gpu.hashgroup``), read
-back as one partial per partition (:func:`run_hashed_gpu`).
+LIMIT (``engine.result.assemble``). On the CPU engine the kernel groups each chunk of rows
+into a hash table of its own (:func:`cpu_kernel_partial`); on a GPU the fused kernel groups
+into a hash table of its own (``gpu.hashgroup``, :func:`gpu_kernel_partial`); past the
+largest table, the NumPy step above (:func:`numpy_partial`). Each partition is a
+:class:`HashTask` that the table's runner runs, in this process or on the Dask worker that
+holds the partition; the partitions' partials merge by key on the worker and the client.
 """
 
 from __future__ import annotations
@@ -20,12 +23,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from enum import Enum
+from typing import ClassVar
 
 import numpy as np
 
 from bamql.config import Backend, Device, Medium
 from bamql.engine.accumulate import Grouped, int_avgs, int_sums, order_keys
 from bamql.engine.rows import column_env, row_matches, widen
+from bamql.engine.runner import Declined
 from bamql.engine.stats import QueryStats
 from bamql.kernels.codegen import N_ERRORS, NAN_BITS, check_errors
 from bamql.lazyjit import njit
@@ -43,7 +48,7 @@ from bamql.planner.domains import (
 from bamql.planner.evaluate import evaluate
 from bamql.planner.show import show
 from bamql.planner.translate import MAX_GROUPS
-from bamql.storage.partitioned import PartitionedTable
+from bamql.storage.store import PageStore
 
 Vec = tuple[np.ndarray, np.ndarray]  # (values, valid)
 
@@ -347,86 +352,77 @@ def hashed_columns(q: ir.Query) -> tuple[str, ...]:
     return tuple(dict.fromkeys(c for e in (*q.keys, *q.aggs) for c in ir.columns_of(e)))
 
 
-def run_hashed(table: PartitionedTable, q: ir.Query, medium: Medium, device: Device,
-               backend: Backend) -> tuple[Grouped, QueryStats]:
-    """Run ``q`` (a hashed GROUP BY) over every partition of ``table``: its finished groups
-    and the statistics of what it read."""
-    t0 = time.perf_counter()
+def no_groups(q: ir.Query) -> Partial:
+    """The partial of no row: no group."""
+    none = (np.empty(0), np.empty(0, bool))
+    return aggregate_morsel([none] * len(q.keys), tuple(k.kind for k in q.keys),
+                            [none] * len(q.aggs), q.aggs)
+
+
+def numpy_partial(store: PageStore, q: ir.Query, medium: Medium, device: Device,
+                  backend: Backend) -> tuple[Partial, QueryStats]:
+    """One partition of ``q`` (a hashed GROUP BY) through the NumPy step: its partial (one
+    group per key) and the statistics of what it read."""
+    t1 = time.perf_counter()
     cols = hashed_columns(q)
     kinds = tuple(k.kind for k in q.keys)
     parts: list[Partial] = []
-    all_stats = []
-    for store in table.parts:
-        t1 = time.perf_counter()
-        matches, st = row_matches(store, q.table, q.predicate, cols, medium, device, backend)
-        t2 = time.perf_counter()
-        for window, rows, vals in matches:
-            for c in cols:
-                if c not in vals:
-                    vals[c] = matches.fetch(c, rows, window)
-            env = column_env(store, {c: vals[c] for c in cols})
-            n = len(rows)
-            keys = [widen(*evaluate(k, env, n), n) for k in q.keys]
-            args = [_arg(a, env, n) for a in q.aggs]
-            parts.append(aggregate_morsel(keys, kinds, args, q.aggs))
-            if len(parts) >= MERGE_PARTS or \
-                    sum(p.n for p in parts[1:]) > max(MERGE_GROUPS, parts[0].n):
-                parts = [merge_partials(parts, q.aggs)]
-        st.seconds = time.perf_counter() - t2
-        st.wall_seconds = time.perf_counter() - t1 - st.compile_seconds
-        all_stats.append(st)
-    if not parts:  # no matching row: no group
-        none = (np.empty(0), np.empty(0, bool))
-        parts = [aggregate_morsel([none] * len(q.keys), kinds, [none] * len(q.aggs), q.aggs)]
-    g = finish_partial(merge_partials(parts, q.aggs), q)
-    return g, QueryStats.merged(all_stats, f"{device}/local", backend, table.rows,
-                                time.perf_counter() - t0, table.partitioned)
+    matches, st = row_matches(store, q.table, q.predicate, cols, medium, device, backend)
+    t2 = time.perf_counter()
+    for window, rows, vals in matches:
+        for c in cols:
+            if c not in vals:
+                vals[c] = matches.fetch(c, rows, window)
+        env = column_env(store, {c: vals[c] for c in cols})
+        n = len(rows)
+        keys = [widen(*evaluate(k, env, n), n) for k in q.keys]
+        args = [_arg(a, env, n) for a in q.aggs]
+        parts.append(aggregate_morsel(keys, kinds, args, q.aggs))
+        if len(parts) >= MERGE_PARTS or \
+                sum(p.n for p in parts[1:]) > max(MERGE_GROUPS, parts[0].n):
+            parts = [merge_partials(parts, q.aggs)]
+    st.seconds = time.perf_counter() - t2
+    st.wall_seconds = time.perf_counter() - t1 - st.compile_seconds
+    return (merge_partials(parts, q.aggs) if parts else no_groups(q)), st
 
 
-def run_hashed_gpu(table: PartitionedTable, q: ir.Query, medium: Medium, backend: Backend,
-                   engine) -> tuple[Grouped, QueryStats]:
-    """Run ``q`` (a hashed GROUP BY) on the GPU ``engine``: per partition the fused kernel
-    with a hash table of groups, retried with a larger table where one overflows; the
-    partitions' groups merged by their keys. Raises ``TableFull`` where a partition has
-    more groups than the largest table takes."""
+def gpu_kernel_partial(store: PageStore, q: ir.Query, hashed: tuple[int, ...],
+                       dense: tuple[Domain, ...], medium: Medium, backend: Backend,
+                       engine) -> tuple[Partial, QueryStats]:
+    """One partition of ``q`` (a hashed GROUP BY) on the GPU ``engine``: the fused kernel
+    with a hash table of groups, run again with a larger table where one overflows; its
+    partial (one group per key) and statistics. Raises ``TableFull`` where the partition
+    has more groups than the largest table takes."""
     from bamql.engine.partition import plan_partition, run_partition
     from bamql.gpu import hashgroup
 
-    t0 = time.perf_counter()
-    parts, all_stats = [], []
-    hashed, dense = split_keys(q, table.columns)
     largest = LARGEST_TABLE // n_slots(dense)
-    for store in table.parts:
-        cap = None
-        while True:
-            cap = first_capacity(store.rows) if cap is None else cap * TABLE_GROWTH
-            plan = plan_partition(store, q, HashSlots(cap, hashed, dense), medium)
-            acc, st = run_partition(store, plan, Device.GPU, backend, engine)
-            if not hashgroup.retry(acc):
-                break
-            if cap * TABLE_GROWTH > largest:
-                raise TableFull(q)
-        parts.append(partial_of_slots(acc, q, *hashgroup.present(acc, q.keys, plan.key_domains)))
-        all_stats.append(st)
-    g = finish_partial(merge_partials(parts, q.aggs, regroup=True), q)
-    return g, QueryStats.merged(all_stats, "gpu/local", backend, table.rows,
-                                time.perf_counter() - t0, table.partitioned)
+    cap = None
+    while True:
+        cap = first_capacity(store.rows) if cap is None else cap * TABLE_GROWTH
+        plan = plan_partition(store, q, HashSlots(cap, hashed, dense), medium)
+        acc, st = run_partition(store, plan, Device.GPU, backend, engine)
+        if not hashgroup.retry(acc):
+            break
+        if cap * TABLE_GROWTH > largest:
+            raise TableFull(q)
+    # the kernel's table may hold one key in several slots: regrouped
+    p = partial_of_slots(acc, q, *hashgroup.present(acc, q.keys, plan.key_domains))
+    return merge_partials([p], q.aggs, regroup=True), st
 
 
-def run_hashed_cpu(table: PartitionedTable, q: ir.Query, medium: Medium,
-                   backend: Backend) -> tuple[Grouped, QueryStats]:
-    """Run ``q`` (a hashed GROUP BY) on the CPU engine's kernel: per morsel each chunk of
-    rows groups into a hash table of its own (``kernels.cpu``), read back as a partial;
-    the partials merged by their keys. Raises ``TableFull`` where a morsel has more groups
-    than the largest table takes."""
+def cpu_kernel_partial(store: PageStore, q: ir.Query, hashed: tuple[int, ...],
+                       dense: tuple[Domain, ...], medium: Medium,
+                       backend: Backend) -> tuple[Partial, QueryStats]:
+    """One partition of ``q`` (a hashed GROUP BY) on the CPU engine's kernel: per morsel
+    each chunk of rows groups into a hash table of its own (``kernels.cpu``), read back as
+    a partial; the partials merged by their keys (one group per key) with the statistics.
+    Raises ``TableFull`` where a morsel has more groups than the largest table takes."""
     from bamql.engine.accumulate import variance_states
     from bamql.engine.cpu import MORSEL_ROWS, run_cpu_hashed
     from bamql.engine.partition import partition_stats, plan_partition
 
-    t0 = time.perf_counter()
     parts: list[Partial] = []
-    all_stats = []
-    hashed, dense = split_keys(q, table.columns)
 
     def take(acc: dict[str, np.ndarray], slots: HashSlots) -> None:
         nonlocal parts
@@ -448,23 +444,66 @@ def run_hashed_cpu(table: PartitionedTable, q: ir.Query, medium: Medium,
         if len(parts) >= MERGE_PARTS or sum(p.n for p in parts[1:]) > max(MERGE_GROUPS, parts[0].n):
             parts = [merge_partials(parts, q.aggs, regroup=True)]
 
-    for store in table.parts:
-        t1 = time.perf_counter()
-        slots = HashSlots(first_capacity(min(store.rows, MORSEL_ROWS)), hashed, dense)
-        plan = plan_partition(store, q, slots, medium)
-        st = partition_stats(plan, store, Device.CPU, backend)
-        run_cpu_hashed(plan, store, st, take)
-        end = time.perf_counter()
-        st.seconds = end - t1 - st.compile_seconds
-        st.wall_seconds = st.seconds
-        all_stats.append(st)
-    if not parts:  # no matching row: no group
-        none = (np.empty(0), np.empty(0, bool))
-        parts = [aggregate_morsel([none] * len(q.keys), tuple(k.kind for k in q.keys),
-                                  [none] * len(q.aggs), q.aggs)]
-    g = finish_partial(merge_partials(parts, q.aggs, regroup=True), q)
-    return g, QueryStats.merged(all_stats, "cpu/local", backend, table.rows,
-                                time.perf_counter() - t0, table.partitioned)
+    t1 = time.perf_counter()
+    slots = HashSlots(first_capacity(min(store.rows, MORSEL_ROWS)), hashed, dense)
+    plan = plan_partition(store, q, slots, medium)
+    st = partition_stats(plan, store, Device.CPU, backend)
+    run_cpu_hashed(plan, store, st, take)
+    st.seconds = time.perf_counter() - t1 - st.compile_seconds
+    st.wall_seconds = st.seconds
+    return (merge_partials(parts, q.aggs, regroup=True) if parts else no_groups(q)), st
+
+
+@dataclass(frozen=True)
+class HashTask:
+    """One partition's partial of a hashed GROUP BY (``runner.PartitionTask``): in the
+    engine's kernel (the GPU's hash table of groups on a GPU, the CPU kernel's tables on
+    the CPU), or with ``kernel`` False through the NumPy step. Where the kernel does not
+    take the query (more groups than its largest table, a key it cannot compute) a
+    partition raises ``runner.Declined`` and the operator runs it again through the NumPy
+    step; the partials of one query thus always come from one way of grouping."""
+
+    q: ir.Query
+    medium: Medium
+    #: the keys the kernel hashes, the dense domains of the others (``split_keys``)
+    hashed: tuple[int, ...]
+    dense: tuple[Domain, ...]
+    kernel: bool = True
+
+    #: the partials merge by key, in any order
+    ordered: ClassVar[bool] = False
+
+    def run(self, store: PageStore, device: Device, backend: Backend,
+            engine) -> tuple[Partial, QueryStats]:
+        if not self.kernel:
+            return numpy_partial(store, self.q, self.medium, device, backend)
+        try:
+            if device == Device.GPU:
+                return gpu_kernel_partial(store, self.q, self.hashed, self.dense, self.medium,
+                                          backend, engine)
+            return cpu_kernel_partial(store, self.q, self.hashed, self.dense, self.medium,
+                                      backend)
+        except TableFull:
+            raise Declined("more groups than the kernel's largest hash table takes") from None
+        except TypeError as e:  # a key or argument the kernel cannot compute
+            if not str(e).startswith("codegen:"):
+                raise
+            raise Declined(str(e)) from None
+
+    def merge(self, partials: list[Partial]) -> Partial:
+        """Partials of disjoint partitions as one, one group per key."""
+        return merge_partials(partials, self.q.aggs, regroup=True) if partials \
+            else no_groups(self.q)
+
+    def enough(self, partials: list[Partial]) -> bool:
+        return False
+
+
+def hash_task(q: ir.Query, columns, medium: Medium) -> HashTask:
+    """The partition task of ``q`` (a hashed GROUP BY) over a table of ``columns`` (the
+    whole table's: every partition splits its keys alike)."""
+    hashed, dense = split_keys(q, columns)
+    return HashTask(q, medium, hashed, dense)
 
 
 #: The most slots the dense keys beside a hashed one may take together

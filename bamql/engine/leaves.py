@@ -9,11 +9,16 @@ translator took whole (its IR) lowers to, and how it explains and runs itself.
 - ``Counted``: COUNT(*) and COUNT(column) of a whole table, answered from its metadata
   (its rows and each column's NULLs), with no kernel and no page read.
 
+The first three run the table's partitions through its runner (in this process or on
+Dask): the kernel through ``Runner.run``, the other two as ``Runner.map`` of a partition
+task (``engine.runner.PartitionTask``), whose partials the runner brings back.
+
 ``lower`` is the one dispatch over the IR's kinds.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 
@@ -21,19 +26,11 @@ import numpy as np
 
 from bamql.config import Device
 from bamql.engine.accumulate import Grouped, count_present, finish, n_groups, regroup
-from bamql.engine.hashagg import (
-    HashSite,
-    TableFull,
-    explain_hashed,
-    hashed_columns,
-    run_hashed,
-    run_hashed_cpu,
-    run_hashed_gpu,
-)
+from bamql.engine.hashagg import HashSite, explain_hashed, finish_partial, hash_task, hashed_columns
 from bamql.engine.partition import Resident, table_domains
 from bamql.engine.result import Result, assemble
-from bamql.engine.rows import explain_rows, kernel_query, plan_rows, quantiles, run_rows
-from bamql.engine.runner import merge
+from bamql.engine.rows import RowsTask, explain_rows, kernel_query, plan_rows, quantiles, rows_table
+from bamql.engine.runner import Declined, merge, merge_stats
 from bamql.engine.stats import QueryStats
 from bamql.errors import DeviceError
 from bamql.planner import ir
@@ -58,7 +55,7 @@ class Rows:
         return self.q
 
     def local(self) -> bool:
-        return True
+        return False  # the table's runner runs it, on the Dask cluster where there is one
 
     def explain(self, s, resident: Resident) -> str:
         part = s.store(self.q.table).parts[0]
@@ -69,16 +66,23 @@ class Rows:
     def run(self, s) -> Result:
         table = s.store(self.q.table)
         text = s.explain_query(self.q)  # before the run, which changes what the OS caches
+        runner = s._runner(table)
+        t0 = time.perf_counter()
         try:
-            out, stats = run_rows(table, self.q, s._medium(), s.device, s.backend)
+            task = RowsTask(self.q, s._medium())
+            partials = runner.map(table, task)
+            out = rows_table(task.merge(partials.accs), self.q, table)
         except MemoryError:
             raise _out_of_memory() from None
+        stats = merge_stats(table, partials, f"{s.device}/{runner.where}", s.backend,
+                            time.perf_counter() - t0)
         return Result(out, stats, text)
 
 
 @dataclass(frozen=True)
 class HashAggregate:
-    """A GROUP BY through the hash-aggregation step."""
+    """A GROUP BY through the hash-aggregation step: each partition's partial through the
+    table's runner (``hashagg.HashTask``), merged by key."""
 
     q: ir.Query
 
@@ -87,12 +91,10 @@ class HashAggregate:
         return self.q
 
     def local(self) -> bool:
-        return True  # the step runs in this process
+        return False  # the table's runner runs it, on the Dask cluster where there is one
 
     def site(self, s) -> HashSite:
-        """Where it groups: in the session's kernel where the table runs in this process."""
-        if s._runner(s.store(self.q.table)) is not s._local:
-            return HashSite.NUMPY
+        """Where it groups: in the kernel of the device that runs the partitions."""
         return HashSite.GPU_KERNEL if s.device == Device.GPU else HashSite.CPU_KERNEL
 
     def explain(self, s, resident: Resident) -> str:
@@ -104,29 +106,19 @@ class HashAggregate:
     def run(self, s) -> Result:
         table = s.store(self.q.table)
         text = s.explain_query(self.q)  # before the run, which changes what the OS caches
+        runner = s._runner(table)
+        task = hash_task(self.q, table.columns, s._medium())
+        t0 = time.perf_counter()
         try:
-            g = None
-            site = self.site(s)
-            if site == HashSite.GPU_KERNEL:
-                try:
-                    g, stats = run_hashed_gpu(table, self.q, s._medium(), s.backend, s.gpu)
-                except TableFull:
-                    pass  # more groups than the GPU's table takes: the CPU's step
-                except TypeError as e:  # a key or argument the kernel cannot compute
-                    if not str(e).startswith("codegen:"):
-                        raise
-            elif site == HashSite.CPU_KERNEL:
-                try:  # the CPU kernel's hash tables of groups
-                    g, stats = run_hashed_cpu(table, self.q, s._medium(), s.backend)
-                except TableFull:
-                    pass  # more groups than the largest table takes: the NumPy step
-                except TypeError as e:  # a key or argument the kernel cannot compute
-                    if not str(e).startswith("codegen:"):
-                        raise
-            if g is None:
-                g, stats = run_hashed(table, self.q, s._medium(), s.device, s.backend)
+            try:
+                partials = runner.map(table, task)
+            except Declined:  # more groups than the kernel's tables take: the NumPy step
+                partials = runner.map(table, dataclasses.replace(task, kernel=False))
+            g = finish_partial(task.merge(partials.accs), self.q)
         except MemoryError:
             raise _out_of_memory() from None
+        stats = merge_stats(table, partials, f"{s.device}/{runner.where}", s.backend,
+                            time.perf_counter() - t0)
         return Result(assemble(g, self.q, table.columns), stats, text)
 
 

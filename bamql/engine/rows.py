@@ -6,13 +6,17 @@ Per partition it plans the needed columns as an aggregate's dependent columns wo
 filter stages on the predicate columns (``engine.cpu.Matches``), and per morsel of
 matching rows reads the other columns only at the rows it keeps: with ``ORDER BY ...
 LIMIT k`` it first reads the order columns, keeps the morsel's top ``k`` and reads the
-select list's columns for those rows alone. It always runs on the CPU.
+select list's columns for those rows alone. It always runs on the CPU. Each partition is a
+``RowsTask`` that the table's runner runs (in this process, or on the Dask worker that holds
+the partition); its rows (with a LIMIT, its top-k candidates) come back in partition order
+and are sorted and cut here as one partition's would be.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
+from typing import ClassVar
 
 import numpy as np
 import pyarrow as pa
@@ -256,27 +260,53 @@ def _order_keys(kept: _Kept, q: ir.RowQuery) -> list[tuple[Vec, bool, bool]]:
     return [(k, d, nf) for k, (_, d, nf) in zip(kept.keys, q.order, strict=True)]
 
 
-def run_rows(table: PartitionedTable, q: ir.RowQuery, medium: Medium, device: Device,
-             backend: Backend) -> tuple[pa.Table, QueryStats]:
-    """Run a row query over every partition of ``table``: its rows as an Arrow table and
-    the statistics of what it read."""
-    t0 = time.perf_counter()
-    want = None if q.limit is None else q.offset + q.limit
-    kept, all_stats = None, []
-    for store in table.parts:
-        part, st = _partition_rows(store, q, medium, device, backend, want)
-        all_stats.append(st)
-        kept = part if kept is None else kept.extend(part)
-        if want is not None and not q.order and kept.n >= want:
-            break
+@dataclasses.dataclass(frozen=True)
+class RowsTask:
+    """One partition's rows of a row query (``runner.PartitionTask``): all of them, or with
+    a LIMIT its first ``offset + limit`` in the query's order (its top-k candidates). The
+    partials keep the partitions' order: rows that tie on every order key come in
+    partition order, then row order, wherever the partitions ran."""
+
+    q: ir.RowQuery
+    medium: Medium
+
+    ordered: ClassVar[bool] = True
+
+    @property
+    def want(self) -> int | None:
+        """How many rows of each partition can be in the answer (None: all)."""
+        return None if self.q.limit is None else self.q.offset + self.q.limit
+
+    def run(self, store: PageStore, device: Device, backend: Backend,
+            engine) -> tuple[_Kept, QueryStats]:
+        return _partition_rows(store, self.q, self.medium, device, backend, self.want)
+
+    def merge(self, partials: list[_Kept]) -> _Kept:
+        """Partials in partition order as one: concatenated, then cut to the first
+        ``want`` in the query's order."""
+        kept = partials[0]
+        for p in partials[1:]:
+            kept = kept.extend(p)
+        want = self.want
+        if want is not None and self.q.order and kept.n > want:
+            kept = kept.take(top_order(_order_keys(kept, self.q), want))
+        return kept
+
+    def enough(self, partials: list[_Kept]) -> bool:
+        """A LIMIT without ORDER BY takes the first rows: enough once they are there."""
+        want = self.want
+        return want is not None and not self.q.order and sum(p.n for p in partials) >= want
+
+
+def rows_table(kept: _Kept, q: ir.RowQuery, table: PartitionedTable) -> pa.Table:
+    """A row query's answer as an Arrow table from its rows (``RowsTask.merge`` of its
+    partitions' partials): ordered, offset and limited."""
     if q.order:
         kept = kept.take(sort_order(_order_keys(kept, q)))
     stop = kept.n if q.limit is None else min(kept.n, q.offset + q.limit)
     kept = kept.take(np.arange(min(q.offset, stop), stop))
     arrays = [_column(v, ok, e, table) for (v, ok), e in zip(kept.outs, q.exprs, strict=True)]
-    out = pa.Table.from_arrays(arrays, names=unique_names(list(q.names)))
-    return out, QueryStats.merged(all_stats, f"{device}/local", backend, table.rows,
-                                  time.perf_counter() - t0, table.partitioned)
+    return pa.Table.from_arrays(arrays, names=unique_names(list(q.names)))
 
 
 def _column(v: np.ndarray, ok: np.ndarray, e: ir.Expr, table: PartitionedTable) -> pa.Array:

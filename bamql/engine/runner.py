@@ -5,12 +5,18 @@ a runner: :class:`LocalRunner` runs them one after another in this process (on t
 engine or the session's GPU engine), ``bamql.engine.distributed.DaskRunner`` on a Dask
 cluster's workers. Both return :class:`Partials`, which :func:`merge` turns into the
 query's accumulators and statistics the same way.
+
+The fused kernel's aggregates go through ``Runner.run``; every other operator that reads a
+table (the hashed GROUP BY, the rows step and its top-k) through ``Runner.map``, as a
+:class:`PartitionTask`: a picklable description of one partition's work that a worker runs
+as the session would, and whose ``merge`` combines the partitions' partials, on a worker
+for its own partitions and on the client for the workers'.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
@@ -21,6 +27,7 @@ from bamql.engine.stats import QueryStats
 from bamql.lru import LRU
 from bamql.planner.physical import PhysicalPlan
 from bamql.storage.partitioned import PartitionedTable
+from bamql.storage.store import PageStore
 
 
 @dataclass
@@ -39,9 +46,39 @@ class Partials:
     partition, or per worker that merged its own), each partition's statistics, and on a
     cluster how the answers came back."""
 
-    accs: list[dict[str, np.ndarray]]
+    accs: list[Any]
     stats: list[QueryStats]
     dispatch: Dispatch | None = field(default=None)
+
+
+class Declined(Exception):
+    """Raised by a partition's task where the engine's way of running it does not take the
+    query (a hash table of groups past the largest, a key the kernel cannot compute): a
+    runner raises it as it is, untried again, and the operator runs the query another way."""
+
+
+class PartitionTask(Protocol):
+    """One partition's work of an operator, picklable, so that a Dask worker runs it too."""
+
+    #: whether the partials keep the partitions' order (the rows step's ties and LIMIT
+    #: without ORDER BY): a worker then sends each partition's partial apart and the runner
+    #: lists them in partition order; otherwise a worker merges its own first
+    ordered: ClassVar[bool]
+
+    def run(self, store: PageStore, device: Device, backend: Backend,
+            engine) -> tuple[Any, QueryStats]:
+        """``(partial, statistics)`` of one partition, on ``engine`` (a GPU engine) or the
+        CPU engine (``engine`` None)."""
+        ...
+
+    def merge(self, partials: list[Any]) -> Any:
+        """Partials of disjoint partitions as one (of the same kind)."""
+        ...
+
+    def enough(self, partials: list[Any]) -> bool:
+        """Whether the partitions run so far answer the query (the later ones may be
+        skipped, as a LIMIT without ORDER BY allows)."""
+        ...
 
 
 class Runner(Protocol):
@@ -54,6 +91,11 @@ class Runner(Protocol):
 
     def run(self, table: PartitionedTable, plan: PhysicalPlan, medium: Medium) -> Partials:
         """Every partition of ``table``; ``plan`` is the first partition's."""
+        ...
+
+    def map(self, table: PartitionedTable, task: PartitionTask) -> Partials:
+        """``task`` over the partitions of ``table``: their partials (in partition order
+        where ``task.ordered``)."""
         ...
 
 
@@ -88,6 +130,16 @@ class LocalRunner:
             stats.append(st)
         return Partials(accs, stats)
 
+    def map(self, table: PartitionedTable, task: PartitionTask) -> Partials:
+        outs, stats = [], []
+        for store in table.parts:
+            out, st = task.run(store, self.device, self.backend, self.engine)
+            outs.append(out)
+            stats.append(st)
+            if task.enough(outs):
+                break
+        return Partials(outs, stats)
+
 
 def merge(table: PartitionedTable, partials: Partials, label: str, backend: Backend,
           seconds: float) -> tuple[dict[str, np.ndarray] | None, QueryStats]:
@@ -97,9 +149,15 @@ def merge(table: PartitionedTable, partials: Partials, label: str, backend: Back
     table's sum its partitions' I/O under ``label`` (such as ``cpu/dask``), with the whole
     run's ``seconds`` and each partition's own time.
     """
-    acc = accumulate.combine_all(partials.accs)
+    return accumulate.combine_all(partials.accs), merge_stats(table, partials, label, backend,
+                                                              seconds)
+
+
+def merge_stats(table: PartitionedTable, partials: Partials, label: str, backend: Backend,
+                seconds: float) -> QueryStats:
+    """The query's statistics from its partitions' (as :func:`merge` reports them)."""
     if not table.partitioned:
-        return acc, partials.stats[0]
+        return partials.stats[0]
     stats = QueryStats.merged(partials.stats, label, backend, table.rows, seconds, True)
     d = partials.dispatch
     if d is not None:
@@ -107,4 +165,4 @@ def merge(table: PartitionedTable, partials: Partials, label: str, backend: Back
         stats.worker_seconds = d.worker_seconds
         stats.worker_spans = d.worker_spans
         stats.answers_seconds = d.answers_seconds
-    return acc, stats
+    return stats

@@ -23,7 +23,7 @@ slot, in global memory.
 
 Where more than half the global slots are taken, or a row finds none, ``HN[1]`` counts it:
 the run's answer is discarded and the partition runs again with a larger table
-(``engine.hashagg.run_hashed_gpu``), so a full table never gives a wrong answer.
+(``engine.hashagg.gpu_kernel_partial``), so a full table never gives a wrong answer.
 """
 
 from __future__ import annotations

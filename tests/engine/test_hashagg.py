@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import bamql
-from bamql.engine import cpu, hashagg, leaves
+from bamql.engine import cpu, hashagg
 from bamql.planner import domains
 from bamql.storage.ingest import ingest
 from tests.conftest import SAMPLES
@@ -140,8 +140,8 @@ def test_the_cpu_kernels_tables_grow_and_give_way_to_the_numpy_step(store, monke
     past the largest table the NumPy step answers. Either way, DuckDB's answers."""
     data, t = store
     seen = []
-    orig = leaves.run_hashed
-    monkeypatch.setattr(leaves, "run_hashed", lambda *a: seen.append(1) or orig(*a))
+    orig = hashagg.numpy_partial
+    monkeypatch.setattr(hashagg, "numpy_partial", lambda *a: seen.append(1) or orig(*a))
     monkeypatch.setattr(domains, "FIRST_TABLE", 16)
     with bamql.connect(data, device="cpu") as con:
         for sql in QUERIES[:3] + QUERIES[5:6]:
