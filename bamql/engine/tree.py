@@ -15,6 +15,7 @@ from bamql.plan import nodes as n
 from bamql.plan.build import Catalog, build
 from bamql.plan.operators import Context, run, scan_sql
 from bamql.plan.rules import optimize, prune_scans
+from bamql.planner.expressions import WIDE_WORDS
 
 #: Words of the fused translator's refusals that the plan tree may answer instead (a
 #: construct it does not take, never a name or a type that is wrong).
@@ -26,7 +27,7 @@ _STRUCTURAL = ("not supported", "only SELECT", "must name", "a CTE must", "needs
 #: Refusals of the fused translator that name only the construct the tree exists for: where
 #: the tree fails too, its own error says more.
 _TREE_WORDS = ("SUBQUERY", "WINDOW", "QUALIFY", "only SELECT", "FROM must name", "JOIN must name",
-               "a CTE must", "function exists()")
+               "a CTE must", "function exists()", WIDE_WORDS)
 
 
 def tree_error(fused: PlanError, tree: PlanError) -> PlanError:
@@ -82,7 +83,8 @@ def _mentioned(tree: exp.Expression) -> frozenset[str] | None:
 def run_tree(session, text: str) -> Result:
     """Run ``text`` through the plan tree."""
     node = plan(session, text)
-    ctx = Context(lambda sql: session.run(session._translate(sql)))
+    ctx = Context(lambda sql: session.run(session._translate(sql)),
+                  lambda table, columns: read_wide(session, table, columns))
     try:
         rel = run(node, ctx)
     except MemoryError:
@@ -98,12 +100,35 @@ def run_tree(session, text: str) -> Result:
     return Result(table, stats, show(node, session))
 
 
+def read_wide(session, table: str, columns: tuple[str, ...]) -> pa.Table | None:
+    """The ``columns`` of stored ``table``, every row, as Arrow (its partitions' in order),
+    where one of them is a DECIMAL of more than 18 digits (``ColumnMeta.wide``), which the
+    fused kernels do not read; None where none is."""
+    store = session.store(table)
+    if not any(store.columns[c].wide for c in columns):
+        return None
+    return pa.concat_tables(p.to_table(list(columns)) for p in store.parts)
+
+
+def _wide(session, node: n.Scan) -> bool:
+    """Whether ``node`` reads a DECIMAL of more than 18 digits (``read_wide``)."""
+    try:
+        cols = session.store(node.table).columns
+    except BamqlError:
+        return False
+    return any(cols[c].wide for c in node.columns if c in cols)
+
+
 def show(node: n.Node, session=None, depth: int = 0) -> str:
     """The plan as an indented tree; under a fused leaf or a scan, its kernel's plan."""
     pad = "  " * depth
     line = pad + _label(node)
     lines = [line]
-    if isinstance(node, n.Fused | n.Scan) and session is not None:
+    if isinstance(node, n.Scan) and session is not None and _wide(session, node):
+        lines[0] = line.removesuffix(" (kernel)") + " (CPU)"
+        lines.append(pad + "    every row read whole into Arrow and filtered there: a DECIMAL "
+                           "of more than 18 digits, which the fused kernels do not read")
+    elif isinstance(node, n.Fused | n.Scan) and session is not None:
         sql = node.sql if isinstance(node, n.Fused) else scan_sql(node)
         try:
             inner = session.explain_query(session._translate(sql))

@@ -44,6 +44,25 @@ def _numeric(v: pa.Array, what: str) -> pa.Array:
     return v
 
 
+#: Unscaled DECIMAL values below this in magnitude have at most 15 significant digits, which
+#: a double holds exactly (``storage.sqltypes.DOUBLE_EXACT``).
+_DOUBLE_EXACT = 10**15
+
+
+def _quantile_input(v: pa.Array, what: str) -> pa.Array:
+    """The values a quantile is computed of (as doubles): a DECIMAL's only where a double
+    holds every one of them exactly; DuckDB keeps a DECIMAL's quantile a DECIMAL, which its
+    double would round."""
+    if not pa.types.is_decimal(v.type) or v.null_count == len(v):
+        return v
+    top = pc.max(pc.abs(v)).as_py()
+    if top is not None and top * 10**v.type.scale >= _DOUBLE_EXACT:
+        raise PlanError(f"{what} of DECIMAL({v.type.precision},{v.type.scale}) values of more "
+                        "than 15 significant digits is not supported (a double would round "
+                        "them); CAST the argument to DOUBLE to have it rounded")
+    return v
+
+
 def spec(a: exp.Expression, ev: Evaluator) -> Spec:
     """How Arrow computes the aggregate call ``a`` over ``ev``'s relation."""
     cond = None
@@ -95,8 +114,12 @@ def spec(a: exp.Expression, ev: Evaluator) -> Spec:
                 v = _numeric(v, fn)
             if fn == "sum" and pa.types.is_integer(v.type):  # exact past int64, as HUGEINT
                 v = v.cast(pa.decimal128(38, 0))
-            if fn == "mean" and pa.types.is_decimal(v.type):  # AVG of a DECIMAL is a DOUBLE
-                v = v.cast(pa.float64())
+            if fn in ("sum", "mean") and pa.types.is_decimal(v.type):
+                # summed exactly in 256 bits: DECIMAL(38, s), AVG a DOUBLE of it
+                t = v.type
+                return Spec(v.cast(pa.decimal256(t.precision, t.scale)), "sum",
+                            pc.ScalarAggregateOptions(skip_nulls=True, min_count=1),
+                            ("decimal", fn, t.scale))
             if fn in ("all", "any"):
                 return Spec(v, fn, pc.ScalarAggregateOptions(skip_nulls=True, min_count=1))
             return Spec(v, fn, pc.ScalarAggregateOptions(skip_nulls=True, min_count=1)
@@ -109,7 +132,7 @@ def spec(a: exp.Expression, ev: Evaluator) -> Spec:
         if type(a) is kind:
             return Spec(_numeric(v, fn).cast(pa.float64()), fn, pc.VarianceOptions(ddof=ddof))
     if isinstance(a, exp.Median):
-        return Spec(_numeric(v, "median"), "list", None, ("cont", 0.5))
+        return Spec(_quantile_input(_numeric(v, "median"), "MEDIAN"), "list", None, ("cont", 0.5))
     if isinstance(a, exp.PercentileCont | exp.PercentileDisc):
         q = a.expression
         qs = q.expressions if isinstance(q, exp.Array) else [q]
@@ -122,7 +145,7 @@ def spec(a: exp.Expression, ev: Evaluator) -> Spec:
                 raise PlanError(f"a quantile's fraction must be between 0 and 1, not {f}")
             fr.append(f)
         kind = "cont" if isinstance(a, exp.PercentileCont) else "disc"
-        return Spec(_numeric(v, "quantile"), "list", None,
+        return Spec(_quantile_input(_numeric(v, "quantile"), "a quantile"), "list", None,
                     (kind, fr if isinstance(q, exp.Array) else fr[0]))
     if isinstance(a, exp.ArrayAgg):
         return Spec(v, "list")
@@ -188,6 +211,8 @@ def _post(lists: pa.Array, post, in_type: pa.DataType) -> pa.Array:
         return lists.cast(post[1])
     if post[0] == "nan":
         return lists  # applied by _group, which has the groups' NaN flags
+    if post[0] == "decimal":
+        return lists  # applied by _group, which has the groups' counts
     rows = lists.to_pylist()
     if post[0] == "string":
         _, sep, distinct, ordered, desc = post
@@ -207,6 +232,26 @@ def _post(lists: pa.Array, post, in_type: pa.DataType) -> pa.Array:
         return pa.array([None if not r or all(x is None for x in r) else
                          [_quantile(r, kind, f) for f in q] for r in rows], pa.list_(disc_type))
     return pa.array([_quantile(r or [], kind, q) for r in rows], disc_type)
+
+
+def _decimal_result(sums: pa.Array, counts: pa.Array, fn: str, scale: int) -> pa.Array:
+    """SUM (``fn`` "sum") or AVG ("mean") of a DECIMAL of ``scale`` from each group's exact
+    sum (256 bits) and count of values, as DuckDB gives them: the sum a DECIMAL(38, scale),
+    the average its DOUBLE (the nearest double to the exact sum) divided by the count's; a
+    sum past 38 digits is DuckDB's error."""
+    top = pc.max(pc.abs(sums)).as_py()
+    if top is not None and top * 10**scale >= 10**38:
+        from bamql.errors import OutOfRangeError
+
+        raise OutOfRangeError("Overflow in SUM of DECIMAL: the result does not fit in "
+                              "DECIMAL(38)")
+    if fn == "sum":
+        return sums.cast(pa.decimal128(38, scale))
+    from fractions import Fraction
+
+    return pa.array([None if x is None else float(Fraction(x)) / n
+                     for x, n in zip(sums.to_pylist(), counts.to_pylist(), strict=True)],
+                    pa.float64())
 
 
 def aggregate_rel(rel: Rel, node: n.Aggregate, ev: Evaluator) -> Rel:
@@ -238,6 +283,9 @@ def _group(keys: list[pa.Array], specs: list[Spec], keep: tuple[int, ...], rows:
     aggs = [(f"v{j}", s.fn, s.options) if s.options is not None else (f"v{j}", s.fn)
             for j, s in enumerate(specs) if j not in lists]
     nan_flags = {j: s.post[2] for j, s in enumerate(specs) if s.post is not None and s.post[0] == "nan"}
+    decimals = {j for j, s in enumerate(specs) if s.post is not None and s.post[0] == "decimal"}
+    for j in decimals:  # AVG divides the exact sum by the count of values
+        aggs.append((f"v{j}", "count", pc.CountOptions("only_valid")))
     for j, flag in nan_flags.items():  # whether each group holds a NaN
         t = t.append_column(f"n{j}", flag)
         aggs.append((f"n{j}", "any"))
@@ -259,6 +307,8 @@ def _group(keys: list[pa.Array], specs: list[Spec], keep: tuple[int, ...], rows:
         c = g.column(f"v{j}_{s.fn}").combine_chunks()
         if s.post is not None:
             c = _post(c, s.post, s.values.type)
+        if j in decimals:
+            c = _decimal_result(c, g.column(f"v{j}_count").combine_chunks(), *s.post[1:])
         if j in nan_flags:  # NaN is above every number: MAX is NaN where a NaN is; MIN where
             nan = pa.scalar(float("nan"), c.type)  # every non-NULL value is NaN
             flag = g.column(f"n{j}_any" if s.post[1] else f"n{j}_all").combine_chunks()

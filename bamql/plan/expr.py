@@ -79,6 +79,10 @@ def _num(s: str) -> pa.Scalar:
     if any(ch in s for ch in ".eE"):
         return pa.scalar(float(s), pa.float64())
     v = int(s)
+    if not -2**63 <= v < 2**63 and len(str(abs(v))) <= 38:  # DuckDB's HUGEINT: exactly
+        from decimal import Decimal
+
+        return pa.scalar(Decimal(v), pa.decimal128(len(str(abs(v))), 0))
     return pa.scalar(v, pa.int32() if -2**31 <= v < 2**31 else pa.int64())
 
 
@@ -240,6 +244,8 @@ class Evaluator:
             return fn(self, e)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as err:
             first = str(err).splitlines()[0] if str(err) else type(err).__name__
+            if first.startswith("Decimal precision out of range"):  # Arrow's p1 + p2 + 1
+                first = "a DECIMAL result of more than 38 digits is not supported"
             raise PlanError(f"cannot evaluate {e.sql(dialect='duckdb')[:80]}: {first}") from None
 
 
@@ -349,8 +355,30 @@ def _arith(op: str):
                 from bamql.errors import OutOfRangeError
 
                 raise OutOfRangeError(f"integer overflow in {e.sql(dialect='duckdb')[:80]}") from None
+        if op in ("add", "subtract") and pa.types.is_decimal(a.type) \
+                and pa.types.is_decimal(b.type):
+            return _decimal_sum(op, a, b, e)
         return getattr(pc, op)(a, b)
     return fn
+
+
+def _decimal_sum(op: str, a: Value, b: Value, e) -> Value:
+    """``a + b`` or ``a - b`` of DECIMALs: Arrow's DECIMAL(max(p - s) + max(s) + 1, max(s)),
+    DuckDB's too, where that has at most 38 digits; else DuckDB's DECIMAL(38, max(s)),
+    computed in 256 bits, whose overflow is an error as in DuckDB."""
+    ta, tb = a.type, b.type
+    s = max(ta.scale, tb.scale)
+    if max(ta.precision - ta.scale, tb.precision - tb.scale) + s + 1 <= 38:
+        return getattr(pc, op)(a, b)
+    r = getattr(pc, op)(a.cast(pa.decimal256(ta.precision, ta.scale)),
+                        b.cast(pa.decimal256(tb.precision, tb.scale)))
+    try:
+        return r.cast(pa.decimal128(38, s))
+    except pa.ArrowInvalid:
+        from bamql.errors import OutOfRangeError
+
+        raise OutOfRangeError(f"DECIMAL overflow in {e.sql(dialect='duckdb')[:80]}: a value "
+                              "of more than 38 digits") from None
 
 
 def _check_numbers(a: Value, b: Value, e) -> None:
@@ -719,8 +747,9 @@ def _round(ev, e):
     if pa.types.is_integer(v.type):
         return v if nd >= 0 else pc.round(v.cast(pa.float64()), nd,
                                           round_mode="half_towards_infinity").cast(v.type)
-    if pa.types.is_decimal(v.type):
-        return pc.round(_widened(v), nd, round_mode="half_towards_infinity")
+    if pa.types.is_decimal(v.type):  # DuckDB's type: DECIMAL(p, min(s, max(nd, 0)))
+        t = pa.decimal128(v.type.precision, min(v.type.scale, max(nd, 0)))
+        return pc.round(_widened(v), nd, round_mode="half_towards_infinity").cast(t)
     return round_double(v, nd)
 
 
@@ -774,13 +803,18 @@ def _widened(v: Value) -> Value:
 @handles(exp.Floor)
 def _floor(ev, e):
     v = ev.eval(e.this)
-    return v if pa.types.is_integer(v.type) else pc.floor(_widened(v))
+    return v if pa.types.is_integer(v.type) else _whole(pc.floor(_widened(v)), v.type)
+
+
+def _whole(r: Value, t: pa.DataType) -> Value:
+    """FLOOR's or CEIL's value ``r`` of a DECIMAL(p, s) as DuckDB types it: DECIMAL(p, 0)."""
+    return r.cast(pa.decimal128(t.precision, 0)) if pa.types.is_decimal(t) else r
 
 
 @handles(exp.Ceil)
 def _ceil(ev, e):
     v = ev.eval(e.this)
-    return v if pa.types.is_integer(v.type) else pc.ceil(_widened(v))
+    return v if pa.types.is_integer(v.type) else _whole(pc.ceil(_widened(v)), v.type)
 
 
 def _float_fn(fn):

@@ -25,10 +25,16 @@ D = "duckdb"
 
 class Context:
     """What operators need from the session: ``run_sql`` runs a SELECT through the fused
-    kernel and returns its Arrow table; ``leaves`` collects each run's Result."""
+    kernel and returns its Arrow table; ``leaves`` collects each run's Result;
+    ``read_wide(table, columns)`` reads the columns of a stored table whole, as Arrow, where
+    one of them is a DECIMAL of more than 18 digits that the fused kernels do not take (None
+    where none is)."""
 
-    def __init__(self, run_sql: Callable[[str], object]) -> None:
+    def __init__(self, run_sql: Callable[[str], object],
+                 read_wide: Callable[[str, tuple[str, ...]], pa.Table | None] | None = None,
+                 ) -> None:
         self.run_sql = run_sql
+        self.read_wide = read_wide or (lambda table, columns: None)
         self.leaves: list = []
 
     def fused(self, sql: str) -> pa.Table:
@@ -73,7 +79,14 @@ def scan_sql(node: n.Scan) -> str:
 
 @execute.register
 def _scan(node: n.Scan, ctx: Context) -> Rel:
-    t = _positional(ctx.fused(scan_sql(node)))
+    whole = ctx.read_wide(node.table, node.columns)
+    if whole is not None:  # a wide DECIMAL among them: read whole, filtered by Arrow compute
+        t = _positional(whole)
+        if node.predicate:
+            mask = Evaluator(Rel(t, node.cols), None).condition(exp.and_(*node.predicate))
+            t = t.filter(mask)
+    else:
+        t = _positional(ctx.fused(scan_sql(node)))
     scales = dict(node.decimals)
     for i, c in enumerate(node.columns):  # a DECIMAL column's values as exact decimals
         if c in scales and pa.types.is_floating(t.column(i).type):

@@ -533,6 +533,11 @@ class ExprTranslator:
         return None
 
 
+#: The words that start the fused translator's refusal of a wide DECIMAL column (one of more
+#: than 18 digits, ``ColumnMeta.wide``), which the plan tree answers instead.
+WIDE_WORDS = "a DECIMAL of more than 18 digits"
+
+
 def column_value(name: str, meta: ColumnMeta) -> ir.Expr:
     """Column ``name`` (of ``meta``) as an expression: a DECIMAL stored as its unscaled
     integers is the ``ir.Dec`` of them; any other column its ``ir.Col``."""
@@ -540,6 +545,9 @@ def column_value(name: str, meta: ColumnMeta) -> ir.Expr:
     d = parse_decimal(meta.sql_type) if meta.kind == "int" else None
     if d is None:
         return col
+    if meta.wide:  # the plan tree's Arrow operators read it (``engine.tree``)
+        raise PlanError(f"{WIDE_WORDS} ({name!r}, DECIMAL({d[0]},{d[1]})) is not supported "
+                        "by the fused kernels")
     bound = max((abs(v) for v in (meta.min, meta.max) if isinstance(v, int)), default=0)
     return ir.dec(col, d[1], bound, name, d[0])
 

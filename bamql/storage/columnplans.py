@@ -14,11 +14,11 @@ import pyarrow.compute as pc
 from bamql.config import FloatEncoding
 from bamql.errors import IngestError
 from bamql.exactfloat import to_float64
-from bamql.storage.decimals import DecimalScan, encode, real_nans, unscaled
+from bamql.storage.decimals import DecimalScan, WideValue, encode, real_nans, unscaled, wide_unscaled
 from bamql.storage.encoding import float_storage, narrow_int_dtype, sentinel_for
 from bamql.storage.packing import packed_bits
 from bamql.storage.sources import Source, select_columns
-from bamql.storage.sqltypes import BOOLEAN, MAX_PRECISION, TIMESTAMPTZ, decimal_type
+from bamql.storage.sqltypes import BOOLEAN, MAX_PRECISION, TIMESTAMPTZ, WIDE_DTYPE, decimal_type
 from bamql.storage.writer import ColumnPlan
 
 #: Strings are dictionary-coded (int8, int16 or int32 codes by the dictionary's size); the
@@ -171,6 +171,7 @@ def column_plans(sources: Sequence[Source], cols, floats: FloatEncoding = FloatE
                  and (k == "string" or any(st.get(n) is None for st in stats))]
     types = {n: t for n, _, t in cols}
     decs = [n for n, k, _ in cols if k == "decimal"]  # their unscaled range, always scanned
+    wide: set[str] = set()  # DECIMALs with a value no int64 holds: 16 bytes a value
     need_scan += decs
     stamps = [n for n, k, _ in cols if k == "timestamp"] if pack else []
     need_scan += stamps
@@ -198,7 +199,7 @@ def column_plans(sources: Sequence[Source], cols, floats: FloatEncoding = FloatE
                     elif n in stamps:
                         _stored_range(a, n, lo, hi)
                     elif n in decs:
-                        _unscaled_range(s.path.name, a, n, types[n], lo, hi)
+                        _unscaled_range(s.path.name, a, n, types[n], lo, hi, wide)
                     else:
                         mm = pc.min_max(a.cast(pa.int64()) if pa.types.is_boolean(a.type) else a)
                         if mm["min"].is_valid:
@@ -214,6 +215,10 @@ def column_plans(sources: Sequence[Source], cols, floats: FloatEncoding = FloatE
         scan_progress(sum(s.num_rows for s in sources))
     plans = []
     for n, k, t in cols:
+        if n in wide:  # a DECIMAL of more than 18 digits: Arrow's decimal128 bytes
+            plans.append(ColumnPlan(n, "int", np.dtype(WIDE_DTYPE),
+                                    sql_type=decimal_type(t.precision, t.scale)))
+            continue
         if k in ("int", "decimal"):  # a DECIMAL as its unscaled integers, exactly
             a, b = lo.get(n, 0), hi.get(n, 0)  # an all-null column: any range will do
             sql = (decimal_type(t.precision, t.scale) if k == "decimal"
@@ -261,25 +266,34 @@ def _unscaled(a: pa.Array, t: pa.DataType) -> tuple[np.ndarray, np.ndarray | Non
 
 def _decimal_error(n: str, t: pa.DataType, why: str) -> IngestError:
     return IngestError(f"column {n!r} is DECIMAL({t.precision},{t.scale}) and its {why}: "
-                       "bamql holds a DECIMAL exactly as a 64-bit integer (18 digits), never "
+                       f"bamql holds a DECIMAL exactly, to {MAX_PRECISION} digits, never "
                        "rounded; cast it to DOUBLE to have it rounded, or leave it out with "
                        "--columns")
 
 
 def _unscaled_range(where: str, a: pa.Array, n: str, t: pa.DataType,
-                    lo: dict[str, int], hi: dict[str, int]) -> None:
+                    lo: dict[str, int], hi: dict[str, int], wide: set[str]) -> None:
     """Widen ``lo[n]``, ``hi[n]`` by the unscaled integers of decimals ``a`` (column ``n``
-    of DECIMAL type ``t``); a value that no int64 holds is a one-line error."""
+    of DECIMAL type ``t``); a value that no int64 holds puts ``n`` in ``wide`` (stored in
+    16 bytes a value, of no recorded range), one of more than 38 digits is a one-line error."""
+    if n in wide:
+        try:
+            wide_unscaled(a, t.scale)
+        except ValueError as e:
+            raise IngestError(f"{where}: {_decimal_error(n, t, str(e))}") from None
+        return
     try:
         v, nulls = _unscaled(a, t)
+    except WideValue:
+        wide.add(n)
+        _unscaled_range(where, a, n, t, lo, hi, wide)
+        return
     except ValueError as e:
         raise IngestError(f"{where}: {_decimal_error(n, t, str(e))}") from None
     if nulls is not None:
         v = v[~nulls]
     if len(v):
         a_, b_ = int(v.min()), int(v.max())
-        if a_ == np.iinfo(np.int64).min:  # the int64 NULL sentinel
-            raise IngestError(f"{where}: {_decimal_error(n, t, f'value {a_} is -2**63')}")
         lo[n] = min(lo.get(n, a_), a_)
         hi[n] = max(hi.get(n, b_), b_)
 
@@ -318,6 +332,11 @@ def to_storage(a: pa.Array, pl: ColumnPlan) -> np.ndarray:
     sent = sentinel_for(pl.dtype)
     if pa.types.is_null(a.type):  # a column with no value in this file
         a = pa.nulls(len(a), _NULL_AS[pl.kind])
+    if pl.kind == "int" and pl.decimal_scale is not None and pl.dtype.kind == "V":
+        try:  # a wide DECIMAL: Arrow's decimal128 bytes at its scale
+            return wide_unscaled(a, pl.decimal_scale)
+        except ValueError as e:
+            raise IngestError(f"column {pl.name!r} ({pl.sql_type}): {e}") from None
     if pl.kind == "int" and pl.decimal_scale is not None:  # a DECIMAL: its unscaled integers
         try:
             v, nulls = _unscaled(a, pa.decimal128(MAX_PRECISION, pl.decimal_scale))

@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from bamql.storage.format import MAX_DECIMALS, SCALED_TYPES
-from bamql.storage.sqltypes import MAX_PRECISION
+from bamql.storage.sqltypes import MAX_PRECISION, WIDE_DTYPE
 
 _POW10 = np.array([10.0**d for d in range(MAX_DECIMALS + 1)])
 #: Scaled floats are int16 at narrowest: the measures then share a width, which row groups
@@ -144,12 +144,18 @@ def encode(values: np.ndarray, scale: int, dtype: np.dtype) -> np.ndarray:
     return out
 
 
+class WideValue(ValueError):
+    """A decimal value that no int64 holds at its scale (more than 18 digits): its column is
+    stored wide (``sqltypes.WIDE_DTYPE``)."""
+
+
 def unscaled(a: pa.Array, scale: int) -> tuple[np.ndarray, np.ndarray | None]:
     """The values of decimal array ``a`` as int64 integers at ``scale`` (``value * 10**scale``,
     exactly) and the mask of its NULLs (None where it has none; their integers are 0).
 
     Raises ``ValueError`` naming the first value that has more decimals than ``scale`` or
-    does not fit an int64 at that scale (more than 18 digits)."""
+    more than 38 digits, ``WideValue`` naming the first that does not fit an int64 at that
+    scale (more than 18 digits) or is -2**63 (the int64 NULL)."""
     t = a.type
     if not pa.types.is_decimal(t) or t.scale > scale:
         raise ValueError(f"a {t} column is not a decimal of at most {scale} decimals")
@@ -167,9 +173,10 @@ def unscaled(a: pa.Array, scale: int) -> tuple[np.ndarray, np.ndarray | None]:
     if nulls is not None:
         fits |= nulls
     out = np.where(nulls, 0, lo) if nulls is not None else lo.copy()
+    fits &= lo != np.iinfo(np.int64).min  # the int64 NULL sentinel
     if not fits.all():
         bad = int(np.argmin(fits))
-        raise ValueError(f"value {a[bad].as_py()} has more than 18 digits at scale {t.scale}")
+        raise WideValue(f"value {a[bad].as_py()} has more than 18 digits at scale {t.scale}")
     k = scale - a.type.scale
     if k:
         m = 10**k
@@ -177,10 +184,53 @@ def unscaled(a: pa.Array, scale: int) -> tuple[np.ndarray, np.ndarray | None]:
         big = np.abs(out) > limit
         if big.any():
             bad = int(np.argmax(big))
-            raise ValueError(f"value {a[bad].as_py()} has more than 18 digits at scale "
-                             f"{scale}")
+            raise WideValue(f"value {a[bad].as_py()} has more than 18 digits at scale "
+                            f"{scale}")
         out = out * np.int64(m)
     return out, nulls
+
+
+def wide_unscaled(a: pa.Array, scale: int) -> np.ndarray:
+    """The values of decimal (or integer) array ``a`` as a wide DECIMAL stores them: 16 bytes
+    each (``sqltypes.WIDE_DTYPE``, Arrow's ``decimal128`` layout) at ``scale``, exactly, its
+    NULLs ``sqltypes.WIDE_NULL``.
+
+    Raises ``ValueError`` where a value has more decimals than ``scale`` or more than 38
+    digits at it."""
+    from bamql.storage.encoding import sentinel_for
+
+    if pa.types.is_null(a.type):
+        return np.full(len(a), sentinel_for(np.dtype(WIDE_DTYPE)))
+    if not (pa.types.is_decimal(a.type) or pa.types.is_integer(a.type)):
+        raise ValueError(f"a {a.type} column is not a decimal")
+    try:
+        d = a.cast(pa.decimal128(MAX_PRECISION, scale))
+    except pa.ArrowInvalid:
+        raise ValueError(f"a value of the {a.type} column has more than {MAX_PRECISION} "
+                         f"digits at scale {scale}, or more than {scale} decimals") from None
+    n = len(d)
+    words = np.frombuffer(d.buffers()[1], dtype=np.int64)[2 * d.offset: 2 * (d.offset + n)]
+    out = words.copy().view(np.dtype(WIDE_DTYPE))
+    if d.null_count:
+        out[np.asarray(d.is_null())] = sentinel_for(out.dtype)
+    return out
+
+
+def wide_array(stored: np.ndarray, precision: int, scale: int) -> pa.Array:
+    """A wide DECIMAL's stored values (``wide_unscaled``) as Arrow's ``decimal128(precision,
+    scale)``, exactly, NULLs restored."""
+    from bamql.storage.encoding import null_mask
+
+    v = np.ascontiguousarray(stored, dtype=np.dtype(WIDE_DTYPE))
+    nulls = null_mask(v)
+    words = v.view(np.int64).copy()
+    validity, n_null = None, 0
+    if nulls.any():
+        words.reshape(-1, 2)[nulls] = 0
+        validity = pa.array(~nulls).buffers()[1]
+        n_null = int(np.count_nonzero(nulls))
+    return pa.Array.from_buffers(pa.decimal128(precision, scale), len(v),
+                                 [validity, pa.py_buffer(words.tobytes())], null_count=n_null)
 
 
 def decimal_array(values: np.ndarray, nulls: np.ndarray | None, precision: int,
@@ -209,6 +259,8 @@ def sql_typed(sql_type: str | None, values: np.ndarray, nulls: np.ndarray | None
     d = parse_decimal(sql_type)
     if d is None:
         return None
+    if values.dtype == np.dtype(WIDE_DTYPE):  # NULLs are its stored -2**127
+        return wide_array(values, *d)
     return decimal_array(values, nulls, *d)
 
 

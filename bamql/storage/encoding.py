@@ -25,11 +25,13 @@ NULL_F32_BITS = 0x7FC0_4E55
 def sentinel_for(dtype: np.dtype):
     """The null sentinel of a storage dtype: for floats the NaN of bits ``NULL_F64_BITS`` /
     ``NULL_F32_BITS`` (a NumPy scalar of the dtype, which keeps the bits), for integers the
-    minimum."""
+    minimum, for a wide DECIMAL's 16-byte values -2**127 (``sqltypes.WIDE_NULL``)."""
     dtype = np.dtype(dtype)
     if dtype.kind == "f":
         bits = np.array([_null_bits(dtype)], dtype=_bits_dtype(dtype))
         return bits.view(dtype)[0]
+    if dtype.kind == "V":  # a wide DECIMAL's 16 bytes (``sqltypes.WIDE_DTYPE``): -2**127
+        return np.array([0, np.iinfo(np.int64).min], np.int64).view(dtype)[0]
     return int(np.iinfo(dtype).min)
 
 

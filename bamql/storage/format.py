@@ -79,8 +79,10 @@ MAX_DECIMALS = 4
 
 #: Logical kinds a column may have.
 KINDS = ("int", "float", "timestamp", "string")
-#: Storage types of each kind (a string's are those of its dictionary codes).
-STORAGE_TYPES = {"int": ("int8", "int16", "int32", "int64"), "float": ("float32", "float64"),
+#: Storage types of each kind (a string's are those of its dictionary codes; an int's
+#: ``V16``: a DECIMAL of more than 18 digits, ``sqltypes.WIDE_DTYPE``).
+STORAGE_TYPES = {"int": ("int8", "int16", "int32", "int64", "V16"),
+                 "float": ("float32", "float64"),
                  "timestamp": ("int64",), "string": ("int8", "int16", "int32")}
 #: Storage types of a float column stored as scaled integers (``scale >= 1``).
 SCALED_TYPES = ("int16", "int32")
@@ -191,6 +193,14 @@ class ColumnMeta:
     @property
     def packed(self) -> bool:
         return self.bits > 0
+
+    @property
+    def wide(self) -> bool:
+        """Whether the column is a DECIMAL of more than 18 digits held in 16 bytes a value
+        (``sqltypes.WIDE_DTYPE``), which only the plan tree's Arrow operators read."""
+        from bamql.storage.sqltypes import WIDE_DTYPE
+
+        return self.dtype == WIDE_DTYPE
 
     @property
     def value_bits(self) -> int:
@@ -593,6 +603,9 @@ def _column_inconsistency(m: Manifest, c: ColumnMeta) -> str | None:
     if c.sql_type is not None and not (_sql_type_ok(c) if c.kind == "int" else
                                        c.kind == "timestamp" and _is_timestamptz(c)):
         return f"SQL type {c.sql_type!r} does not fit a {c.kind} column"
+    if c.wide and (c.sql_type is None or c.sql_type == "BOOLEAN" or c.bits or c.scale
+                   or c.min is not None or c.max is not None or c.histogram is not None):
+        return "a 16-byte column is a DECIMAL of no recorded range, stored plain"
     scaled = c.kind == "float" and c.dtype in SCALED_TYPES
     if c.dtype not in STORAGE_TYPES[c.kind] and not scaled:
         return f"storage type {c.dtype!r} is not one of a {c.kind} column's"

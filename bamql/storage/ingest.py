@@ -62,6 +62,7 @@ from bamql.storage.sources import (
     TableSource,
     open_source,
 )
+from bamql.storage.sqltypes import WIDE_DTYPE
 from bamql.storage.writer import PageWriter, sync
 
 
@@ -626,8 +627,11 @@ def _finish_store(d: Path, writer: PageWriter, plans, rows: int, page_size: int,
         ids = slice(writer.first_page[i], writer.first_page[i] + -(-rows // writer.rows_per_page[i]))
         exact = (writer.izmin[ids], writer.izmax[ids]) if pl.dtype.kind == "i" and not pl.scale else ()
         lo, hi = column_range(writer.zmin[ids], writer.zmax[ids], *exact)
+        dtype = pl.dtype.name
+        if pl.dtype.kind == "V":  # a wide DECIMAL: 16 bytes a value, no recorded range
+            dtype, lo, hi = WIDE_DTYPE, None, None
         columns.append(ColumnMeta(
-            name=pl.name, kind=pl.kind, dtype=pl.dtype.name,
+            name=pl.name, kind=pl.kind, dtype=dtype,
             first_page=writer.first_page[i], n_pages=ids.stop - ids.start,
             rows_per_page=writer.rows_per_page[i], nulls=r["nulls"], min=lo, max=hi,
             dictionary=pl.dictionary, histogram=r["histogram"], scale=pl.scale, bits=pl.bits,

@@ -66,9 +66,14 @@ def zone_maps(values: np.ndarray, rows_per_page: int, sentinel) -> tuple[np.ndar
     A page with no non-null value has min ``+inf`` and max ``-inf``. A float NULL is the
     NULL bit pattern (``encoding.null_mask``); a NaN is a value larger than any other, as in
     DuckDB: it leaves the min alone and makes the max ``+inf`` (so that a page holding one is
-    never pruned for ``x > c``).
+    never pruned for ``x > c``). A wide DECIMAL's pages (``sqltypes.WIDE_DTYPE``) get
+    ``-inf`` and ``+inf``: never pruned.
     """
     v = values.reshape(-1, rows_per_page)
+    if v.dtype.kind == "V":  # a wide DECIMAL's 16 bytes: no zone maps, any value may be in
+        null = v == sentinel
+        return (np.full(len(v), -np.inf), np.full(len(v), np.inf),
+                null.sum(axis=1).astype(np.int32))
     if v.dtype.kind == "f":
         null = null_mask(v)
         nan = np.isnan(v) & ~null

@@ -20,6 +20,13 @@ MAX_PRECISION = 38
 #: Unscaled values below this in magnitude have at most 15 significant digits, which a double
 #: holds exactly: distinct ones stay distinct and in order when decoded to doubles.
 DOUBLE_EXACT = 10**15
+#: The storage type of a DECIMAL column whose unscaled values do not all fit an int64 (more
+#: than 18 digits): 16 bytes per value, Arrow's ``decimal128`` layout (two's complement,
+#: little-endian: the low int64 half, then the high one). Its NULL is ``WIDE_NULL``.
+WIDE_DTYPE = "V16"
+#: The unscaled value a wide DECIMAL's NULL is stored as: -2**127, which no DECIMAL(38)
+#: reaches (its values are below 10**38 < 2**127 in magnitude).
+WIDE_NULL = -(2**127)
 
 
 def decimal_type(precision: int, scale: int) -> str:

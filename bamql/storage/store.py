@@ -488,6 +488,8 @@ def decode(c: ColumnMeta, vals: np.ndarray) -> pa.Array:
     if c.kind == "int" and c.sql_type is not None:  # a DECIMAL or BOOLEAN, exactly
         from bamql.storage.decimals import sql_typed
 
+        if c.wide:  # 16-byte values, their NULLs the stored sentinel
+            return sql_typed(c.sql_type, vals, mask)
         return sql_typed(c.sql_type, np.where(mask, 0, vals), mask)
     if c.kind == "int":
         return pa.array(vals.astype(np.int64), mask=mask, type=pa.int64())

@@ -154,17 +154,17 @@ def test_the_plan_tree_computes_decimals_exactly(sources, tmp_path):
         _same_typed(_rows(con, sql), duckdb.sql(sql).fetchall())
 
 
-def test_a_decimal_that_no_int64_holds_is_refused_in_one_line(tmp_path):
-    t = pa.table({"big": pa.array([Decimal("1234567890123456789012.5")], pa.decimal128(38, 1))})
+def test_a_decimal_of_more_than_38_digits_is_refused_in_one_line(tmp_path):
+    t = pa.table({"big": pa.array([Decimal(10**45)], pa.decimal256(50, 0))})
     pq.write_table(t, tmp_path / "b.parquet")
     with pytest.raises(IngestError) as e:
         ingest([tmp_path / "b.parquet"], tmp_path / "data" / "b")
     msg = str(e.value)
-    assert "\n" not in msg and "'big'" in msg and "DECIMAL(38,1)" in msg
-    assert "more than 18 digits" in msg
+    assert "\n" not in msg and "'big'" in msg and "DECIMAL(50,0)" in msg
+    assert "more than 38 digits" in msg
     with bamql.connect(":memory:") as con, pytest.raises(bamql.errors.BamqlError, match="'big'"):
         con.sql(f"SELECT big FROM '{tmp_path / 'b.parquet'}'")
-    # a DECIMAL(38, s) whose values fit int64 is kept, exactly
+    # a DECIMAL(38, s) whose values fit int64 is kept as int64, exactly
     ok = pa.table({"d": pa.array([Decimal("123456789012345.6789")], pa.decimal128(38, 4))})
     pq.write_table(ok, tmp_path / "ok.parquet")
     with bamql.connect(":memory:") as con:
@@ -235,3 +235,177 @@ def test_issue_41_on_the_gpu(sources, backend):
     with bamql.connect(sources / "data", device="gpu", backend=backend) as con:
         for sql in QUERIES:
             _same_typed(_rows(con, sql), _duck(sql, WIDE))
+
+
+# -- DECIMALs of more than 18 digits: stored in 16 bytes, answered by the plan tree ----------
+
+#: the reproducer of the task: a DECIMAL(22,2) that no int64 holds
+REPRO = pa.table({"d": pa.array([Decimal("12345678901234567890.12"), Decimal("-1.5"), None],
+                                pa.decimal128(22, 2))})
+
+#: scales 0..10, values near +-10**37 (at scale s: 38 - s integer digits at most), NULLs,
+#: beside a narrow DECIMAL, a DECIMAL(38,2) whose values all fit int64, and a group key
+_BIG = 10**37
+
+
+def _wide_values(s: int) -> list[Decimal | None]:
+    q = Decimal(1).scaleb(-s)
+    vals = [Decimal(_BIG + 7).scaleb(-s), Decimal(-_BIG - 3).scaleb(-s),
+            Decimal(_BIG - 1).scaleb(-s), Decimal(-_BIG + 1).scaleb(-s), None,
+            Decimal("1.5").quantize(q) if s else Decimal(2), Decimal(0), None,
+            Decimal(_BIG + 7).scaleb(-s)]
+    return vals
+
+
+EDGE = pa.table({
+    **{f"w{s}": pa.array(_wide_values(s), pa.decimal128(38, s)) for s in range(11)},
+    "m": pa.array([Decimal(-2**63 + 1).scaleb(-2), Decimal(2**63 - 1).scaleb(-2), None, Decimal(1),
+                   Decimal("-0.5"), Decimal(3), Decimal(4), Decimal(5), Decimal(6)],
+                  pa.decimal128(38, 2)),
+    "n": pa.array([Decimal("1.25"), None, Decimal("-3.5"), Decimal("0"), Decimal("9.99"),
+                   Decimal("1.25"), Decimal("2"), Decimal("-1"), Decimal("4")],
+                  pa.decimal128(10, 2)),
+    "k": pa.array([1, 2, 1, 2, 3, 1, None, 2, 3], pa.int64()),
+})
+
+
+def _wide_queries(c: str, s: int) -> list[str]:
+    """Filters, projection, aggregates, GROUP BY and ORDER BY of wide column ``c`` (scale
+    ``s``), each with a constant of its own digits."""
+    big = str(Decimal(_BIG + 7).scaleb(-s))
+    near = str(Decimal(_BIG + 6).scaleb(-s))
+    neg = str(Decimal(-_BIG - 3).scaleb(-s))
+    return [
+        f"SELECT {c} FROM r",
+        f"SELECT {c}, k, n FROM r ORDER BY {c}, k",
+        f"SELECT k, {c} FROM r ORDER BY {c} DESC NULLS FIRST, k",
+        f"SELECT COUNT(*), COUNT({c}), MIN({c}), MAX({c}), SUM({c}), AVG({c}) FROM r",
+        f"SELECT k, COUNT({c}), MIN({c}), MAX({c}), SUM({c}), AVG({c}), SUM(n), MIN(m) "
+        f"FROM r GROUP BY k ORDER BY k",
+        f"SELECT k FROM r WHERE {c} = {big} ORDER BY k",
+        f"SELECT k FROM r WHERE {c} <> {big} ORDER BY k",
+        f"SELECT COUNT(*) FROM r WHERE {c} < {near}",
+        f"SELECT COUNT(*) FROM r WHERE {c} <= {neg}",
+        f"SELECT COUNT(*) FROM r WHERE {c} > {near}",
+        f"SELECT COUNT(*) FROM r WHERE {c} >= 0",
+        f"SELECT COUNT(*) FROM r WHERE {c} BETWEEN {neg} AND {near}",
+        f"SELECT COUNT(*) FROM r WHERE {c} IN ({big}, 0, {neg})",
+        f"SELECT COUNT(*) FROM r WHERE {c} NOT IN ({big}, 0)",
+        f"SELECT COUNT(*) FROM r WHERE {c} IS NULL",
+        f"SELECT SUM(n), COUNT(*) FROM r WHERE {c} IS NOT NULL AND k > 1",
+        f"SELECT k, {c} FROM r WHERE n > 0 AND {c} < {big} ORDER BY k, {c}",
+    ]
+
+
+def _duck_arrow(sql: str, t: pa.Table) -> pa.Table:
+    con = duckdb.connect()
+    con.register("r", t)
+    out = con.sql(sql).arrow()
+    return out.read_all() if hasattr(out, "read_all") else out
+
+
+def _same_as_duckdb(con, sql: str, ours_sql: str, t: pa.Table) -> None:
+    """Our answer equals DuckDB's exactly: the same rows, values and Arrow types."""
+    ours, ref = con.sql(ours_sql).to_arrow(), _duck_arrow(sql, t)
+    assert ours.schema.types == ref.schema.types, (sql, ours.schema, ref.schema)
+    got = [tuple(r.values()) for r in ours.to_pylist()]
+    want = [tuple(r.values()) for r in ref.to_pylist()]
+    assert got == want, (sql, got, want)
+
+
+@pytest.fixture(scope="module")
+def wide_sources(tmp_path_factory):
+    d = tmp_path_factory.mktemp("wide")
+    pq.write_table(REPRO, d / "repro.parquet")
+    pq.write_table(EDGE, d / "edge.parquet", row_group_size=4)
+    ingest([d / "repro.parquet"], d / "data" / "repro", page_size=512)
+    ingest([d / "edge.parquet"], d / "data" / "r", page_size=512)
+    return d
+
+
+def test_the_reproducer_answers_exactly(wide_sources):
+    f = wide_sources / "repro.parquet"
+    queries = ["SELECT SUM(d) FROM r", "SELECT d FROM r", "SELECT MIN(d), MAX(d), AVG(d) FROM r",
+               "SELECT COUNT(*) FROM r WHERE d > 12345678901234567890.11"]
+    with bamql.connect(":memory:") as con:
+        for sql in queries:
+            _same_as_duckdb(con, sql, sql.replace("FROM r", f"FROM '{f}'"), REPRO)
+    with bamql.connect(wide_sources / "data", device="cpu") as con:
+        for sql in queries:
+            _same_as_duckdb(con, sql, sql.replace("FROM r", "FROM repro"), REPRO)
+        assert con.sql("SELECT SUM(d) FROM repro").rows() == [(Decimal("12345678901234567888.62"),)]
+        assert con.sql("DESCRIBE repro").rows()[0][1] == "DECIMAL(22,2)"
+        # the store holds it in 16 bytes a value; a DECIMAL(38,2) whose values fit stays int64
+        st = con.store("r").parts[0]
+        assert st.column("w2").wide and st.column("w2").dtype == "V16"
+        assert not st.column("m").wide and st.column("m").dtype == "int64"
+
+
+@pytest.mark.parametrize("scale", range(11))
+def test_wide_decimals_on_a_file_in_place(wide_sources, scale):
+    f = wide_sources / "edge.parquet"
+    with bamql.connect(":memory:") as con:
+        for sql in _wide_queries(f"w{scale}", scale):
+            _same_as_duckdb(con, sql, sql.replace("FROM r", f"FROM '{f}' AS r"), EDGE)
+
+
+@pytest.mark.parametrize("scale", range(11))
+def test_wide_decimals_on_an_ingested_store(wide_sources, scale):
+    with bamql.connect(wide_sources / "data", device="cpu") as con:
+        for sql in _wide_queries(f"w{scale}", scale):
+            _same_as_duckdb(con, sql, sql, EDGE)
+
+
+def test_a_decimal_38_whose_values_fit_int64_answers_as_before(wide_sources):
+    """Column ``m`` is DECIMAL(38,2) with values to +-(2**63 - 1): int64, the fused kernels."""
+    with bamql.connect(wide_sources / "data", device="cpu") as con:
+        for sql in ("SELECT SUM(m), MIN(m), MAX(m), COUNT(m) FROM r",
+                    "SELECT k, SUM(m) FROM r GROUP BY k ORDER BY k",
+                    "SELECT COUNT(*) FROM r WHERE m > 92233720368547758.06",
+                    "SELECT m FROM r ORDER BY m"):
+            _same_as_duckdb(con, sql, sql, EDGE)
+            assert "Scan" not in con.explain(sql) or "18 digits" not in con.explain(sql)
+
+
+def test_a_wide_decimal_of_a_registered_table(tmp_path, monkeypatch):
+    monkeypatch.setenv("BAMQL_FILE_CACHE", str(tmp_path))
+    with bamql.connect(":memory:") as con:
+        con.register("r", EDGE)
+        for sql in _wide_queries("w3", 3)[:6]:
+            _same_as_duckdb(con, sql, sql, EDGE)
+
+
+def test_explain_says_where_a_wide_decimal_is_read(wide_sources):
+    with bamql.connect(wide_sources / "data", device="cpu") as con:
+        txt = con.explain("SELECT k, SUM(w2) FROM r WHERE k > 1 GROUP BY k")
+    assert "more than 18 digits" in txt and "read whole into Arrow" in txt
+
+
+@pytest.mark.parametrize("sql, words", [
+    ("SELECT MEDIAN(w2) FROM r", "MEDIAN of DECIMAL(38,2) values of more than 15 significant"),
+    ("SELECT quantile_cont(w2, 0.5) FROM r", "quantile of DECIMAL(38,2)"),
+    ("SELECT w2 * w2 FROM r", "more than 38 digits is not supported"),
+])
+def test_what_a_wide_decimal_does_not_answer_is_refused_in_one_line(wide_sources, sql, words):
+    with bamql.connect(wide_sources / "data", device="cpu") as con, \
+            pytest.raises(PlanError) as e:
+        con.sql(sql)
+    assert "\n" not in str(e.value) and words in str(e.value)
+
+
+def test_rounding_a_wide_decimal_keeps_duckdbs_types(wide_sources):
+    """FLOOR, CEIL and ROUND of a DECIMAL(p,s) are DECIMAL(p,0) and DECIMAL(p,min(s,d)) in
+    DuckDB; the plan tree gives them so."""
+    with bamql.connect(wide_sources / "data", device="cpu") as con:
+        for sql in ("SELECT FLOOR(w3), CEIL(w3), ROUND(w3), ROUND(w3, 1), ROUND(w3, 5), "
+                    "ROUND(w3, -2), ABS(w3), -w3, w3 + 1 FROM r",
+                    "SELECT FLOOR(n), CEIL(n), ROUND(n, 1), k FROM r WHERE w1 IS NOT NULL "
+                    "ORDER BY k, n"):
+            _same_as_duckdb(con, sql, sql, EDGE)
+
+
+def test_a_wide_decimal_store_verifies(wide_sources):
+    from bamql.storage.partitioned import open_table
+
+    with open_table(wide_sources / "data" / "r") as table:
+        assert table.verify() == []
