@@ -88,13 +88,17 @@ def _infinity_first(names: tuple[str, ...], rows: list[list[str]]) -> tuple[str,
     return tuple(out)
 
 
+#: The words DuckDB's BOOLEAN reads (in any case; the usual spellings here)
+BOOLEAN_WORDS = {v: [c for w in words for c in (w, w.capitalize(), w.upper())]
+                 for v, words in ((True, ("true", "t", "yes")), (False, ("false", "f", "no")))}
+
 #: The value types the sniffer tells apart from text, as DuckDB's sniffer casts: integers
 #: (digits only: ``1_0`` is text), doubles (``nan``, ``inf`` and ``infinity`` too, as
-#: DuckDB's DOUBLE reads them), booleans, dates and timestamps.
+#: DuckDB's DOUBLE reads them), booleans (``t``, ``no``...), dates and timestamps.
 _TYPES = {
     "integer": re.compile(r"[+-]?\d+"),
     "double": re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|[+-]?(?i:nan|inf|infinity)"),
-    "boolean": re.compile(r"(?i:true|false)"),
+    "boolean": re.compile(r"(?i:true|false|t|f|yes|no)"),
     "timestamp": re.compile(r"\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?"
                            r"([+-]\d{2}(:?\d{2})?|Z)?)?"),
 }
@@ -117,8 +121,8 @@ def _has_header(rows: list[list[str]]) -> bool:
     integers, ``nan`` over integers; ``inf`` over doubles is a value, as in DuckDB), or
     every column holds text only."""
     first, rest = rows[0], rows[1:]
-    if not rest:  # one row: a header unless every field has a value type
-        return any(_type_of(x) == "text" for x in first if x)
+    if not rest:  # one row: a header where every field is text (one empty or typed: data)
+        return all(x.strip() and _type_of(x) == "text" for x in first)
     all_text = True
     for i, name in enumerate(first):
         kinds = frozenset(_type_of(r[i]) for r in rest if i < len(r) and r[i] != "")

@@ -13,7 +13,7 @@ import pyarrow.orc as paorc
 import pyarrow.parquet as pq
 
 from bamql.errors import IngestError
-from bamql.storage.csvsniff import SAMPLE_BYTES, Dialect, sniff
+from bamql.storage.csvsniff import BOOLEAN_WORDS, SAMPLE_BYTES, Dialect, sniff
 from bamql.storage.fileoptions import CsvOptions, FileOptions
 from bamql.storage.remote import RemotePath, is_uri
 from bamql.storage.remote import error as remote_error
@@ -214,6 +214,7 @@ class CsvSource(Source):
             include_columns=columns or [], null_values=list(o.nulls if o.nulls is not None
                                                             else [""]),
             strings_can_be_null=True, column_types=self._types,
+            true_values=BOOLEAN_WORDS[True], false_values=BOOLEAN_WORDS[False],
             timestamp_parsers=[o.timestamp_format] if o.timestamp_format else None)
         src = self.path.open_input_stream() if isinstance(self.path, RemotePath) \
             else str(self.path)

@@ -29,6 +29,12 @@ FILES = {
     "infinity_no_header.csv": "inf\n1.5\n2.5\n",
     "infinities_no_header.csv": "-Infinity,a\n1.5,b\nINF,c\n",
     "infinity_over_integers.csv": "inf\n1\n2\n",
+    # one row: a header only where every field is text ('t' is a BOOLEAN, '' a NULL)
+    "one_row_boolean_word.csv": "e,k,t\n",
+    "one_row_empty_field.csv": "a,,b\n",
+    "one_row_names.csv": "e,k,s\n",
+    # DuckDB's BOOLEAN words: t/f, yes/no in any of the usual cases
+    "boolean_words.csv": "x,y\nf,yes\nT,No\n",
     "spaced_names.csv": "a, b\n1,2\n",
     # DuckDB pads the names of eleven columns or more: column00 .. column10
     "eleven_no_header.csv": ",".join(map(str, range(11))) + "\n" + ",".join("1" * 11) + "\n",
