@@ -58,7 +58,7 @@ class DaskRunner:
     page cache."""
 
     where = "dask"
-    place = "on the Dask cluster"
+    place = "on the Dask cluster (partition i on worker i mod n)"
 
     def __init__(self, client, device: Device, backend: Backend, cache: int | None) -> None:
         self.client, self.device, self.backend, self.cache = client, device, backend, cache

@@ -167,8 +167,7 @@ class KernelAggregate:
         else:
             g = finish(acc, kernel_query(q), plan.key_domains)
             if ir.quantile_aggs(q):
-                g = quantiles(table, q, plan.key_domains, g, s._medium(), s.device,
-                              s.backend, stats)
+                g = quantiles(table, q, plan.key_domains, g, s._medium(), runner, stats)
             out = assemble(g, q, table.columns)
         return Result(out, stats, text)
 

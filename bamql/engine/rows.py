@@ -38,6 +38,7 @@ from bamql.storage.partitioned import PartitionedTable
 from bamql.storage.store import PageStore
 
 Vec = tuple[np.ndarray, np.ndarray]  # (values, valid)
+Slotted = tuple[np.ndarray, np.ndarray]  # (group slots, values)
 
 #: EXPLAIN's line for a step that a GPU session runs on the CPU
 ON_CPU = "rows: materialized on the CPU (row queries and quantiles have no GPU kernel)"
@@ -326,7 +327,8 @@ def explain_rows(q: ir.RowQuery, plan_text: str, on_gpu: bool) -> str:
     if q.order:
         lines.append("  order by: " + ", ".join(
             f"{show(e)}{' DESC' if d else ''}{' NULLS FIRST' if nf else ''}" for e, d, nf in q.order)
-            + ("  (top-k per morsel)" if q.limit is not None else ""))
+            + ("  (top-k per morsel and partition, the candidates merged)"
+               if q.limit is not None else ""))
     if q.limit is not None or q.offset:
         lines.append(f"  limit {q.limit if q.limit is not None else 'all'} offset {q.offset}")
     lines += list(q.steps)
@@ -347,19 +349,29 @@ def kernel_query(q: ir.Query) -> ir.Query:
     return dataclasses.replace(q, aggs=aggs)
 
 
-def quantiles(table: PartitionedTable, q: ir.Query, domains, g: Grouped, medium: Medium,
-              device: Device, backend: Backend, stats: QueryStats) -> Grouped:
-    """``g`` (the kernel's groups of ``kernel_query(q)``) with each quantile of ``q``
-    computed exactly from the matching rows' values, NULLs left out; a group without a
-    value gets NULL. The reads are added to ``stats``."""
-    js = ir.quantile_aggs(q)
-    cols = tuple(dict.fromkeys(c for e in (*q.keys, *(q.aggs[j] for j in js))
-                               for c in ir.columns_of(e)))
-    strides = key_strides(domains)
-    slots_parts: list[np.ndarray] = []
-    vals_parts: dict[int, list[Vec]] = {j: [] for j in js}
-    for store in table.parts:
-        matches, st = row_matches(store, q.table, q.predicate, cols, medium, device, backend)
+@dataclasses.dataclass(frozen=True)
+class QuantileTask:
+    """One partition's values of a query's quantiles (``runner.PartitionTask``): per
+    quantile aggregate, the group slot (over the table's key ``domains``) and the value of
+    each matching row where its argument is valid and its FILTER holds (None: no such row).
+    The partials keep the partitions' order, so that the values come together as in one
+    process."""
+
+    q: ir.Query
+    domains: tuple
+    medium: Medium
+
+    ordered: ClassVar[bool] = True
+
+    def run(self, store: PageStore, device: Device, backend: Backend,
+            engine) -> tuple[dict[int, Slotted | None], QueryStats]:
+        q, domains = self.q, self.domains
+        js = ir.quantile_aggs(q)
+        cols = tuple(dict.fromkeys(c for e in (*q.keys, *(q.aggs[j] for j in js))
+                                   for c in ir.columns_of(e)))
+        strides = key_strides(domains)
+        got: dict[int, list[Slotted]] = {j: [] for j in js}
+        matches, st = row_matches(store, q.table, q.predicate, cols, self.medium, device, backend)
         for window, rows, vals in matches:
             for c in cols:
                 if c not in vals:
@@ -370,26 +382,51 @@ def quantiles(table: PartitionedTable, q: ir.Query, domains, g: Grouped, medium:
             for k, d, s in zip(q.keys, domains, strides, strict=True):
                 kv, kok = evaluate(k, env, n)
                 slot += np.where(kok, d.index(np.where(kok, kv, 0)) - d.base, d.size) * s
-            slots_parts.append(slot)
             for j in js:
                 a = q.aggs[j]
                 v, ok = widen(*evaluate(a.arg, env, n), n)
                 if a.filter is not None:
                     fv, fok = widen(*evaluate(a.filter, env, n), n)
                     ok = ok & fv.astype(bool) & fok
-                vals_parts[j].append((v, ok))
+                got[j].append((slot[ok], v[ok]))
+        return {j: _cat(parts) for j, parts in got.items()}, st
+
+    def merge(self, partials: list[dict[int, Slotted | None]]) -> dict[int, Slotted | None]:
+        """Partials in partition order as one: each quantile's slots and values
+        concatenated."""
+        return {j: _cat([p[j] for p in partials if p[j] is not None])
+                for j in ir.quantile_aggs(self.q)}
+
+    def enough(self, partials: list[dict[int, Slotted | None]]) -> bool:
+        return False
+
+
+def _cat(parts: list[Slotted]) -> Slotted | None:
+    """(slots, values) pairs as one (None: none)."""
+    if not parts:
+        return None
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+
+def quantiles(table: PartitionedTable, q: ir.Query, domains, g: Grouped, medium: Medium,
+              runner, stats: QueryStats) -> Grouped:
+    """``g`` (the kernel's groups of ``kernel_query(q)``) with each quantile of ``q``
+    computed exactly from the matching rows' values, NULLs left out; a group without a
+    value gets NULL. The values are read by the table's ``runner`` (``QuantileTask``); the
+    reads are added to ``stats``."""
+    task = QuantileTask(q, tuple(domains), medium)
+    partials = runner.map(table, task)
+    for st in partials.stats:
         _absorb_io(stats, st)
-    slot = np.concatenate(slots_parts) if slots_parts else np.empty(0, np.int64)
+    got = task.merge(partials.accs)
+    strides = key_strides(domains)
     present = np.zeros(g.n, np.int64)  # the slot of each of the kernel's groups
     for (kv, kok), d, s in zip(g.keys, domains, strides, strict=True):
         present += np.where(kok, d.index(np.where(kok, kv, 0)) - d.base, d.size) * s
     aggs = list(g.aggs)
-    for j in js:
-        a = q.aggs[j]
-        parts = vals_parts[j]
-        v = np.concatenate([p[0] for p in parts]) if parts else np.empty(0)
-        ok = np.concatenate([p[1] for p in parts]) if parts else np.empty(0, bool)
-        aggs[j] = _quantile(slot[ok], v[ok], a, present)
+    for j, sv in got.items():
+        slot, v = sv if sv is not None else (np.empty(0, np.int64), np.empty(0))
+        aggs[j] = _quantile(slot, v, q.aggs[j], present)
     return Grouped(g.keys, aggs, g.n)
 
 

@@ -88,6 +88,9 @@ TOPK = [
     "ORDER BY fare_amount DESC NULLS FIRST, id DESC LIMIT 12",
     "SELECT id, trip_distance FROM trips ORDER BY trip_distance DESC, id LIMIT 10",
     "SELECT id, tip_amount FROM trips WHERE tip_amount > 3 AND id % 7 = 0",
+    # quantiles: the values read after the kernel, by the same runner
+    "SELECT vendor_id, MEDIAN(tip_amount), quantile_disc(id, 0.3), "
+    "quantile_cont(trip_distance, 0.75) FROM trips GROUP BY vendor_id ORDER BY 1",
 ]
 
 
@@ -121,12 +124,15 @@ def test_hashed_group_by_on_the_cluster_matches_local_and_duckdb(parted, client,
 
 
 @pytest.mark.parametrize("sql", TOPK)
-def test_top_k_and_rows_on_the_cluster_match_local_and_duckdb(parted, client, local, sql):
+def test_top_k_rows_and_quantiles_on_the_cluster_match_local_and_duckdb(parted, client, local, sql):
     data, t = parted
     with bamql.connect(data, device="cpu", cluster=client) as con:
         assert "run on the Dask cluster" in con.explain(sql)
-        res = con.sql(sql)
+        with distributed.get_task_stream(client) as stream:
+            res = con.sql(sql)
         got = res.rows()
+    tasks = [x for x in stream.data if str(x["key"]).startswith("bamql_task")]
+    assert len(tasks) == 2  # the rows (or the quantiles' values) read on both workers
     assert res.stats.device == "cpu/dask"
     ordered = "ORDER BY" in sql
     # the same rows in the same order: ties in partition order, then row order
