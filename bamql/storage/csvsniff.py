@@ -36,6 +36,10 @@ class Dialect:
     #: (``inf``, ``-Infinity``...): DuckDB's sniffer takes it for a DATE, and the column for
     #: VARCHAR (or DATE) where pyarrow reads DOUBLE
     infinity_first: tuple[str, ...] = ()
+    #: (position, with a UTC offset) of the columns whose every value in the sample is a
+    #: timestamp with a time of day: read as microseconds (pyarrow infers nanoseconds, and a
+    #: fraction of a second beyond 2262 or before 1677 then makes the column text)
+    timestamps: tuple[tuple[int, bool], ...] = ()
 
     def column_names(self) -> list[str]:
         """DuckDB's names of a header-less file's columns: ``column0``, ... padded with
@@ -71,7 +75,26 @@ def sniff(sample: bytes, delimiter: str | None = None, header: bool | None = Non
     if header is None:
         header = _has_header(rows)
     names = tuple(n.strip() for n in rows[0]) if header else ()
-    return Dialect(delimiter, header, len(rows[0]), names, _infinity_first(names, rows[1:]))
+    data = rows[1:] if header else rows
+    return Dialect(delimiter, header, len(rows[0]), names, _infinity_first(names, data),
+                   _timestamps(len(rows[0]), data))
+
+
+_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?([+-]\d{2}(:?\d{2})?|Z)?")
+
+
+def _timestamps(n: int, rows: list[list[str]]) -> tuple[tuple[int, bool], ...]:
+    """The columns of ``rows`` whose non-empty values (one at least) are all timestamps with
+    a time of day, and whether those carry a UTC offset (all of them, or none)."""
+    out = []
+    for i in range(n):
+        vals = [r[i].strip() for r in rows if i < len(r) and r[i].strip()]
+        ms = [_TIME.fullmatch(v) for v in vals]
+        if vals and all(ms):
+            offsets = {m.group(3) is not None for m in ms}
+            if len(offsets) == 1:
+                out.append((i, offsets.pop()))
+    return tuple(out)
 
 
 _INFINITY = re.compile(r"[+-]?inf(inity)?", re.IGNORECASE)
@@ -130,5 +153,5 @@ def _has_header(rows: list[list[str]]) -> bool:
         typed = kind != "text"
         if typed and _type_of(name) not in _READS[kind]:
             return True  # a name over values of one type
-        all_text &= not typed and _type_of(name) == "text"
+        all_text &= not typed  # text columns: a header, whatever its names look like
     return all_text

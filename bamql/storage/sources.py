@@ -159,12 +159,29 @@ class CsvSource(Source):
                                        len(o.columns or ()))
             self._types = self._column_types()
             r = self._open()
+            late = self._late_timestamps(r.schema)
+            if late:
+                self._types.update(late)
+                r = self._open()
             self.schema = r.schema
             self._check_infinities()
             self._check_names()  # before the counting pass, which a repeated name breaks
             self.num_rows = sum(b.num_rows for b in r) if count else -1
         except (pa.ArrowException, OSError) as e:
             raise _unreadable(path, "CSV", e) from None
+
+    def _late_timestamps(self, schema: pa.Schema) -> dict[str, pa.DataType]:
+        """The columns pyarrow read as text whose sampled values are all timestamps (ones
+        of fractional seconds outside the nanosecond range, 1677..2262), as microsecond
+        timestamps, as DuckDB reads them."""
+        names = self._names()
+        out = {}
+        for i, tz in self.dialect.timestamps:
+            if i < len(names) and names[i] not in self._types and \
+                    schema.get_field_index(names[i]) >= 0 and \
+                    pa.types.is_string(schema.field(names[i]).type):
+                out[names[i]] = pa.timestamp("us", tz="UTC" if tz else None)
+        return out
 
     def _check_infinities(self) -> None:
         """A DOUBLE column read from a sniffed file whose first value is an infinity is

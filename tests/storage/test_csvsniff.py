@@ -35,6 +35,9 @@ FILES = {
     "one_row_names.csv": "e,k,s\n",
     # DuckDB's BOOLEAN words: t/f, yes/no in any of the usual cases
     "boolean_words.csv": "x,y\nf,yes\nT,No\n",
+    # columns of text only: the first row is a header whatever it looks like
+    "text_under_a_boolean_word.csv": "t\na\nb\n",
+    "text_under_a_number.csv": "1\na\nb\n",
     "spaced_names.csv": "a, b\n1,2\n",
     # DuckDB pads the names of eleven columns or more: column00 .. column10
     "eleven_no_header.csv": ",".join(map(str, range(11))) + "\n" + ",".join("1" * 11) + "\n",

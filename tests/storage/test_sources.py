@@ -31,3 +31,20 @@ def test_a_csv_column_that_starts_with_an_infinity_is_refused_unless_typed(tmp_p
         later.write_text("f\n1.5\ninf\n")
         sql = f"SELECT MAX(f) FROM '{later}'"
         assert con.sql(sql).rows() == duckdb.sql(sql).fetchall() == [(float("inf"),)]
+
+
+@pytest.mark.parametrize("text", [
+    "t,k\n9193-04-22 23:15:50.127893,1\n1112-04-02 23:11:16.332297,2\n",
+    "t,k\n9193-04-22 23:15:50.5+00:00,1\n,2\n",
+    "9193-04-22 23:15:50.1,1\n2020-01-01 00:00:00,2\n",
+])
+def test_csv_timestamps_with_fractions_beyond_the_nanosecond_range(tmp_path: Path, text: str):
+    """pyarrow infers a timestamp with a fraction of a second as nanoseconds, so one of
+    year 9193 or 1112 made the column text where DuckDB reads a TIMESTAMP (found by
+    ``tests.sql.fuzz``): such columns are read as microseconds."""
+    path = tmp_path / "t.csv"
+    path.write_text(text)
+    with bamql.connect(None, device="cpu") as con:
+        t = "t" if text.startswith("t,") else "column0"
+        for sql in (f"SELECT * FROM '{path}'", f"SELECT MAX({t}), MIN({t}) FROM '{path}'"):
+            assert con.sql(sql).rows() == duckdb.sql(sql).fetchall()
