@@ -110,6 +110,9 @@ class BamqlEngine(Engine):
 def _needed(q: ir.Query | None) -> list[str]:
     if q is None:
         raise NotImplementedError("a query through the plan tree (no column list)")
+    if isinstance(q, ir.RowQuery):  # its columns are the output's and the order's
+        return sorted({*q.columns, *ir.columns_of(q.predicate)} if q.predicate is not None
+                      else set(q.columns))
     return sorted(q.columns)
 
 

@@ -47,6 +47,11 @@ def _series(e: ir.Expr, df):
         if e.part not in parts:
             raise NotImplementedError(f"EXTRACT({e.part})")
         return parts[e.part]()
+    if isinstance(e, ir.Trunc):
+        freq = {"day": "D", "hour": "h", "minute": "min", "second": "s"}.get(e.unit)
+        if freq is None:
+            raise NotImplementedError(f"date_trunc('{e.unit}')")
+        return _series(e.arg, df).dt.floor(freq)
     if isinstance(e, ir.Math) and e.func == ir.MathFunc.ROUND:
         # DuckDB rounds halves away from zero: libcudf's HALF_UP
         return _series(e.arg, df).round(e.digits, how="half_up")
@@ -69,7 +74,11 @@ _CUDF_AGG = {"count": "count", "sum": "sum", "avg": "mean", "min": "min", "max":
 
 def _host(s) -> tuple[np.ndarray, np.ndarray]:
     """A (small) cuDF column as host values and validity."""
+    import pyarrow as pa
+
     a = s.to_arrow()
+    if pa.types.is_timestamp(a.type):  # bamql's timestamps: int64 microseconds
+        a = a.cast(pa.timestamp("us")).cast(pa.int64())
     ok = a.is_valid().to_numpy(zero_copy_only=False)
     return a.fill_null(0).to_numpy(zero_copy_only=False), ok
 
@@ -101,8 +110,31 @@ def run_grouped(df, q: ir.Query) -> list[tuple]:
     return [tuple(r.values()) for r in assemble(Grouped(keys, aggs, len(out)), q, {}).to_pylist()]
 
 
-def run_query(df, q: ir.Query) -> list[tuple]:
-    """Filter, aggregate (grouped or not); rows as tuples of Python values."""
+def run_rows(df, q: ir.RowQuery) -> list[tuple]:
+    """``ORDER BY ... LIMIT k`` as a cuDF user writes it: filter, ``sort_values`` by the
+    order terms, keep the first rows; the kept rows' select list comes to the host."""
+    if q.predicate is not None:
+        df = df[_series(q.predicate, df).fillna(False)]
+    firsts = {nulls_first for _, _, nulls_first in q.order}
+    if not q.order or len(firsts) > 1:
+        raise NotImplementedError("the RAPIDS baseline sorts by one NULLS FIRST/LAST rule")
+    import cudf
+
+    frame = {f"o{i}": _series(e, df) for i, (e, _, _) in enumerate(q.order)}
+    frame.update({f"x{j}": _series(e, df) for j, e in enumerate(q.exprs)})
+    out = cudf.DataFrame(frame).sort_values(
+        [f"o{i}" for i in range(len(q.order))], ascending=[not desc for _, desc, _ in q.order],
+        na_position="first" if firsts.pop() else "last")
+    stop = None if q.limit is None else q.offset + q.limit
+    kept = out.iloc[q.offset:stop][[f"x{j}" for j in range(len(q.exprs))]].to_arrow()
+    return [tuple(r.values()) for r in kept.to_pylist()]
+
+
+def run_query(df, q: ir.Query | ir.RowQuery) -> list[tuple]:
+    """Filter, aggregate (grouped or not), or return the ordered rows; rows as tuples of
+    Python values."""
+    if isinstance(q, ir.RowQuery):
+        return run_rows(df, q)
     if q.predicate is not None:
         mask = _series(q.predicate, df).fillna(False)
         df = df[mask]
