@@ -28,8 +28,9 @@ from bamql.config import Device
 from bamql.engine.accumulate import Grouped, count_present, finish, n_groups, regroup
 from bamql.engine.hashagg import HashSite, explain_hashed, finish_partial, hash_task, hashed_columns
 from bamql.engine.partition import Resident, table_domains
+from bamql.engine.quantiles import kernel_query, quantiles
 from bamql.engine.result import Result, assemble
-from bamql.engine.rows import RowsTask, explain_rows, kernel_query, plan_rows, quantiles, rows_table
+from bamql.engine.rows import RowsTask, arrow_rows, explain_rows, plan_rows
 from bamql.engine.runner import Declined, merge, merge_stats
 from bamql.engine.stats import QueryStats
 from bamql.errors import DeviceError
@@ -71,7 +72,7 @@ class Rows:
         try:
             task = RowsTask(self.q, s._medium())
             partials = runner.map(table, task)
-            out = rows_table(task.merge(partials.accs), self.q, table)
+            out = arrow_rows(task.merge(partials.accs), self.q, table)
         except MemoryError:
             raise _out_of_memory() from None
         stats = merge_stats(table, partials, f"{s.device}/{runner.where}", s.backend,

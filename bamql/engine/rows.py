@@ -1,5 +1,5 @@
-"""Row materialization: the step beside the aggregate kernels that returns rows and exact
-quantiles, reading as late as it can.
+"""Row materialization: the step beside the aggregate kernels that returns rows, reading as
+late as it can (the exact quantiles read their values the same way: ``engine.quantiles``).
 
 Per partition it plans the needed columns as an aggregate's dependent columns would be
 (zone maps and value sets prune, the cost model picks each column's access path), runs the
@@ -22,14 +22,12 @@ import numpy as np
 import pyarrow as pa
 
 from bamql.config import Backend, Device, Medium
-from bamql.engine.accumulate import Grouped
 from bamql.engine.cpu import Matches, warm_readers
 from bamql.engine.partition import Resident, page_cache, partition_stats
 from bamql.engine.result import arrow_column, exact_value, unique_names
 from bamql.engine.stats import QueryStats
 from bamql.planner import ir
 from bamql.planner.cost import MEDIA
-from bamql.planner.domains import strides as key_strides
 from bamql.planner.evaluate import evaluate
 from bamql.planner.physical import PhysicalPlan, plan_query
 from bamql.planner.show import show
@@ -38,7 +36,6 @@ from bamql.storage.partitioned import PartitionedTable
 from bamql.storage.store import PageStore
 
 Vec = tuple[np.ndarray, np.ndarray]  # (values, valid)
-Slotted = tuple[np.ndarray, np.ndarray]  # (group slots, values)
 
 #: EXPLAIN's line for a step that a GPU session runs on the CPU
 ON_CPU = "rows: materialized on the CPU (row queries and quantiles have no GPU kernel)"
@@ -299,7 +296,7 @@ class RowsTask:
         return want is not None and not self.q.order and sum(p.n for p in partials) >= want
 
 
-def rows_table(kept: _Kept, q: ir.RowQuery, table: PartitionedTable) -> pa.Table:
+def arrow_rows(kept: _Kept, q: ir.RowQuery, table: PartitionedTable) -> pa.Table:
     """A row query's answer as an Arrow table from its rows (``RowsTask.merge`` of its
     partitions' partials): ordered, offset and limited."""
     if q.order:
@@ -338,126 +335,3 @@ def explain_rows(q: ir.RowQuery, plan_text: str, on_gpu: bool) -> str:
     plan = [ln.replace("Aggregate over", "Read", 1) for ln in plan_text.splitlines()
             if not ln.startswith(("  logical:", "  aggregates:"))]
     return "\n".join(lines + plan)
-
-
-# -- quantiles ---------------------------------------------------------------------------
-def kernel_query(q: ir.Query) -> ir.Query:
-    """``q`` as the aggregate kernel runs it: each quantile a ``COUNT`` of its argument in
-    its place (the groups it has rows in), replaced after the kernel by ``quantiles``."""
-    aggs = tuple(ir.Agg("count", a.arg, "int", a.filter) if a.func in ir.QUANTILES else a
-                 for a in q.aggs)
-    return dataclasses.replace(q, aggs=aggs)
-
-
-@dataclasses.dataclass(frozen=True)
-class QuantileTask:
-    """One partition's values of a query's quantiles (``runner.PartitionTask``): per
-    quantile aggregate, the group slot (over the table's key ``domains``) and the value of
-    each matching row where its argument is valid and its FILTER holds (None: no such row).
-    The partials keep the partitions' order, so that the values come together as in one
-    process."""
-
-    q: ir.Query
-    domains: tuple
-    medium: Medium
-
-    ordered: ClassVar[bool] = True
-
-    def run(self, store: PageStore, device: Device, backend: Backend,
-            engine) -> tuple[dict[int, Slotted | None], QueryStats]:
-        q, domains = self.q, self.domains
-        js = ir.quantile_aggs(q)
-        cols = tuple(dict.fromkeys(c for e in (*q.keys, *(q.aggs[j] for j in js))
-                                   for c in ir.columns_of(e)))
-        strides = key_strides(domains)
-        got: dict[int, list[Slotted]] = {j: [] for j in js}
-        matches, st = row_matches(store, q.table, q.predicate, cols, self.medium, device, backend)
-        for window, rows, vals in matches:
-            for c in cols:
-                if c not in vals:
-                    vals[c] = matches.fetch(c, rows, window)
-            env = column_env(store, {c: vals[c] for c in cols})
-            n = len(rows)
-            slot = np.zeros(n, np.int64)
-            for k, d, s in zip(q.keys, domains, strides, strict=True):
-                kv, kok = evaluate(k, env, n)
-                slot += np.where(kok, d.index(np.where(kok, kv, 0)) - d.base, d.size) * s
-            for j in js:
-                a = q.aggs[j]
-                v, ok = widen(*evaluate(a.arg, env, n), n)
-                if a.filter is not None:
-                    fv, fok = widen(*evaluate(a.filter, env, n), n)
-                    ok = ok & fv.astype(bool) & fok
-                got[j].append((slot[ok], v[ok]))
-        return {j: _cat(parts) for j, parts in got.items()}, st
-
-    def merge(self, partials: list[dict[int, Slotted | None]]) -> dict[int, Slotted | None]:
-        """Partials in partition order as one: each quantile's slots and values
-        concatenated."""
-        return {j: _cat([p[j] for p in partials if p[j] is not None])
-                for j in ir.quantile_aggs(self.q)}
-
-    def enough(self, partials: list[dict[int, Slotted | None]]) -> bool:
-        return False
-
-
-def _cat(parts: list[Slotted]) -> Slotted | None:
-    """(slots, values) pairs as one (None: none)."""
-    if not parts:
-        return None
-    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
-
-
-def quantiles(table: PartitionedTable, q: ir.Query, domains, g: Grouped, medium: Medium,
-              runner, stats: QueryStats) -> Grouped:
-    """``g`` (the kernel's groups of ``kernel_query(q)``) with each quantile of ``q``
-    computed exactly from the matching rows' values, NULLs left out; a group without a
-    value gets NULL. The values are read by the table's ``runner`` (``QuantileTask``); the
-    reads are added to ``stats``."""
-    task = QuantileTask(q, tuple(domains), medium)
-    partials = runner.map(table, task)
-    for st in partials.stats:
-        _absorb_io(stats, st)
-    got = task.merge(partials.accs)
-    strides = key_strides(domains)
-    present = np.zeros(g.n, np.int64)  # the slot of each of the kernel's groups
-    for (kv, kok), d, s in zip(g.keys, domains, strides, strict=True):
-        present += np.where(kok, d.index(np.where(kok, kv, 0)) - d.base, d.size) * s
-    aggs = list(g.aggs)
-    for j, sv in got.items():
-        slot, v = sv if sv is not None else (np.empty(0, np.int64), np.empty(0))
-        aggs[j] = _quantile(slot, v, q.aggs[j], present)
-    return Grouped(g.keys, aggs, g.n)
-
-
-def _absorb_io(stats: QueryStats, other: QueryStats) -> None:
-    """Add ``other``'s column reads to ``stats`` (columns it lacks are added)."""
-    for name, c in other.columns.items():
-        if name not in stats.columns:
-            stats.columns[name] = c
-        else:
-            stats.add(name, c.pages_read, c.bytes_read, c.values_needed)
-
-
-def _quantile(slot: np.ndarray, v: np.ndarray, a: ir.Agg, present: np.ndarray) -> Vec:
-    """Quantile ``a`` of the values ``v`` per group ``slot``, at the groups ``present``
-    (DuckDB's definitions: ``quantile_cont`` interpolates at ``q * (n - 1)``,
-    ``quantile_disc`` takes the value at ``ceil(q * n) - 1``; NaN sorts above +inf)."""
-    idx = np.lexsort((v, slot))
-    s, x = slot[idx], v[idx]
-    groups, first, count = np.unique(s, return_index=True, return_counts=True)
-    q = float(a.param)
-    if a.func == "quantile_disc":
-        at = np.maximum(np.ceil(count * q).astype(np.int64), 1) - 1
-        got = x[first + at]
-    else:
-        x = x.astype(np.float64)
-        pos = q * (count - 1)
-        lo, hi = np.floor(pos).astype(np.int64), np.ceil(pos).astype(np.int64)
-        xl, xh = x[first + lo], x[first + hi]
-        with np.errstate(all="ignore"):
-            got = np.where(lo == hi, xl, xl + (pos - lo) * (xh - xl))
-    i = np.clip(np.searchsorted(groups, present), 0, max(len(groups) - 1, 0))
-    has = (i < len(groups)) & (groups[i] == present) if len(groups) else np.zeros(len(present), bool)
-    out = got[i] if len(groups) else np.zeros(len(present), x.dtype if len(x) else np.float64)
-    return out, has

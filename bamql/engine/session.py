@@ -18,8 +18,8 @@ import pyarrow as pa
 from bamql.config import Backend, Config, Device, Medium
 from bamql.engine.leaves import lower
 from bamql.engine.partition import Resident, page_cache, plan_partition, table_domains
+from bamql.engine.quantiles import kernel_query
 from bamql.engine.result import Result
-from bamql.engine.rows import kernel_query
 from bamql.engine.runner import LocalRunner, Runner
 from bamql.errors import DeviceError, PlanError, StoreError, UsageError
 from bamql.lru import LRU
