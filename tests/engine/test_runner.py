@@ -5,7 +5,11 @@ cluster here), with the same answers as each other and as DuckDB."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -224,3 +228,50 @@ def test_top_k_ties_across_partitions_keep_partition_order(parted, client):
         got = con.sql(sql).rows()
     assert got == one == [(1999, 5), (2004, 5), (2009, 5)]
     assert [r[1] for r in duck(sql, t)] == [5, 5, 5]
+
+
+SIM = textwrap.dedent("""
+    import tempfile
+    from pathlib import Path
+    import distributed
+    import pyarrow.parquet as pq
+    import bamql
+    import bamql.gpu.device
+    from bamql.engine.hashagg import ON_GPU
+    from bamql.storage.ingest import ingest
+    from tests.engine.test_runner import HASHED, TOPK, trips
+    from tests.reference import assert_same_rows, duck
+
+    # the workers are threads of this process: they take the simulator for their GPU
+    bamql.gpu.device.gpu_available = lambda: None
+    if __name__ == "__main__":
+        d = Path(tempfile.mkdtemp())
+        t = trips(1200)
+        pq.write_table(t, d / "t.parquet")
+        ingest([d / "t.parquet"], d / "data" / "trips", page_size=512, partitions=2)
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                      dashboard_address=None) as c, distributed.Client(c) as cl:
+            with bamql.connect(d / "data", device="gpu", backend="host", cache="64KiB",
+                               cluster=cl) as con:
+                for sql in HASHED[:2] + TOPK[:1]:
+                    text = con.explain(sql)
+                    assert "Dask cluster" in text and ("Hash aggregate" not in text
+                                                       or ON_GPU in text), text
+                    res = con.sql(sql)
+                    assert res.stats.device == "gpu/dask", res.stats.device
+                    assert_same_rows(res.rows(), duck(sql, t), ordered="ORDER BY" in sql)
+        print("gpu workers ok")
+""")
+
+
+def test_gpu_workers_group_in_their_kernels_hash_tables_in_the_simulator(tmp_path):
+    # each worker's GPU engine (the CUDA simulator) groups its partitions in the fused
+    # kernel's hash table; the top-k reads on the workers' CPUs
+    script = tmp_path / "sim.py"  # a file: the cluster's workers may re-import the main module
+    script.write_text(SIM)
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1",
+               PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True,
+                       timeout=900, cwd=Path(__file__).resolve().parents[2])
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "gpu workers ok" in r.stdout
