@@ -447,8 +447,21 @@ def _cmp(op: str):
         a, b = _coerce(a, b)
         if pa.types.is_floating(a.type):  # NaN equals NaN and is above every number (DuckDB)
             return _float_cmp(op, a, b, ev.rel.rows)
+        if pa.types.is_decimal(a.type) and pa.types.is_decimal(b.type):
+            a, b = _comparable_decimals(a, b)
         return getattr(pc, op)(a, b)
     return fn
+
+
+def _comparable_decimals(a: Value, b: Value) -> tuple[Value, Value]:
+    """DECIMALs ``a`` and ``b`` as Arrow compares them exactly: as they are where a type of
+    at most 38 digits holds both, else in 256 bits (DECIMAL(38,10) beside a BIGINT)."""
+    ta, tb = a.type, b.type
+    s = max(ta.scale, tb.scale)
+    if max(ta.precision - ta.scale, tb.precision - tb.scale) + s <= 38:
+        return a, b
+    return (a.cast(pa.decimal256(ta.precision, ta.scale)),
+            b.cast(pa.decimal256(tb.precision, tb.scale)))
 
 
 def _float_cmp(op: str, a: Value, b: Value, n: int) -> Value:

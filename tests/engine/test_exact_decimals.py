@@ -294,6 +294,8 @@ def _wide_queries(c: str, s: int) -> list[str]:
         f"SELECT COUNT(*) FROM r WHERE {c} IS NULL",
         f"SELECT SUM(n), COUNT(*) FROM r WHERE {c} IS NOT NULL AND k > 1",
         f"SELECT k, {c} FROM r WHERE n > 0 AND {c} < {big} ORDER BY k, {c}",
+        f"SELECT COUNT(*) FROM r WHERE {c} <> k",  # beside a BIGINT: 38 + s digits, exactly
+        f"SELECT k FROM r WHERE {c} > k OR n IS NULL ORDER BY k",
     ]
 
 
