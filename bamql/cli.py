@@ -217,6 +217,19 @@ def cmd_bench(a: argparse.Namespace) -> int:
     return 0
 
 
+#: the peers ``bamql bench-scaleout --baselines`` can time beside bamql
+SCALEOUT_BASELINES = ("dask-cudf", "duckdb")
+
+
+def _baselines(text: str) -> tuple[str, ...]:
+    names = tuple(x for x in text.split(",") if x) if text != "none" else ()
+    bad = [x for x in names if x not in SCALEOUT_BASELINES]
+    if bad:
+        raise BamqlError(f"--baselines takes {', '.join(SCALEOUT_BASELINES)} or none, not "
+                         f"{', '.join(map(repr, bad))}")
+    return names
+
+
 def cmd_bench_scaleout(a: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -237,7 +250,7 @@ def cmd_bench_scaleout(a: argparse.Namespace) -> int:
                        out=Path(a.out), say=lambda m: print(f"bamql: {m}", file=sys.stderr),
                        device=a.device, cluster=a.cluster, all_columns=a.all_columns,
                        interleave=a.interleave, prepare_only=a.prepare_only,
-                       plots=not a.no_plots)
+                       plots=not a.no_plots, baselines=_baselines(a.baselines))
     if a.prepare_only:
         print(f"prepared: {res['prepared']}")
         return 0
@@ -439,6 +452,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="generate and ingest the table into --workdir, then stop; a later run "
                     "with the same --rows, --partitions and --page-size reuses it (a table too "
                     "big to prepare and time in one sitting)")
+    so.add_argument("--baselines", default="none", metavar="A,B",
+                    help="peers timed on the same rows: dask-cudf (on each GPU count's workers, "
+                    "its columns in GPU memory first) and duckdb (the machine's cores, the "
+                    "Parquet copy); default none")
     so.add_argument("--no-plots", action="store_true",
                     help="skip the PNG of times and speed-ups (<out>-time.png)")
     so.set_defaults(func=cmd_bench_scaleout)

@@ -120,8 +120,9 @@ def plot_scaleout(res: dict, path: Path) -> Path:
     cfg = res["config"]
     counts = cfg["gpus"]
     unit = "GPU(s)" if cfg["device"] == "gpu" else "worker(s)"
-    queries = list(dict.fromkeys(r["query"] for r in res["runs"]))
-    run = {(r["gpus"], r["query"]): r for r in res["runs"]}
+    runs = [r for r in res["runs"] if r.get("engine", "bamql") == "bamql"]  # not the peers'
+    queries = list(dict.fromkeys(r["query"] for r in runs))
+    run = {(r["gpus"], r["query"]): r for r in runs}
     fig, axes = plt.subplots(1, 2 if len(counts) > 1 else 1, figsize=(12 if len(counts) > 1 else 6, 4),
                              squeeze=False)
     a1 = axes[0][0]

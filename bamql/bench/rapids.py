@@ -83,51 +83,111 @@ def _host(s) -> tuple[np.ndarray, np.ndarray]:
     return a.fill_null(0).to_numpy(zero_copy_only=False), ok
 
 
-def run_grouped(df, q: ir.Query) -> list[tuple]:
-    """A GROUP BY as a cuDF user writes it: key and argument columns, ``groupby(...,
-    dropna=False).agg``; the groups (few) come to the host for the select list, HAVING,
-    ORDER BY and LIMIT (``engine.result.assemble``, as bamql finishes its groups)."""
+def _column(v, n: int):
+    """A cuDF Series of ``n`` rows for a Series, or for a scalar repeated."""
     import cudf
     import cupy
 
-    from bamql.engine.accumulate import Grouped
-    from bamql.engine.result import assemble
+    if hasattr(v, "dtype") and hasattr(v, "index"):
+        return v.reset_index(drop=True)
+    return cudf.Series(cupy.full(n, v))
+
+
+def grouped_frame(df, q: ir.Query):
+    """The filtered rows' GROUP BY keys (``k0``...) and aggregate arguments (``a0``...) as
+    a cuDF DataFrame (COUNT(*): a column of ones made on the GPU)."""
+    import cupy
 
     if any(a.func not in _CUDF_AGG or a.filter is not None for a in q.aggs) or \
             any(k.kind == "string" for k in q.keys):
         raise NotImplementedError("the RAPIDS baseline groups by numbers with plain aggregates")
-    frame = {f"k{i}": _series(k, df) for i, k in enumerate(q.keys)}
-    spec = {}
+    import cudf
+
+    if q.predicate is not None:
+        df = df[_series(q.predicate, df).fillna(False)]
+    n = len(df)
+    frame = {f"k{i}": _column(_series(k, df), n) for i, k in enumerate(q.keys)}
     for j, a in enumerate(q.aggs):
-        # COUNT(*): a count of a column of ones made on the GPU
-        frame[f"a{j}"] = _series(a.arg, df) if a.arg is not None else cudf.Series(
-            cupy.ones(len(df), np.int8))
-        spec[f"a{j}"] = _CUDF_AGG[a.func]
-    out = cudf.DataFrame(frame).groupby([f"k{i}" for i in range(len(q.keys))],
-                                        dropna=False, sort=False).agg(spec).reset_index()
+        frame[f"a{j}"] = _column(_series(a.arg, df), n) if a.arg is not None else \
+            cudf.Series(cupy.ones(n, np.int8))
+    return cudf.DataFrame(frame)
+
+
+def agg_spec(q: ir.Query) -> dict[str, str]:
+    """cuDF's aggregation of each ``a{j}`` column of ``grouped_frame``."""
+    return {f"a{j}": _CUDF_AGG[a.func] for j, a in enumerate(q.aggs)}
+
+
+def finish_grouped(out, q: ir.Query) -> list[tuple]:
+    """The groups (a cuDF frame of ``k*`` and ``a*`` columns, few rows) through the select
+    list, HAVING, ORDER BY and LIMIT on the host, as bamql finishes its groups."""
+    from bamql.engine.accumulate import Grouped
+    from bamql.engine.result import assemble
+
     keys = [_host(out[f"k{i}"]) for i in range(len(q.keys))]
     aggs = [_host(out[f"a{j}"]) for j in range(len(q.aggs))]
     return [tuple(r.values()) for r in assemble(Grouped(keys, aggs, len(out)), q, {}).to_pylist()]
 
 
-def run_rows(df, q: ir.RowQuery) -> list[tuple]:
-    """``ORDER BY ... LIMIT k`` as a cuDF user writes it: filter, ``sort_values`` by the
-    order terms, keep the first rows; the kept rows' select list comes to the host."""
+def run_grouped(df, q: ir.Query) -> list[tuple]:
+    """A GROUP BY as a cuDF user writes it: key and argument columns, ``groupby(...,
+    dropna=False).agg``; the groups (few) come to the host for the select list, HAVING,
+    ORDER BY and LIMIT (``engine.result.assemble``, as bamql finishes its groups)."""
+    out = grouped_frame(df, q).groupby([f"k{i}" for i in range(len(q.keys))], dropna=False,
+                                       sort=False).agg(agg_spec(q)).reset_index()
+    return finish_grouped(out, q)
+
+
+def rows_frame(df, q: ir.RowQuery):
+    """The filtered rows' ORDER BY terms (``o0``...) and select list (``x0``...) as a cuDF
+    DataFrame."""
+    import cudf
+
     if q.predicate is not None:
         df = df[_series(q.predicate, df).fillna(False)]
+    n = len(df)
+    frame = {f"o{i}": _column(_series(e, df), n) for i, (e, _, _) in enumerate(q.order)}
+    frame.update({f"x{j}": _column(_series(e, df), n) for j, e in enumerate(q.exprs)})
+    return cudf.DataFrame(frame)
+
+
+def first_rows(frame, q: ir.RowQuery, with_offset: bool = True):
+    """``frame`` (of ``rows_frame``) sorted by the order terms, cut to LIMIT (after OFFSET;
+    without ``with_offset``, the first OFFSET + LIMIT: a partition's candidates)."""
     firsts = {nulls_first for _, _, nulls_first in q.order}
     if not q.order or len(firsts) > 1:
         raise NotImplementedError("the RAPIDS baseline sorts by one NULLS FIRST/LAST rule")
-    import cudf
+    out = frame.sort_values([f"o{i}" for i in range(len(q.order))],
+                            ascending=[not desc for _, desc, _ in q.order],
+                            na_position="first" if firsts.pop() else "last")
+    if q.limit is None:
+        return out.iloc[q.offset:] if with_offset else out
+    return out.iloc[q.offset:q.offset + q.limit] if with_offset else out.head(q.offset + q.limit)
 
-    frame = {f"o{i}": _series(e, df) for i, (e, _, _) in enumerate(q.order)}
-    frame.update({f"x{j}": _series(e, df) for j, e in enumerate(q.exprs)})
-    out = cudf.DataFrame(frame).sort_values(
-        [f"o{i}" for i in range(len(q.order))], ascending=[not desc for _, desc, _ in q.order],
-        na_position="first" if firsts.pop() else "last")
-    stop = None if q.limit is None else q.offset + q.limit
-    kept = out.iloc[q.offset:stop][[f"x{j}" for j in range(len(q.exprs))]].to_arrow()
+
+def finish_rows(out, q: ir.RowQuery) -> list[tuple]:
+    """The kept rows' select list as tuples of Python values."""
+    kept = out[[f"x{j}" for j in range(len(q.exprs))]].to_arrow()
     return [tuple(r.values()) for r in kept.to_pylist()]
+
+
+def run_rows(df, q: ir.RowQuery) -> list[tuple]:
+    """``ORDER BY ... LIMIT k`` as a cuDF user writes it: filter, ``sort_values`` by the
+    order terms, keep the first rows; the kept rows' select list comes to the host."""
+    return finish_rows(first_rows(rows_frame(df, q), q), q)
+
+
+def scalar_row(q: ir.Query, values: list) -> list[tuple]:
+    """An ungrouped query's one row from its aggregates' values (None: NULL)."""
+    from bamql.planner.evaluate import evaluate
+
+    env = {("agg", j): (np.array([v if v is not None else 0.0]), np.array([v is not None]))
+           for j, v in enumerate(values)}
+    row = []
+    for e in q.exprs:
+        v, ok = evaluate(e, env, 1)
+        row.append(v[0].item() if ok[0] else None)
+    return [tuple(row)]
 
 
 def run_query(df, q: ir.Query | ir.RowQuery) -> list[tuple]:
@@ -135,11 +195,10 @@ def run_query(df, q: ir.Query | ir.RowQuery) -> list[tuple]:
     Python values."""
     if isinstance(q, ir.RowQuery):
         return run_rows(df, q)
-    if q.predicate is not None:
-        mask = _series(q.predicate, df).fillna(False)
-        df = df[mask]
     if q.keys:
         return run_grouped(df, q)
+    if q.predicate is not None:
+        df = df[_series(q.predicate, df).fillna(False)]
     if q.having is not None or q.order or q.limit is not None:
         raise NotImplementedError("the RAPIDS baseline runs no HAVING, ORDER BY or LIMIT "
                                   "without GROUP BY")
@@ -153,15 +212,7 @@ def run_query(df, q: ir.Query | ir.RowQuery) -> list[tuple]:
         v = v.item() if hasattr(v, "item") else v
         out.append(None if v is not None and isinstance(v, float) and np.isnan(v) and a.func != "count"
                    and s.count() == 0 else v)
-    from bamql.planner.evaluate import evaluate
-
-    env = {("agg", j): (np.array([v if v is not None else 0.0]), np.array([v is not None]))
-           for j, v in enumerate(out)}
-    row = []
-    for e in q.exprs:
-        v, ok = evaluate(e, env, 1)
-        row.append(v[0].item() if ok[0] else None)
-    return [tuple(row)]
+    return scalar_row(q, out)
 
 
 def dnf_filters(q: ir.Query) -> list | None:

@@ -82,7 +82,7 @@ def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: i
                  out: Path | None = None, say: Callable[[str], None] = print,
                  device: str = "gpu", cluster: str | None = None, all_columns: bool = False,
                  interleave: bool = False, prepare_only: bool = False,
-                 plots: bool = True) -> dict:
+                 plots: bool = True, baselines: Sequence[str] = ()) -> dict:
     """Run the scale-out benchmark; returns (and with ``out`` writes) the JSON document,
     and with ``plots`` a PNG of the times and speed-ups beside it (``<out>-time.png``,
     listed under ``"plots"``).
@@ -92,6 +92,11 @@ def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: i
     are, instead of starting a local cluster per GPU count; ``workdir`` must then be on a
     file system the workers see at the same path. The partitions hold only the columns the
     queries use unless ``all_columns``.
+
+    ``baselines`` times the peers on the same rows: ``dask-cudf`` on each GPU count's
+    workers (the Parquet copy's columns read into GPU memory first, untimed: its best case;
+    not with ``interleave``), ``duckdb`` on the machine's cores over the Parquet copy. Their
+    runs carry ``"engine"``; bamql's speed-ups compare bamql's runs only.
 
     With ``interleave`` every GPU count's local cluster is up at once and the counts take
     turns, repetition by repetition (in alternating order), so that a machine whose speed
@@ -160,9 +165,15 @@ def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: i
                     with _session(c, d, device, backend) as con:
                         _warm(con, n, queries, say)
                         _time_queries({n: (c, con)}, queries, reps, want, res, say)
-    base = {r["query"]: r["median_s"] for r in res["runs"] if r["gpus"] == gpus[0]}
+                    if "dask-cudf" in baselines:
+                        _time_dask_cudf(n, parquet, d, queries, reps, want, res, say)
+        if "duckdb" in baselines:
+            _time_duckdb(duck, parquet, queries, reps, want, res, say)
+    base = {r["query"]: r["median_s"] for r in res["runs"]
+            if r["gpus"] == gpus[0] and r.get("engine", "bamql") == "bamql"}
     for r in res["runs"]:
-        r["speedup"] = base[r["query"]] / r["median_s"]
+        if r.get("engine", "bamql") == "bamql":
+            r["speedup"] = base[r["query"]] / r["median_s"]
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = out.with_suffix(".json.tmp")  # no half-written JSON if this process dies
@@ -176,6 +187,67 @@ def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: i
             else:
                 res["plots"] = [str(plot_scaleout(res, out.with_name(out.name + "-time.png")))]
     return res
+
+
+def _time_dask_cudf(n: int, parquet: str, d: Path, queries: Sequence[str], reps: int, want: dict,
+                    res: dict, say: Callable[[str], None]) -> None:
+    """dask-cudf on ``n`` GPUs' workers (the client in use): each query's columns read into
+    GPU memory once (untimed), then the query timed ``reps`` times."""
+    try:
+        import dask_cudf  # noqa: F401
+    except ImportError as e:
+        say(f"dask-cudf skipped: it is not usable here ({type(e).__name__})")
+        return
+    from bamql.bench import daskcudf
+    from bamql.bench.engines import _needed
+    from bamql.planner.translate import translate
+
+    cat = _catalog(d)
+    for qn in queries:
+        try:
+            q = translate(load(qn), cat)
+            ddf = daskcudf.read_resident(parquet, _needed(q))
+            daskcudf.run_query(ddf, q)  # warm: dask's graph code, cuDF's kernels
+        except (BamqlError, NotImplementedError) as e:
+            say(f"dask-cudf skips {qn}: {e}")
+            continue
+        times, got = [], None
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            got = daskcudf.run_query(ddf, q)
+            times.append(time.perf_counter() - t0)
+        del ddf
+        ok = same_rows(got, want[qn])
+        res["runs"].append({"engine": "dask-cudf", "gpus": n, "query": qn,
+                            "median_s": statistics.median(times), "times_s": times, "ok": ok})
+        say(f"dask-cudf {n} GPU(s) {qn}: {statistics.median(times) * 1e3:.1f} ms"
+            + ("" if ok else "  WRONG ANSWER"))
+
+
+def _time_duckdb(duck, parquet: str, queries: Sequence[str], reps: int, want: dict, res: dict,
+                 say: Callable[[str], None]) -> None:
+    """DuckDB over the Parquet copy with the machine's cores, each query ``reps`` times
+    after one untimed run."""
+    for qn in queries:
+        sql = load(qn).replace("FROM trips", f"FROM read_parquet('{parquet}')")
+        duck.sql(sql).fetchall()
+        times = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            got = duck.sql(sql).fetchall()
+            times.append(time.perf_counter() - t0)
+        ok = same_rows(got, want[qn])
+        res["runs"].append({"engine": "duckdb", "gpus": 0, "query": qn,
+                            "median_s": statistics.median(times), "times_s": times, "ok": ok})
+        say(f"duckdb {qn}: {statistics.median(times) * 1e3:.1f} ms" + ("" if ok else "  WRONG ANSWER"))
+
+
+def _catalog(d: Path) -> dict:
+    """The stored trips' columns, as the translator takes them."""
+    from bamql.storage.partitioned import open_table
+
+    with open_table(d / "trips") as t:
+        return {"trips": t.columns}
 
 
 def _session(client, d: Path, device: str, backend: str):
@@ -244,11 +316,12 @@ def _busiest(seconds: list[float], workers: int) -> float:
 def summary(res: dict) -> str:
     """A text table: query x GPU count, median ms and speed-up."""
     gpus = res["config"]["gpus"]
+    ours = [r for r in res["runs"] if r.get("engine", "bamql") == "bamql"]
     lines = ["query  " + "".join(f"{n} GPU(s)".rjust(22) for n in gpus)]
-    for q in dict.fromkeys(r["query"] for r in res["runs"]):
+    for q in dict.fromkeys(r["query"] for r in ours):
         cells = []
         for n in gpus:
-            r = next(r for r in res["runs"] if r["query"] == q and r["gpus"] == n)
+            r = next(r for r in ours if r["query"] == q and r["gpus"] == n)
             mark = "" if r["ok"] else "!"
             cells.append(f"{r['median_s'] * 1e3:9.1f} ms {r['speedup']:5.2f}x{mark}".rjust(22))
         lines.append(f"{q:<7}" + "".join(cells))
@@ -259,8 +332,15 @@ def summary(res: dict) -> str:
               "arrival after the calls ended (one machine's clock)",
               f"{'query':<7}{'GPUs':>5}{'device':>9}{'kernels':>9}{'engines':>9}{'calls':>9}"
               f"{'worker':>9}{'dispatch':>9}{'query':>9}{'to':>7}{'back':>7}"]
+    peers = [r for r in res["runs"] if r.get("engine", "bamql") != "bamql"]
+    if peers:
+        lines += ["", "the peers on the same rows (median ms; ! a wrong answer)"]
+        for r in peers:
+            where = f"{r['gpus']} GPU(s)" if r["gpus"] else "CPU"
+            lines.append(f"{r['query']:<7}{r['engine']:<11}{where:>9}{r['median_s'] * 1e3:>11.1f}"
+                         + ("" if r["ok"] else " !"))
     nan = float("nan")
-    for r in res["runs"]:
+    for r in ours:
         if "partition_wall_seconds" not in r:
             continue
         n, spans = r["gpus"], r.get("worker_spans") or [(nan, nan)]
@@ -278,7 +358,7 @@ def summary(res: dict) -> str:
 
 def check(res: dict) -> None:
     """Raise when any answer was wrong."""
-    bad = [r for r in res["runs"] if not r["ok"]]
+    bad = [r for r in res["runs"] if not r["ok"] and r.get("engine", "bamql") == "bamql"]
     if bad:
         raise BamqlError(f"{len(bad)} scale-out run(s) disagree with DuckDB, first "
                          f"{bad[0]['query']} on {bad[0]['gpus']} GPU(s)")

@@ -343,3 +343,22 @@ def test_cold_runs_follow_an_untimed_cold_run_of_each_engine(tmp_path, monkeypat
     untimed = ["drop", "bamql-cpu:cold", "drop", "bamql-cpu-b:cold"]
     assert cold == untimed + untimed * 2  # the untimed round, then the timed repetitions
     assert all(len(r["times_s"]) == 2 for r in res["runs"])
+
+
+def test_scaleout_bench_times_the_peers_beside_bamql(tmp_path):
+    """``baselines``: DuckDB timed on the same rows (and checked), dask-cudf skipped in one
+    line where it is not installed; speed-ups are bamql's own."""
+    pytest.importorskip("distributed")
+    from bamql.bench.scaleout import check, run_scaleout, summary
+
+    said: list[str] = []
+    res = run_scaleout(50_000, (1,), ("q01",), reps=1, workdir=tmp_path / "w", say=said.append,
+                       device="cpu", baselines=("dask-cudf", "duckdb"))
+    check(res)
+    (duck,) = [r for r in res["runs"] if r.get("engine") == "duckdb"]
+    assert duck["ok"] and duck["gpus"] == 0 and duck["median_s"] > 0 and "speedup" not in duck
+    ours = [r for r in res["runs"] if r.get("engine", "bamql") == "bamql"]
+    assert [r["speedup"] for r in ours] == [1.0]
+    if not any(r.get("engine") == "dask-cudf" for r in res["runs"]):
+        assert any(m.startswith("dask-cudf skipped: it is not usable here") for m in said)
+    assert "the peers on the same rows" in summary(res)
