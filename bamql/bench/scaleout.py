@@ -25,14 +25,18 @@ from bamql.storage.ingest import ingest
 
 
 def query_columns(queries: Sequence[str]) -> list[str]:
-    """The columns the named queries read, in first-use order."""
+    """The trips' columns the named queries read, in first-use order (an output name that
+    a GROUP BY or ORDER BY repeats, such as t3's ``year``, is no column)."""
     import sqlglot
     from sqlglot import exp
+
+    from bamql.datasets.schema import TAXI_SCHEMA
 
     out: dict[str, None] = {}
     for q in queries:
         for c in sqlglot.parse_one(load(q)).find_all(exp.Column):
-            out.setdefault(c.name, None)
+            if c.name in TAXI_SCHEMA.names:
+                out.setdefault(c.name, None)
     return list(out)
 
 
