@@ -5,9 +5,10 @@
 #   bash bench/diag/gpu_scaleout_s42.sh tests            the Dask GPU tests (one worker per GPU)
 #   bash bench/diag/gpu_scaleout_s42.sh prep N P         N generated trips as P partitions in
 #                                                        /dev/shm/bx (the queries' columns)
-#   bash bench/diag/gpu_scaleout_s42.sh run N P GPUS TAG bamql on GPUS (e.g. 1,2,4), host
-#       backend, warm (GPU caches emptied before each run), beside dask-cudf on the same
-#       workers and DuckDB on the machine's cores; Q1-Q6, t1-t4 and the top-k k01
+#   bash bench/diag/gpu_scaleout_s42.sh run N P GPUS TAG [BASELINES]
+#       bamql on GPUS (e.g. 1,2,4), host backend, warm (GPU caches emptied before each run),
+#       beside BASELINES (default dask-cudf,duckdb: dask-cudf on the same workers, DuckDB on
+#       the machine's cores); Q1-Q6, t1-t4 and the top-k k01
 set -uo pipefail
 what=${1:?tests, prep or run}
 out=${OUT:-/tmp/out}; mkdir -p "$out"
@@ -27,6 +28,6 @@ case $what in
   run)
     timeout 590 python -m bamql.cli bench-scaleout --rows "${2:?rows}" --partitions "${3:?parts}" \
       --gpus "${4:?gpus}" --queries "$queries" --backend host --reps 3 --workdir /dev/shm/bx \
-      --baselines dask-cudf,duckdb --out "$out/scaleout-${5:?tag}" 2>&1 | grep -v "^ *$" | tail -80 ;;
+      --baselines "${6:-dask-cudf,duckdb}" --out "$out/scaleout-${5:?tag}" 2>&1 | grep -v "^ *$" | tail -80 ;;
   *) echo "tests, prep or run" >&2; exit 2 ;;
 esac
