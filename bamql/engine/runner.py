@@ -42,9 +42,9 @@ class Dispatch:
 
 @dataclass
 class Partials:
-    """What a runner brings back: partial aggregates of disjoint rows (one set per
-    partition, or per worker that merged its own), each partition's statistics, and on a
-    cluster how the answers came back."""
+    """What a runner brings back: partials of disjoint rows (the kernel's accumulators or a
+    task's partials; one per partition, or per worker that merged its own), each
+    partition's statistics, and on a cluster how the answers came back."""
 
     accs: list[Any]
     stats: list[QueryStats]
