@@ -411,3 +411,47 @@ def test_a_wide_decimal_store_verifies(wide_sources):
 
     with open_table(wide_sources / "data" / "r") as table:
         assert table.verify() == []
+
+
+_SIM_SCRIPT = """
+import sys
+from pathlib import Path
+import bamql, duckdb, pyarrow.parquet as pq
+
+d = Path(sys.argv[1])
+t = pq.read_table(d / "edge.parquet")
+ref = duckdb.connect()
+ref.register("r", t)
+queries = [
+    "SELECT k, SUM(w5), MIN(w5), MAX(w5), COUNT(w5), AVG(w5) FROM r GROUP BY k ORDER BY k",
+    "SELECT COUNT(*) FROM r WHERE w9 > 0 AND k <> 2",
+    "SELECT w2, k FROM r ORDER BY w2 DESC, k",
+    "SELECT k, SUM(m), SUM(n) FROM r GROUP BY k ORDER BY k",  # narrow: the GPU kernels
+]
+for backend in ("host", "file"):
+    with bamql.connect(d / "data", device="gpu", backend=backend, cache="64KiB") as con:
+        assert con.device == "gpu" and "simulator" in con.note
+        for q in queries:
+            got = con.sql(q).to_arrow()
+            want = ref.sql(q).arrow()
+            want = want.read_all() if hasattr(want, "read_all") else want
+            assert got.schema.types == want.schema.types, (q, got.schema, want.schema)
+            assert got.to_pylist() == want.to_pylist() or [list(r.values()) for r in
+                got.to_pylist()] == [list(r.values()) for r in want.to_pylist()], q
+print("ok")
+"""
+
+
+def test_a_gpu_session_answers_wide_decimals_in_the_simulator(wide_sources):
+    """A GPU session (numba's CUDA simulator) answers a wide DECIMAL through the plan tree's
+    Arrow operators and the narrow columns beside it through its kernels."""
+    pytest.importorskip("numba.cuda")
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+    r = subprocess.run([sys.executable, "-c", _SIM_SCRIPT, str(wide_sources)], env=env,
+                       capture_output=True, text=True, timeout=600,
+                       cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-3000:]
