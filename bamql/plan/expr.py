@@ -533,7 +533,9 @@ def _in(ev: Evaluator, e: exp.In) -> Value:
         raise PlanError("IN needs a list of values or a subquery")
     v = ev.eval(e.this)
     items = [ev.eval(x) for x in e.expressions]
-    if any(isinstance(x, pa.Array) for x in items):  # x IN (a, b): an OR of equalities
+    # x IN (a, b) as an OR of equalities: where an item is a column, and for a DECIMAL x,
+    # whose decimal constants compare exactly (``exact_literal``; as one list they were DOUBLEs)
+    if any(isinstance(x, pa.Array) for x in items) or pa.types.is_decimal(v.type):
         out = None
         for x in e.expressions:
             t = _cmp("equal")(ev, exp.EQ(this=e.this, expression=x))

@@ -43,3 +43,24 @@ def test_in_an_empty_subquery_of_agreeing_types_answers_as_duckdb(tmp_path: Path
                      "s NOT IN (SELECT w FROM {u} WHERE w = 'z')", "k NOT IN (SELECT k FROM {u})"):
             sql = f"SELECT COUNT(*) FROM '{r}' AS r WHERE {cond.format(u=repr(str(u)) + ' AS u')}"
             assert con.sql(sql).rows() == duckdb.sql(sql).fetchall(), sql
+
+
+@pytest.mark.parametrize(("p", "s"), [(31, 24), (38, 30), (20, 2)])
+def test_a_wide_decimal_in_a_list_of_decimal_constants_compares_exactly(tmp_path: Path, p: int, s: int):
+    """A DECIMAL of more than 18 digits (read by the plan tree) IN a list of decimal
+    constants: the list was made one array of DOUBLEs, so a 23-digit constant equal to a
+    value matched nothing (``d = c`` compared exactly; found by ``tests.sql.fuzz``)."""
+    from decimal import Decimal, getcontext
+
+    getcontext().prec = 60
+    raw = [Decimal("0.012908601619813060575812"), Decimal("0.008943227837199461868187"),
+           Decimal("1.5"), None]
+    vals = [None if v is None else v.quantize(Decimal(1).scaleb(-s)) for v in raw]
+    path = tmp_path / "d.parquet"
+    pq.write_table(pa.table({"d": pa.array(vals, pa.decimal128(p, s))}), path)
+    a, b, c = (format(v, "f") for v in vals[:3])
+    with bamql.connect(None, device="cpu") as con:
+        for items in (f"{a}, {b}", f"{a}, {b}, {c}", f"{a}, NULL", f"{b}", "1e17, 1.5", f"-{a}, 7"):
+            for neg in ("", "NOT "):
+                sql = f"SELECT COUNT(*) FROM '{path}' WHERE d {neg}IN ({items})"
+                assert con.sql(sql).rows() == duckdb.sql(sql).fetchall(), sql
