@@ -82,7 +82,8 @@ def decimal_column(v: np.ndarray, ok: np.ndarray, e: ir.Dec) -> pa.Array:
         raise OutOfRangeError("Out of Range Error: a DECIMAL result does not fit DECIMAL(38) "
                               f"(column {e.source!r})")
     p = min(38, max(e.precision, e.scale + 1, len(str(top))))
-    return pa.array([None if x is None else Decimal(x).scaleb(-e.scale) for x in vals],
+    # from the digits' text: Decimal's scaleb rounds to its context's 28 digits
+    return pa.array([None if x is None else Decimal(f"{x}E-{e.scale}") for x in vals],
                     type=pa.decimal128(p, e.scale))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from decimal import Decimal
 
 import numpy as np
 import pyarrow as pa
@@ -44,11 +45,6 @@ def _numeric(v: pa.Array, what: str) -> pa.Array:
     return v
 
 
-#: Unscaled DECIMAL values below this in magnitude have at most 15 significant digits, which
-#: a double holds exactly (``storage.sqltypes.DOUBLE_EXACT``).
-_DOUBLE_EXACT = 10**15
-
-
 def _quantile_input(v: pa.Array, what: str) -> pa.Array:
     """The values a quantile is computed of (as doubles): a DECIMAL's only where a double
     holds every one of them exactly; DuckDB keeps a DECIMAL's quantile a DECIMAL, which its
@@ -56,7 +52,7 @@ def _quantile_input(v: pa.Array, what: str) -> pa.Array:
     if not pa.types.is_decimal(v.type) or v.null_count == len(v):
         return v
     top = pc.max(pc.abs(v)).as_py()
-    if top is not None and top * 10**v.type.scale >= _DOUBLE_EXACT:
+    if top is not None and top >= Decimal(f"1E{15 - v.type.scale}"):  # compared exactly
         raise PlanError(f"{what} of DECIMAL({v.type.precision},{v.type.scale}) values of more "
                         "than 15 significant digits is not supported (a double would round "
                         "them); CAST the argument to DOUBLE to have it rounded")
@@ -240,7 +236,7 @@ def _decimal_result(sums: pa.Array, counts: pa.Array, fn: str, scale: int) -> pa
     the average its DOUBLE (the nearest double to the exact sum) divided by the count's; a
     sum past 38 digits is DuckDB's error."""
     top = pc.max(pc.abs(sums)).as_py()
-    if top is not None and top * 10**scale >= 10**38:
+    if top is not None and top >= Decimal(f"1E{38 - scale}"):  # compared exactly
         from bamql.errors import OutOfRangeError
 
         raise OutOfRangeError("Overflow in SUM of DECIMAL: the result does not fit in "

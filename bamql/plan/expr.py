@@ -167,7 +167,8 @@ def exact_literal(e: exp.Expression, other: Value) -> Value | None:
 
     v = Decimal(lit.this)
     scale = max(0, -v.as_tuple().exponent)
-    return pa.scalar(-v if neg else v, pa.decimal128(max(digits, scale, 1), scale))
+    # copy_negate is exact; unary minus rounds to the context's 28 digits
+    return pa.scalar(v.copy_negate() if neg else v, pa.decimal128(max(digits, scale, 1), scale))
 
 
 def _tname(t: pa.DataType) -> str:
@@ -345,6 +346,9 @@ def _arith(op: str):
         _check_numbers(a, b, e)
         a = exact_literal(e.left, b) or a
         b = exact_literal(e.right, a) or b
+        if op == "multiply" and _exact_number(a.type) and _exact_number(b.type) and \
+                (pa.types.is_decimal(a.type) or pa.types.is_decimal(b.type)):
+            return _decimal_product(a, b, e)
         a, b = _coerce(a, b)
         if op == "divide":  # a DOUBLE, as DuckDB divides DECIMALs too
             return pc.divide(as_double(a), as_double(b))
@@ -360,6 +364,84 @@ def _arith(op: str):
             return _decimal_sum(op, a, b, e)
         return getattr(pc, op)(a, b)
     return fn
+
+
+#: DuckDB's DECIMAL width of each integer type (a BIGINT is DECIMAL(19, 0))
+_INT_WIDTH = {8: 3, 16: 5, 32: 10, 64: 19}
+
+
+def _exact_number(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_decimal(t)
+
+
+def _as_decimal(v: Value) -> Value:
+    """An integer value as the DECIMAL DuckDB multiplies it as (INTEGER: DECIMAL(10, 0))."""
+    t = v.type
+    if pa.types.is_decimal(t):
+        return v
+    return v.cast(pa.decimal128(_INT_WIDTH[t.bit_width] + pa.types.is_unsigned_integer(t), 0))
+
+
+def _decimal_product(a: Value, b: Value, e) -> Value:
+    """``a * b`` of a DECIMAL and a DECIMAL or an integer, exactly, typed as DuckDB types it:
+    DECIMAL(p1 + p2, s1 + s2), its width cut to 18 where both fit 18 digits (and the scale
+    is below 18) and to 38 beyond; a product past that width is DuckDB's overflow error."""
+    a, b = _as_decimal(a), _as_decimal(b)
+    ta, tb = a.type, b.type
+    scale, width = ta.scale + tb.scale, ta.precision + tb.precision
+    if scale > 38:
+        raise PlanError(f"{e.sql(dialect='duckdb')[:80]}: a product of {scale} decimals is "
+                        "beyond DECIMAL(38); CAST a factor to DOUBLE or to fewer decimals")
+    if width > 18 and max(ta.precision, tb.precision) <= 18 and scale < 18:
+        width = 18
+    out = pa.decimal128(min(width, 38), scale)
+    if ta.precision + tb.precision + 1 <= 76:  # Arrow's own exact product in 256 bits
+        r = pc.multiply(a.cast(pa.decimal256(ta.precision, ta.scale)),
+                        b.cast(pa.decimal256(tb.precision, tb.scale)))
+    else:  # two factors of 38 digits: Python's integers, exactly
+        r = _python_product(a, b, scale)
+    try:
+        return r.cast(out)
+    except pa.ArrowInvalid:
+        from bamql.errors import OutOfRangeError
+
+        raise OutOfRangeError(f"Overflow in multiplication of DECIMAL({out.precision}) in "
+                              f"{e.sql(dialect='duckdb')[:80]}") from None
+
+
+def _python_product(a: Value, b: Value, scale: int) -> Value:
+    """``a * b`` of two DECIMALs through Python's exact integers, as a decimal256(76, scale)
+    (a product past 76 digits is an overflow at any width DuckDB has)."""
+    from decimal import Decimal
+
+    def ints(v: Value) -> tuple[list, bool]:
+        s = v.type.scale
+        if isinstance(v, pa.Scalar):
+            x = v.as_py()
+            return [None if x is None else unscaled_int(x, s)], True
+        return [None if x is None else unscaled_int(x, s) for x in v.to_pylist()], False
+
+    (xa, sa), (xb, sb) = ints(a), ints(b)
+    n = max(len(xa), len(xb))
+    xa, xb = xa * n if sa else xa, xb * n if sb else xb
+    limit = 10**76
+    prods = [None if x is None or y is None else x * y for x, y in zip(xa, xb, strict=True)]
+    if any(p is not None and abs(p) >= limit for p in prods):
+        from bamql.errors import OutOfRangeError
+
+        raise OutOfRangeError("Overflow in multiplication of DECIMAL(38)")
+    vals = [None if p is None else Decimal(f"{p}E-{scale}") for p in prods]  # exactly
+    if sa and sb:
+        return pa.scalar(vals[0], pa.decimal256(76, scale))
+    return pa.array(vals, pa.decimal256(76, scale))
+
+
+def unscaled_int(x, scale: int) -> int:
+    """Decimal ``x`` (of at most ``scale`` decimals) times ``10**scale``, exactly (Decimal's
+    own arithmetic rounds to its context's 28 digits)."""
+    sign, digits, exp = x.as_tuple()
+    n = int("".join(map(str, digits)) or "0") * 10 ** (exp + scale)
+    return -n if sign else n
 
 
 def _decimal_sum(op: str, a: Value, b: Value, e) -> Value:

@@ -443,7 +443,7 @@ def _literal(e: exp.Expression | None) -> int | str | Decimal | None | object:
     if re.fullmatch(r"[0-9]+\.[0-9]*|\.[0-9]+", text):
         if sum(c.isdigit() for c in text) > _DECIMAL_DIGITS:
             return _NOT  # DuckDB reads it as a DOUBLE, which compares in floating point
-        return -Decimal(text) if neg else Decimal(text)
+        return Decimal(text).copy_negate() if neg else Decimal(text)  # -x rounds to 28 digits
     if not re.fullmatch(r"[0-9]+", text):
         return _NOT
     return -int(text) if neg else int(text)

@@ -259,12 +259,14 @@ def test_random_tables_and_queries_in_the_simulator():
 
 
 # -- DECIMALs of every precision ----------------------------------------------------------
-#: the one-line refusals a DECIMAL may meet, and why each is no wrong answer: a value beyond
-#: int64 (more than 18 digits) is refused at ingest; a double where DuckDB keeps a DECIMAL
-#: exact, for a value of more than 15 digits, is refused; exact arithmetic that leaves int64
-#: is an overflow error (DuckDB computes up to 38 digits)
+#: the one-line refusals a DECIMAL may meet, and why each is no wrong answer: a double where
+#: DuckDB keeps a DECIMAL exact, for a value of more than 15 digits, is refused; exact
+#: arithmetic that leaves int64 or 38 digits is an overflow error (DuckDB computes up to 38
+#: digits); a result type Arrow cannot hold is refused ("more than 38 digits"); a constant a
+#: double cannot hold beside a DECIMAL computed as a double is refused
 DECIMAL_REFUSALS = ("more than 18 digits", "15 significant digits", "beyond bigint",
-                    "overflow", "does not fit decimal(38)")
+                    "overflow", "does not fit decimal(38)", "more than 38 digits",
+                    "more significant digits than a double holds")
 
 
 def _big_ints(rng: np.random.Generator, n: int, digits: int) -> list[int]:
