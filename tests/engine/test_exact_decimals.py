@@ -429,7 +429,7 @@ queries = [
     "SELECT w2, k FROM r ORDER BY w2 DESC, k",
     "SELECT k, SUM(m), SUM(n) FROM r GROUP BY k ORDER BY k",  # narrow: the GPU kernels
 ]
-for backend in ("host", "file"):
+for backend in ("gpu", "host", "file"):
     with bamql.connect(d / "data", device="gpu", backend=backend, cache="64KiB") as con:
         assert con.device == "gpu" and "simulator" in con.note
         for q in queries:
@@ -445,7 +445,7 @@ print("ok")
 
 def test_a_gpu_session_answers_wide_decimals_in_the_simulator(wide_sources):
     """A GPU session (numba's CUDA simulator) answers a wide DECIMAL through the plan tree's
-    Arrow operators and the narrow columns beside it through its kernels."""
+    Arrow operators and the narrow columns beside it through its kernels, on each backend."""
     pytest.importorskip("numba.cuda")
     import os
     import subprocess
