@@ -161,7 +161,21 @@ async def _answer(blob: bytes, run) -> bytes:
         entry[1] = seconds < INLINE_S
         return pickle.dumps(("ok", out, seconds, (start, time.monotonic())), protocol=5)
     except Exception as e:  # re-raised by the client
+        where = _origin(e)
         try:
-            return pickle.dumps(("error", e), protocol=5)
+            return pickle.dumps(("error", e, where), protocol=5)
         except Exception:  # an exception that does not pickle: its text
-            return pickle.dumps(("error", RuntimeError(f"{type(e).__name__}: {e}")), protocol=5)
+            return pickle.dumps(("error", RuntimeError(f"{type(e).__name__}: {e}"), where),
+                                protocol=5)
+
+
+def _origin(e: BaseException) -> str:
+    """Where ``e`` was raised (``file:line in function``, the innermost frame): an error
+    without a message still says something once it has crossed to the client."""
+    import traceback
+
+    tb = traceback.extract_tb(e.__traceback__)
+    if not tb:
+        return ""
+    f = tb[-1]
+    return f"{f.filename.rsplit('/', 1)[-1]}:{f.lineno} in {f.name}"

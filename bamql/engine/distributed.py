@@ -137,8 +137,10 @@ class DaskRunner:
                 e = out[1]
                 if isinstance(e, (BamqlError, Declined)):
                     raise e
-                raise BamqlError(f"a partition failed on worker {w}: {type(e).__name__}: "
-                                 f"{_first_line(e)}")
+                where = out[2] if len(out) > 2 and out[2] else ""
+                raise BamqlError(f"a partition failed on worker {w}: {type(e).__name__}"
+                                 + (f": {_first_line(e)}" if _first_line(e) else "")
+                                 + (f" (raised at {where})" if where else ""))
             got, got_stats = out[1]
             if fn is bamql_partitions:
                 accs.append(got)  # the worker's accumulators, merged

@@ -95,6 +95,20 @@ def _closed_at_exit(engine: GpuEngine) -> None:
         _open.add(engine)
 
 
+def memory_info(cuda) -> tuple[int, int]:
+    """``(free, total)`` bytes of the current GPU: its context's memory manager's figures,
+    else the driver's. An external memory manager may not tell (numba's plugin interface
+    lets ``get_memory_info`` raise NotImplementedError; RMM's, which cuDF and dask-cuda
+    install in a Dask worker, does)."""
+    try:
+        free, total = cuda.current_context().get_memory_info()
+    except NotImplementedError:
+        from numba.cuda.cudadrv.driver import driver
+
+        free, total = driver.cuMemGetInfo()
+    return int(free), int(total)
+
+
 class GpuEngine:
     """Runs physical plans on the GPU for one session (or one Dask worker).
 
@@ -118,7 +132,7 @@ class GpuEngine:
         self.tables: dict[str, Table] = {}
         self._sources: LRU = LRU(256)  # id(plan) -> (plan, store, scan, kernel source, params)
         self._lock = threading.Lock()
-        self.free_at_start, self.total = cuda.current_context().get_memory_info()
+        self.free_at_start, self.total = memory_info(cuda)
         #: kernels already launched once (compiled), held so that their ids stay theirs
         self._warmed = LRU(256)
         self._run_lock = threading.Lock()
@@ -139,7 +153,7 @@ class GpuEngine:
     def _load(self, store: PageStore) -> Table:
         t0 = time.perf_counter()
         m, be = store.manifest, self.backend
-        free, _ = self.cuda.current_context().get_memory_info()
+        free, _ = memory_info(self.cuda)
         cache = self.cache_bytes
         if cache is None:  # default: a quarter of free memory, at most 8 GiB
             cache = min(8 << 30, free // 4)

@@ -259,7 +259,8 @@ def test_a_worker_error_is_raised_on_the_client_as_it_was(parted):
             runner.run(SimpleNamespace(paths=[parted / "no-such-partition"]), plan, "file")
         # any other error of a partition: one line naming the worker, at once, not retried
         t0 = time.perf_counter()
-        with pytest.raises(bamql.BamqlError, match="a partition failed on worker .*: KeyError"):
+        with pytest.raises(bamql.BamqlError,
+                           match=r"a partition failed on worker .*: KeyError.* \(raised at \w+\.py:\d+ in "):
             runner.run(SimpleNamespace(paths=[parted / "trips" / "part-000"]), plan, "no medium")
         assert time.perf_counter() - t0 < 5
 
