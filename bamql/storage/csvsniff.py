@@ -40,6 +40,9 @@ class Dialect:
     #: timestamp with a time of day: read as microseconds (pyarrow infers nanoseconds, and a
     #: fraction of a second beyond 2262 or before 1677 then makes the column text)
     timestamps: tuple[tuple[int, bool], ...] = ()
+    #: positions of the columns whose every value in the sample is an integer of at most 38
+    #: digits, one at least beyond BIGINT: DuckDB's HUGEINT (pyarrow infers DOUBLE)
+    hugeints: tuple[int, ...] = ()
 
     def column_names(self) -> list[str]:
         """DuckDB's names of a header-less file's columns: ``column0``, ... padded with
@@ -77,7 +80,22 @@ def sniff(sample: bytes, delimiter: str | None = None, header: bool | None = Non
     names = tuple(n.strip() for n in rows[0]) if header else ()
     data = rows[1:] if header else rows
     return Dialect(delimiter, header, len(rows[0]), names, _infinity_first(names, data),
-                   _timestamps(len(rows[0]), data))
+                   _timestamps(len(rows[0]), data), _hugeints(len(rows[0]), data))
+
+
+_INTEGER = re.compile(r"[+-]?\d{1,38}")
+
+
+def _hugeints(n: int, rows: list[list[str]]) -> tuple[int, ...]:
+    """The columns of ``rows`` whose non-empty values are all integers of at most 38 digits,
+    one of them at least beyond BIGINT."""
+    out = []
+    for i in range(n):
+        vals = [r[i].strip() for r in rows if i < len(r) and r[i].strip()]
+        if vals and all(_INTEGER.fullmatch(v) for v in vals) and \
+                any(not -2**63 <= int(v) < 2**63 for v in vals):
+            out.append(i)
+    return tuple(out)
 
 
 _TIME = re.compile(r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?([+-]\d{2}(:?\d{2})?|Z)?")

@@ -173,7 +173,8 @@ class CsvSource(Source):
     def _late_timestamps(self, schema: pa.Schema) -> dict[str, pa.DataType]:
         """The columns pyarrow read as text whose sampled values are all timestamps (ones
         of fractional seconds outside the nanosecond range, 1677..2262), as microsecond
-        timestamps, as DuckDB reads them."""
+        timestamps, and those it read as DOUBLE whose values are all integers, one beyond
+        BIGINT, as DECIMAL(38, 0): as DuckDB reads them (TIMESTAMP, HUGEINT)."""
         names = self._names()
         out = {}
         for i, tz in self.dialect.timestamps:
@@ -181,6 +182,11 @@ class CsvSource(Source):
                     schema.get_field_index(names[i]) >= 0 and \
                     pa.types.is_string(schema.field(names[i]).type):
                 out[names[i]] = pa.timestamp("us", tz="UTC" if tz else None)
+        for i in self.dialect.hugeints:  # DuckDB's HUGEINT, where pyarrow infers DOUBLE
+            if i < len(names) and names[i] not in self._types and \
+                    schema.get_field_index(names[i]) >= 0 and \
+                    pa.types.is_floating(schema.field(names[i]).type):
+                out[names[i]] = pa.decimal128(38, 0)
         return out
 
     def _check_infinities(self) -> None:

@@ -48,3 +48,20 @@ def test_csv_timestamps_with_fractions_beyond_the_nanosecond_range(tmp_path: Pat
         t = "t" if text.startswith("t,") else "column0"
         for sql in (f"SELECT * FROM '{path}'", f"SELECT MAX({t}), MIN({t}) FROM '{path}'"):
             assert con.sql(sql).rows() == duckdb.sql(sql).fetchall()
+
+
+def test_csv_integers_beyond_bigint_are_exact_as_duckdb_hugeint(tmp_path: Path):
+    """A CSV column of integers one of which is beyond BIGINT is DuckDB's HUGEINT; pyarrow
+    read it as DOUBLE, so 3741256311443541856879194210 came back rounded (found by
+    ``tests.sql.fuzz``). It is read as DECIMAL(38, 0), exact (Arrow's HUGEINT as DuckDB
+    writes it too)."""
+    path = tmp_path / "h.csv"
+    path.write_text("d,k\n3741256311443541856879194210,1\n-95796942014094137,2\n,3\n9223372036854775808,4\n")
+    with bamql.connect(None, device="cpu") as con:
+        for sql in (f"SELECT d, k FROM '{path}' ORDER BY k", f"SELECT MAX(d), MIN(d), COUNT(d) FROM '{path}'",
+                    f"SELECT k FROM '{path}' WHERE d > 9223372036854775807 ORDER BY k"):
+            ours = con.sql(sql).rows()
+            assert [tuple(int(v) if v is not None else None for v in r) for r in ours] \
+                == duckdb.sql(sql).fetchall(), sql
+        typ = con.sql(f"SELECT d FROM '{path}'").to_arrow().schema.field("d").type
+        assert str(typ) == "decimal128(38, 0)"
