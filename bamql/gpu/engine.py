@@ -106,7 +106,8 @@ def memory_info(cuda) -> tuple[int, int]:
         from numba.cuda.cudadrv.driver import driver
 
         free, total = driver.cuMemGetInfo()
-    return int(free), int(total)
+    # numba's CUDA simulator tells infinite memory (float inf), kept as it is
+    return int(free) if free != float("inf") else free, int(total) if total != float("inf") else total
 
 
 class GpuEngine:

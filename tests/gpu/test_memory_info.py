@@ -30,3 +30,11 @@ def test_a_memory_manager_that_does_not_tell_leaves_it_to_the_driver(monkeypatch
         pytest.skip(f"numba's CUDA driver module is not importable here: {e}")
     monkeypatch.setattr(drv, "driver", SimpleNamespace(cuMemGetInfo=lambda: (5, 80)))
     assert memory_info(_cuda(NotImplementedError())) == (5, 80)
+
+
+def test_the_simulators_infinite_memory_is_kept():
+    """numba's CUDA simulator tells ``inf`` bytes free: converting it to int raised
+    OverflowError, so every GPU session in the simulator failed to open (found by
+    ``tests.sql.fuzz --device gpu`` under NUMBA_ENABLE_CUDASIM)."""
+    inf = float("inf")
+    assert memory_info(_cuda((inf, inf))) == (inf, inf)
