@@ -77,7 +77,9 @@ def sniff(sample: bytes, delimiter: str | None = None, header: bool | None = Non
         return Dialect(delimiter, bool(header) if header is not None else True)
     if header is None:
         header = _has_header(rows)
-    names = tuple(n.strip() for n in rows[0]) if header else ()
+    # an empty name is DuckDB's column<i>, as a header-less file's
+    default = Dialect(fields=len(rows[0])).column_names()
+    names = tuple(n.strip() or default[i] for i, n in enumerate(rows[0])) if header else ()
     data = rows[1:] if header else rows
     return Dialect(delimiter, header, len(rows[0]), names, _infinity_first(names, data),
                    _timestamps(len(rows[0]), data), _hugeints(len(rows[0]), data))
@@ -164,12 +166,14 @@ def _has_header(rows: list[list[str]]) -> bool:
     first, rest = rows[0], rows[1:]
     if not rest:  # one row: a header where every field is text (one empty or typed: data)
         return all(x.strip() and _type_of(x) == "text" for x in first)
+    if not any(x.strip() for x in first):  # a first row of empty fields: a header, unnamed
+        return True
     all_text = True
     for i, name in enumerate(first):
         kinds = frozenset(_type_of(r[i]) for r in rest if i < len(r) and r[i] != "")
         kind = next(iter(kinds)) if len(kinds) == 1 else _WIDER.get(kinds, "text")
         typed = kind != "text"
-        if typed and _type_of(name) not in _READS[kind]:
-            return True  # a name over values of one type
+        if typed and name.strip() and _type_of(name) not in _READS[kind]:
+            return True  # a name over values of one type (an empty field is a NULL of any)
         all_text &= not typed  # text columns: a header, whatever its names look like
     return all_text

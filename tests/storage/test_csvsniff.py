@@ -38,6 +38,11 @@ FILES = {
     # columns of text only: the first row is a header whatever it looks like
     "text_under_a_boolean_word.csv": "t\na\nb\n",
     "text_under_a_number.csv": "1\na\nb\n",
+    # an empty field of a first row is a NULL, not a name (a header-less file whose first
+    # row had one lost that row as a header of two '' names); an empty name is column<i>
+    "empty_field_first_row_no_header.csv": "x,,1\ny,5,2\nz,6,3\n",
+    "empty_names.csv": ",a\n0,1\n1,2\n",
+    "empty_header_row.csv": ",,\n1,2,3\n4,5,6\n",
     "spaced_names.csv": "a, b\n1,2\n",
     # DuckDB pads the names of eleven columns or more: column00 .. column10
     "eleven_no_header.csv": ",".join(map(str, range(11))) + "\n" + ",".join("1" * 11) + "\n",
