@@ -26,8 +26,10 @@ on DuckDB over the same rows or files. Outcomes:
                  bamql answered: listed, checked by hand
 ``float-order``  a SUM or AVG of doubles that overflows differs only in which of NaN, +inf
                  or -inf it is (the order of the additions, which SQL leaves open)
-``by-name``      DuckDB refused the files of a glob whose columns differ, and answers as
-                 bamql with ``union_by_name = true`` (bamql reads such files by name always:
+``by-name``      DuckDB read the files of a glob with the first one's columns and dialect
+                 (refusing files whose columns differ; keeping quotes where the first file
+                 has none) and answers as bamql with ``union_by_name = true, quote = '"'``
+                 (bamql reads each file by its own header and dialect, by name:
                  ``storage.fileoptions``)
 ``ref-file-bug`` DuckDB reading a Parquet file answered otherwise than DuckDB over the same
                  rows in memory, which bamql matches (DuckDB prunes row groups by statistics
@@ -736,16 +738,8 @@ def check(con, duck: duckdb.DuckDBPyConnection, w: World, sql: str) -> Outcome:
         o.ref_error, o.ours = one_line(ref_err), _rows(ours)
         range_err = isinstance(ref_err, duckdb.OutOfRangeException | duckdb.ConversionException)
         o.status = "ref-range" if range_err else "wrong"
-        if o.status == "wrong" and w.mode.endswith("glob"):
-            # bamql reads the files of a glob by name, as DuckDB's union_by_name does, where
-            # DuckDB without it refuses files whose columns differ: asked with it, DuckDB
-            # must answer as bamql
-            try:
-                by_name = duck.sql(text(w, sql).replace(w.r_from, by_name_from(w))).fetchall()
-            except Exception:  # noqa: BLE001
-                by_name = None
-            if by_name is not None and compare(ours, by_name, ordered) != "wrong":
-                o.status, o.extra = "by-name", {"duckdb_union_by_name": _rows(by_name)}
+        if o.status == "wrong":
+            _by_name(o, duck, w, sql, ours, ordered)
         return o
     o.status = compare(ours, ref, ordered)
     sums = "SUM(" in sql or "AVG(" in sql
@@ -754,6 +748,8 @@ def check(con, duck: duckdb.DuckDBPyConnection, w: World, sql: str) -> Outcome:
         # (+-1.8e308 both present), which SQL leaves open: DuckDB adds in row order, bamql
         # in parallel parts
         o.status = "float-order"
+    if o.status == "wrong":
+        _by_name(o, duck, w, sql, ours, ordered)
     if o.status == "wrong" and w.mode.startswith("parquet"):
         mem = duck_over_rows(w, sql)
         if mem is not None and compare(ours, mem, ordered) != "wrong":
@@ -766,10 +762,28 @@ def check(con, duck: duckdb.DuckDBPyConnection, w: World, sql: str) -> Outcome:
 
 
 def by_name_from(w: World) -> str:
-    """A glob world's FROM as DuckDB's reader with ``union_by_name = true``."""
-    reader = "read_parquet" if w.mode.startswith("parquet") else "read_csv"
-    return f"{reader}('{w.dir}/r/*.{'parquet' if reader == 'read_parquet' else 'csv'}', " \
-           "union_by_name = true) AS r"
+    """A glob world's FROM as DuckDB's reader with ``union_by_name = true`` (and, of CSVs,
+    the standard quote)."""
+    if w.mode.startswith("parquet"):
+        return f"read_parquet('{w.dir}/r/*.parquet', union_by_name = true) AS r"
+    return f"read_csv('{w.dir}/r/*.csv', union_by_name = true, quote = '\"') AS r"
+
+
+def _by_name(o: Outcome, duck, w: World, sql: str, ours: list[tuple], ordered: bool) -> None:
+    """A glob world's wrong answer ``o`` made ``by-name`` where DuckDB, asked to read the
+    files by name (``by_name_from``), answers as bamql. DuckDB reads every file of a glob
+    with the first one's columns and sniffed dialect: it refuses files whose columns
+    differ, and where the first file has no quoted field it keeps the quotes of the others
+    (``"a b"`` for ``a b``); bamql reads each file by its own header and dialect, by name
+    (``storage.fileoptions``)."""
+    if not w.mode.endswith("glob"):
+        return
+    try:
+        by_name = duck.sql(text(w, sql).replace(w.r_from, by_name_from(w))).fetchall()
+    except Exception:  # noqa: BLE001
+        return
+    if compare(ours, by_name, ordered) != "wrong":
+        o.status, o.extra = "by-name", {"duckdb_union_by_name": _rows(by_name)}
 
 
 def duck_over_rows(w: World, sql: str) -> list[tuple] | None:
