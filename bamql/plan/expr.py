@@ -615,9 +615,13 @@ def _in(ev: Evaluator, e: exp.In) -> Value:
         raise PlanError("IN needs a list of values or a subquery")
     v = ev.eval(e.this)
     items = [ev.eval(x) for x in e.expressions]
-    # x IN (a, b) as an OR of equalities: where an item is a column, and for a DECIMAL x,
-    # whose decimal constants compare exactly (``exact_literal``; as one list they were DOUBLEs)
-    if any(isinstance(x, pa.Array) for x in items) or pa.types.is_decimal(v.type):
+    # x IN (a, b) as an OR of equalities: where an item is a column; for a DECIMAL x, whose
+    # decimal constants compare exactly (``exact_literal``; as one list they were DOUBLEs);
+    # for an integer x among constants not all integers (as one list of DOUBLEs, x =
+    # -9223372036854775807 was IN (-9223372036854775808, 2.5): both round to -2**63)
+    mixed = pa.types.is_integer(v.type) and not all(
+        pa.types.is_integer(x.type) or pa.types.is_null(x.type) for x in items)
+    if any(isinstance(x, pa.Array) for x in items) or pa.types.is_decimal(v.type) or mixed:
         out = None
         for x in e.expressions:
             t = _cmp("equal")(ev, exp.EQ(this=e.this, expression=x))
