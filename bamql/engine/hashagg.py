@@ -29,7 +29,7 @@ import numpy as np
 
 from bamql.config import Backend, Device, Medium
 from bamql.engine.accumulate import Grouped, int_avgs, int_sums, order_keys
-from bamql.engine.rows import column_env, row_matches, widen
+from bamql.engine.rows import morsel_envs, row_matches, widen
 from bamql.engine.runner import Declined
 from bamql.engine.stats import QueryStats
 from bamql.kernels.codegen import N_ERRORS, NAN_BITS, check_errors
@@ -369,12 +369,7 @@ def numpy_partial(store: PageStore, q: ir.Query, medium: Medium, device: Device,
     parts: list[Partial] = []
     matches, st = row_matches(store, q.table, q.predicate, cols, medium, device, backend)
     t2 = time.perf_counter()
-    for window, rows, vals in matches:
-        for c in cols:
-            if c not in vals:
-                vals[c] = matches.fetch(c, rows, window)
-        env = column_env(store, {c: vals[c] for c in cols})
-        n = len(rows)
+    for env, n in morsel_envs(matches, store, cols):
         keys = [widen(*evaluate(k, env, n), n) for k in q.keys]
         args = [_arg(a, env, n) for a in q.aggs]
         parts.append(aggregate_morsel(keys, kinds, args, q.aggs))

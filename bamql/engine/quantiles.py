@@ -14,7 +14,7 @@ import numpy as np
 
 from bamql.config import Backend, Device, Medium
 from bamql.engine.accumulate import Grouped
-from bamql.engine.rows import Vec, column_env, row_matches, widen
+from bamql.engine.rows import Vec, morsel_envs, row_matches, widen
 from bamql.engine.stats import QueryStats
 from bamql.planner import ir
 from bamql.planner.domains import strides as key_strides
@@ -56,12 +56,7 @@ class QuantileTask:
         strides = key_strides(domains)
         got: dict[int, list[Slotted]] = {j: [] for j in js}
         matches, st = row_matches(store, q.table, q.predicate, cols, self.medium, device, backend)
-        for window, rows, vals in matches:
-            for c in cols:
-                if c not in vals:
-                    vals[c] = matches.fetch(c, rows, window)
-            env = column_env(store, {c: vals[c] for c in cols})
-            n = len(rows)
+        for env, n in morsel_envs(matches, store, cols):
             slot = np.zeros(n, np.int64)
             for k, d, s in zip(q.keys, domains, strides, strict=True):
                 kv, kok = evaluate(k, env, n)

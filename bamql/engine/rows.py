@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Iterator
 from typing import ClassVar
 
 import numpy as np
@@ -78,6 +79,17 @@ def column_env(store: PageStore, vals: dict[str, np.ndarray]) -> dict[str, Vec]:
         x = x.astype(np.float64) if meta.kind == "float" else x.astype(np.int64)
         env[c] = (x, ~null_mask(v))
     return env
+
+
+def morsel_envs(matches: Matches, store: PageStore,
+                columns: tuple[str, ...]) -> Iterator[tuple[dict[str, Vec], int]]:
+    """Each morsel's ``columns`` at its matching rows (read there when the filter did not),
+    as the evaluator's environment, with its row count."""
+    for window, rows, vals in matches:
+        for c in columns:
+            if c not in vals:
+                vals[c] = matches.fetch(c, rows, window)
+        yield column_env(store, {c: vals[c] for c in columns}), len(rows)
 
 
 def sort_order(keys: list[tuple[Vec, bool, bool]]) -> np.ndarray:
