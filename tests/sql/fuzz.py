@@ -252,15 +252,17 @@ def _has(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 
 
-def frame(w: World):
-    """``r`` as the object registered: an Arrow table, or a pandas or polars frame."""
+def frame(w: World, decoded: bool = False):
+    """``r`` as the object registered: an Arrow table, or a pandas or polars frame;
+    ``decoded``: its dictionary columns as their values' type."""
+    r = pa.table({n: _decoded(w.r[n]) for n in w.r.column_names}) if decoded else w.r
     if w.frame == "pandas":
-        return w.r.to_pandas()
+        return r.to_pandas()
     if w.frame == "polars":
         import polars as pl
 
-        return pl.from_arrow(w.r)
-    return w.r
+        return pl.from_arrow(r)
+    return r
 
 
 def build_world(seed: int, workdir: Path, mode: str | None = None) -> World:
@@ -550,9 +552,15 @@ def duck_connection(w: World) -> duckdb.DuckDBPyConnection:
     con.execute("SET TimeZone = 'UTC'")
     con.execute("SET error_on_division_by_zero = false")  # x/0 is inf, as in bamql
     if w.mode in ("store", "register"):
-        con.register("r", frame(w))
+        # a dictionary column is an ENUM to DuckDB, ordered by its codes; to bamql it is the
+        # VARCHAR of its values, ordered as text: DuckDB is given the values
+        con.register("r", frame(w, decoded=True))
         con.register("u", w.u)
     return con
+
+
+def _decoded(col: pa.ChunkedArray) -> pa.ChunkedArray:
+    return col.cast(col.type.value_type) if pa.types.is_dictionary(col.type) else col
 
 
 def bamql_connection(w: World, device: str, backend: str | None, cache: str | None):
