@@ -135,7 +135,8 @@ def _quantile(slot: np.ndarray, v: np.ndarray, a: ir.Agg, present: np.ndarray) -
         lo, hi = np.floor(pos).astype(np.int64), np.ceil(pos).astype(np.int64)
         xl, xh = x[first + lo], x[first + hi]
         with np.errstate(all="ignore"):
-            got = np.where(lo == hi, xl, xl + (pos - lo) * (xh - xl))
+            # equal neighbours are the answer as they are (two infinities, two -0.0s)
+            got = np.where((lo == hi) | (xl == xh), xl, xl + (pos - lo) * (xh - xl))
     i = np.clip(np.searchsorted(groups, present), 0, max(len(groups) - 1, 0))
     has = (i < len(groups)) & (groups[i] == present) if len(groups) else np.zeros(len(present), bool)
     out = got[i] if len(groups) else np.zeros(len(present), x.dtype if len(x) else np.float64)
