@@ -63,9 +63,17 @@ FORMAT_VERSION = 5
 #: Versions this bamql reads. Versions 1-3 have no seal (and 1 and 2 store a float's NULL and
 #: NaN alike): such stores are refused with "re-ingest". Version 4 has an unkeyed seal only:
 #: such a store opens after the checks a store sealed elsewhere gets (``storage.seal``).
-READABLE_VERSIONS = (4, 5)
+READABLE_VERSIONS = (4, 5, 6)
 #: The first version with a keyed seal and column digests in ``pages.npz``.
 KEYED_VERSION = 5
+#: The version of a store holding a 16-byte DECIMAL column (``ColumnMeta.wide``): a bamql
+#: that does not know that storage type refuses the store as newer than itself, not corrupt
+WIDE_VERSION = 6
+
+
+def format_version(columns) -> int:
+    """The format version a store of ``columns`` is written with: the oldest that holds it."""
+    return WIDE_VERSION if any(c.wide for c in columns) else FORMAT_VERSION
 MANIFEST = "manifest.json"
 PAGES_META = "pages.npz"
 DEFAULT_PAGE_SIZE = 4096

@@ -41,6 +41,7 @@ from bamql.storage.format import (
     Origin,
     check_page_size,
     column_digest,
+    format_version,
 )
 from bamql.storage.hive import HiveMode, detect
 from bamql.storage.origin import changes, extended, record
@@ -666,7 +667,7 @@ def _finish_store(d: Path, writer: PageWriter, plans, rows: int, page_size: int,
         total_pages=writer.total_pages, columns=tuple(columns),
         pages_meta_sha256=hashlib.sha256(meta_bytes).hexdigest(), sources=sources,
         groups=group_metas, streams=streams, cluster_by=cluster.keys, origin=origin,
-        pack=pack, cluster_order=cluster.order,
+        pack=pack, cluster_order=cluster.order, format_version=format_version(columns),
     )
     mpath = d / MANIFEST
     mpath.write_text(man.to_json())

@@ -301,3 +301,26 @@ def test_a_sql_type_that_does_not_fit_the_column_is_an_inconsistency():
     assert "SQL type" in _column_inconsistency(M, meta(sql_type="VARCHAR"))
     assert "SQL type" in _column_inconsistency(
         M, ColumnMeta("f", "float", "float64", 0, 1, 512, sql_type="DECIMAL(5,2)"))
+
+
+def test_a_store_with_a_wide_decimal_is_format_6(tmp_path):
+    """A 16-byte DECIMAL column is a storage type a bamql of format 5 does not know: such a
+    store says format 6, which that bamql refuses as newer than itself, not as corrupt."""
+    import decimal
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from bamql.storage.format import FORMAT_VERSION, WIDE_VERSION
+
+    wide = pa.array([decimal.Decimal("12345678901234567890123.45"), None], pa.decimal128(37, 2))
+    pq.write_table(pa.table({"d": wide, "k": [1, 2]}), tmp_path / "w.parquet")
+    pq.write_table(pa.table({"k": [1, 2]}), tmp_path / "n.parquet")
+    ingest([str(tmp_path / "w.parquet")], tmp_path / "w")
+    ingest([str(tmp_path / "n.parquet")], tmp_path / "n")
+    version = {n: json.loads((tmp_path / n / "manifest.json").read_text())["format_version"]
+               for n in "wn"}
+    assert version == {"w": WIDE_VERSION, "n": FORMAT_VERSION} and WIDE_VERSION > FORMAT_VERSION
+    with PageStore(tmp_path / "w") as s:
+        assert s.columns["d"].wide and s.rows == 2
