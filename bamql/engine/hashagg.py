@@ -32,7 +32,15 @@ from bamql.engine.accumulate import Grouped, int_avgs, int_sums, order_keys
 from bamql.engine.rows import morsel_envs, row_matches, widen
 from bamql.engine.runner import Declined
 from bamql.engine.stats import QueryStats
-from bamql.kernels.codegen import N_ERRORS, NAN_BITS, check_errors
+from bamql.kernels.codegen import (
+    FMIX_M1,
+    FMIX_M2,
+    FMIX_SHIFT,
+    HASH_SEED,
+    N_ERRORS,
+    NAN_BITS,
+    check_errors,
+)
 from bamql.lazyjit import njit
 from bamql.planner import ir
 from bamql.planner.domains import (
@@ -110,10 +118,10 @@ def _group_ids(mat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     gid = np.empty(n, np.int64)
     firsts = np.empty(n, np.int64)
     ng = 0
-    m1, m2, r = np.uint64(0xFF51AFD7ED558CCD), np.uint64(0xC4CEB9FE1A85EC53), np.uint64(33)
+    m1, m2, r = np.uint64(FMIX_M1), np.uint64(FMIX_M2), np.uint64(FMIX_SHIFT)
     for i in range(n):
-        h = np.uint64(0x9E3779B97F4A7C15)
-        for k in range(w):  # MurmurHash3's finalizer: a float's bits differ in high bits only
+        h = np.uint64(HASH_SEED)
+        for k in range(w):  # the kernels' hash (``codegen.hash_lines``), as NumPy steps
             h = h ^ np.uint64(mat[i, k])
             h = (h ^ (h >> r)) * m1
             h = (h ^ (h >> r)) * m2

@@ -35,11 +35,13 @@ _ERR_OF = {"+": ERR_ADD, "-": ERR_SUB, "*": ERR_MUL}
 NAN_BITS = int(np.array([np.nan]).view(np.int64)[0])
 #: A hashed GROUP BY's seed (Fibonacci hashing's multiplier, 2**64 / golden ratio)
 HASH_SEED = 0x9E3779B97F4A7C15
-#: MurmurHash3's 64-bit finalizer, as kernel lines over ``hh``: a double's bits differ in
-#: their high bits only, which a multiply alone never carries down to a slot's low bits
-FMIX_LINES = ("hh = hh ^ (hh >> np.uint64(33))", "hh = hh * np.uint64(0xFF51AFD7ED558CCD)",
-              "hh = hh ^ (hh >> np.uint64(33))", "hh = hh * np.uint64(0xC4CEB9FE1A85EC53)",
-              "hh = hh ^ (hh >> np.uint64(33))")
+#: MurmurHash3's 64-bit finalizer: its multipliers and shift
+FMIX_M1, FMIX_M2, FMIX_SHIFT = 0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53, 33
+#: The finalizer as kernel lines over ``hh``: a double's bits differ in their high bits
+#: only, which a multiply alone never carries down to a slot's low bits
+FMIX_LINES = (f"hh = hh ^ (hh >> np.uint64({FMIX_SHIFT}))", f"hh = hh * np.uint64(0x{FMIX_M1:X})",
+              f"hh = hh ^ (hh >> np.uint64({FMIX_SHIFT}))", f"hh = hh * np.uint64(0x{FMIX_M2:X})",
+              f"hh = hh ^ (hh >> np.uint64({FMIX_SHIFT}))")
 
 
 def hash_lines(bits: list[str]) -> list[str]:
@@ -49,6 +51,8 @@ def hash_lines(bits: list[str]) -> list[str]:
     for b in bits:
         lines += [f"hh = hh ^ np.uint64({b})", *FMIX_LINES]
     return lines
+
+
 _I64_MIN = -(1 << 63)
 _I64_MAX = (1 << 63) - 1
 
