@@ -592,8 +592,16 @@ def _not(ev: Evaluator, e) -> Value:
 
 @handles(exp.Is)
 def _is(ev: Evaluator, e: exp.Is) -> Value:
+    if isinstance(e.expression, exp.Boolean):  # IS TRUE / IS FALSE: NULL is neither
+        v = _bool_arg(ev.eval(e.this), e)
+        if not e.expression.this:
+            v = pc.invert(v)
+        if isinstance(v, pa.Scalar):
+            return pa.scalar(bool(v.is_valid and v.as_py()))
+        return pc.fill_null(v, False)
     if not isinstance(e.expression, exp.Null):
-        raise PlanError(f"IS takes NULL (IS NULL, IS NOT NULL): {e.sql(dialect='duckdb')[:80]}")
+        raise PlanError("IS takes NULL (IS NULL, IS NOT NULL), TRUE or FALSE: "
+                        f"{e.sql(dialect='duckdb')[:80]}")
     v = ev.eval(e.this)
     if isinstance(v, pa.Scalar):
         return pa.scalar(not v.is_valid)

@@ -20,7 +20,7 @@ from bamql.intmath import I64_MAX, fits_int64
 from bamql.planner import ir, lists, scalars, strings
 from bamql.planner.constants import int_compare, timestamp_us
 from bamql.storage.format import ColumnMeta
-from bamql.storage.sqltypes import DOUBLE_EXACT, TIMESTAMPTZ, parse_decimal
+from bamql.storage.sqltypes import BOOLEAN, DOUBLE_EXACT, TIMESTAMPTZ, parse_decimal
 
 #: sqlglot's comparison, arithmetic and aggregate nodes and what they are in the IR.
 CMP_OPS = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
@@ -98,8 +98,17 @@ class ExprTranslator:
             raise self.fail(f"unknown column {name!r} in table {self.table!r}{hint}", node)
         return column_value(name, self.cols[name])
 
+    def boolean_column(self, e: ir.Expr) -> bool:
+        """Whether ``e`` is a BOOLEAN column (held as 0/1 integers)."""
+        c = self.cols.get(e.name) if isinstance(e, ir.Col) else None
+        return c is not None and c.sql_type == BOOLEAN
+
+    def as_condition(self, e: ir.Expr) -> ir.Expr:
+        """A BOOLEAN column as the condition it holds (NULL stays NULL); ``e`` otherwise."""
+        return ir.Cmp("<>", e, ir.Lit(0, "int")) if self.boolean_column(e) else e
+
     def bool_expr(self, node) -> ir.Expr:
-        e = self.expr(node)
+        e = self.as_condition(self.expr(node))
         if e.kind != "bool":
             what = {"strlit": "string constant", "null": "NULL"}.get(e.kind, f"{e.kind} expression")
             raise self.fail(f"expected a condition, got a {what}", node)
@@ -394,8 +403,14 @@ class ExprTranslator:
         return scalars.extract(self, part, arg_node, node, self.expr)
 
     def is_null(self, node: exp.Is, negated: bool) -> ir.Expr:
+        if isinstance(node.expression, exp.Boolean):  # IS [NOT] TRUE / FALSE: never NULL
+            if isinstance(node.this, exp.Null):  # NULL is neither
+                return ir.Lit(negated, "bool")
+            x = self.bool_expr(node.this)
+            holds = ir.And((ir.IsNull(x, True), x if node.expression.this else ir.Not(x)))
+            return ir.Not(holds) if negated else holds
         if not isinstance(node.expression, exp.Null):
-            raise self.fail("IS takes only NULL / NOT NULL", node)
+            raise self.fail("IS takes only NULL / NOT NULL, TRUE or FALSE", node)
         e = self.expr(node.this)
         if e.kind == "strlit":  # a string constant is comparable with a string column only
             raise self.fail("IS NULL of a string constant is not supported", node)
@@ -422,9 +437,12 @@ class ExprTranslator:
         return False
 
     def coerce_literal(self, lit: ir.Lit, other: ir.Expr, node) -> ir.Lit:
-        """Make a literal comparable with ``other`` (timestamps, dictionary strings)."""
+        """Make a literal comparable with ``other`` (timestamps, dictionary strings, TRUE and
+        FALSE against a BOOLEAN column: 1 and 0, so FALSE < TRUE)."""
         if lit.kind == "null":
             return lit
+        if lit.kind == "bool" and self.boolean_column(other):
+            return ir.Lit(int(lit.value), "int")
         if other.kind == "timestamp":
             if lit.kind == "strlit":  # its offset applied against a TIMESTAMP WITH TIME ZONE
                 return ir.Lit(timestamp_us(lit.value, zoned=self.zoned(other)), "timestamp")

@@ -32,6 +32,8 @@ class ExprTranslator(Protocol):
 
     def need_numeric(self, e: ir.Expr, node) -> None: ...
 
+    def as_condition(self, e: ir.Expr) -> ir.Expr: ...
+
 Sub = Callable[[exp.Expression], ir.Expr]
 
 #: sqlglot's calendar functions and the EXTRACT field each is.
@@ -100,7 +102,7 @@ def extract(t: ExprTranslator, part: str, arg_node, node, sub: Sub) -> ir.Expr:
 
 
 def _cond(t: ExprTranslator, node, sub: Sub) -> ir.Expr:
-    c = sub(node)
+    c = t.as_condition(sub(node))
     if c.kind not in ("bool", "null"):
         raise t.fail(f"a CASE condition must be a condition, got {c.kind}", node)
     return c
