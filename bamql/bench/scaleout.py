@@ -134,8 +134,7 @@ def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: i
         duck = duckdb.connect()
         duck.execute("SET error_on_division_by_zero=false")
         t0 = time.perf_counter()
-        want = {q: duck.sql(load(q).replace("FROM trips", f"FROM read_parquet('{parquet}')")).fetchall()
-                for q in queries}
+        want = {q: duck.sql(_duck_sql(q, parquet)).fetchall() for q in queries}
         say(f"DuckDB's answers (the reference) in {time.perf_counter() - t0:.1f} s")
         res = {"machine": machine(), "config": {"rows": rows, "gpus": list(gpus), "partitions": parts,
                                                 "device": device, "backend": backend, "page_size": page_size,
@@ -144,6 +143,9 @@ def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: i
                                                 "columns": columns or "all",
                                                 "interleave": bool(interleave and client is None)},
                "runs": []}
+        if "dask-cudf" in baselines and (client is not None or interleave):
+            say("dask-cudf skipped: it runs on the local clusters started one GPU count at a "
+                "time (not with --cluster or --interleave)")
         if client is not None:  # the cluster as it is: one count, its workers
             say(f"{gpus[0]} worker(s) of {cluster}: loading {parts} partitions")
             with _session(client, d, device, backend) as con:
@@ -208,12 +210,18 @@ def _time_dask_cudf(n: int, parquet: str, d: Path, queries: Sequence[str], reps:
 
     cat = _catalog(d)
     for qn in queries:
+        ddf = None
         try:
             q = translate(load(qn), cat)
             ddf = daskcudf.read_resident(parquet, _needed(q))
             daskcudf.run_query(ddf, q)  # warm: dask's graph code, cuDF's kernels
         except (BamqlError, NotImplementedError) as e:
             say(f"dask-cudf skips {qn}: {e}")
+            del ddf  # its columns leave the GPUs before the next query's arrive
+            continue
+        except Exception as e:  # a baseline that breaks must not sink the run
+            say(f"dask-cudf failed on {qn}: {type(e).__name__}: {str(e).splitlines()[:1]}")
+            del ddf
             continue
         times, got = [], None
         for _ in range(reps):
@@ -233,7 +241,7 @@ def _time_duckdb(duck, parquet: str, queries: Sequence[str], reps: int, want: di
     """DuckDB over the Parquet copy with the machine's cores, each query ``reps`` times
     after one untimed run."""
     for qn in queries:
-        sql = load(qn).replace("FROM trips", f"FROM read_parquet('{parquet}')")
+        sql = _duck_sql(qn, parquet)
         duck.sql(sql).fetchall()
         times = []
         for _ in range(reps):
@@ -244,6 +252,11 @@ def _time_duckdb(duck, parquet: str, queries: Sequence[str], reps: int, want: di
         res["runs"].append({"engine": "duckdb", "gpus": 0, "query": qn,
                             "median_s": statistics.median(times), "times_s": times, "ok": ok})
         say(f"duckdb {qn}: {statistics.median(times) * 1e3:.1f} ms" + ("" if ok else "  WRONG ANSWER"))
+
+
+def _duck_sql(qn: str, parquet: str) -> str:
+    """Query ``qn`` over the Parquet copy, as DuckDB reads it."""
+    return load(qn).replace("FROM trips", f"FROM read_parquet('{parquet}')")
 
 
 def _catalog(d: Path) -> dict:
