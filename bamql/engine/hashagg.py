@@ -61,8 +61,9 @@ from bamql.storage.store import PageStore
 Vec = tuple[np.ndarray, np.ndarray]  # (values, valid)
 
 #: EXPLAIN's line for the step on a GPU session
-ON_CPU = "hash aggregate: on the CPU (a GROUP BY the GPU kernel does not take)"
-ON_GPU = "hash aggregate: on the GPU, in the fused kernel's hash table of groups"
+ON_GPU = ("hash aggregate: on the GPU, in the fused kernel's hash table of groups (where the "
+          "kernel declines the query, more groups than its largest table or a key it cannot "
+          "compute, the NumPy step on the CPU)")
 
 #: Merge the morsels' partials once those after the first (the merged ones) hold more groups
 #: than it and this many, or are this many (an integer sum's low halves, each below 2**32,
@@ -548,7 +549,6 @@ class HashSite(Enum):
 
     GPU_KERNEL = "a hash table in the GPU kernel per partition, partials merged"
     CPU_KERNEL = "hash tables in the CPU kernel, one per chunk of rows, partials merged"
-    NUMPY = "hashed per morsel of matching rows, partials merged"
 
 
 def explain_hashed(q: ir.Query, plan_text: str, gpu_session: bool, site: HashSite) -> str:
@@ -558,7 +558,7 @@ def explain_hashed(q: ir.Query, plan_text: str, gpu_session: bool, site: HashSit
              "  group by: " + ", ".join(show(k) for k in q.keys) + f"  ({site.value})",
              "  aggregates: " + ", ".join(show(a) for a in q.aggs)]
     if gpu_session:
-        lines.append(ON_GPU if site == HashSite.GPU_KERNEL else ON_CPU)
+        lines.append(ON_GPU)
     plan = [ln.replace("Aggregate over", "Read", 1) for ln in plan_text.splitlines()
             if not ln.startswith(("  logical:", "  aggregates:"))]
     return "\n".join(lines + plan)
