@@ -155,9 +155,16 @@ def as_double(v: Value) -> Value:
 def exact_literal(e: exp.Expression, other: Value) -> Value | None:
     """SQL's decimal constant ``e`` (``2.5``: a DECIMAL, exact) as an Arrow decimal scalar
     where it meets a DECIMAL ``other``; None otherwise (it is a DOUBLE beside a DOUBLE)."""
+    return decimal_constant(e) if pa.types.is_decimal(other.type) else None
+
+
+def decimal_constant(e: exp.Expression) -> pa.Scalar | None:
+    """SQL's decimal constant ``e`` (``2.5``, ``-0.05``) as the Arrow decimal scalar DuckDB
+    types it, DECIMAL(digits, decimals); None where ``e`` is none (or has more than 38
+    digits, or an exponent: a DOUBLE)."""
     neg = isinstance(e, exp.Neg)
     lit = e.this if neg else e
-    if not (pa.types.is_decimal(other.type) and isinstance(lit, exp.Literal)
+    if not (isinstance(lit, exp.Literal)
             and not lit.is_string and "." in lit.this and "e" not in lit.this.lower()):
         return None
     digits = sum(c.isdigit() for c in lit.this)
@@ -496,9 +503,20 @@ def _intdiv(ev: Evaluator, e) -> Value:
 
 @handles(exp.Mod)
 def _mod(ev: Evaluator, e) -> Value:
-    a, b = _coerce(ev.eval(e.left), ev.eval(e.right))
-    _check_numbers(a, b, e)
+    a, b = ev.eval(e.left), ev.eval(e.right)
+    a = exact_literal(e.left, b) or a  # a DECIMAL beside a decimal constant: exactly
+    b = exact_literal(e.right, a) or b
     n = ev.rel.rows
+    if _exact_number(a.type) and _exact_number(b.type) and \
+            (pa.types.is_decimal(a.type) or pa.types.is_decimal(b.type)):
+        r = _decimal_mod(a, b, n)
+        if r is not None:
+            return r
+        a, b = as_double(a), as_double(b)  # past DECIMAL(38): DuckDB's DOUBLE
+    a, b = _coerce(a, b)
+    _check_numbers(a, b, e)
+    if pa.types.is_decimal(a.type):  # beside a NULL
+        return _decimal_mod(a, b, n)
     x, y = broadcast(a, n), broadcast(b, n)
     fl = pa.types.is_floating(x.type)
     ok = pc.and_(pc.is_valid(x), pc.is_valid(y)).to_numpy(zero_copy_only=False)
@@ -510,6 +528,35 @@ def _mod(ev: Evaluator, e) -> Value:
     with np.errstate(all="ignore"):
         r = np.fmod(xv, yv)
     return pa.array(r, x.type if not fl else pa.float64(), mask=~ok)
+
+
+def _decimal_mod(a: Value, b: Value, n: int) -> pa.Array | None:
+    """``a % b`` of a DECIMAL and a DECIMAL or an integer as DuckDB computes it: both in
+    their common type DECIMAL(max integer digits + max scale, max scale), the remainder
+    truncated (the sign of ``a``), exactly on unscaled Python integers; NULL where ``b`` is
+    0. None where the common type is past 38 digits (DuckDB's DOUBLE then)."""
+    from decimal import Decimal
+
+    a, b = _as_decimal(a), _as_decimal(b)
+    ta, tb = a.type, b.type
+    s = max(ta.scale, tb.scale)
+    width = max(ta.precision - ta.scale, tb.precision - tb.scale) + s
+    if width > 38:
+        return None
+
+    def ints(v: Value) -> list:
+        up = 10 ** (s - v.type.scale)
+        return [None if x is None else unscaled_int(x, v.type.scale) * up
+                for x in broadcast(v, n).to_pylist()]
+
+    out = []
+    for x, y in zip(ints(a), ints(b), strict=True):
+        if x is None or y is None or y == 0:
+            out.append(None)
+        else:
+            r = abs(x) % abs(y)
+            out.append(Decimal(f"{-r if x < 0 else r}E-{s}"))
+    return pa.array(out, pa.decimal128(max(width, 1), s))
 
 
 @handles(exp.Neg)
@@ -792,6 +839,9 @@ def _cast(ev: Evaluator, e: exp.Cast) -> Value:
     v = ev.eval(e.this)
     to = e.to
     name = to.this.name
+    const = decimal_constant(e.this)  # a decimal constant is a DECIMAL: it casts exactly
+    if const is not None:
+        v = const
     if name == "DECIMAL":
         ps = [int(x.this.this) if isinstance(x.this, exp.Literal) else int(x.name)
               for x in to.expressions] if to.expressions else [18, 3]
@@ -799,22 +849,15 @@ def _cast(ev: Evaluator, e: exp.Cast) -> Value:
         target = pa.decimal128(p, s)
         if pa.types.is_floating(v.type):
             v = pc.round(v, s, round_mode="half_towards_infinity")
+        elif pa.types.is_decimal(v.type):
+            return _decimal_cast(v, target, e)
         return _do_cast(v, target, e)
     target = CAST_TYPES.get(name)
-    lit, sign = e.this, ""
-    if isinstance(lit, exp.Neg):
-        lit, sign = lit.this, "-"
-    if target is not None and pa.types.is_integer(target) and isinstance(lit, exp.Literal) \
-            and not lit.is_string and "." in lit.this:
-        from decimal import ROUND_HALF_UP, Decimal  # a decimal constant rounds half away
-
-        r = Decimal(sign + lit.this).quantize(Decimal(1), rounding=ROUND_HALF_UP)
-        return pa.scalar(int(r), target)
     if target is None:
         raise PlanError(f"CAST to {to.sql(dialect='duckdb')} is not supported")
     if pa.types.is_integer(target) and pa.types.is_decimal(v.type):
-        v = pc.round(v.cast(pa.float64()), round_mode="half_towards_infinity")
-    elif pa.types.is_integer(target) and pa.types.is_floating(v.type):
+        return _decimal_cast(v, target, e)
+    if pa.types.is_integer(target) and pa.types.is_floating(v.type):
         v = pc.round(v, round_mode="half_to_even")  # a DOUBLE rounds to even, as DuckDB
     if pa.types.is_string(target):
         return _as_text(v)
@@ -825,6 +868,40 @@ def _cast(ev: Evaluator, e: exp.Cast) -> Value:
     if pa.types.is_date(target) and pa.types.is_timestamp(v.type):
         return pc.floor_temporal(v, unit="day").cast(pa.date32())
     return _do_cast(v, target, e)
+
+
+def _decimal_cast(v: Value, target: pa.DataType, e) -> Value:
+    """A DECIMAL cast to an integer or to a DECIMAL as DuckDB casts it: rounded half away
+    from zero on the decimal itself (in 256 bits, with room for the digit rounding may
+    add), then a checked cast; a value out of the target's range is DuckDB's Conversion
+    Error (TRY_CAST: NULL)."""
+    t = v.type
+    scale = target.scale if pa.types.is_decimal(target) else 0
+    if scale < t.scale:
+        v = pc.round(v.cast(pa.decimal256(min(t.precision + 1, 76), t.scale)), scale,
+                     round_mode="half_towards_infinity")
+    try:
+        return v.cast(target)
+    except pa.ArrowInvalid:
+        pass
+    if isinstance(e, exp.TryCast):  # each value that fits, NULL for the rest
+        vals = [v] if isinstance(v, pa.Scalar) else v
+        out = []
+        for x in vals:
+            try:
+                out.append(x.cast(target).as_py())
+            except pa.ArrowInvalid:
+                out.append(None)
+        return pa.scalar(out[0], target) if isinstance(v, pa.Scalar) else pa.array(out, target)
+    from bamql.errors import OutOfRangeError
+
+    if pa.types.is_decimal(target):
+        raise OutOfRangeError(f"Conversion Error: a value can't be cast to DECIMAL("
+                              f"{target.precision},{target.scale}): it is out of range, in "
+                              f"{e.sql(dialect='duckdb')[:80]}") from None
+    raise OutOfRangeError("Conversion Error: a value can't be cast because it is out of "
+                          f"range for the destination type {str(target).upper()}, in "
+                          f"{e.sql(dialect='duckdb')[:80]}") from None
 
 
 def _do_cast(v: Value, target: pa.DataType, e) -> Value:
@@ -847,12 +924,9 @@ def _round(ev, e):
     v = ev.eval(e.this)
     d = e.args.get("decimals")
     nd = const_int(ev, d, "number of digits of ROUND") if d is not None else 0
-    lit = e.this
-    if isinstance(lit, exp.Literal) and not lit.is_string and "." in lit.this:
-        from decimal import ROUND_HALF_UP, Decimal  # a decimal constant rounds exactly
-
-        r = Decimal(lit.this).quantize(Decimal(1).scaleb(-nd), rounding=ROUND_HALF_UP)
-        return pa.scalar(float(r), pa.float64())
+    const = decimal_constant(e.this)  # a decimal constant is a DECIMAL: it rounds exactly
+    if const is not None:
+        v = const
     if pa.types.is_integer(v.type):
         return v if nd >= 0 else pc.round(v.cast(pa.float64()), nd,
                                           round_mode="half_towards_infinity").cast(v.type)

@@ -4,14 +4,17 @@ NaN above every number, RANGE frames over peers)."""
 
 from __future__ import annotations
 
+from decimal import Decimal
+from fractions import Fraction
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
-from bamql.errors import PlanError
+from bamql.errors import OutOfRangeError, PlanError
 from bamql.plan import nodes as n
-from bamql.plan.expr import Evaluator, Rel, broadcast
+from bamql.plan.expr import Evaluator, Rel, broadcast, unscaled_int
 
 D = "duckdb"
 
@@ -195,6 +198,17 @@ def _frame_sums(vv: np.ndarray, lo: np.ndarray, hi: np.ndarray, empty: np.ndarra
         [0 if e else x for x, e in zip(sums, empty, strict=True)], dtype=object)
 
 
+def _exact_sums(tot: np.ndarray, cnt: np.ndarray, scale: int) -> pa.Array:
+    """Each frame's exact sum of unscaled integers as DuckDB's SUM of an integer or a
+    DECIMAL(p, ``scale``) gives it: a DECIMAL(38, scale) (HUGEINT), NULL where the frame has
+    no value; a sum past 38 digits is DuckDB's overflow error."""
+    if any(c and abs(int(x)) >= 10**38 for x, c in zip(tot, cnt, strict=True)):
+        raise OutOfRangeError("Overflow in SUM of DECIMAL: the result does not fit in "
+                              "DECIMAL(38)")
+    return pa.array([None if c == 0 else Decimal(f"{int(x)}E-{scale}")
+                     for x, c in zip(tot, cnt, strict=True)], pa.decimal128(38, scale))
+
+
 def _bounds(kind, s, e, pos, begin, end, pb, pe):
     if kind == "range":
         lo = begin if s is None else pb
@@ -228,18 +242,21 @@ def _frame_agg(f, w, ev: Evaluator, take, rows, has_order, pos, begin, end, pb, 
             raise PlanError(f"{name.upper()}() OVER needs numbers, got a {t} value")
         # each frame summed on its own (no differences of running sums: exact for integers
         # and decimals, no cancellation for doubles)
+        scale = t.scale if pa.types.is_decimal(t) else 0
         if pa.types.is_floating(t):
             vv = a.cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False)
-        else:
-            vv = np.array([0 if x is None else x for x in a.to_pylist()], dtype=object)
+        else:  # Python's integers (a DECIMAL's unscaled ones): Decimal would round to 28 digits
+            vv = np.array([0 if x is None else unscaled_int(x, scale) if scale else int(x)
+                           for x in a.to_pylist()], dtype=object)
         tot = _frame_sums(vv, lo_c, hi_c, empty)
         if name == "Sum":
             if pa.types.is_floating(t):
                 return pa.array(tot, pa.float64(), mask=cnt == 0)
-            return pa.array([None if c == 0 else x for x, c in zip(tot, cnt, strict=True)],
-                            pa.decimal128(38, t.scale if pa.types.is_decimal(t) else 0))
-        with np.errstate(all="ignore"):
-            avg = [None if c == 0 else float(x) / int(c) for x, c in zip(tot, cnt, strict=True)]
+            return _exact_sums(tot, cnt, scale)
+        with np.errstate(all="ignore"):  # the nearest double to the exact sum, over the count
+            avg = [None if c == 0 else float(x) / int(c) if pa.types.is_floating(t)
+                   else float(Fraction(int(x), 10**scale)) / int(c)
+                   for x, c in zip(tot, cnt, strict=True)]
             return pa.array(avg, pa.float64())
     if name in ("Min", "Max"):
         out = []
