@@ -70,6 +70,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tests.sql.corpus import one_line
+
 I64_MAX = 2**63 - 1
 I64_MIN = -(2**63)
 WORDS = ["", "a", "b", "Z", "é", "日本", "🚕", "a b", "O'k"]
@@ -119,8 +121,9 @@ def _nulls(rng: np.random.Generator, n: int, share: float) -> np.ndarray | None:
     return rng.random(n) < share if share else None
 
 
-def _big_ints(rng: np.random.Generator, n: int, digits: int) -> list[int]:
-    """``n`` signed integers of up to ``digits`` digits, the widest ones frequent."""
+def big_ints(rng: np.random.Generator, n: int, digits: int) -> list[int]:
+    """``n`` signed integers of up to ``digits`` digits (Python ints: beyond int64 too), the
+    widest ones frequent."""
     out = []
     for _ in range(n):
         k = int(rng.integers(1, digits + 1)) if rng.random() < 0.6 else digits
@@ -134,7 +137,7 @@ def decimal_column(rng: np.random.Generator, n: int, p: int, s: int, big: bool,
     """DECIMAL(p, s) values: of at most 18 digits (they fit an int64 at scale ``s``), or,
     where ``big``, of up to all ``p`` digits."""
     digits = p if big else min(p, 18)
-    vals = [Decimal(u).scaleb(-s) for u in _big_ints(rng, n, digits)]
+    vals = [Decimal(f"{u}E-{s}") for u in big_ints(rng, n, digits)]  # exact: scaleb rounds
     return pa.array(vals, pa.decimal128(p, s), mask=mask)
 
 
@@ -682,11 +685,6 @@ def _plain(v):
 
 def _rows(rows: list[tuple] | None, limit: int = 6) -> list | None:
     return None if rows is None else [[_plain(v) for v in r] for r in rows[:limit]]
-
-
-def one_line(e: BaseException) -> str:
-    lines = str(e).strip().splitlines()
-    return f"{type(e).__name__}: {lines[0] if lines else ''}"[:500]
 
 
 @dataclass

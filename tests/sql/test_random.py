@@ -26,6 +26,7 @@ import bamql
 from bamql.errors import OutOfRangeError
 from bamql.storage.ingest import ingest
 from tests.reference import assert_same_rows, duck_tables, normalize
+from tests.sql.fuzz import big_ints
 
 REPO = Path(__file__).resolve().parents[2]
 WORDS = ["", "a", "b", "Z", "é", "日本", "🚕"]
@@ -270,17 +271,6 @@ DECIMAL_REFUSALS = ("more than 18 digits", "15 significant digits", "beyond bigi
                     "more significant digits than a double holds")
 
 
-def _big_ints(rng: np.random.Generator, n: int, digits: int) -> list[int]:
-    """``n`` integers of up to ``digits`` digits (Python ints: beyond int64 too), signed,
-    their largest magnitudes frequent."""
-    out = []
-    for _ in range(n):
-        k = int(rng.integers(1, digits + 1)) if rng.random() < 0.6 else digits
-        v = int("".join(str(x) for x in rng.integers(0, 10, k)))
-        out.append(-v if rng.random() < 0.4 else v)
-    return out
-
-
 @st.composite
 def decimal_tables(draw) -> pa.Table:
     """A random table ``r``: d a DECIMAL(p, s) of any precision 1..38 whose values have up to
@@ -294,7 +284,7 @@ def decimal_tables(draw) -> pa.Table:
     digits = draw(st.sampled_from([min(p, 4), min(p, 15), min(p, 17), min(p, 18), p]))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     null = draw(st.sampled_from([0.0, 0.2]))
-    d = [Decimal(f"{u}E-{s}") for u in _big_ints(rng, n, digits)]  # exact: scaleb rounds
+    d = [Decimal(f"{u}E-{s}") for u in big_ints(rng, n, digits)]  # exact: scaleb rounds
     e = [Decimal(int(u)).scaleb(-2) for u in rng.integers(-10**6, 10**6, n)]
     return pa.table({
         "d": pa.array(d, pa.decimal128(p, s), mask=rng.random(n) < null),
