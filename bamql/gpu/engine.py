@@ -95,19 +95,18 @@ def _closed_at_exit(engine: GpuEngine) -> None:
         _open.add(engine)
 
 
-def memory_info(cuda) -> tuple[int, int]:
+def memory_info(cuda) -> tuple[int | float, int | float]:
     """``(free, total)`` bytes of the current GPU: its context's memory manager's figures,
-    else the driver's. An external memory manager may not tell (numba's plugin interface
-    lets ``get_memory_info`` raise NotImplementedError; RMM's, which cuDF and dask-cuda
-    install in a Dask worker, does)."""
+    else the driver's. An external memory manager (such as RMM's, which cuDF and dask-cuda
+    install in a Dask worker) may not tell: numba's plugin interface lets its
+    ``get_memory_info`` raise NotImplementedError. The CUDA simulator's are infinite."""
     try:
         free, total = cuda.current_context().get_memory_info()
     except NotImplementedError:
         from numba.cuda.cudadrv.driver import driver
 
         free, total = driver.cuMemGetInfo()
-    # numba's CUDA simulator tells infinite memory (float inf), kept as it is
-    return int(free) if free != float("inf") else free, int(total) if total != float("inf") else total
+    return tuple(x if x == float("inf") else int(x) for x in (free, total))
 
 
 class GpuEngine:
