@@ -107,12 +107,12 @@ class BamqlEngine(Engine):
             self.con = None
 
 
-def _needed(q: ir.Query | None) -> list[str]:
+def needed_columns(q: ir.Query | ir.RowQuery | None) -> list[str]:
+    """The table columns a query reads (its filter's too), sorted."""
     if q is None:
         raise NotImplementedError("a query through the plan tree (no column list)")
     if isinstance(q, ir.RowQuery):  # its columns are the output's and the order's
-        return sorted({*q.columns, *ir.columns_of(q.predicate)} if q.predicate is not None
-                      else set(q.columns))
+        return sorted({*q.columns, *ir.columns_of(q.predicate)})
     return sorted(q.columns)
 
 
@@ -163,7 +163,7 @@ class PyarrowWholeEngine(Engine):
         import pyarrow.orc as paorc
 
         t0 = time.perf_counter()
-        t = pa.concat_tables(paorc.read_table(str(p), columns=_needed(q)) for p in self.data.orc)
+        t = pa.concat_tables(paorc.read_table(str(p), columns=needed_columns(q)) for p in self.data.orc)
         con = duckdb.connect()
         con.execute("SET error_on_division_by_zero=false")
         con.register("trips", t)
@@ -195,11 +195,11 @@ class RapidsEngine(Engine):
         """The query's columns from GPU memory, read there (untimed) on their first use."""
         import cudf
 
-        missing = [c for c in _needed(q) if c not in self.columns]
+        missing = [c for c in needed_columns(q) if c not in self.columns]
         if missing:
             got = cudf.read_orc([str(p) for p in self.data.orc], columns=missing)
             self.columns.update({c: got[c] for c in missing})
-        return cudf.DataFrame({c: self.columns[c] for c in _needed(q)})
+        return cudf.DataFrame({c: self.columns[c] for c in needed_columns(q)})
 
     def unavailable(self):
         try:
@@ -226,9 +226,9 @@ class RapidsEngine(Engine):
         if f:
             # cuDF (26.10) fails with filters= over a list of files ("Invalid stripe
             # index"); per file it works
-            df = cudf.concat([cudf.read_orc(x, columns=_needed(q), filters=f) for x in files])
+            df = cudf.concat([cudf.read_orc(x, columns=needed_columns(q), filters=f) for x in files])
         else:
-            df = cudf.read_orc(files, columns=_needed(q))
+            df = cudf.read_orc(files, columns=needed_columns(q))
         rows = run_query(df, q)
         return Run(time.perf_counter() - t0, rows)
 

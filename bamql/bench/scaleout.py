@@ -205,7 +205,7 @@ def _time_dask_cudf(n: int, parquet: str, d: Path, queries: Sequence[str], reps:
         say(f"dask-cudf skipped: it is not usable here ({type(e).__name__})")
         return
     from bamql.bench import daskcudf
-    from bamql.bench.engines import _needed
+    from bamql.bench.engines import needed_columns
     from bamql.planner.translate import translate
 
     cat = _catalog(d)
@@ -213,7 +213,7 @@ def _time_dask_cudf(n: int, parquet: str, d: Path, queries: Sequence[str], reps:
         ddf = None
         try:
             q = translate(load(qn), cat)
-            ddf = daskcudf.read_resident(parquet, _needed(q))
+            ddf = daskcudf.read_resident(parquet, needed_columns(q))
             daskcudf.run_query(ddf, q)  # warm: dask's graph code, cuDF's kernels
         except (BamqlError, NotImplementedError) as e:
             say(f"dask-cudf skips {qn}: {e}")
