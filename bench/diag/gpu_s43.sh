@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Session 43's runs on a machine of several GPUs (issues 40 and 41). Runs ON the device from
+# the project root; the code is the archive .devstage/src.tgz (git archive of HEAD), unpacked
+# into /tmp/src, so that edits made here meanwhile do not change the code under test.
+#   bash bench/diag/gpu_s43.sh first N P     install base + Dask wheels, unpack the code,
+#                                            prepare N trips as P partitions (/dev/shm/bx)
+#   bash bench/diag/gpu_s43.sh fuzz S        install DuckDB; the hostile random queries (seed
+#                                            42) on the GPU engine's host, gpu and file
+#                                            backends, one GPU each, S seconds' budget
+#   bash bench/diag/gpu_s43.sh keep          move carried cuDF archive parts aside
+#   bash bench/diag/gpu_s43.sh rapids        join and install them (cuDF, dask-cudf)
+#   bash bench/diag/gpu_s43.sh run ARGS...   gpu_scaleout_s42.sh run ARGS (from /tmp/src)
+set -uo pipefail
+what=${1:?first, fuzz, keep, rapids or run}; shift
+out=${OUT:-/tmp/out}; mkdir -p "$out" /tmp/devstage
+pipi() { python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$@"; }
+keep() { for p in .devstage/rapids/part* .devstage/rapids2/part*; do [ -e "$p" ] && mv "$p" /tmp/devstage/; done; ls /tmp/devstage | tr '\n' ' '; echo; }
+case $what in
+  first)
+    bash .devstage/install.sh base && pipi .devstage/dask/*.whl && echo "dask installed"
+    rm -rf /tmp/src && mkdir -p /tmp/src && tar xzf .devstage/src.tgz -C /tmp/src
+    nvidia-smi -L; df -h /dev/shm | tail -1; nproc; free -g | head -2
+    cd /tmp/src && OUT=$out bash bench/diag/gpu_scaleout_s42.sh prep "${1:?rows}" "${2:?parts}" ;;
+  fuzz)
+    pipi .devstage/extra/*.whl && echo "duckdb installed"; keep
+    cd /tmp/src && export PYTHONPATH=/tmp/site:/tmp/src BAMQL_CACHE_DIR=/tmp/bamql-cache
+    i=0
+    for b in host gpu file; do
+      CUDA_VISIBLE_DEVICES=$i timeout $(( ${1:?seconds} + 120 )) python -m tests.sql.fuzz --seed 42 \
+        --queries 2000 --per-world 25 --device gpu --backend $b --budget-s "$1" \
+        --workdir /tmp/fz-$b --log "$out/fuzz-gpu-$b.jsonl.gz" --quiet > "$out/fuzz-gpu-$b.log" 2>&1 &
+      i=$((i + 1))
+    done
+    wait; for b in host gpu file; do echo "== $b"; tail -8 "$out/fuzz-gpu-$b.log"; done ;;
+  keep) keep ;;
+  rapids) keep; bash .devstage/install.sh rapids ;;
+  run) cd /tmp/src && OUT=$out bash bench/diag/gpu_scaleout_s42.sh run "$@" ;;
+  *) echo "first, fuzz, keep, rapids or run" >&2; exit 2 ;;
+esac
