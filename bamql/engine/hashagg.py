@@ -20,7 +20,9 @@ holds the partition; the partitions' partials merge by key on the worker and the
 
 from __future__ import annotations
 
+import threading
 import time
+import weakref
 from dataclasses import dataclass
 from enum import Enum
 from typing import ClassVar
@@ -42,6 +44,7 @@ from bamql.kernels.codegen import (
     check_errors,
 )
 from bamql.lazyjit import njit
+from bamql.lru import LRU
 from bamql.planner import ir
 from bamql.planner.domains import (
     LARGEST_TABLE,
@@ -390,6 +393,38 @@ def numpy_partial(store: PageStore, q: ir.Query, medium: Medium, device: Device,
     return (merge_partials(parts, q.aggs) if parts else no_groups(q)), st
 
 
+#: Per open store: the plans of its hashed GROUP BYs by (query, slots, medium, page cache),
+#: and by ("capacity", query, keys) the hash table its last run needed. A repeated query
+#: reuses its plan, so the GPU engine reuses the plan's kernel source and prepared launch
+#: (kept by the plan's identity), and starts at the table that held its groups.
+_PLANS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_PLANS_LOCK = threading.Lock()
+
+
+def _store_plans(store: PageStore) -> LRU:
+    """``store``'s cache of hashed plans (made on first use; it goes with the store)."""
+    with _PLANS_LOCK:
+        plans = _PLANS.get(store)
+        if plans is None:
+            plans = _PLANS[store] = LRU(64)
+        return plans
+
+
+def _hash_plan(store: PageStore, q: ir.Query, slots: HashSlots, medium: Medium):
+    """The plan of ``q`` with the hash table ``slots`` on ``store``, made once per
+    (query, slots, medium, page cache): an open store's metadata does not change."""
+    from bamql.engine.partition import page_cache, plan_partition
+
+    resident = page_cache(store, q.columns, medium)
+    key = (q, slots, medium, resident)
+    plans = _store_plans(store)
+    plan = plans.get(key)
+    if plan is None:
+        plan = plan_partition(store, q, slots, medium, resident)
+        plans.put(key, plan)
+    return plan
+
+
 def gpu_kernel_partial(store: PageStore, q: ir.Query, hashed: tuple[int, ...],
                        dense: tuple[Domain, ...], medium: Medium, backend: Backend,
                        engine) -> tuple[Partial, QueryStats]:
@@ -397,19 +432,22 @@ def gpu_kernel_partial(store: PageStore, q: ir.Query, hashed: tuple[int, ...],
     with a hash table of groups, run again with a larger table where one overflows; its
     partial (one group per key) and statistics. Raises ``TableFull`` where the partition
     has more groups than the largest table takes."""
-    from bamql.engine.partition import plan_partition, run_partition
+    from bamql.engine.partition import run_partition
     from bamql.gpu import hashgroup
 
     largest = LARGEST_TABLE // n_slots(dense)
-    cap = None
+    plans = _store_plans(store)
+    needed = ("capacity", q, hashed, dense)  # the table the last run of the query needed
+    cap = plans.get(needed) or first_capacity(store.rows)
     while True:
-        cap = first_capacity(store.rows) if cap is None else cap * TABLE_GROWTH
-        plan = plan_partition(store, q, HashSlots(cap, hashed, dense), medium)
+        plan = _hash_plan(store, q, HashSlots(cap, hashed, dense), medium)
         acc, st = run_partition(store, plan, Device.GPU, backend, engine)
         if not hashgroup.retry(acc):
+            plans.put(needed, cap)
             break
         if cap * TABLE_GROWTH > largest:
             raise TableFull(q)
+        cap *= TABLE_GROWTH
     # the kernel's table may hold one key in several slots: regrouped
     p = partial_of_slots(acc, q, *hashgroup.present(acc, q.keys, plan.key_domains))
     return merge_partials([p], q.aggs, regroup=True), st
@@ -424,7 +462,7 @@ def cpu_kernel_partial(store: PageStore, q: ir.Query, hashed: tuple[int, ...],
     Raises ``TableFull`` where a morsel has more groups than the largest table takes."""
     from bamql.engine.accumulate import variance_states
     from bamql.engine.cpu import MORSEL_ROWS, run_cpu_hashed
-    from bamql.engine.partition import partition_stats, plan_partition
+    from bamql.engine.partition import partition_stats
 
     parts: list[Partial] = []
 
@@ -450,7 +488,7 @@ def cpu_kernel_partial(store: PageStore, q: ir.Query, hashed: tuple[int, ...],
 
     t1 = time.perf_counter()
     slots = HashSlots(first_capacity(min(store.rows, MORSEL_ROWS)), hashed, dense)
-    plan = plan_partition(store, q, slots, medium)
+    plan = _hash_plan(store, q, slots, medium)
     st = partition_stats(plan, store, Device.CPU, backend)
     run_cpu_hashed(plan, store, st, take)
     st.seconds = time.perf_counter() - t1 - st.compile_seconds

@@ -247,6 +247,21 @@ SIM = textwrap.dedent("""
                 hashed += 1
             assert_same_rows(con.sql(sql).rows(), duck(sql, t), ordered="ORDER BY" in sql)
         assert hashed >= 6, hashed
+    # a repeated query reuses its plan (so its kernel source and prepared launch) and starts
+    # at the table its last run needed: tables of 16 slots grow twice for 1,500 groups
+    from bamql.engine import partition
+    from bamql.planner import domains
+    domains.FIRST_TABLE = 16
+    runs, plans = [], []
+    run, plan = partition.run_partition, partition.plan_partition
+    partition.run_partition = lambda *a, **k: runs.append(1) or run(*a, **k)
+    partition.plan_partition = lambda *a, **k: plans.append(1) or plan(*a, **k)
+    sql = QUERIES[2]
+    with bamql.connect(d / "data", device="gpu", backend="host", cache="64KiB") as con:
+        assert_same_rows(con.sql(sql).rows(), duck(sql, t), ordered=True)
+        assert len(runs) == 3 and len(plans) == 3, (runs, plans)
+        assert_same_rows(con.sql(sql).rows(), duck(sql, t), ordered=True)
+        assert len(runs) == 4 and len(plans) == 3, (runs, plans)
     print("gpu session ok")
 """)
 
