@@ -23,8 +23,61 @@ def page_hash(words: np.ndarray, page_id) -> np.uint64:
     return h
 
 
+#: Pages the bulk checksums hash side by side (``_hash_lanes``).
+_LANES = 8
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _hash_lanes(words: np.ndarray, ids: np.ndarray, i: int, out: np.ndarray) -> None:
+    """``page_hash`` of pages ``i .. i + 7`` into ``out[i .. i + 7]``, the same values.
+
+    A page's hash is one chain of dependent multiplies, so hashing a page at a time waits
+    on the multiplier's latency at every word. Eight pages' chains advanced word by word
+    side by side are independent, and the core overlaps them.
+    """
+    prime = np.uint64(0x9E3779B97F4A7C15)
+    basis = np.uint64(0xCBF29CE484222325)
+    s = np.uint64(29)
+    h0 = basis ^ np.uint64(ids[i])
+    h1 = basis ^ np.uint64(ids[i + 1])
+    h2 = basis ^ np.uint64(ids[i + 2])
+    h3 = basis ^ np.uint64(ids[i + 3])
+    h4 = basis ^ np.uint64(ids[i + 4])
+    h5 = basis ^ np.uint64(ids[i + 5])
+    h6 = basis ^ np.uint64(ids[i + 6])
+    h7 = basis ^ np.uint64(ids[i + 7])
+    for j in range(words.shape[1]):
+        h0 = (h0 ^ words[i, j]) * prime
+        h0 ^= h0 >> s
+        h1 = (h1 ^ words[i + 1, j]) * prime
+        h1 ^= h1 >> s
+        h2 = (h2 ^ words[i + 2, j]) * prime
+        h2 ^= h2 >> s
+        h3 = (h3 ^ words[i + 3, j]) * prime
+        h3 ^= h3 >> s
+        h4 = (h4 ^ words[i + 4, j]) * prime
+        h4 ^= h4 >> s
+        h5 = (h5 ^ words[i + 5, j]) * prime
+        h5 ^= h5 >> s
+        h6 = (h6 ^ words[i + 6, j]) * prime
+        h6 ^= h6 >> s
+        h7 = (h7 ^ words[i + 7, j]) * prime
+        h7 ^= h7 >> s
+    out[i] = h0
+    out[i + 1] = h1
+    out[i + 2] = h2
+    out[i + 3] = h3
+    out[i + 4] = h4
+    out[i + 5] = h5
+    out[i + 6] = h6
+    out[i + 7] = h7
+
+
 def _checksums_py(words: np.ndarray, ids: np.ndarray, out: np.ndarray) -> None:
-    for i in prange(words.shape[0]):
+    full = words.shape[0] // _LANES
+    for b in prange(full):
+        _hash_lanes(words, ids, b * _LANES, out)
+    for i in range(full * _LANES, words.shape[0]):
         out[i] = page_hash(words[i], ids[i])
 
 
@@ -38,7 +91,10 @@ _checksums_parallel = njit(parallel=True, cache=True, nogil=True)(_checksums_py)
 
 @njit(nogil=True, cache=True)
 def _checksums_serial(words: np.ndarray, ids: np.ndarray, out: np.ndarray) -> None:
-    for i in range(words.shape[0]):
+    full = words.shape[0] // _LANES
+    for b in range(full):
+        _hash_lanes(words, ids, b * _LANES, out)
+    for i in range(full * _LANES, words.shape[0]):
         out[i] = page_hash(words[i], ids[i])
 
 
