@@ -14,8 +14,6 @@ open, and only ``bamql verify`` reads its pages.
 
 from __future__ import annotations
 
-import hashlib
-import io
 import os
 import threading
 import time
@@ -36,9 +34,9 @@ from bamql.storage.format import (
     ColumnMeta,
     Manifest,
     open_member,
-    read_member,
     volume_name,
 )
+from bamql.storage.npzview import DigestMismatch, read_npz
 from bamql.storage.packing import unpack_pages, unpack_rows
 from bamql.storage.pagemath import page_checksums
 from bamql.storage.valuesets import ValueSets
@@ -83,30 +81,35 @@ class PageStore(Verification):
         self._fds: list[int] = []
         self._group_fds: list[int] = []
         self._zst_fd: int | None = None
-        raw = read_member(self.path, PAGES_META, "page metadata")
-        if hashlib.sha256(raw).hexdigest() != m.pages_meta_sha256:
-            raise StoreError(f"store {self.path}: {PAGES_META} is corrupt (checksum mismatch)")
-        try:  # pickled arrays are refused (allow_pickle stays off), as is anything missing
-            with np.load(io.BytesIO(raw)) as z:
-                exact = "izmin" in z.files and "izmax" in z.files
-                self.pages = PageMeta(z["checksum"], z["zmin"], z["zmax"], z["nulls"],
-                                      z["izmin"] if exact else None, z["izmax"] if exact else None,
-                                      z["ref"] if "ref" in z.files else None)
-                self.sample = {c: z[f"sample:{c}"] for c in self.columns}
-                #: each column's description digest (``format.column_digest``), by name; none
-                #: in stores of format 4
-                self.descriptions: dict[str, np.ndarray] = {
-                    k[len(DESC_PREFIX):]: z[k] for k in z.files if k.startswith(DESC_PREFIX)}
-                #: page value sets of small-domain columns (storage.valuesets); none in older
-                #: stores
-                self.value_sets: dict[str, ValueSets] = {
-                    c: ValueSets(int(z[f"vset_lo:{c}"][0]), z[f"vset:{c}"], meta.n_pages)
-                    for c, meta in self.columns.items() if f"vset:{c}" in z.files}
-                zst = (z["zst:off"], z["zst:len"]) if m.streams is not None else None
-                #: each compressed chunk's ``streams.chunk_hash`` (none in older stores)
-                self.zst_sums: np.ndarray | None = (
-                    z["zst:sum"] if zst is not None and "zst:sum" in z.files else None)
-        except (ValueError, KeyError, IndexError, OSError) as e:
+        fd = open_member(self.path, PAGES_META, "page metadata")
+        try:  # one read, hashed as it comes in; the arrays are views of it (storage.npzview)
+            z = read_npz(fd, m.pages_meta_sha256)
+        except DigestMismatch:
+            raise StoreError(f"store {self.path}: {PAGES_META} is corrupt (checksum mismatch)") \
+                from None
+        except ValueError as e:
+            raise StoreError(f"store {self.path}: {PAGES_META} is malformed ({e}); the store "
+                             "is corrupt") from None
+        try:  # pickled arrays are refused (by read_npz); anything missing is malformed
+            exact = "izmin" in z and "izmax" in z
+            self.pages = PageMeta(z["checksum"], z["zmin"], z["zmax"], z["nulls"],
+                                  z["izmin"] if exact else None, z["izmax"] if exact else None,
+                                  z["ref"] if "ref" in z else None)
+            self.sample = {c: z[f"sample:{c}"] for c in self.columns}
+            #: each column's description digest (``format.column_digest``), by name; none
+            #: in stores of format 4
+            self.descriptions: dict[str, np.ndarray] = {
+                k[len(DESC_PREFIX):]: z[k] for k in z if k.startswith(DESC_PREFIX)}
+            #: page value sets of small-domain columns (storage.valuesets); none in older
+            #: stores
+            self.value_sets: dict[str, ValueSets] = {
+                c: ValueSets(int(z[f"vset_lo:{c}"][0]), z[f"vset:{c}"], meta.n_pages)
+                for c, meta in self.columns.items() if f"vset:{c}" in z}
+            zst = (z["zst:off"], z["zst:len"]) if m.streams is not None else None
+            #: each compressed chunk's ``streams.chunk_hash`` (none in older stores)
+            self.zst_sums: np.ndarray | None = (
+                z["zst:sum"] if zst is not None and "zst:sum" in z else None)
+        except (ValueError, KeyError, IndexError) as e:
             raise StoreError(f"store {self.path}: {PAGES_META} is malformed ({e}); the store "
                              "is corrupt") from None
         problem = self._meta_inconsistency(zst)
@@ -202,15 +205,18 @@ class PageStore(Verification):
             return f"ref is missing for the packed column {packed[0].name!r}" if packed else None
         if pg.ref.shape != (m.all_pages,) or pg.ref.dtype != np.int64:
             return f"ref is not one int64 per page of {m.all_pages:,}"
-        plain = np.ones(m.all_pages, bool)
         for c in packed:
             ids = slice(c.first_page, c.first_page + c.n_pages)
-            plain[ids] = False
             if not c.scale and pg.izmin is not None:
                 lo, hi = pg.izmin[ids], pg.izmax[ids]
                 if (pg.ref[ids] != np.where(lo <= hi, lo, 0)).any():
                     return f"the page references of column {c.name!r} are not its pages' minima"
-        if pg.ref[plain].any():
+        at = 0  # the pages between packed extents, as slices (no mask over every page)
+        for lo, hi in sorted((c.first_page, c.first_page + c.n_pages) for c in packed):
+            if pg.ref[at:lo].any():
+                return "a page that is not packed has a reference"
+            at = max(at, hi)
+        if pg.ref[at:].any():
             return "a page that is not packed has a reference"
         return None
 
