@@ -84,6 +84,8 @@ def _table_schema(s: Session, name: str) -> pa.Schema:
             from bamql.storage.sqltypes import TIME_ZONE
 
             return pa.timestamp("us", tz=TIME_ZONE)  # a TIMESTAMP WITH TIME ZONE
+        if t is not None and pa.types.is_date(t):  # a DATE comes back as date32
+            return pa.date32()
         return t if t is not None and (pa.types.is_decimal(t) or pa.types.is_boolean(t)) \
             else types[m.kind]
 

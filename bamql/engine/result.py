@@ -17,6 +17,7 @@ from bamql.errors import OutOfRangeError
 from bamql.intmath import fits_int64
 from bamql.planner import ir
 from bamql.planner.evaluate import evaluate
+from bamql.planner.expressions import date_valued
 from bamql.storage.arrownp import from_numpy
 from bamql.storage.format import ColumnMeta
 
@@ -58,6 +59,23 @@ def time_zone(e: ir.Expr, q: ir.Query | None, cols) -> str | None:
             return TIME_ZONE
         todo.extend(c for c in x.children() if c.kind == "timestamp")
     return None
+
+
+def is_date(e: ir.Expr, q: ir.Query | None, cols) -> bool:
+    """Whether timestamp output ``e`` is a DATE (``storage.sqltypes.DATE``, its midnight's
+    microseconds), as DuckDB types it (``planner.expressions.date_valued``): a group key or
+    an aggregate of the query read as what it refers to."""
+    if cols is None:
+        return False
+    if isinstance(e, ir.KeyRef) and q is not None:
+        return is_date(q.keys[e.index], q, cols)
+    if isinstance(e, ir.AggRef) and q is not None:
+        return date_valued(q.aggs[e.index], cols)
+    if isinstance(e, ir.Case):  # over group keys and aggregates
+        values = [v for _, v in e.whens] + ([e.default] if e.default is not None else [])
+        values = [v for v in values if v.kind != "null"]
+        return bool(values) and all(is_date(v, q, cols) for v in values)
+    return date_valued(e, cols)
 
 
 def exact_value(e: ir.Expr) -> ir.Expr:
@@ -104,6 +122,11 @@ def arrow_column(v: np.ndarray, ok: np.ndarray, e: ir.Expr, q: ir.Query, cols) -
         return from_numpy(v.astype(np.int64), ok, pa.int64())
     if e.kind == "bool":
         return from_numpy(v.astype(bool), ok, pa.bool_())
+    if e.kind == "timestamp" and is_date(e, q, cols):  # midnights: the days, as date32
+        from bamql.storage.sqltypes import DAY_US
+
+        days = np.where(ok, v, 0).astype(np.int64) // DAY_US
+        return from_numpy(days.astype(np.int32), ok, pa.date32())
     if e.kind == "timestamp":
         return from_numpy(v.astype(np.int64), ok, pa.timestamp("us", tz=time_zone(e, q, cols)))
     if e.kind == "string" and isinstance(e, ir.KeyRef | ir.AggRef):

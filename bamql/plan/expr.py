@@ -336,11 +336,35 @@ def _interval(ev: Evaluator, e: exp.Interval) -> Value:
 
 
 # -- arithmetic --------------------------------------------------------------------------
+def _days(v: Value) -> Value:
+    """A date's days since 1970 as int64."""
+    return v.cast(pa.int32()).cast(pa.int64())
+
+
+def _date_days(op: str, a: Value, b: Value) -> Value | None:
+    """DuckDB's day arithmetic of DATEs: ``date - date`` is the BIGINT days between them,
+    ``date ± integer`` and ``integer + date`` the DATE that many days on; None for anything
+    else (a DATE beside an INTERVAL or a TIMESTAMP is the TIMESTAMP of its midnight)."""
+    da, db = pa.types.is_date(a.type), pa.types.is_date(b.type)
+    if op == "subtract" and da and db:
+        return pc.subtract_checked(_days(a), _days(b))
+    if op in ("add", "subtract") and da and pa.types.is_integer(b.type):
+        out = getattr(pc, f"{op}_checked")(_days(a), b.cast(pa.int64()))
+    elif op == "add" and db and pa.types.is_integer(a.type):
+        out = pc.add_checked(a.cast(pa.int64()), _days(b))
+    else:
+        return None
+    return out.cast(pa.int32()).cast(pa.date32())
+
+
 def _arith(op: str):
     def fn(ev: Evaluator, e: exp.Binary) -> Value:
         a, b = ev.eval(e.left), ev.eval(e.right)
         if _is_null_type(a) or _is_null_type(b):
             return pa.scalar(None, pa.float64())
+        days = _date_days(op, a, b)
+        if days is not None:
+            return days
         if op in ("add", "subtract") and (pa.types.is_duration(b.type) or pa.types.is_duration(a.type)
                                           or (_temporal(a.type) and _temporal(b.type))):
             if pa.types.is_date(a.type):
@@ -484,9 +508,23 @@ _HANDLERS[exp.Mul] = _arith("multiply")
 _HANDLERS[exp.Div] = _arith("divide")
 
 
+def _hugeint_like(t: pa.DataType) -> bool:
+    """Whether values of type ``t`` may be DuckDB's HUGEINT: bamql returns a HUGEINT (a CSV's
+    integers beyond BIGINT, a SUM past BIGINT) as ``decimal128(38, 0)``, as DuckDB's Arrow
+    does, which is also a DECIMAL(38,0)'s type."""
+    return pa.types.is_decimal(t) and t.precision == 38 and t.scale == 0
+
+
 @handles(exp.IntDiv)
 def _intdiv(ev: Evaluator, e) -> Value:
-    a, b = _coerce(ev.eval(e.left), ev.eval(e.right))
+    a, b = ev.eval(e.left), ev.eval(e.right)
+    if _hugeint_like(a.type) or _hugeint_like(b.type):
+        # DuckDB divides a HUGEINT as an integer (truncated) and a DECIMAL(38,0) as a DOUBLE;
+        # their values come here alike, so neither answer can be told right
+        raise PlanError(f"{e.sql(dialect='duckdb')[:80]}: // of a 38-digit integer (a HUGEINT, "
+                        "such as a CSV's integers beyond BIGINT, or a DECIMAL(38,0)) is not "
+                        "supported; CAST it to DOUBLE to divide it, or to BIGINT")
+    a, b = _coerce(a, b)
     _check_numbers(a, b, e)
     if pa.types.is_integer(a.type):
         n = ev.rel.rows
@@ -1253,12 +1291,8 @@ def _trunc(unit: str, v: Value) -> Value:
 
 @handles(exp.TimestampTrunc, exp.DateTrunc, exp.DatetimeTrunc)
 def _date_trunc(ev, e):
-    unit = unit_name(e.args.get("unit"))
-    out = _trunc(unit, ev.eval(e.this))
-    src = ev.eval(e.this)
-    if pa.types.is_date(src.type):
-        return out.cast(pa.date32()) if unit in ("day", "week", "month", "quarter", "year") else out
-    return out
+    # of a DATE too: the TIMESTAMP of its midnight, truncated (DuckDB's type, whatever the unit)
+    return _trunc(unit_name(e.args.get("unit")), ev.eval(e.this))
 
 
 @handles(exp.TimeToStr)

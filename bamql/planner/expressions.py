@@ -20,7 +20,7 @@ from bamql.intmath import I64_MAX, fits_int64
 from bamql.planner import ir, lists, scalars, strings
 from bamql.planner.constants import int_compare, timestamp_us
 from bamql.storage.format import ColumnMeta
-from bamql.storage.sqltypes import BOOLEAN, DOUBLE_EXACT, TIMESTAMPTZ, parse_decimal
+from bamql.storage.sqltypes import BOOLEAN, DATE, DAY_US, DOUBLE_EXACT, TIMESTAMPTZ, parse_decimal
 
 #: sqlglot's comparison, arithmetic and aggregate nodes and what they are in the IR.
 CMP_OPS = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
@@ -167,7 +167,9 @@ class ExprTranslator:
     def _(self, node: exp.Cast) -> ir.Expr:
         inner = node.this
         to = node.to.this.name.lower() if node.to is not None else ""
-        if isinstance(inner, exp.Literal) and inner.is_string and ("timestamp" in to or to == "date"):
+        if isinstance(inner, exp.Literal) and inner.is_string and to == "date":
+            return date_literal(inner.this)  # its midnight, as DuckDB casts the text to DATE
+        if isinstance(inner, exp.Literal) and inner.is_string and "timestamp" in to:
             return ir.Lit(timestamp_us(inner.this, zoned=to == "timestamptz"), "timestamp")
         return scalars.scalar(self, node, self.expr)
 
@@ -444,6 +446,8 @@ class ExprTranslator:
         if lit.kind == "bool" and self.boolean_column(other):
             return ir.Lit(int(lit.value), "int")
         if other.kind == "timestamp":
+            if lit.kind == "strlit" and date_valued(other, self.cols):  # cast to DATE: its day
+                return date_literal(lit.value)
             if lit.kind == "strlit":  # its offset applied against a TIMESTAMP WITH TIME ZONE
                 return ir.Lit(timestamp_us(lit.value, zoned=self.zoned(other)), "timestamp")
             if lit.kind == "timestamp":
@@ -554,6 +558,39 @@ class ExprTranslator:
 #: The words that start the fused translator's refusal of a wide DECIMAL column (one of more
 #: than 18 digits, ``ColumnMeta.wide``), which the plan tree answers instead.
 WIDE_WORDS = "a DECIMAL of more than 18 digits"
+
+
+def date_literal(text: str) -> ir.Lit:
+    """The DATE constant of ``text`` (``'2019-01-05'``; a time after the date is dropped, as
+    DuckDB's cast of text to DATE drops it): its midnight's microseconds."""
+    us = timestamp_us(text)
+    return ir.Lit(us - us % DAY_US, "timestamp", date=True)
+
+
+#: Aggregates whose value is one of their argument's, of its SQL type (a DATE's is a DATE;
+#: MEDIAN and ``quantile_cont`` interpolate, a TIMESTAMP in DuckDB)
+VALUE_AGGS = ("min", "max", "quantile_disc")
+
+
+def date_valued(e: ir.Expr, cols: Mapping[str, ColumnMeta]) -> bool:
+    """Whether timestamp expression ``e`` is a DATE in SQL (``sqltypes.DATE``: its midnight's
+    microseconds), as DuckDB types it: a DATE column or constant, MIN or MAX of one, or a CASE
+    (COALESCE, NULLIF) whose results are all DATEs. Whatever else is computed of a DATE as a
+    timestamp (``date_trunc``, ``+ INTERVAL``, a CASE that mixes in a TIMESTAMP) is the
+    TIMESTAMP DuckDB promotes it to."""
+    if e.kind != "timestamp":
+        return False
+    if isinstance(e, ir.Lit):
+        return e.date
+    if isinstance(e, ir.Col):
+        return e.name in cols and cols[e.name].sql_type == DATE
+    if isinstance(e, ir.Agg):
+        return e.func in VALUE_AGGS and e.arg is not None and date_valued(e.arg, cols)
+    if isinstance(e, ir.Case):
+        values = [v for _, v in e.whens] + ([e.default] if e.default is not None else [])
+        values = [v for v in values if v.kind != "null"]
+        return bool(values) and all(date_valued(v, cols) for v in values)
+    return False
 
 
 def column_value(name: str, meta: ColumnMeta) -> ir.Expr:

@@ -86,8 +86,14 @@ class Lit(Expr):
 
     value: int | float | bool | None
     kind: str
+    #: a DATE constant (``DATE '2019-01-05'``, kind timestamp): its midnight's microseconds,
+    #: which compare as the TIMESTAMP DuckDB promotes a DATE to, returned as a DATE (so it
+    #: is no equal of the TIMESTAMP constant of that midnight)
+    date: bool = False
 
     def _key(self) -> tuple:
+        if self.date:
+            return ("DATE", self.kind, self.value)
         v = self.value
         if isinstance(v, bool) or v is None or isinstance(v, str):
             return (self.kind, type(v).__name__, v)

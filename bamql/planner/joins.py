@@ -37,9 +37,9 @@ from bamql.planner.expressions import column_value
 from bamql.planner.show import show
 from bamql.planner.subqueries import in_subquery
 from bamql.planner.translate import MAX_GROUPS, Translator, translate
-from bamql.storage.arrownp import to_numpy
+from bamql.storage.arrownp import micros, to_numpy
 from bamql.storage.format import ColumnMeta
-from bamql.storage.sqltypes import TIME_ZONE, TIMESTAMPTZ
+from bamql.storage.sqltypes import DATE, TIME_ZONE, TIMESTAMPTZ
 
 
 class JoinKind(Enum):
@@ -88,8 +88,8 @@ def _is_string_view(t: pa.DataType) -> bool:
 def dimension(name: str, data) -> Dimension:
     """A dimension table from a pyarrow Table, a pandas or polars DataFrame, or anything
     with ``__arrow_c_stream__``. Integers, booleans (as integers, as a store keeps them),
-    floats, decimals (as doubles, as a store keeps them), timestamps and strings of every
-    Arrow layout are read; a column of another type (dates, lists, structs, ...) refuses the
+    floats, decimals (as doubles, as a store keeps them), dates, timestamps and strings of every
+    Arrow layout are read; a column of another type (lists, structs, ...) refuses the
     table in one line naming it, rather than leaving the column out unseen."""
     try:
         table = data if isinstance(data, pa.Table) else pa.table(data)
@@ -111,6 +111,9 @@ def dimension(name: str, data) -> Dimension:
             # the same instants, in the zone every TIMESTAMP WITH TIME ZONE comes back in
             col, t = col.cast(pa.timestamp(t.unit, TIME_ZONE)), pa.timestamp(t.unit, TIME_ZONE)
             table = table.set_column(table.column_names.index(cname), cname, col)
+        if pa.types.is_date64(t):  # days, as DuckDB reads a date64 (milliseconds truncated)
+            col, t = col.cast(pa.date32(), safe=False), pa.date32()
+            table = table.set_column(table.column_names.index(cname), cname, col)
         if pa.types.is_boolean(t):
             col, t = col.cast(pa.int64()), pa.int64()
         if pa.types.is_decimal(t):
@@ -127,6 +130,8 @@ def dimension(name: str, data) -> Dimension:
             kind, v = "float", to_numpy(_zero_nulls(col).cast(pa.float64()))
         elif pa.types.is_timestamp(t):
             kind, v = "timestamp", to_numpy(_zero_nulls(col.cast(pa.timestamp("us")).cast(pa.int64())))
+        elif pa.types.is_date(t):  # a DATE as its midnight's microseconds, as a store keeps it
+            kind, v = "timestamp", to_numpy(_zero_nulls(micros(col)))
         elif pa.types.is_string(t) or pa.types.is_large_string(t):
             strs = col.to_pylist()
             dictionary = tuple(sorted({s for s in strs if s is not None}))
@@ -135,16 +140,17 @@ def dimension(name: str, data) -> Dimension:
         else:
             raise PlanError(f"cannot register table {name!r}: column {cname!r} is of type {t}, "
                             "which bamql does not read (integers, booleans, floats, decimals, "
-                            "timestamps and strings); cast it or leave it out")
+                            "dates, timestamps and strings); cast it or leave it out")
         ok = v[valid]
         lo = hi = None
         if kind in ("int", "timestamp") and len(ok):
             lo, hi = int(ok.min()), int(ok.max())
-        zoned = kind == "timestamp" and t.tz is not None  # a TIMESTAMP WITH TIME ZONE
+        zoned = pa.types.is_timestamp(t) and t.tz is not None  # a TIMESTAMP WITH TIME ZONE
         metas[cname] = ColumnMeta(cname, kind, "float64" if kind == "float" else "int64", 0, 0, 1,
                                   nulls=int((~valid).sum()), min=lo, max=hi,
                                   dictionary=dictionary if kind == "string" else None,
-                                  sql_type=TIMESTAMPTZ if zoned else None)
+                                  sql_type=TIMESTAMPTZ if zoned
+                                  else DATE if pa.types.is_date(t) else None)
         values[cname] = (v, valid)
     return Dimension(name, table, values, metas, decimals)
 

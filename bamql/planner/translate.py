@@ -250,6 +250,9 @@ class Translator(ExprTranslator):
                 if isinstance(node, cls):
                     a = self.outer(node.this, keys, aggs, names, exprs)
                     b = self.outer(node.expression, keys, aggs, names, exprs)
+                    # a timestamp's or a DATE's (MAX(d) - MIN(d): days) is the plan tree's
+                    self.need_numeric(a, node.this)
+                    self.need_numeric(b, node.expression)
                     if op != "/" and (isinstance(a, ir.Dec) or isinstance(b, ir.Dec)):
                         exact = self.decimal_arith(op, a, b, node)
                         if exact is not None:

@@ -48,6 +48,20 @@ def from_numpy(v: np.ndarray, ok: np.ndarray, type: pa.DataType) -> pa.Array:
     return pa.Array.from_buffers(type, n, [valid, data], null_count=nulls)
 
 
+def micros(a: pa.Array) -> pa.Array:
+    """Timestamps or dates ``a`` as int64 microseconds since the epoch (a date: its
+    midnight's, as a store keeps a DATE, ``sqltypes.DATE``); ArrowInvalid for timestamps
+    finer than microseconds."""
+    import pyarrow.compute as pc
+
+    from bamql.storage.sqltypes import DAY_US
+
+    if pa.types.is_date(a.type):  # days (a date64's milliseconds truncated, as DuckDB reads them)
+        days = a.cast(pa.date32(), safe=False).cast(pa.int32()).cast(pa.int64())
+        return pc.multiply(days, pa.scalar(DAY_US, pa.int64()))
+    return a.cast(pa.timestamp("us", tz=a.type.tz)).cast(pa.int64())
+
+
 class _NoPandas:
     """A finder that refuses ``import pandas`` (``without_pandas``)."""
 

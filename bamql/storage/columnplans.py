@@ -14,11 +14,19 @@ import pyarrow.compute as pc
 from bamql.config import FloatEncoding
 from bamql.errors import IngestError
 from bamql.exactfloat import to_float64
+from bamql.storage.arrownp import micros
 from bamql.storage.decimals import DecimalScan, WideValue, encode, real_nans, unscaled, wide_unscaled
 from bamql.storage.encoding import float_storage, narrow_int_dtype, sentinel_for
 from bamql.storage.packing import packed_bits
 from bamql.storage.sources import Source, select_columns
-from bamql.storage.sqltypes import BOOLEAN, MAX_PRECISION, TIMESTAMPTZ, WIDE_DTYPE, decimal_type
+from bamql.storage.sqltypes import (
+    BOOLEAN,
+    DATE,
+    MAX_PRECISION,
+    TIMESTAMPTZ,
+    WIDE_DTYPE,
+    decimal_type,
+)
 from bamql.storage.writer import ColumnPlan
 
 #: Strings are dictionary-coded (int8, int16 or int32 codes by the dictionary's size); the
@@ -33,8 +41,8 @@ def _kind(t: pa.DataType) -> str | None:
         return "decimal"  # stored exactly: the unscaled integers, as kind int (``sql_type``)
     if pa.types.is_float32(t) or pa.types.is_float64(t):
         return "float"
-    if pa.types.is_timestamp(t):
-        return "timestamp"
+    if pa.types.is_timestamp(t) or pa.types.is_date(t):
+        return "timestamp"  # a DATE as its midnight's microseconds (``sqltypes.DATE``)
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_null(t):
         return "string"  # a column with no value at all (a CSV's empty one): VARCHAR, as DuckDB
     return None
@@ -47,6 +55,8 @@ def _family(t: pa.DataType) -> str:
         return "boolean"
     if pa.types.is_timestamp(t):
         return "timestamptz" if t.tz is not None else "timestamp"
+    if pa.types.is_date(t):
+        return "date"
     if pa.types.is_null(t):
         return "null"
     return _kind(t) or str(t)
@@ -86,6 +96,10 @@ def _widen(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
         return _widen_decimal(a, b)
     if {fa, fb} <= {"int", "float", "decimal"}:  # a DOUBLE with a DECIMAL: a DOUBLE
         return pa.float32() if pa.types.is_float32(a) and pa.types.is_float32(b) else pa.float64()
+    if fa == fb == "date":  # date32 and date64: days
+        return pa.date32()
+    if {fa, fb} == {"date", "timestamp"}:  # DuckDB: a DATE is its midnight's TIMESTAMP
+        return pa.timestamp("us")
     if {fa, fb} == {"timestamp", "timestamptz"}:  # DuckDB: TIMESTAMP WITH TIME ZONE, the
         return pa.timestamp("us", tz="UTC")  # naive one's wall time read as UTC
     if fa == fb and fa in ("timestamp", "timestamptz"):
@@ -110,8 +124,8 @@ def unify_schemas(sources: Sequence[Source]) -> list[tuple[str, str, pa.DataType
             if _kind(f.type) is None:
                 raise IngestError(
                     f"{s.path.name}: column {f.name!r} has type {f.type}, which bamql cannot "
-                    "store (supported: integers, booleans, float32/64, decimals, timestamps, "
-                    "strings); leave it out with --columns"
+                    "store (supported: integers, booleans, float32/64, decimals, dates, "
+                    "timestamps, strings); leave it out with --columns"
                 )
             if f.name not in types:
                 types[f.name], first[f.name] = f.type, s
@@ -232,8 +246,9 @@ def column_plans(sources: Sequence[Source], cols, floats: FloatEncoding = FloatE
             else:
                 plans.append(ColumnPlan(n, k, np.dtype(t.to_pandas_dtype()), decimal=n in decimals))
         elif k == "timestamp":  # instants of a source with a time zone: TIMESTAMPTZ
-            plans.append(ColumnPlan(n, k, np.dtype(np.int64),
-                                    sql_type=TIMESTAMPTZ if t.tz is not None else None))
+            sql = (DATE if pa.types.is_date(t)
+                   else TIMESTAMPTZ if t.tz is not None else None)
+            plans.append(ColumnPlan(n, k, np.dtype(np.int64), sql_type=sql))
         else:
             d = tuple(sorted(distinct[n]))  # sorted: code order is string order
             dt = narrow_int_dtype(0, max(len(d) - 1, 0))  # the minimum is NULL's code
@@ -304,7 +319,7 @@ def _stored_range(a: pa.Array, n: str, lo: dict[str, int], hi: dict[str, int]) -
     if pa.types.is_null(a.type):
         return
     try:
-        us = a.cast(pa.timestamp("us", tz=a.type.tz)).cast(pa.int64())
+        us = micros(a)
     except pa.ArrowInvalid:
         return
     mm = pc.min_max(us)
@@ -374,7 +389,7 @@ def to_storage(a: pa.Array, pl: ColumnPlan) -> np.ndarray:
         return float_storage(v, np.asarray(a.is_null()) if a.null_count else None, pl.dtype)
     if pl.kind == "timestamp":
         try:
-            us = a.cast(pa.timestamp("us", tz=a.type.tz)).cast(pa.int64())
+            us = micros(a)
         except pa.ArrowInvalid as e:
             raise IngestError(f"column {pl.name!r}: timestamps finer than microseconds ({e})") from None
         return us.fill_null(sent).to_numpy(zero_copy_only=False)

@@ -266,10 +266,12 @@ def sql_typed(sql_type: str | None, values: np.ndarray, nulls: np.ndarray | None
 
 def sql_arrow_type(sql_type: str | None) -> pa.DataType | None:
     """The Arrow type of a column of ``sql_type`` (``storage.sqltypes``), or None."""
-    from bamql.storage.sqltypes import BOOLEAN, TIME_ZONE, TIMESTAMPTZ, parse_decimal
+    from bamql.storage.sqltypes import BOOLEAN, DATE, TIME_ZONE, TIMESTAMPTZ, parse_decimal
 
     if sql_type == BOOLEAN:
         return pa.bool_()
+    if sql_type == DATE:
+        return pa.date32()
     if sql_type == TIMESTAMPTZ:
         return pa.timestamp("us", tz=TIME_ZONE)
     d = parse_decimal(sql_type)

@@ -594,9 +594,13 @@ def _sql_type_ok(c: ColumnMeta) -> bool:
     return d is not None and all(v is None or abs(v) < 10 ** d[0] for v in (c.min, c.max))
 
 
-def _is_timestamptz(c: ColumnMeta) -> bool:
-    from bamql.storage.sqltypes import TIMESTAMPTZ
+def _timestamp_type_ok(c: ColumnMeta) -> bool:
+    """Whether the ``sql_type`` of timestamp column ``c`` is one it may have: TIMESTAMP WITH
+    TIME ZONE, or DATE over midnights (multiples of a day's microseconds)."""
+    from bamql.storage.sqltypes import DATE, DAY_US, TIMESTAMPTZ
 
+    if c.sql_type == DATE:
+        return all(v is None or (isinstance(v, int) and v % DAY_US == 0) for v in (c.min, c.max))
     return c.sql_type == TIMESTAMPTZ
 
 
@@ -609,7 +613,7 @@ def _column_inconsistency(m: Manifest, c: ColumnMeta) -> str | None:
     if c.decimal is not None and (c.kind != "float" or not isinstance(c.decimal, bool)):
         return "only a float column records whether it is a DECIMAL, as true or false"
     if c.sql_type is not None and not (_sql_type_ok(c) if c.kind == "int" else
-                                       c.kind == "timestamp" and _is_timestamptz(c)):
+                                       c.kind == "timestamp" and _timestamp_type_ok(c)):
         return f"SQL type {c.sql_type!r} does not fit a {c.kind} column"
     if c.wide and (c.sql_type is None or c.sql_type == "BOOLEAN" or c.bits or c.scale
                    or c.min is not None or c.max is not None or c.histogram is not None):

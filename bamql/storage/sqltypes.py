@@ -1,8 +1,10 @@
 """The SQL types a store records beside a column's kind (``ColumnMeta.sql_type``): a DECIMAL(p, s)
 held as its unscaled integers (kind ``int``: ``value = stored / 10**s``, exactly), a
-BOOLEAN held as 0/1 integers, and a TIMESTAMP WITH TIME ZONE (kind ``timestamp``: its
-instants as UTC microseconds, as a naive one's). Plain Python: the planner reads it at
-every query."""
+BOOLEAN held as 0/1 integers, a TIMESTAMP WITH TIME ZONE (kind ``timestamp``: its
+instants as UTC microseconds, as a naive one's) and a DATE (kind ``timestamp``: the
+microseconds of its midnight, so that it compares, extracts and truncates as the TIMESTAMP
+DuckDB promotes it to; it comes back as Arrow's ``date32``). Plain Python: the planner reads
+it at every query."""
 
 from __future__ import annotations
 
@@ -12,6 +14,11 @@ BOOLEAN = "BOOLEAN"
 #: The SQL type of a timestamp column whose source has a time zone: DuckDB's TIMESTAMPTZ,
 #: instants that come back in Arrow as ``timestamp[us, tz=TIME_ZONE]``
 TIMESTAMPTZ = "TIMESTAMP WITH TIME ZONE"
+#: The SQL type of a timestamp column holding dates (Arrow ``date32``/``date64``): each value
+#: the microseconds of its midnight (a multiple of ``DAY_US``), returned as ``date32``
+DATE = "DATE"
+#: Microseconds in a day: a DATE's stored value over this is its days since 1970-01-01
+DAY_US = 86_400_000_000
 #: The time zone a TIMESTAMP WITH TIME ZONE comes back in (DuckDB's: the session's, which
 #: bamql keeps at UTC; the instants are the same in any)
 TIME_ZONE = "UTC"

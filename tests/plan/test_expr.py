@@ -81,3 +81,35 @@ def test_an_integer_in_constants_not_all_integers_compares_each_exactly(tmp_path
             for neg in ("", "NOT "):
                 sql = f"SELECT i FROM '{r}' AS r WHERE i {neg}IN ({items}) AND i NOT IN {sub} ORDER BY i"
                 assert con.sql(sql).rows() == duckdb.sql(sql).fetchall(), sql
+
+
+@pytest.mark.parametrize("q", [
+    "SELECT x // 7 FROM {src}", "SELECT x // y FROM {src}", "SELECT y // x FROM {src}",
+    "SELECT SUM(x // -7) FROM {src}",
+])
+def test_integer_division_of_a_hugeint_is_refused_not_a_double(tmp_path: Path, q: str):
+    """A CSV's integers beyond BIGINT are DuckDB's HUGEINT, which ``//`` divides as integers
+    (truncated); bamql holds them as DECIMAL(38,0), the type a DECIMAL(38,0) column has too,
+    whose ``//`` DuckDB divides as DOUBLEs. It answered the DOUBLE (found by
+    ``tests.sql.fuzz``); now either side of 38 digits is refused in one line."""
+    path = tmp_path / "big.csv"
+    path.write_text("x,y\n12345678901234567890123,1\n-12345678901234567890125,2\n7,3\n,5\n")
+    sql = q.format(src=f"'{path}'")
+    ref = duckdb.connect()
+    ref.execute("SET error_on_division_by_zero = false")
+    assert isinstance(ref.sql(sql).fetchall()[0][0], int | type(None))  # an integer in DuckDB
+    with bamql.connect(None, device="cpu") as con, pytest.raises(PlanError) as e:
+        con.sql(sql)
+    assert "\n" not in str(e.value)
+
+
+def test_integer_division_of_bigints_and_doubles_answers_as_duckdb(tmp_path: Path):
+    path = tmp_path / "small.csv"
+    path.write_text("x,y,f\n-7,2,2.5\n7,-2,0.5\n9,0,\n,3,1.0\n")
+    ref = duckdb.connect()
+    ref.execute("SET error_on_division_by_zero = false")
+    with bamql.connect(None, device="cpu") as con:
+        for q in ("SELECT x // y FROM {src}", "SELECT x // f FROM {src}",
+                  "SELECT CAST(x AS DOUBLE) // 7 FROM {src}"):
+            sql = q.format(src=f"'{path}'")
+            assert con.sql(sql).rows() == ref.sql(sql).fetchall(), sql
