@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from bamql.config import AccessPath
 from bamql.engine import accumulate
 from bamql.engine.fetch import fetch
 from bamql.engine.stats import QueryStats
@@ -66,6 +67,27 @@ def warm_readers(page_size: int) -> None:
     RowRanges.of([(0, 1), (2, 3)]).row_numbers()  # the compiled row fill of morsels
 
 
+def scan_spans(plan: PhysicalPlan, store: PageStore) -> np.ndarray:
+    """The runs of global pages ``(first, end)`` of the candidate ranges that ``plan`` will
+    read from the columns' own pages, sorted: those of its scans and streams, and of its
+    gathers expected to read at least half of them (a gather's pages are known only once
+    the filter has run). None of a column the OS page cache held whole when the plan was
+    made, or of reads of a row-group or compressed copy."""
+    resident = dict(plan.resident)
+    runs = []
+    for a in plan.access:
+        c = store.column(a.column)
+        p0, p1 = plan.ranges.page_runs(c.rows_per_page)
+        if (a.shadow or a.compressed or resident.get(a.column, 0.0) >= 1.0
+                or (a.path == AccessPath.GATHER and 2 * a.est_pages < (p1 - p0).sum())):
+            continue
+        runs.append(np.stack([c.first_page + p0, c.first_page + np.minimum(p1, c.n_pages)], 1))
+    if not runs:
+        return np.zeros((0, 2), np.int64)
+    spans = np.concatenate(runs)
+    return spans[np.argsort(spans[:, 0], kind="stable")]
+
+
 class Matches:
     """Phase 1 of a plan on the CPU: its filter stages compiled, and per morsel the rows
     where every stage holds, with the predicate columns' stored values at those rows.
@@ -73,6 +95,7 @@ class Matches:
 
     def __init__(self, plan: PhysicalPlan, store: PageStore, stats: QueryStats) -> None:
         self.plan, self.store, self.stats = plan, store, stats
+        store.prefetch(scan_spans(plan, store))  # the disk works while the kernels load
         sent = {name: c.sentinel for name, c in store.columns.items()}
         scales = {name: c.scale for name, c in store.columns.items()}
         self.filters = [(s, ir.columns_of(s.predicate)) for s in plan.stages]

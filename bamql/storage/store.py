@@ -339,6 +339,40 @@ class PageStore(Verification):
             self.check(ids, out[:n])
         return total
 
+    def prefetch(self, spans: np.ndarray, limit: int = 1024) -> threading.Thread | None:
+        """Have the OS start reading global pages ``[a, b)`` of each row ``(a, b)`` of
+        ``spans`` (sorted; the first ``limit`` of them) into its page cache, on a thread of
+        its own, and return at once (that thread, or None where there is nothing to read).
+
+        A one-shot query knows the pages its scans read once it is planned, well before it
+        reads them: numba's import and the kernels' loads come between. ``posix_fadvise``
+        (``WILLNEED``) lets the disk work meanwhile. It is advice only: the pages are still
+        read, and checked against their checksums, when the query reads them. Row-group
+        pages (not contiguous on disk) are left out.
+        """
+        spans = np.asarray(spans, np.int64).reshape(-1, 2)[:limit]
+        spans = spans[spans[:, 0] < self.manifest.total_pages]
+        if not len(spans) or not hasattr(os, "posix_fadvise"):
+            return None
+        spans[:, 1] = np.minimum(spans[:, 1], self.manifest.total_pages)
+        ps, nv, fds = self.page_size, self.manifest.n_volumes, tuple(self._fds)
+
+        def advise() -> None:
+            # page p lies in volume p % nv at position p // nv
+            for a, b in spans.tolist():
+                for v, fd in enumerate(fds):
+                    first, last = -(-(a - v) // nv), (b - 1 - v) // nv
+                    if last >= first:
+                        try:
+                            os.posix_fadvise(fd, first * ps, (last - first + 1) * ps,
+                                             os.POSIX_FADV_WILLNEED)
+                        except OSError:  # closed meanwhile, or advice not taken: no matter
+                            return
+
+        t = threading.Thread(target=advise, name="bamql-prefetch", daemon=True)
+        t.start()
+        return t
+
     def _decompressors(self):
         """Threads that decompress a stream's chunks (made on first use, shared)."""
         with self._lock:
