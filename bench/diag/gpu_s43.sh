@@ -7,6 +7,10 @@
 #   bash bench/diag/gpu_s43.sh fuzz S        install DuckDB; the hostile random queries (seed
 #                                            42) on the GPU engine's host, gpu and file
 #                                            backends, one GPU each, S seconds' budget
+#   bash bench/diag/gpu_s43.sh one S         on one GPU: install base + DuckDB, unpack the code;
+#                                            the fuzz above (three processes on the one GPU)
+#                                            beside the GPU hash-table tests and the BOOLEAN
+#                                            and GROUP BY parts of the corpus on every backend
 #   bash bench/diag/gpu_s43.sh keep          move carried cuDF archive parts aside
 #   bash bench/diag/gpu_s43.sh rapids        join and install them (cuDF, dask-cudf)
 #   bash bench/diag/gpu_s43.sh run ARGS...   gpu_scaleout_s42.sh run ARGS (from /tmp/src)
@@ -21,16 +25,30 @@ case $what in
     rm -rf /tmp/src && mkdir -p /tmp/src && tar xzf .devstage/src.tgz -C /tmp/src
     nvidia-smi -L; df -h /dev/shm | tail -1; nproc; free -g | head -2
     cd /tmp/src && OUT=$out bash bench/diag/gpu_scaleout_s42.sh prep "${1:?rows}" "${2:?parts}" ;;
-  fuzz)
+  fuzz|one)
+    if [ "$what" = one ]; then
+      bash .devstage/install.sh base > /dev/null && echo "base installed"
+      rm -rf /tmp/src && mkdir -p /tmp/src && tar xzf .devstage/src.tgz -C /tmp/src
+    fi
     pipi .devstage/extra/*.whl && echo "duckdb installed"; keep
     cd /tmp/src && export PYTHONPATH=/tmp/site:/tmp/src BAMQL_CACHE_DIR=/tmp/bamql-cache
-    i=0
+    i=0; n=$(nvidia-smi -L | wc -l)
     for b in host gpu file; do
-      CUDA_VISIBLE_DEVICES=$i timeout $(( ${1:?seconds} + 120 )) python -m tests.sql.fuzz --seed 42 \
+      CUDA_VISIBLE_DEVICES=$((i % n)) timeout $(( ${1:?seconds} + 120 )) python -m tests.sql.fuzz --seed 42 \
         --queries 2000 --per-world 25 --device gpu --backend $b --budget-s "$1" \
         --workdir /tmp/fz-$b --log "$out/fuzz-gpu-$b.jsonl.gz" --quiet > "$out/fuzz-gpu-$b.log" 2>&1 &
       i=$((i + 1))
     done
+    if [ "$what" = one ]; then
+      gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+      { echo "# GPU tests, session 43, $gpu (beside the fuzz)"
+        timeout 240 python -m pytest -q -m gpu tests/gpu/test_hashgroup_sim.py tests/gpu/test_grouped.py \
+          -n 2 -p no:cacheprovider 2>&1 | tail -4; } > "$out/gpu-tests-s43.log" 2>&1
+      timeout 150 python -m tests.sql.corpus --device gpu --backends host,gpu,file --caches 4,default \
+        --queries hostile_filters,hostile_groups,group --shapes base --datasets sample,hostile \
+        --spread 2 --workdir /tmp/corpus-w --budget-s 120 --log "$out/corpus-gpu-s43.jsonl" --quiet 2>&1 | tail -3
+      gzip -f "$out/corpus-gpu-s43.jsonl"; cat "$out/gpu-tests-s43.log"
+    fi
     wait; for b in host gpu file; do echo "== $b"; tail -8 "$out/fuzz-gpu-$b.log"; done ;;
   keep) keep ;;
   rapids) keep; bash .devstage/install.sh rapids ;;
