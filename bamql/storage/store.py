@@ -534,8 +534,11 @@ def decode(c: ColumnMeta, vals: np.ndarray) -> pa.Array:
     if c.kind == "int":
         return pa.array(vals.astype(np.int64), mask=mask, type=pa.int64())
     if c.kind == "timestamp":  # a TIMESTAMP WITH TIME ZONE keeps its zone
-        from bamql.storage.sqltypes import TIME_ZONE, TIMESTAMPTZ
+        from bamql.storage.sqltypes import DATE, DAY_US, TIME_ZONE, TIMESTAMPTZ
 
+        if c.sql_type == DATE:  # its midnights' microseconds: the days, as Arrow's date32
+            days = np.where(mask, 0, vals) // DAY_US
+            return pa.array(days.astype(np.int32), mask=mask, type=pa.date32())
         tz = TIME_ZONE if c.sql_type == TIMESTAMPTZ else None
         return pa.array(vals, mask=mask, type=pa.timestamp("us", tz=tz))
     codes = pa.array(np.where(mask, 0, vals).astype(np.int32), mask=mask)
