@@ -212,8 +212,9 @@ def bind_options(fn: str, options: list[exp.Expression]) -> tuple[HiveMode, File
         name = b.text("filename") if isinstance(v, exp.Literal) and v.is_string else \
             ("filename" if b.flag("filename") else None)
     if "dateformat" in given:
-        raise PlanError(f"{fn}(): dateformat reads DATE columns, which bamql does not store; "
-                        "read the column as text (or as a timestamp with timestampformat)")
+        raise PlanError(f"{fn}(): dateformat (a DATE column's format) is not supported: bamql "
+                        "reads DATEs written YYYY-MM-DD; read the column as text (or as a "
+                        "timestamp with timestampformat)")
     csv = CsvOptions()
     if READERS[fn] == FileFormat.CSV:
         csv = _csv_options(fn, b)

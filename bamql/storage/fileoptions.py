@@ -76,13 +76,15 @@ _TYPES = {"BOOLEAN": "bool_", "TINYINT": "int8", "SMALLINT": "int16", "INT": "in
 def arrow_type(name: str, params: tuple[int, ...] = ()) -> pa.DataType | None:
     """The Arrow type of SQL type ``name`` (sqlglot's spelling: ``INT``, ``DECIMAL`` with
     ``params`` (precision, scale), ``TIMESTAMPTZ``), or None where bamql reads no column of
-    it (DATE among them: bamql stores no DATE)."""
+    it."""
     import pyarrow as pa
 
     if name in _TYPES:
         return getattr(pa, _TYPES[name])()
     if name in ("TIMESTAMP", "DATETIME", "TIMESTAMPNTZ"):
         return pa.timestamp("us")
+    if name == "DATE":  # its text YYYY-MM-DD, as DuckDB's default dateformat reads it
+        return pa.date32()
     if name == "TIMESTAMPTZ":
         from bamql.storage.sqltypes import TIME_ZONE
 

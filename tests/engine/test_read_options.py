@@ -212,7 +212,8 @@ def test_one_file_read_with_other_options_is_another_table(tmp_path, d):
      "have: q"),
     ("read_csv('{d}/a.csv', dtypes = ['VARCHAR', 'VARCHAR', 'VARCHAR'])", "3 types were provided"),
     ("read_csv('{d}/a.csv', auto_detect = false)", "needs the columns option"),
-    ("read_csv('{d}/a.csv', dateformat = '%d/%m/%Y')", "dateformat reads DATE columns"),
+    ("read_csv('{d}/a.csv', dateformat = '%d/%m/%Y')",
+     "dateformat (a DATE column's format) is not supported"),
     ("read_csv('{d}/fn.csv', filename = true)", "adds column 'filename', but fn.csv has"),
     ("read_csv('{d}/a.csv', nullstr = 1)", "nullstr takes a quoted text"),
 ])
@@ -220,3 +221,15 @@ def test_bad_options_are_one_line_errors(session, d, case, text):
     with pytest.raises(BamqlError) as e:
         session.sql(f"SELECT * FROM {case.format(d=d)}")
     assert text in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_csv_column_typed_date_is_a_date(session, tmp_path):
+    """``types``/``columns`` naming DATE read the column as DuckDB does (it was refused:
+    bamql stored no DATE)."""
+    import duckdb
+
+    (tmp_path / "dd.csv").write_text("a,d\n1,2019-01-05\n2,\n3,1969-12-31\n")
+    for opt in ("types = {{'d': 'DATE'}}", "columns = {{'a': 'BIGINT', 'd': 'DATE'}}, header = true"):
+        sql = f"SELECT a, d FROM read_csv('{tmp_path}/dd.csv', {opt.format()}) ORDER BY a"
+        ours, ref = session.sql(sql).to_arrow(), duckdb.sql(sql).to_arrow_table()
+        assert ours.schema.types == ref.schema.types and ours.to_pylist() == ref.to_pylist()
