@@ -487,7 +487,8 @@ def _one_line_notes() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``bamql`` command; returns the exit code."""
+    """Entry point of the ``bamql`` command; returns the exit code. Run as the command
+    (``argv`` None), a ``bamql sql`` leaves its objects to the OS at exit (``_skip_teardown``)."""
     _one_line_notes()
     parser = build_parser()
     a = parser.parse_args(argv)
@@ -495,6 +496,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         from bamql.storage.arrownp import without_pandas  # here, none for pyarrow to look for
 
         without_pandas()
+    rc = _run(a)
+    if argv is None and a.cmd == "sql":  # one query, answered: the process ends next
+        _skip_teardown()
+    return rc
+
+
+def _run(a: argparse.Namespace) -> int:
+    """Run the parsed command ``a``; its exit code, its errors one line each."""
     debug = a.debug
     try:
         debug = debug or Config.from_env().debug  # BAMQL_DEBUG
@@ -512,6 +521,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"bamql: internal error: {type(e).__name__}: {e} (rerun with --debug)", file=sys.stderr)
         return 2
+
+
+def _skip_teardown() -> None:
+    """Leave what a one-shot command made to the OS at exit, not to the garbage collector.
+
+    The interpreter's exit collects every cycle of objects left, numba's and LLVM's among
+    them, which takes longer than a small query; once ``bamql sql`` has printed its answer
+    and closed its session, nothing is left that needs it. The collector is stopped and the
+    objects moved where it never looks (``gc.freeze``); the exit still runs the ``atexit``
+    handlers, waits for threads and flushes the output as always.
+    """
+    import gc
+
+    gc.disable()
+    gc.freeze()
 
 
 if __name__ == "__main__":
