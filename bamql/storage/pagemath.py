@@ -25,6 +25,11 @@ def page_hash(words: np.ndarray, page_id) -> np.uint64:
 
 #: Pages the bulk checksums hash side by side (``_hash_lanes``).
 _LANES = 8
+#: Bytes from which a batch is hashed by every core (``_checksums_parallel``). One core
+#: hashes a few GB/s, so a smaller batch takes a few ms at most, less than what starting a
+#: parallel region can cost (waking the other threads, and on a busy machine waiting for a
+#: core to run each of them).
+PARALLEL_BYTES = 16 << 20
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -106,7 +111,7 @@ def page_checksums(pages: np.ndarray, page_ids: np.ndarray) -> np.ndarray:
     words = np.ascontiguousarray(pages).view(np.uint64)
     out = np.empty(words.shape[0], dtype=np.uint64)
     ids = np.ascontiguousarray(page_ids, dtype=np.int64)
-    if len(words) >= 64 and PARALLEL_LOCK.acquire(blocking=False):
+    if words.nbytes >= PARALLEL_BYTES and PARALLEL_LOCK.acquire(blocking=False):
         try:
             _checksums_parallel(words, ids, out)
         finally:

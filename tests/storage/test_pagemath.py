@@ -22,10 +22,27 @@ def test_bulk_checksums_are_each_pages_hash(n, page_size):
     pages = rng.integers(0, 256, (n, page_size), dtype=np.uint8)
     ids = rng.permutation(10 * n + 1)[:n].astype(np.int64)
     want = _one_by_one(pages, ids)
-    assert (pagemath.page_checksums(pages, ids) == want).all()  # parallel from 64 pages on
-    out = np.empty(n, np.uint64)  # the serial build (a reader that finds the lock taken)
-    pagemath._checksums_serial(np.ascontiguousarray(pages).view(np.uint64), ids, out)
-    assert (out == want).all()
+    assert (pagemath.page_checksums(pages, ids) == want).all()
+    for build in (pagemath._checksums_serial, pagemath._checksums_parallel):
+        out = np.empty(n, np.uint64)
+        build(np.ascontiguousarray(pages).view(np.uint64), ids, out)
+        assert (out == want).all()
+
+
+def test_large_batches_hash_on_every_core(monkeypatch):
+    rng = np.random.default_rng(2)
+    pages = rng.integers(0, 256, (80, 512), dtype=np.uint8)
+    ids = np.arange(80)
+    want = _one_by_one(pages, ids)
+    used = []
+    for name in ("_checksums_serial", "_checksums_parallel"):
+        build = getattr(pagemath, name)
+        monkeypatch.setattr(pagemath, name, lambda *a, b=build, n=name: (used.append(n), b(*a)))
+    for limit, build in ((pages.nbytes + 1, "_checksums_serial"),
+                         (pages.nbytes, "_checksums_parallel")):
+        monkeypatch.setattr(pagemath, "PARALLEL_BYTES", limit)
+        used.clear()
+        assert (pagemath.page_checksums(pages, ids) == want).all() and used == [build]
 
 
 def test_a_flipped_byte_changes_its_pages_checksum_alone():
