@@ -225,6 +225,19 @@ class Translator(ExprTranslator):
         return e
 
     # -- after aggregation -------------------------------------------------------------
+    def outer_literal(self, lit: ir.Expr, other: ir.Expr, keys, aggs, node) -> ir.Expr:
+        """A string constant compared with a timestamp over the groups (``HAVING MAX(ts) >
+        '2019-01-05'``) as the timestamp it names, or the DATE where ``other`` is one (its
+        day, as DuckDB casts the text to DATE); anything else as it is."""
+        if not (isinstance(lit, ir.Lit) and isinstance(lit.value, str)
+                and other.kind == "timestamp"):  # over the groups a string constant is kind string
+            return lit
+        if isinstance(other, ir.AggRef):
+            other = aggs[other.index]
+        elif isinstance(other, ir.KeyRef):
+            other = keys[other.index]
+        return self.coerce_literal(ir.Lit(lit.value, "strlit"), other, node)
+
     def outer(self, node, keys, aggs, names=None, exprs=None) -> ir.Expr:
         """An expression over group keys and aggregates (select list, HAVING, ORDER BY)."""
         if isinstance(node, exp.Paren):
@@ -263,6 +276,8 @@ class Translator(ExprTranslator):
                 if isinstance(node, cls):
                     a = self.outer(node.this, keys, aggs, names, exprs)
                     b = self.outer(node.expression, keys, aggs, names, exprs)
+                    a, b = self.outer_literal(a, b, keys, aggs, node), \
+                        self.outer_literal(b, a, keys, aggs, node)
                     if isinstance(a, ir.Dec) or isinstance(b, ir.Dec):  # exactly
                         exact = self.decimal_compare(op, a, b, node)
                         if exact is not None:

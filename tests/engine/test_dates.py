@@ -93,6 +93,10 @@ QUERIES = [
     "SELECT DATE '2019-01-05' AS c, x FROM {src} ORDER BY x",
     "SELECT quantile_disc(d, 0.5) FROM {src}",
     "SELECT k FROM {src} GROUP BY k HAVING MAX(d) > DATE '2020-01-01' ORDER BY k",
+    # a string over the groups: the DATE of its day, or the TIMESTAMP it names (both raised
+    # a NumPy error: the string was compared with the integers)
+    "SELECT k, MAX(d) FROM {src} GROUP BY k HAVING MAX(d) >= '2019-01-05 10:00' ORDER BY k",
+    "SELECT k FROM {src} GROUP BY k HAVING '2019-01-04 12:00' < MAX(ts) ORDER BY k",
 ]
 
 
