@@ -16,12 +16,21 @@ from bamql.datasets.orc import write_orc
 from bamql.storage.ingest import ingest
 
 # Hypothesis example counts: "quick" in the default run, "full" in a run that selects the
-# slow tests (``-m slow``); a test that names its own ``max_examples`` keeps it in both. Both
-# draw the same examples on every run (a landing is judged on a reproducible suite);
-# ``--hypothesis-profile explore`` draws fresh random examples, many of them, to hunt bugs.
+# slow tests (``-m slow``); a test that names its own ``max_examples`` keeps it in both, or
+# names both counts with :func:`examples`. Both draw the same examples on every run (a
+# landing is judged on a reproducible suite); ``--hypothesis-profile explore`` draws fresh
+# random examples, many of them, to hunt bugs.
 settings.register_profile("quick", max_examples=6, derandomize=True, database=None)
 settings.register_profile("full", max_examples=40, derandomize=True, database=None)
 settings.register_profile("explore", max_examples=400, print_blob=True)
+
+
+def examples(quick: int, full: int) -> int:
+    """A test's own example count: ``quick`` in the default run, ``full`` where a run takes
+    more than the quick profile's counts (``-m slow``, which runs every Hypothesis test
+    again, or another ``--hypothesis-profile``). Read when the test's module is imported,
+    after ``pytest_configure`` loaded the run's profile."""
+    return quick if settings.default.max_examples <= settings.get_profile("quick").max_examples else full
 
 
 # numba's parallel kernels run on GNU OpenMP, whose idle threads spin before they sleep: on
