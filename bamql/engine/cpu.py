@@ -111,12 +111,11 @@ class Matches:
     def warm(self) -> None:
         """Compile the filter kernels (numba compiles lazily) on empty input."""
         store = self.store
-        with kcpu.KERNEL_LOCK:
-            for (_, cols), fk in zip(self.filters, self.kernels, strict=True):
-                if fk is not None:
-                    k, params = fk
-                    k(0, *[np.empty(0, store.column(c).np_dtype) for c in cols], *params,
-                      np.empty(0, bool), np.zeros(N_ERRORS, np.int64))
+        for (_, cols), fk in zip(self.filters, self.kernels, strict=True):
+            if fk is not None:
+                k, params = fk
+                kcpu.warm(k, 0, *[np.empty(0, store.column(c).np_dtype) for c in cols], *params,
+                          np.empty(0, bool), np.zeros(N_ERRORS, np.int64))
 
     def fetch(self, column: str, rows: np.ndarray, window: RowRanges) -> np.ndarray:
         """Stored values of ``column`` at ``rows`` (sorted, within ``window``)."""
@@ -170,10 +169,8 @@ def run_cpu(plan: PhysicalPlan, store: PageStore, stats: QueryStats) -> dict[str
     nch = max(1, min(4 * (os.cpu_count() or 1), (1 << 26) // max(groups * max(len(q.aggs), 1), 1)))
     # numba compiles lazily on first call; warm both kernels on empty input to time it apart
     matches.warm()
-    with kcpu.KERNEL_LOCK:
-        empty = accumulate.alloc(1, groups, q.aggs)
-        akern(0, 1, *[np.empty(0, store.column(c).np_dtype) for c in agg_cols], *aparams,
-              *empty.values())
+    kcpu.warm(akern, 0, 1, *[np.empty(0, store.column(c).np_dtype) for c in agg_cols], *aparams,
+              *accumulate.alloc(1, groups, q.aggs).values())
     warm_readers(store.page_size)  # the compiled page readers, too, compile on first use
     stats.compile_seconds = time.perf_counter() - t0
     total = None
@@ -210,8 +207,7 @@ def run_cpu_hashed(plan: PhysicalPlan, store: PageStore, stats: QueryStats, take
         return acc
 
     matches.warm()
-    with kcpu.KERNEL_LOCK:  # compiled apart from the query's time
-        akern(0, 1, *cols, *aparams, *tables(1, replace(slots, capacity=16)).values())
+    kcpu.warm(akern, 0, 1, *cols, *aparams, *tables(1, replace(slots, capacity=16)).values())
     warm_readers(store.page_size)
     stats.compile_seconds = time.perf_counter() - t0
     largest = domains.LARGEST_TABLE // slots.dense_slots

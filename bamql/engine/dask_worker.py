@@ -81,6 +81,37 @@ def clear_caches() -> int:
         return len(_engines)
 
 
+#: The threads of this worker's parallel CPU kernels (numba's): its share of its machine's
+#: cores among the bamql workers there (``share_cores``); None: numba's default, every core
+_threads: int | None = None
+
+
+def share_cores(workers_per_host: dict[str, int], dask_worker=None) -> int:
+    """Give this worker its share of its machine's cores (``client.run`` runs it on every
+    worker, passing ``dask_worker``): the cores it may run on, at most the machine's cores
+    over the bamql workers on the machine (``workers_per_host``: host -> workers). Several
+    worker processes that each start a thread per core for every parallel kernel keep
+    each other's threads waiting; returns the share."""
+    global _threads
+    from urllib.parse import urlsplit
+
+    host = urlsplit(dask_worker.address).hostname if dask_worker is not None else None
+    here = max(1, workers_per_host.get(host, 1))
+    mine = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    _threads = max(1, min(mine or 1, (os.cpu_count() or 1) // here))
+    return _threads
+
+
+def _fit_threads() -> None:
+    """Limit this thread's parallel kernels to the worker's share of the cores (numba's
+    setting is per thread: the event loop's and the call thread's alike)."""
+    if _threads is None:
+        return
+    import numba
+
+    numba.set_num_threads(min(_threads, numba.config.NUMBA_NUM_THREADS))
+
+
 def _plan(store: PageStore, q: ir.Query, domains: Domains, medium: Medium) -> PhysicalPlan:
     resident = page_cache(store, q.columns, medium)  # this worker's OS page cache
     key = (str(store.path), q, domains, medium, resident)
@@ -154,9 +185,11 @@ async def _answer(blob: bytes, run) -> bytes:
             _calls.put(blob, entry)
         paths, args = entry[0]
         if entry[1]:
+            _fit_threads()
             out = run(paths, *args)
         else:
-            out = await asyncio.get_running_loop().run_in_executor(_thread(), run, paths, *args)
+            out = await asyncio.get_running_loop().run_in_executor(_thread(), _fitted, run,
+                                                                   paths, *args)
         seconds = time.perf_counter() - t0
         entry[1] = seconds < INLINE_S
         return pickle.dumps(("ok", out, seconds, (start, time.monotonic())), protocol=5)
@@ -167,6 +200,12 @@ async def _answer(blob: bytes, run) -> bytes:
         except Exception:  # an exception that does not pickle: its text
             return pickle.dumps(("error", RuntimeError(f"{type(e).__name__}: {e}"), where),
                                 protocol=5)
+
+
+def _fitted(run, paths: list[str], *args):
+    """``run(paths, *args)`` on the call thread, within the worker's share of the cores."""
+    _fit_threads()
+    return run(paths, *args)
 
 
 def _origin(e: BaseException) -> str:

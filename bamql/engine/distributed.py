@@ -25,11 +25,13 @@ import pickle
 import threading
 import time
 import weakref
+from collections import Counter
+from urllib.parse import urlsplit
 
 import distributed
 
 from bamql.config import Backend, Device, Medium
-from bamql.engine.dask_worker import bamql_partitions, bamql_task, clear_caches
+from bamql.engine.dask_worker import bamql_partitions, bamql_task, clear_caches, share_cores
 from bamql.engine.runner import Declined, Dispatch, Partials, PartitionTask
 from bamql.errors import BamqlError
 from bamql.planner.physical import PhysicalPlan
@@ -78,6 +80,11 @@ class DaskRunner:
         workers = tuple(sorted(self.client.scheduler_info().get("workers", {})))
         if not workers:
             raise ConnectionError("the Dask cluster has no workers")
+        if have is None or have[0] != workers:  # new workers: each its share of the cores
+            try:
+                self.client.run(share_cores, dict(Counter(urlsplit(w).hostname for w in workers)))
+            except Exception:  # a worker leaving meanwhile: the next change tries again
+                pass
         _workers[self.client] = (workers, now)
         return workers
 

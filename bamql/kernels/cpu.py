@@ -7,6 +7,7 @@ work is proportional to matching rows, and the I/O was only for the pages that h
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Sequence
 
 import numpy as np
@@ -25,6 +26,10 @@ _cache_lock = threading.Lock()
 #: numba's default threading layer runs one parallel region at a time per process.
 KERNEL_LOCK = PARALLEL_LOCK
 _PARAMS = ", ".join(PARAM_ARGS)
+#: A filter over fewer rows runs on the calling thread, not in parallel
+SERIAL_ROWS = 1 << 14
+#: Kernels already called once on empty input (``warm``)
+_warm: weakref.WeakSet = weakref.WeakSet()
 
 
 def _compile(src: str, name: str):
@@ -38,6 +43,18 @@ def _compile(src: str, name: str):
             fn = diskcache.jit(py, on_disk, parallel=True, nogil=True, error_model="numpy")
             _cache.put(src, fn)
         return fn
+
+
+def warm(kern, *args) -> None:
+    """Call ``kern`` on ``args`` (empty input) once per kernel, so that numba compiles or
+    loads it apart from a query's time. Later calls return at once: a parallel kernel's
+    call on empty input still starts its threads, which costs more than many small
+    partitions' work where several processes share the cores."""
+    if kern in _warm:
+        return
+    with KERNEL_LOCK:
+        kern(*args)
+    _warm.add(kern)
 
 
 def disk_cache_hits() -> int:
@@ -61,12 +78,18 @@ def filter_source(pred: ir.Expr, columns: Sequence[str], sentinels: dict,
     v, ok = ec.compile(pred)
     # a constant predicate has no columns
     args = ", ".join(["n", *(safe_name(c) for c in columns), _PARAMS, "out", "err"])
+    body = [*ec.lines, f"        out[i] = {ok} and {v}"]
     return "\n".join([
         f"def kern({args}):",
         *[f"    {line}" for line in ec.prologue],
+        # a few rows (pages left by zone maps, a top-k's candidates) on this thread: a
+        # parallel loop's start costs more than their work
+        f"    if n < {SERIAL_ROWS}:",
+        "        for i in range(n):",
+        *[f"    {line}" for line in body],
+        "        return",
         "    for i in numba.prange(n):",
-        *ec.lines,
-        f"        out[i] = {ok} and {v}",
+        *body,
         "",
     ]), ec.params
 
