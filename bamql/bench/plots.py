@@ -146,7 +146,7 @@ def plot_scaleout(res: dict, path: Path) -> Path:
             a2.axhline(n / counts[0], linestyle="--", linewidth=0.8, color=f"C{i}",
                        label=f"ideal, {n / counts[0]:g}x")
         a2.set_xticks(range(len(queries)), queries)
-        top = max([counts[-1] / counts[0]] + [r["speedup"] for r in res["runs"]])
+        top = max([counts[-1] / counts[0]] + [r["speedup"] for r in runs])
         a2.set_ylim(0, top * 1.1)  # the ideal line clear of the frame
         a2.set_ylabel(f"speed-up over {counts[0]} {unit}")
         a2.set_title(f"speed-up (medians of {cfg['reps']})")

@@ -172,7 +172,11 @@ def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: i
                         _warm(con, n, queries, say)
                         _time_queries({n: (c, con)}, queries, reps, want, res, say)
                     if "dask-cudf" in baselines:
-                        _time_dask_cudf(n, parquet, d, queries, reps, want, res, say)
+                        try:
+                            _time_dask_cudf(n, parquet, d, queries, reps, want, res, say)
+                        except Exception as e:  # the baseline broke: bamql's runs still count
+                            say(f"dask-cudf on {n} GPU(s) stopped: {type(e).__name__}: "
+                                f"{str(e).splitlines()[:1]}")
         if "duckdb" in baselines:
             _time_duckdb(duck, parquet, queries, reps, want, res, say)
     base = {r["query"]: r["median_s"] for r in res["runs"]
@@ -224,10 +228,15 @@ def _time_dask_cudf(n: int, parquet: str, d: Path, queries: Sequence[str], reps:
             del ddf
             continue
         times, got = [], None
-        for _ in range(reps):
-            t0 = time.perf_counter()
-            got = daskcudf.run_query(ddf, q)
-            times.append(time.perf_counter() - t0)
+        try:
+            for _ in range(reps):
+                t0 = time.perf_counter()
+                got = daskcudf.run_query(ddf, q)
+                times.append(time.perf_counter() - t0)
+        except Exception as e:  # out of GPU memory, say: the run goes on without it
+            say(f"dask-cudf failed on {qn}: {type(e).__name__}: {str(e).splitlines()[:1]}")
+            del ddf
+            continue
         del ddf
         ok = same_rows(got, want[qn])
         res["runs"].append({"engine": "dask-cudf", "gpus": n, "query": qn,

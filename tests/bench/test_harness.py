@@ -204,6 +204,22 @@ def test_scaleout_plot_of_one_count_and_a_wrong_answer(tmp_path):
     assert int.from_bytes(png[16:20], "big") == 6 * 110  # one panel: 6 in at 110 dpi, not 12
 
 
+def test_scaleout_plot_of_two_counts_beside_the_peers(tmp_path):
+    from bamql.bench.plots import plot_scaleout
+
+    # the peers' runs carry no speed-up: the speed-up panel reads bamql's runs only
+    res = {"config": {"gpus": [1, 2], "device": "gpu", "backend": "host", "rows": 1000,
+                      "partitions": 2, "mode": "warm", "reps": 1},
+           "runs": [{"gpus": 1, "query": "q01", "median_s": 0.02, "speedup": 1.0, "ok": True},
+                    {"gpus": 2, "query": "q01", "median_s": 0.01, "speedup": 2.0, "ok": True},
+                    {"engine": "dask-cudf", "gpus": 2, "query": "q01", "median_s": 0.05,
+                     "ok": True},
+                    {"engine": "duckdb", "gpus": 0, "query": "q01", "median_s": 0.1, "ok": True}]}
+    png = plot_scaleout(res, tmp_path / "two.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert int.from_bytes(png[16:20], "big") == 12 * 110  # both panels
+
+
 def test_busiest_worker_follows_the_order_statistics_come_back_in():
     from bamql.bench.scaleout import _busiest
 
