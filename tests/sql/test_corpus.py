@@ -141,19 +141,21 @@ def test_cpu_matches_duckdb(workdir, datasets, refs, shape, ds_name, queries):
 
 
 #: Parquet read in place (the ``files`` shape): every 9th query over the data sets with
-#: NULLs, NaN and row groups to prune (``python -m tests.sql.corpus --shapes files`` runs
-#: all of them over every data set)
+#: NULLs, NaN and row groups to prune, every other one of them in the default run and the
+#: rest in the slow run (``python -m tests.sql.corpus --shapes files`` runs all of them over
+#: every data set)
 FILES_EVERY = 9
 
 
+@pytest.mark.parametrize("half", [0, pytest.param(1, marks=pytest.mark.slow)], ids=["sample", "rest"])
 @pytest.mark.parametrize("ds_name", [
     # on the worker of the data set's CPU cases (``CPU_CASES``): a table read in place runs
     # the kernels of the stored table, which loads those of the queries the two have in common
     pytest.param(n, marks=pytest.mark.xdist_group(f"corpus-{n}"))
     for n in ("gen-0.01", "hostile", "hostile-empty")])
-def test_files_in_place_match_duckdb(workdir, datasets, refs, ds_name):
-    out = run_queries(QUERIES[::FILES_EVERY], datasets[ds_name], FILES_SHAPE, Engine(), workdir,
-                      refs)
+def test_files_in_place_match_duckdb(workdir, datasets, refs, ds_name, half):
+    out = run_queries(QUERIES[::FILES_EVERY][half::2], datasets[ds_name], FILES_SHAPE, Engine(),
+                      workdir, refs)
     assert out, "no query ran"
     bad = [o for o in out if o.status != "ok"]
     assert not bad, _report(bad)
