@@ -255,8 +255,8 @@ _US = 1_000_000
 def hostile_table(rows: int, seed: int = 0) -> pa.Table:
     """A table of ``rows`` rows meant to break things: NULLs in every column (but ``id``),
     all-NULL columns of each kind, NaN/±inf/-0.0, extreme integers (past 2**53, near the
-    int64 limits), negative and 12-digit decimals, whole-number floats, timestamps from
-    1900 to 2100, unicode strings and a boolean."""
+    int64 limits), negative and 12-digit decimals, whole-number floats, timestamps and
+    dates from 1900 to 2100, unicode strings and a boolean."""
     rng = np.random.default_rng([seed, rows])
     n = rows
 
@@ -318,9 +318,19 @@ def hostile_table(rows: int, seed: int = 0) -> pa.Table:
         "nul_s": pa.nulls(n, pa.string()),
         "nul_ts": pa.nulls(n, pa.timestamp("us")),
     }
+    # DATEs from 1900 to 2100 (issue 41), drawn after every other column's values and NULLs,
+    # which stay as they were
+    days = rng.integers(-70 * 365, 130 * 365, n)
+    if n > 3:
+        days[:3] = [-1, 0, 59]  # 1969-12-31, the epoch, 1970-03-01 (after no leap day)
+    cols["dt"] = arr(days.astype(np.int32), pa.date32())
+    cols["nul_dt"] = pa.nulls(n, pa.date32())
     return pa.table(cols)
 
 
+#: What the hostile tables' file names carry, so that a work directory's files of an older
+#: ``hostile_table`` (before its DATE columns) are made again, not reused
+HOSTILE_VERSION = "v2"
 #: (name, rows, seed, format) of the hostile data sets; 1237 and 4099 are primes.
 HOSTILE = (("hostile", 1237, 1, "parquet"), ("hostile-csv", 911, 2, "csv"),
            ("hostile-one", 1, 3, "orc"), ("hostile-empty", 0, 4, "parquet"),
@@ -386,7 +396,7 @@ def build_datasets(workdir: Path, gen_rows: int = 20_000, names: Iterable[str] |
             continue
         if rows > 1:
             rows = max(3, int(rows * hostile_scale)) | 1
-        p = src / f"{name}-{rows}.{fmt}"
+        p = src / f"{name}-{rows}-{HOSTILE_VERSION}.{fmt}"
         if not p.exists():
             tmp = write_source(hostile_table(rows, seed), src / f".{name}-{rows}.tmp", fmt)
             os.rename(tmp, p)

@@ -117,6 +117,10 @@ class World:
                 + ", ".join(f"{c.name}:{c.kind}" for c in self.cols))
 
 
+#: The days since 1970 of 0001-01-01 and 9999-12-31: the DATEs Python's ``datetime.date`` holds
+DAY_MIN, DAY_MAX = -719_162, 2_932_896
+
+
 def _nulls(rng: np.random.Generator, n: int, share: float) -> np.ndarray | None:
     return rng.random(n) < share if share else None
 
@@ -175,8 +179,9 @@ def make_tables(rng: np.random.Generator, mode: str) -> tuple[pa.Table, pa.Table
         "t": pa.array(t, pa.timestamp("us"), mask=_nulls(rng, n, null)),
         "tz": pa.array(tz, pa.timestamp("us", tz="UTC"), mask=_nulls(rng, n, null)),
         "b": pa.array(rng.random(n) < 0.5, pa.bool_(), mask=_nulls(rng, n, null)),
-        "dt": pa.array(rng.integers(-800_000, 2_900_000, n).astype(np.int32), pa.date32(),
-                       mask=_nulls(rng, n, null)),
+        # years 1..9999, the dates Python's (and so the comparison's) hold
+        "dt": pa.array(np.clip(rng.integers(-800_000, 2_900_000, n), DAY_MIN, DAY_MAX)
+                       .astype(np.int32), pa.date32(), mask=_nulls(rng, n, null)),
     }
     if mode == "register":  # Arrow's other types, some worlds each
         if rng.random() < 0.5:
@@ -192,9 +197,12 @@ def make_tables(rng: np.random.Generator, mode: str) -> tuple[pa.Table, pa.Table
             cols["st"] = pa.array([None if v is None else {"a": v} for v in cols["k"].to_pylist()],
                                   pa.struct([("a", pa.int64())]))
     # a random subset of the columns (k, i and f always), in a random order
-    # DATE columns are refused by the store and register(): in a few worlds only
     names = [c for c in cols if c in ("k", "i", "f") or rng.random() < (0.15 if c == "dt" else 0.75)]
     rng.shuffle(names)
+    if "dt" not in names:  # a DATE in most other worlds too, drawn apart from the world's own
+        side = np.random.default_rng([n, len(names), 41])  # draws: the rest stays as it was
+        if side.random() < 0.7:
+            names.insert(int(side.integers(0, len(names) + 1)), "dt")
     r = pa.table({c: cols[c] for c in names})
     m = int(rng.choice([0, 0, 1, 4, 12]))
     u = pa.table({
@@ -307,7 +315,8 @@ def build_world(seed: int, workdir: Path, mode: str | None = None) -> World:
             w.r_from = f"'{wdir}/r/*.parquet' AS r"
         return w
     # CSV: the columns a CSV holds as text DuckDB sniffs back (no dates of years < 1000)
-    keep = [c.name for c in w.cols if c.kind in ("int", "float", "dec", "str", "bool", "ts", "tstz")]
+    keep = [c.name for c in w.cols if c.kind in ("int", "float", "dec", "str", "bool", "ts", "tstz")
+            or (c.kind == "date" and all(v.year >= 1000 for v in r[c.name].to_pylist() if v is not None))]
     if any(c.kind in ("ts", "tstz") for c in w.cols):
         years = [v.year for c in w.cols if c.kind in ("ts", "tstz")
                  for v in r[c.name].to_pylist() if v is not None]
