@@ -11,6 +11,10 @@
 #                                            the fuzz above (three processes on the one GPU)
 #                                            beside the GPU hash-table tests and the BOOLEAN
 #                                            and GROUP BY parts of the corpus on every backend
+#   bash bench/diag/gpu_s43.sh ab N          on one GPU: install base + DuckDB; h01/h02/k01/t01
+#                                            warm on the gpu backend over N rows, the code of
+#                                            .devstage/src-old.tgz, then .devstage/src.tgz,
+#                                            then the old again (the same data and machine)
 #   bash bench/diag/gpu_s43.sh keep          move carried cuDF archive parts aside
 #   bash bench/diag/gpu_s43.sh rapids        join and install them (cuDF, dask-cudf)
 #   bash bench/diag/gpu_s43.sh run ARGS...   gpu_scaleout_s42.sh run ARGS (from /tmp/src)
@@ -50,6 +54,20 @@ case $what in
       gzip -f "$out/corpus-gpu-s43.jsonl"; cat "$out/gpu-tests-s43.log"
     fi
     wait; for b in host gpu file; do echo "== $b"; tail -8 "$out/fuzz-gpu-$b.log"; done ;;
+  ab)
+    bash .devstage/install.sh base > /dev/null && pipi .devstage/extra/*.whl && echo "installed"
+    for v in old new; do
+      f=.devstage/src-$v.tgz; [ $v = new ] && f=.devstage/src.tgz
+      rm -rf /tmp/src-$v && mkdir -p /tmp/src-$v && tar xzf $f -C /tmp/src-$v
+    done
+    export BAMQL_CACHE_DIR=/tmp/bamql-cache
+    for v in old new old2; do
+      d=/tmp/src-${v%2}; cd $d
+      PYTHONPATH=/tmp/site:$d timeout 150 python -m bamql.cli bench --rows "${1:?rows}" \
+        --engines bamql-gpu-gpu --queries h01,h02,k01,t01 --page-sizes 512 --selectivity 0.0005 \
+        --modes warm --reps 5 --workdir /tmp/bench-data --no-plots --out "$out/ab-$v" 2>&1 \
+        | grep -E "h0|k01|t01|error|rror" | tail -8
+    done ;;
   keep) keep ;;
   rapids) keep; bash .devstage/install.sh rapids ;;
   run) cd /tmp/src && OUT=$out bash bench/diag/gpu_scaleout_s42.sh run "$@" ;;
