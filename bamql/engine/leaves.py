@@ -26,7 +26,8 @@ import numpy as np
 
 from bamql.config import Device
 from bamql.engine.accumulate import Grouped, count_present, finish, n_groups, regroup
-from bamql.engine.hashagg import HashSite, explain_hashed, finish_partial, hash_task, hashed_columns
+from bamql.engine.hashagg import HashSite, explain_hashed, hash_task, hashed_columns
+from bamql.engine.partials import finish_partial
 from bamql.engine.partition import Resident, table_domains
 from bamql.engine.quantiles import kernel_query, quantiles
 from bamql.engine.result import Result, assemble

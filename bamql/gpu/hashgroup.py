@@ -2,7 +2,7 @@
 float, a timestamp, a large range: ``planner.domains``) aggregated inside the fused kernel.
 
 A row's keys become their canonical bits as the CPU's hash aggregation makes them
-(``engine.hashagg.canonical_keys``: NULL 0 with its validity bit clear, every NaN the one
+(``engine.partials.canonical_keys``: NULL 0 with its validity bit clear, every NaN the one
 quiet NaN, -0.0 as 0.0). The global table has ``capacity`` slots (a power of two, open
 addressing with linear probing) and its accumulators are the dense template's, indexed by
 slot, in global memory.
@@ -242,7 +242,7 @@ def retry(acc: dict[str, np.ndarray]) -> bool:
 def present(acc: dict[str, np.ndarray], keys: tuple[ir.Expr, ...],
             slots: HashSlots) -> tuple[np.ndarray, np.ndarray]:
     """The groups (accumulator slots with rows) of a run's reduced accumulators, and their
-    keys as ``engine.hashagg``'s (groups, 2 * keys) matrix of (valid, canonical bits)."""
+    keys as ``engine.partials``' (groups, 2 * keys) matrix of (valid, canonical bits)."""
     c, w = slots.capacity, slots.capacity + 2
     at = np.flatnonzero(acc["R"].reshape(-1) > 0)
     h, gd = at % w, at // w

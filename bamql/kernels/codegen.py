@@ -553,7 +553,7 @@ class ExprCompiler:
 
     def key_bits(self, k: ir.Expr, b: str) -> str:
         """Emit ``b``, the canonical bits of group key ``k`` as the hash aggregations keep
-        them (``engine.hashagg.canonical_keys``: NULL 0, every NaN the one quiet NaN, -0.0
+        them (``engine.partials.canonical_keys``: NULL 0, every NaN the one quiet NaN, -0.0
         as 0.0); return the key's validity variable."""
         v, ok = self.compile(k)
         if k.kind == "float":

@@ -193,7 +193,7 @@ def hash_arrays(nch: int, slots: HashSlots) -> dict[str, np.ndarray]:
 def _hash_slot(ec: ExprCompiler, keys: Sequence[ir.Expr], slots: HashSlots) -> None:
     """Emit ``g``, the row's group in its chunk's table (``planner.domains.HashSlots``):
     the dense keys' slot times the table's width plus the hashed keys' slot, found by
-    linear probing on their canonical bits (``engine.hashagg.canonical_keys``); a table
+    linear probing on their canonical bits (``engine.partials.canonical_keys``); a table
     more than half full, or full, counts in ``HN[ch, 1]`` (the caller runs again with a
     larger one)."""
     dense = [k for i, k in enumerate(keys) if i not in slots.hashed]

@@ -224,7 +224,7 @@ class HashSlots:
 
     def dense_keys(self, gd: np.ndarray, kinds: tuple[str, ...], out: np.ndarray) -> None:
         """Fill the dense keys' columns of ``out`` (groups, 2 * keys: valid, canonical bits
-        as ``engine.hashagg`` has them) from the groups' dense slots ``gd``; ``kinds``: every
+        as ``engine.partials`` has them) from the groups' dense slots ``gd``; ``kinds``: every
         key's kind."""
         dense = [i for i in range(len(kinds)) if i not in self.hashed]
         for i, d, st in zip(dense, self.dense, strides(self.dense), strict=True):

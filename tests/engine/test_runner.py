@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import bamql
-from bamql.engine import hashagg
+from bamql.engine import hashagg, partials
 from bamql.planner import domains
 from bamql.storage.ingest import ingest
 from tests.reference import assert_same_rows, duck
@@ -188,8 +188,8 @@ def test_a_hash_task_pickles_and_merges_like_one_partial(parted):
         task = pickle.loads(pickle.dumps(hashagg.hash_task(q, table.columns, con._medium())))
         parts = [pickle.loads(pickle.dumps(task.run(s, Device.CPU, Backend.FILE, None)[0]))
                  for s in table.parts]
-    whole = hashagg.finish_partial(task.merge(parts), q)
-    paired = hashagg.finish_partial(task.merge([task.merge(parts[::2]), task.merge(parts[1::2])]), q)
+    whole = partials.finish_partial(task.merge(parts), q)
+    paired = partials.finish_partial(task.merge([task.merge(parts[::2]), task.merge(parts[1::2])]), q)
     assert whole.n == paired.n == 7  # 6 fares (0.0 and -0.0 one, NaN one) and NULL
     order = lambda g: np.lexsort([g.keys[0][0], g.keys[0][1]])  # noqa: E731
     a, b = order(whole), order(paired)
