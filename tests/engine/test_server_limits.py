@@ -370,3 +370,31 @@ def test_queries_stopped_at_any_point_leave_the_answers_right(make_server, sessi
                 time.sleep(0.01)
             assert srv.queries.running() == 0
             assert_same_rows(r.sql(q).rows(), session.sql(q).rows(), True)
+
+
+
+def test_an_adbc_client_meets_the_limits_as_one_line_errors(make_server, session):
+    """The limits reach an ADBC Flight SQL client as DB-API errors of one line: SQL length
+    and nesting as the client's mistake (ProgrammingError), time as the server's
+    (OperationalError, in time); the connection goes on."""
+    dbapi = pytest.importorskip("adbc_driver_flightsql.dbapi")
+    deep = "SELECT COUNT(*) FROM trips WHERE " + "(" * 201 + "fare_amount > 0" + ")" * 201
+    cases = [(dict(server_max_sql=100),
+              "SELECT COUNT(*) FROM trips WHERE " + "fare_amount > 1 AND " * 10 + "true",
+              dbapi.ProgrammingError, r"INVALID_ARGUMENT: .*this server takes at most 100 "
+                                      r"\(BAMQL_SERVER_MAX_SQL\)"),
+             ({}, deep, dbapi.ProgrammingError,
+              r"INVALID_ARGUMENT: .*nests parentheses 201 deep.*\(BAMQL_SERVER_MAX_NESTING\)"),
+             (dict(server_query_timeout=0.5), _or_chain(40_000), dbapi.OperationalError,
+              r"TIMEOUT: .*past this server's limit of 0.5 s \(BAMQL_SERVER_QUERY_TIMEOUT\)")]
+    for limits, sql, err, text in cases:
+        srv = make_server(**limits)
+        with dbapi.connect(srv.url, autocommit=True) as conn:
+            with conn.cursor() as cur, pytest.raises(err, match=text) as e:
+                start = time.monotonic()
+                cur.execute(sql)
+            assert time.monotonic() - start < 5
+            _one_line(e.value)
+            with conn.cursor() as cur:
+                cur.execute("SELECT COUNT(*) FROM trips")
+                assert cur.fetchall() == _rows(session)
