@@ -341,7 +341,7 @@ def _days(v: Value) -> Value:
     return v.cast(pa.int32()).cast(pa.int64())
 
 
-def _date_days(op: str, a: Value, b: Value) -> Value | None:
+def _date_days(op: str, a: Value, b: Value, e: exp.Binary) -> Value | None:
     """DuckDB's day arithmetic of DATEs: ``date - date`` is the BIGINT days between them,
     ``date ± integer`` and ``integer + date`` the DATE that many days on; None for anything
     else (a DATE beside an INTERVAL or a TIMESTAMP is the TIMESTAMP of its midnight)."""
@@ -349,12 +349,45 @@ def _date_days(op: str, a: Value, b: Value) -> Value | None:
     if op == "subtract" and da and db:
         return pc.subtract_checked(_days(a), _days(b))
     if op in ("add", "subtract") and da and pa.types.is_integer(b.type):
+        _day_count(op, b, e.expression, "DATE", _sql_int(b.type))
         out = getattr(pc, f"{op}_checked")(_days(a), b.cast(pa.int64()))
     elif op == "add" and db and pa.types.is_integer(a.type):
+        _day_count(op, a, e.this, _sql_int(a.type), "DATE")
         out = pc.add_checked(a.cast(pa.int64()), _days(b))
     else:
         return None
     return out.cast(pa.int32()).cast(pa.date32())
+
+
+#: The integers DuckDB adds to or takes from a DATE: those it casts to INTEGER implicitly
+#: (a BIGINT, UINTEGER or UBIGINT is a binder error: ``+(DATE, BIGINT)``)
+_DAY_INTS = (pa.int8(), pa.int16(), pa.int32(), pa.uint8(), pa.uint16())
+_INT_NAMES = {pa.int64(): "BIGINT", pa.uint32(): "UINTEGER", pa.uint64(): "UBIGINT"}
+
+
+def _sql_int(t: pa.DataType) -> str:
+    return _INT_NAMES.get(t, str(t).upper())
+
+
+def _int_literal(e: exp.Expression) -> bool:
+    """Whether ``e`` is an integer constant DuckDB types INTEGER (``1``, ``-5``, ``(7)``)."""
+    while isinstance(e, exp.Paren):
+        e = e.this
+    neg = isinstance(e, exp.Neg)
+    lit = e.this if neg else e
+    if not (isinstance(lit, exp.Literal) and not lit.is_string and lit.this.isdigit()):
+        return False
+    v = -int(lit.this) if neg else int(lit.this)
+    return -(1 << 31) <= v < (1 << 31)
+
+
+def _day_count(op: str, n: Value, node: exp.Expression, left: str, right: str) -> None:
+    """Refuse, as DuckDB's binder does, a day count beside a DATE that is no INTEGER."""
+    if n.type in _DAY_INTS or _int_literal(node):
+        return
+    sign = "+" if op == "add" else "-"
+    raise PlanError(f"No function matches {sign}({left}, {right}): DuckDB adds to a DATE only "
+                    "an INTEGER number of days; CAST it AS INTEGER")
 
 
 def _arith(op: str):
@@ -362,7 +395,7 @@ def _arith(op: str):
         a, b = ev.eval(e.left), ev.eval(e.right)
         if _is_null_type(a) or _is_null_type(b):
             return pa.scalar(None, pa.float64())
-        days = _date_days(op, a, b)
+        days = _date_days(op, a, b, e)
         if days is not None:
             return days
         if op in ("add", "subtract") and (pa.types.is_duration(b.type) or pa.types.is_duration(a.type)

@@ -180,3 +180,25 @@ def test_a_date_join_key_is_refused_in_one_line(tmp_path, d):
             s.sql("SELECT t.x FROM t JOIN r ON t.d = r.d")
     finally:
         s.close()
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT d + x FROM {src}", "SELECT d - x FROM {src}", "SELECT x + d FROM {src}",
+    "SELECT x FROM {src} WHERE d + x > DATE '2000-01-01'", "SELECT d + CAST(1 AS BIGINT) FROM {src}",
+    "SELECT d + 3000000000 FROM {src}", "SELECT MAX(d) + COUNT(*) FROM {src}",
+    "SELECT MAX(d) + x FROM {src} GROUP BY x"])
+def test_a_date_plus_a_bigint_is_refused_as_duckdb_refuses_it(session, duck, d, sql):
+    """DuckDB adds to a DATE only an INTEGER (``+(DATE, BIGINT)`` is a binder error): a
+    BIGINT day count was answered (review)."""
+    with pytest.raises(duckdb.BinderException):
+        duck.sql(sql.format(src="t"))
+    for src in (f"'{d}/d.parquet'", "t_reg"):
+        session.register("t_reg", _table())
+        with pytest.raises(PlanError):
+            session.sql(sql.format(src=src)).to_arrow()
+
+
+def test_a_date_plus_an_integer_constant_is_a_date(session, duck, d):
+    sql = "SELECT x, d + 1, d - (-3), 2 + d, d - 7 FROM {src} ORDER BY x"
+    _same(session.sql(sql.format(src=f"'{d}/d.parquet'")).to_arrow(),
+          duck.sql(sql.format(src="t")).to_arrow_table())
