@@ -240,7 +240,8 @@ def _time_dask_cudf(n: int, parquet: str, d: Path, queries: Sequence[str], reps:
         del ddf
         ok = same_rows(got, want[qn])
         res["runs"].append({"engine": "dask-cudf", "gpus": n, "query": qn,
-                            "median_s": statistics.median(times), "times_s": times, "ok": ok})
+                            "median_s": statistics.median(times), "times_s": times, "ok": ok,
+                            **_rows_apart(ok, got, want[qn])})
         say(f"dask-cudf {n} GPU(s) {qn}: {statistics.median(times) * 1e3:.1f} ms"
             + ("" if ok else "  WRONG ANSWER"))
 
@@ -259,8 +260,18 @@ def _time_duckdb(duck, parquet: str, queries: Sequence[str], reps: int, want: di
             times.append(time.perf_counter() - t0)
         ok = same_rows(got, want[qn])
         res["runs"].append({"engine": "duckdb", "gpus": 0, "query": qn,
-                            "median_s": statistics.median(times), "times_s": times, "ok": ok})
+                            "median_s": statistics.median(times), "times_s": times, "ok": ok,
+                            **_rows_apart(ok, got, want[qn])})
         say(f"duckdb {qn}: {statistics.median(times) * 1e3:.1f} ms" + ("" if ok else "  WRONG ANSWER"))
+
+
+def _rows_apart(ok: bool, got: list, want: list, most: int = 20) -> dict:
+    """A wrong answer's first rows beside the reference's (as text), for the JSON: what
+    differed can be read after the machine is gone."""
+    if ok:
+        return {}
+    return {"got": [[str(v) for v in r] for r in got[:most]],
+            "want": [[str(v) for v in r] for r in want[:most]]}
 
 
 def _duck_sql(qn: str, parquet: str) -> str:
@@ -325,7 +336,8 @@ def _time_queries(counts: dict, queries: Sequence[str], reps: int, want: dict, r
                                 "partition_gpu_seconds": st.partition_gpu_seconds,
                                 "worker_spans": st.worker_spans,
                                 "answers_seconds": st.answers_seconds,
-                                "rows_matched": st.rows_matched, "ok": ok})
+                                "rows_matched": st.rows_matched, "ok": ok,
+                                **_rows_apart(ok, last[n].rows(), want[q])})
             say(f"{n} GPU(s) {q}: {statistics.median(times[n]) * 1e3:.1f} ms"
                 + ("" if ok else "  WRONG ANSWER"))
 

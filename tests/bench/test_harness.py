@@ -378,3 +378,18 @@ def test_scaleout_bench_times_the_peers_beside_bamql(tmp_path):
     if not any(r.get("engine") == "dask-cudf" for r in res["runs"]):
         assert any(m.startswith("dask-cudf skipped: it is not usable here") for m in said)
     assert "the peers on the same rows" in summary(res)
+
+
+def test_a_wrong_answer_keeps_its_first_rows_beside_the_reference():
+    import datetime
+    import decimal
+    import json
+
+    from bamql.bench.scaleout import _rows_apart
+
+    assert _rows_apart(True, [(1,)], [(1,)]) == {}
+    apart = _rows_apart(False, [(1, decimal.Decimal("1.5"), None)] * 30,
+                        [(1, datetime.datetime(2019, 1, 1), 2.0)])
+    assert len(apart["got"]) == 20 and apart["got"][0] == ["1", "1.5", "None"]
+    assert apart["want"] == [["1", "2019-01-01 00:00:00", "2.0"]]
+    json.dumps(apart)  # the run's JSON takes it
