@@ -27,9 +27,9 @@ from bamql.planner.physical import PhysicalPlan
 from bamql.storage.store import PageStore
 
 _lock = threading.Lock()
-_stores: dict[str, PageStore] = {}  # this process's open partitions by path
+_stores: dict[str, PageStore] = {}  # this process's open partitions by path (``open_store``)
 _engines: dict = {}  # (backend, cache) -> GpuEngine; its page caches persist across queries
-_plans = LRU(1024)  # (path, query, domains, medium) -> plan of that partition
+_plans = LRU(1024)  # (path, digest, query, domains, medium) -> plan of that partition
 #: pickled call -> [(paths, arguments), whether its last run was quick]: a repeated query
 #: skips unpickling its IR
 _calls = LRU(256)
@@ -46,13 +46,28 @@ def _thread() -> ThreadPoolExecutor:
         return _pool[0]
 
 
-def open_store(path: str) -> PageStore:
-    """This process's store of the partition at ``path`` (opened once)."""
+def open_store(path: str | tuple[str, str]) -> PageStore:
+    """This process's store of the partition at ``path`` (opened once), or of ``(path,
+    digest)``: the store the client opened there, known by its page metadata's digest
+    (``manifest.pages_meta_sha256``). A table appended to, refreshed or ingested again is
+    another store at the same path: it is opened anew (the GPU engines' tables of the old
+    one dropped), and a client that still holds the old one is refused in one line (it was
+    answered from whichever store the worker had opened first)."""
+    path, digest = (path, None) if isinstance(path, str) else path
     with _lock:
         s = _stores.get(path)
-        if s is None:
-            s = _stores[path] = PageStore(path)
-        return s
+        if s is not None and (digest is None or s.manifest.pages_meta_sha256 == digest):
+            return s
+        new = PageStore(path)
+        if digest is not None and new.manifest.pages_meta_sha256 != digest:
+            new.close()
+            raise BamqlError(f"table partition {path} changed since this session opened it "
+                             "(appended, refreshed or ingested again): connect again")
+        _stores[path] = new
+        if s is not None:  # replaced: no GPU page of the old store may serve the new one
+            for e in _engines.values():
+                e.drop(s)
+        return new
 
 
 def gpu_engine(backend: Backend, cache: int | None = None):
@@ -114,7 +129,7 @@ def _fit_threads() -> None:
 
 def _plan(store: PageStore, q: ir.Query, domains: Domains, medium: Medium) -> PhysicalPlan:
     resident = page_cache(store, q.columns, medium)  # this worker's OS page cache
-    key = (str(store.path), q, domains, medium, resident)
+    key = (str(store.path), store.manifest.pages_meta_sha256, q, domains, medium, resident)
     p = _plans.get(key)
     if p is None:  # a partition's metadata does not change: its plans can be reused
         p = plan_partition(store, q, domains, medium, resident)
@@ -122,7 +137,7 @@ def _plan(store: PageStore, q: ir.Query, domains: Domains, medium: Medium) -> Ph
     return p
 
 
-def _run(paths: list[str], q: ir.Query, domains: Domains, medium: Medium, device: Device,
+def _run(paths: list, q: ir.Query, domains: Domains, medium: Medium, device: Device,
          backend: Backend, cache: int | None) -> tuple:
     """``(the partitions' accumulators merged, each partition's statistics)``: merged here,
     the partial aggregates travel as one set per worker, not one per partition."""
@@ -135,7 +150,7 @@ def _run(paths: list[str], q: ir.Query, domains: Domains, medium: Medium, device
     return combine_all(acc for acc, _ in results), [st for _, st in results]
 
 
-def _run_task(paths: list[str], task, device: Device, backend: Backend,
+def _run_task(paths: list, task, device: Device, backend: Backend,
               cache: int | None) -> tuple:
     """``(partials, each partition's statistics)`` of ``task`` (a ``runner.PartitionTask``)
     over ``paths``: one partial per partition, in the order of ``paths``, where the task

@@ -108,7 +108,9 @@ class DaskRunner:
     def _retried(self, table: PartitionedTable, fn, args: tuple, ordered: bool) -> Partials:
         """``fn`` (a worker's task) with ``args`` over the partitions of ``table``, tried
         again on the workers that remain after a lost worker."""
-        paths = [str(p) for p in table.paths]
+        # each partition as (path, its page metadata's digest): a worker answers only from
+        # the store this session opened (``dask_worker.open_store``)
+        paths = [(str(p.path), p.manifest.pages_meta_sha256) for p in table.parts]
         last: BaseException | None = None
         for attempt in range(RETRIES):
             try:
@@ -122,7 +124,7 @@ class DaskRunner:
         raise BamqlError(f"distributed query failed after {RETRIES} tries: "
                          f"{type(last).__name__}: {_first_line(last) or type(last).__name__}")
 
-    def _run_once(self, workers: tuple[str, ...], paths: list[str], fn, args: tuple,
+    def _run_once(self, workers: tuple[str, ...], paths: list[tuple[str, str]], fn, args: tuple,
                   ordered: bool) -> Partials:
         """One try: each worker's share of ``paths`` as one task. The answers' partials are
         listed by worker (a kernel's accumulators, an unordered task's merged partial), or

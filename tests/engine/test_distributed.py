@@ -246,22 +246,29 @@ def _runner(client):
     return DaskRunner(client, Device.CPU, Backend.FILE, None)
 
 
-def test_a_worker_error_is_raised_on_the_client_as_it_was(parted):
-    # an error on a worker comes back as an answer and is raised as itself, not retried
+def _listed(path):
+    """A table of the one partition at ``path`` as the runner reads one (no digest: the
+    worker opens whatever is there)."""
     from types import SimpleNamespace
 
+    return SimpleNamespace(paths=[path], parts=[SimpleNamespace(
+        path=path, manifest=SimpleNamespace(pages_meta_sha256=None))])
+
+
+def test_a_worker_error_is_raised_on_the_client_as_it_was(parted):
+    # an error on a worker comes back as an answer and is raised as itself, not retried
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
                                   dashboard_address=None) as cluster, distributed.Client(cluster) as client:
         with bamql.connect(parted, device="cpu") as con:
             plan = con.plan(con._translate(QUERIES["q06"]))
         runner = _runner(client)
         with pytest.raises(bamql.BamqlError, match="no-such-partition"):
-            runner.run(SimpleNamespace(paths=[parted / "no-such-partition"]), plan, "file")
+            runner.run(_listed(parted / "no-such-partition"), plan, "file")
         # any other error of a partition: one line naming the worker, at once, not retried
         t0 = time.perf_counter()
         with pytest.raises(bamql.BamqlError,
                            match=r"a partition failed on worker .*: KeyError.* \(raised at \w+\.py:\d+ in "):
-            runner.run(SimpleNamespace(paths=[parted / "trips" / "part-000"]), plan, "no medium")
+            runner.run(_listed(parted / "trips" / "part-000"), plan, "no medium")
         assert time.perf_counter() - t0 < 5
 
 
@@ -329,3 +336,32 @@ def test_a_worker_merges_its_partitions_before_answering(parted):
     for k in want:
         np.testing.assert_allclose(acc[k], want[k], rtol=1e-12)
     assert [s.rows for s in stats] == [s.rows for s in one.stats[:3]] and sum(s.rows for s in stats) > 0
+
+
+def test_a_worker_answers_from_the_store_the_session_opened(tmp_path):
+    """A worker kept each partition's store by path: after an append (the table rewritten
+    and swapped in), a new session's queries were answered from the old rows; a session
+    still holding the old table is refused in one line, not answered from the new rows
+    with the old table's plan (review)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from bamql.errors import BamqlError
+    from bamql.storage.ingest import append
+
+    pq.write_table(pa.table({"x": pa.array(range(6000)), "k": pa.array([i % 50 for i in range(6000)])}),
+                   tmp_path / "a.parquet")
+    pq.write_table(pa.table({"x": pa.array(range(6000, 6100)), "k": pa.array([i % 90 for i in range(100)])}),
+                   tmp_path / "b.parquet")
+    ingest([str(tmp_path / "a.parquet")], tmp_path / "db" / "t", partitions=2)
+    sql = ["SELECT COUNT(*), SUM(x) FROM t", "SELECT COUNT(*) FROM (SELECT k FROM t GROUP BY k)"]
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        with bamql.connect(tmp_path / "db", device="cpu", cluster=client) as old:
+            assert [old.sql(q).rows() for q in sql] == [[(6000, 17997000)], [(50,)]]
+            append([str(tmp_path / "b.parquet")], tmp_path / "db" / "t")
+            assert [old.sql(q).rows() for q in sql] == [[(6000, 17997000)], [(50,)]]  # its snapshot
+            with bamql.connect(tmp_path / "db", device="cpu", cluster=client) as new:
+                assert [new.sql(q).rows() for q in sql] == [[(6100, 18601950)], [(90,)]]
+            with pytest.raises(BamqlError, match="changed since this session opened it"):
+                old.sql(sql[0])
