@@ -45,7 +45,9 @@ from tests.sql.corpus import (
 )
 
 QUERIES = load_queries()
-SAMPLE_EVERY = 27
+#: a multiple of 3: the sample's queries are among the third of the corpus that the slow
+#: run's matrix (``PLAN``) checks
+SAMPLE_EVERY = 45
 REFUSED = load_queries(include_refused=True)
 #: (shape, data set, queries) of the CPU matrix: a third of the corpus on every CI shape
 #: (``corpus.ci_plan`` says why a third; the command line runs all of it).
