@@ -359,6 +359,21 @@ def _date_days(op: str, a: Value, b: Value, e: exp.Binary) -> Value | None:
     return out.cast(pa.int32()).cast(pa.date32())
 
 
+def _null_arith(op: str, a: Value, b: Value, e: exp.Binary) -> Value:
+    """NULL beside ``a`` or ``b`` in arithmetic: NULL of DuckDB's type. Beside a DATE or a
+    TIMESTAMP it is that (``d + NULL``, ``NULL + d`` and ``d - NULL`` a DATE, ``NULL - d``
+    the BIGINT days, ``NULL - ts`` an INTERVAL), or no function at all (``NULL * d``);
+    beside anything else a DOUBLE, as before."""
+    other = b if _is_null_type(a) else a
+    if _is_null_type(other) or not _temporal(other.type):
+        return pa.scalar(None, pa.float64())
+    if op not in ("add", "subtract"):
+        _check_numbers(other, other, e)  # refused as DuckDB refuses it, in one line
+    if op == "subtract" and other is b:  # NULL - date: days; NULL - timestamp: an interval
+        return pa.scalar(None, pa.int64() if pa.types.is_date(b.type) else pa.duration("us"))
+    return pa.scalar(None, other.type)
+
+
 #: The integers DuckDB adds to or takes from a DATE: those it casts to INTEGER implicitly
 #: (a BIGINT, UINTEGER or UBIGINT is a binder error: ``+(DATE, BIGINT)``)
 _DAY_INTS = (pa.int8(), pa.int16(), pa.int32(), pa.uint8(), pa.uint16())
@@ -394,7 +409,7 @@ def _arith(op: str):
     def fn(ev: Evaluator, e: exp.Binary) -> Value:
         a, b = ev.eval(e.left), ev.eval(e.right)
         if _is_null_type(a) or _is_null_type(b):
-            return pa.scalar(None, pa.float64())
+            return _null_arith(op, a, b, e)
         days = _date_days(op, a, b, e)
         if days is not None:
             return days

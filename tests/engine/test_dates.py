@@ -202,3 +202,13 @@ def test_a_date_plus_an_integer_constant_is_a_date(session, duck, d):
     sql = "SELECT x, d + 1, d - (-3), 2 + d, d - 7 FROM {src} ORDER BY x"
     _same(session.sql(sql.format(src=f"'{d}/d.parquet'")).to_arrow(),
           duck.sql(sql.format(src="t")).to_arrow_table())
+
+
+def test_null_beside_a_date_in_arithmetic_is_typed_as_duckdb_types_it(session, duck, d):
+    """``d + NULL`` was a DOUBLE NULL (DuckDB: DATE); ``NULL - d`` is BIGINT days, a
+    TIMESTAMP's the TIMESTAMP (review)."""
+    sql = "SELECT d + NULL, d - NULL, NULL + d, NULL - d, ts + NULL, NULL + ts FROM {src}"
+    _same(session.sql(sql.format(src=f"'{d}/d.parquet'")).to_arrow(),
+          duck.sql(sql.format(src="t")).to_arrow_table())
+    with pytest.raises(PlanError):
+        session.sql(f"SELECT NULL * d FROM '{d}/d.parquet'").to_arrow()
