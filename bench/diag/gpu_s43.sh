@@ -15,6 +15,8 @@
 #                                            warm on the gpu backend over N rows, the code of
 #                                            .devstage/src-old.tgz, then .devstage/src.tgz,
 #                                            then the old again (the same data and machine)
+#   bash bench/diag/gpu_s43.sh final S       on one GPU: install base + DuckDB, unpack the code;
+#                                            the DATE corpus file on every GPU backend (S s)
 #   bash bench/diag/gpu_s43.sh keep          move carried cuDF archive parts aside
 #   bash bench/diag/gpu_s43.sh rapids        join and install them (cuDF, dask-cudf)
 #   bash bench/diag/gpu_s43.sh run ARGS...   gpu_scaleout_s42.sh run ARGS (from /tmp/src)
@@ -68,6 +70,15 @@ case $what in
         --modes warm --reps 5 --workdir /tmp/bench-data --no-plots --out "$out/ab-$v" 2>&1 \
         | grep -E "h0|k01|t01|error|rror" | tail -8
     done ;;
+  final)
+    bash .devstage/install.sh base > /dev/null && pipi .devstage/extra/*.whl && echo "installed"
+    rm -rf /tmp/src && mkdir -p /tmp/src && tar xzf .devstage/src.tgz -C /tmp/src
+    cd /tmp/src && export PYTHONPATH=/tmp/site:/tmp/src BAMQL_CACHE_DIR=/tmp/bamql-cache
+    nvidia-smi --query-gpu=name --format=csv,noheader | head -1
+    timeout $(( ${1:?seconds} + 30 )) python -m tests.sql.corpus --device gpu --backends host,gpu,file \
+      --caches default --queries hostile_dates --shapes base --datasets hostile --spread 3 \
+      --workdir /tmp/corpus-d --budget-s "$1" --log "$out/corpus-gpu-dates-s43.jsonl" --quiet 2>&1 | tail -4
+    gzip -f "$out/corpus-gpu-dates-s43.jsonl" ;;
   keep) keep ;;
   rapids) keep; bash .devstage/install.sh rapids ;;
   run) cd /tmp/src && OUT=$out bash bench/diag/gpu_scaleout_s42.sh run "$@" ;;
