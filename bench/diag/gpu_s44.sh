@@ -2,11 +2,11 @@
 # Session 44's device runs. Runs ON the device from the project root; the code is the archive
 # .devstage/src.tgz (git archive of HEAD), unpacked into /tmp/src, so that edits made here
 # meanwhile do not change the code under test.
-#   bash bench/diag/gpu_s44.sh verify S   install base + DuckDB + Dask, unpack the code; every
-#                                         `-m gpu` test, the engine's tests of DATEs, hash
-#                                         aggregation, rows and runners on the gpu and file
-#                                         backends, then the DATE and analyst corpus files on
-#                                         every GPU backend (S seconds' budget)
+#   bash bench/diag/gpu_s44.sh verify S   install base + DuckDB + Dask, unpack the code; side by
+#                                         side for about S seconds: the grouped, hash-table,
+#                                         decimal and Dask GPU tests; the DATE and hash
+#                                         aggregation engine tests on the gpu backend; the DATE,
+#                                         analyst and timestamp corpus files on every GPU backend
 #   bash bench/diag/gpu_s44.sh keep       move carried cuDF archive parts aside
 #   bash bench/diag/gpu_s44.sh rapids     join and install them (cuDF, dask-cudf)
 #   bash bench/diag/gpu_s44.sh bench N Q  `bamql bench` over N rows, queries Q, every engine,
@@ -23,23 +23,22 @@ case $what in
     bash .devstage/install.sh base > /dev/null && pipi .devstage/extra/*.whl .devstage/dask/*.whl \
       && echo "installed"; keep; unpack
     cd /tmp/src && export PYTHONPATH=/tmp/site:/tmp/src
-    gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-    log=$out/gpu-tests-s44.log
-    { echo "# GPU tests, session 44, $gpu ($(nvidia-smi -L | wc -l) GPUs)"
-      echo "## pytest -m gpu -n 4"
-      timeout 420 python -m pytest -q -m gpu -n 4 -p no:cacheprovider --durations=8 2>&1 | tail -22
-      for b in gpu file; do
-        echo "## BAMQL_TEST_DEVICE=gpu BAMQL_TEST_BACKEND=$b pytest tests/engine/test_{dates,hashagg,rows,exact_decimals}.py"
-        BAMQL_TEST_DEVICE=gpu BAMQL_TEST_BACKEND=$b timeout 240 python -m pytest -q -n 4 \
-          -p no:cacheprovider tests/engine/test_dates.py tests/engine/test_hashagg.py \
-          tests/engine/test_rows.py tests/engine/test_exact_decimals.py 2>&1 | tail -4
-      done; } > "$log" 2>&1
-    cat "$log"
-    timeout $(( ${1:?seconds} + 60 )) python -m tests.sql.corpus --device gpu --backends host,gpu,file \
+    t=${1:?seconds}; gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+    echo "# session 44, $gpu ($(nvidia-smi -L | wc -l) GPUs), at $(cat .git-head 2>/dev/null)"
+    # three groups side by side, each writing as it goes (a time-out still shows how far it got)
+    timeout $((t + 30)) python -m pytest -v -p no:cacheprovider -m gpu tests/gpu/test_grouped.py \
+      tests/gpu/test_hashgroup_sim.py tests/engine/test_exact_decimals.py \
+      tests/engine/test_distributed.py > "$out/gpu-tests-s44.log" 2>&1 &
+    BAMQL_TEST_DEVICE=gpu BAMQL_TEST_BACKEND=gpu timeout $((t + 30)) python -m pytest -v \
+      -p no:cacheprovider -n 3 tests/engine/test_dates.py tests/engine/test_hashagg.py \
+      > "$out/gpu-engine-tests-s44.log" 2>&1 &
+    timeout $((t + 30)) python -m tests.sql.corpus --device gpu --backends host,gpu,file \
       --caches 4,default --queries hostile_dates,analyst,timestamps --shapes base \
-      --datasets sample,hostile --spread 2 --workdir /tmp/corpus-v --budget-s "$1" \
-      --log "$out/corpus-gpu-s44.jsonl" --quiet 2>&1 | tail -4
-    gzip -f "$out/corpus-gpu-s44.jsonl" ;;
+      --datasets sample,hostile --spread 2 --workdir /tmp/corpus-v --budget-s "$t" \
+      --log "$out/corpus-gpu-s44.jsonl" > "$out/corpus-gpu-s44.txt" 2>&1 &
+    wait; gzip -f "$out/corpus-gpu-s44.jsonl"
+    for f in gpu-tests-s44.log gpu-engine-tests-s44.log corpus-gpu-s44.txt; do
+      echo "== $f"; grep -E "passed|failed|FAILED|Error|mismatch|wrong" "$out/$f" | tail -6; done ;;
   keep) keep ;;
   rapids) keep; bash .devstage/install.sh rapids ;;
   bench)
