@@ -39,6 +39,19 @@ case $what in
     wait; gzip -f "$out/corpus-gpu-s44.jsonl"
     for f in gpu-tests-s44.log gpu-engine-tests-s44.log corpus-gpu-s44.txt; do
       echo "== $f"; grep -E "passed|failed|FAILED|Error|mismatch|wrong" "$out/$f" | tail -6; done ;;
+  hashgroup)  # the GPU hash-table test's script alone, each query timed, a traceback on a hang
+    cd /tmp/src && export PYTHONPATH=/tmp/site:/tmp/src
+    python - > /tmp/hg.py <<'PY'
+from tests.gpu.test_hashgroup_sim import SCRIPT
+print(SCRIPT.replace("got = con.sql(q).rows()",
+      "import time; t0 = time.perf_counter(); got = con.sql(q).rows(); "
+      "print(store, backend, f'{time.perf_counter() - t0:.2f}s', q[:50], flush=True)"))
+PY
+    PYTHONFAULTHANDLER=1 timeout -s ABRT "${1:?seconds}" python /tmp/hg.py 200000 1024 \
+      host,gpu,file,parts,blocks > "$out/hashgroup-s44.log" 2>&1 &
+    timeout $(( $1 + 20 )) python -m pytest -v -p no:cacheprovider -p no:xdist -m gpu \
+      tests/engine/test_exact_decimals.py tests/engine/test_distributed.py > "$out/gpu-tests-s44-b.log" 2>&1
+    wait; tail -40 "$out/hashgroup-s44.log"; grep -E "PASSED|FAILED|passed|failed" "$out/gpu-tests-s44-b.log" | tail -8 ;;
   keep) keep ;;
   rapids) keep; bash .devstage/install.sh rapids ;;
   bench)
