@@ -47,9 +47,9 @@ print(SCRIPT.replace("got = con.sql(q).rows()",
       "import time; t0 = time.perf_counter(); got = con.sql(q).rows(); "
       "print(store, backend, f'{time.perf_counter() - t0:.2f}s', q[:50], flush=True)"))
 PY
-    PYTHONFAULTHANDLER=1 timeout -s ABRT "${1:?seconds}" python /tmp/hg.py 200000 1024 \
+    PYTHONFAULTHANDLER=1 timeout -s ABRT "${1:?seconds}" python -c "$(cat /tmp/hg.py)" 200000 1024 \
       host,gpu,file,parts,blocks > "$out/hashgroup-s44.log" 2>&1 &
-    timeout $(( $1 + 20 )) python -m pytest -v -p no:cacheprovider -p no:xdist -m gpu \
+    timeout $(( $1 + 20 )) python -m pytest -v -p no:cacheprovider -n 1 -m gpu \
       tests/engine/test_exact_decimals.py tests/engine/test_distributed.py > "$out/gpu-tests-s44-b.log" 2>&1
     wait; tail -40 "$out/hashgroup-s44.log"; grep -E "PASSED|FAILED|passed|failed" "$out/gpu-tests-s44-b.log" | tail -8 ;;
   keep) keep ;;
