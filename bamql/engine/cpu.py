@@ -142,6 +142,8 @@ class Matches:
                     with kcpu.KERNEL_LOCK:
                         k(len(rows), *[vals[c] for c in cols], *params, mask, err)
                     check_errors(err)  # an int64 overflow: one line, as in DuckDB
+                if mask.all():  # the stage kept every row: nothing to compact
+                    continue
                 rows = rows[mask]
                 vals = {c: v[mask] for c, v in vals.items()}
                 if not len(rows):

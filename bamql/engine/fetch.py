@@ -45,10 +45,15 @@ def fetch(store: PageStore, c: ColumnMeta, rows: np.ndarray, window: RowRanges, 
         nbytes = store.read_pages(c.first_page + pages, buf)
     stats.add(c.name, len(pages), nbytes, needed)
     ids = c.first_page + pages
+    if path != AccessPath.GATHER and dense and (not c.bits or 4 * len(rows) >= window.rows):
+        # one run of rows, read whole (packed pages decode whole where many rows are wanted)
+        first = int(pages[0]) * rpp
+        run = store.page_values(c, buf, ids).reshape(-1)[lo - first : hi - first]
+        # every row: a slice; some (a later stage's, a dependent column's rows after a
+        # filter): one gather by offset into it, no page lookup per row
+        return run if len(rows) == window.rows else run[rows - lo]
     if path != AccessPath.GATHER and len(rows) == window.rows:
         first = int(pages[0]) * rpp
-        if dense:  # every row of one run: a slice, no gather
-            return store.page_values(c, buf, ids).reshape(-1)[lo - first : lo - first + len(rows)]
         if lo == first and len(rows) == (len(pages) - 1) * rpp + hi - int(pages[-1]) * rpp:
             # the candidates fill every page they touch (value-set ranges are whole pages)
             return store.page_values(c, buf, ids).reshape(-1)[: len(rows)]

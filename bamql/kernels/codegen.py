@@ -280,29 +280,29 @@ class ExprCompiler:
     def _(self, e: ir.Extract) -> tuple[str, str]:
         v, ok = self._var()
         a, oa = self.compile(e.arg)
-        day = f"({a} // 86400000000)"
-        if e.part == "hour":
-            self.emit(f"{v} = ({a} // 3600000000) % 24")
-        elif e.part == "minute":
-            self.emit(f"{v} = ({a} // 60000000) % 60")
-        elif e.part == "second":
-            self.emit(f"{v} = ({a} // 1000000) % 60")
-        elif e.part == "dow":
-            self.emit(f"{v} = ({day} + 4) % 7")  # 1970-01-01 was a Thursday
+        day = f"dy{v}"
+        clock = {"hour": (3600000000, 24), "minute": (60000000, 60), "second": (1000000, 60)}
+        if e.part in clock:
+            unit, n = clock[e.part]
+            self.emit(f"{day} = {floor_div(a, unit)}")  # whole units since the epoch
+            self.emit(f"{v} = {floor_mod(day, n)}")
+            self.emit(f"{ok} = {oa}")
+            return v, ok
+        self.emit(f"{day} = {floor_div(a, 86400000000)}")
+        if e.part == "dow":
+            self.emit(f"{v} = {floor_mod(f'({day} + 4)', 7)}")  # 1970-01-01 was a Thursday
         elif e.part == "isodow":
-            self.emit(f"{v} = ({day} + 3) % 7 + 1")
+            self.emit(f"{v} = {floor_mod(f'({day} + 3)', 7)} + 1")
         elif e.part in ("week", "isoyear"):  # ISO 8601: the week of the Thursday
             th = f"th{v}"
-            self.emit(f"{th} = {day} - ({day} + 3) % 7 + 3")
+            self.emit(f"{th} = {day} - {floor_mod(f'({day} + 3)', 7)} + 3")
             y, _, _ = self._civil(th, v)
             if e.part == "isoyear":
                 self.emit(f"{v} = {y}")
             else:
                 self.emit(f"{v} = ({th} - {self._days(y, '1', v + 'j')}) // 7 + 1")
         else:
-            d0 = f"d{v}"
-            self.emit(f"{d0} = {day}")
-            y, m, d = self._civil(d0, v)
+            y, m, d = self._civil(day, v)
             if e.part == "year":
                 self.emit(f"{v} = {y}")
             elif e.part == "month":
@@ -312,24 +312,31 @@ class ExprCompiler:
             elif e.part == "day":
                 self.emit(f"{v} = {d}")
             else:  # doy
-                self.emit(f"{v} = {d0} - {self._days(y, '1', v + 'j')} + 1")
+                self.emit(f"{v} = {day} - {self._days(y, '1', v + 'j')} + 1")
         self.emit(f"{ok} = {oa}")
         return v, ok
 
     def _civil(self, days: str, tag: str) -> tuple[str, str, str]:
         """Emit the (year, month, day) of day number ``days`` (1970-01-01 is 0), proleptic
-        Gregorian, in integer arithmetic (H. Hinnant's civil_from_days); return their names."""
+        Gregorian, in integer arithmetic (H. Hinnant's civil_from_days); return their names.
+        The day number is moved ``CIVIL_ERAS`` 400-year eras up so that every step divides a
+        non-negative number, in unsigned arithmetic: numba's signed ``//`` rounds toward
+        minus infinity with a test and a branch per division, which made the whole a
+        several times slower loop than the unsigned divisions by constants."""
         z, era, doe, yoe, doy, mp = (f"{x}{tag}" for x in ("z", "era", "doe", "yoe", "doy", "mp"))
         y, m, d = f"yy{tag}", f"mm{tag}", f"dd{tag}"
-        self.emit(f"{z} = {days} + 719468")
-        self.emit(f"{era} = {z} // 146097")
-        self.emit(f"{doe} = {z} - {era} * 146097")
-        self.emit(f"{yoe} = ({doe} - {doe} // 1460 + {doe} // 36524 - {doe} // 146096) // 365")
-        self.emit(f"{doy} = {doe} - (365 * {yoe} + {yoe} // 4 - {yoe} // 100)")
-        self.emit(f"{mp} = (5 * {doy} + 2) // 153")
-        self.emit(f"{d} = {doy} - (153 * {mp} + 2) // 5 + 1")
-        self.emit(f"{m} = {mp} + 3 - 12 * ({mp} // 10)")
-        self.emit(f"{y} = {yoe} + {era} * 400 + int({m} <= 2)")
+        u = _u64
+        self.emit(f"{z} = np.uint64({days} + {719468 + 146097 * CIVIL_ERAS})")
+        self.emit(f"{era} = {z} // {u(146097)}")
+        self.emit(f"{doe} = {z} - {era} * {u(146097)}")
+        self.emit(f"{yoe} = ({doe} - {doe} // {u(1460)} + {doe} // {u(36524)} - {doe} // "
+                  f"{u(146096)}) // {u(365)}")
+        self.emit(f"{doy} = {doe} - ({u(365)} * {yoe} + {yoe} // {u(4)} - {yoe} // {u(100)})")
+        self.emit(f"{mp} = ({u(5)} * {doy} + {u(2)}) // {u(153)}")
+        self.emit(f"{d} = np.int64({doy} - ({u(153)} * {mp} + {u(2)}) // {u(5)}) + 1")
+        self.emit(f"{m} = np.int64({mp}) + 3 - 12 * np.int64({mp} // {u(10)})")
+        self.emit(f"{y} = np.int64({yoe}) + np.int64({era}) * 400 - {400 * CIVIL_ERAS} "
+                  f"+ int({m} <= 2)")
         return y, m, d
 
     def _days(self, y: str, m: str, tag: str) -> str:
@@ -351,10 +358,10 @@ class ExprCompiler:
         step = {"second": 1_000_000, "minute": 60_000_000, "hour": 3_600_000_000,
                 "day": 86_400_000_000}.get(e.unit)
         if step is not None:
-            self.emit(f"{v} = ({a} // {step}) * {step}")
+            self.emit(f"{v} = {floor_div(a, step)} * {step}")
         else:
             day = f"dy{v}"
-            self.emit(f"{day} = {a} // 86400000000")
+            self.emit(f"{day} = {floor_div(a, 86400000000)}")
             if e.unit == "week":
                 self.emit(f"{v} = ({day} - ({day} + 3) % 7) * 86400000000")
             else:
@@ -586,11 +593,11 @@ class ExprCompiler:
         whole units since the epoch, weeks from the Monday before it, months since year 0);
         return its source."""
         if unit in FIXED_UNITS:
-            return f"({v} // {FIXED_UNITS[unit]})"
-        if unit == ir.TruncUnit.WEEK:
-            return f"(({v} // 86400000000 + 3) // 7)"
+            return floor_div(v, FIXED_UNITS[unit])
         day = f"bd{v}"
-        self.emit(f"{day} = {v} // 86400000000")
+        self.emit(f"{day} = {floor_div(v, 86400000000)}")
+        if unit == ir.TruncUnit.WEEK:
+            return f"(({day} + 3) // 7)"
         y, m, _ = self._civil(day, "b" + v)
         return f"(({y} * 12 + {m} - 1) // {MONTHS[unit]})"
 
@@ -624,6 +631,29 @@ class ExprCompiler:
         if e.op == ">":
             return f"({plain}) | ({a_nan}{b_num})" if an else plain
         return f"({plain}) | {a_nan}" if an else plain  # >=
+
+
+#: 400-year eras a day number moves up before the civil calendar's divisions: 4 million
+#: years, past the day numbers of every int64 of microseconds
+CIVIL_ERAS = 10_000
+
+
+def _u64(c: int) -> str:
+    return f"np.uint64({c})"
+
+
+def floor_div(x: str, c: int) -> str:
+    """Source of ``floor(x / c)`` for an int64 ``x`` (a name or a parenthesized expression,
+    read twice) and a constant ``c > 0``: an unsigned division of ``x`` or of ``~x`` (which is
+    ``-x - 1``, so no int64 overflows), where numba's signed ``//`` tests and branches."""
+    return (f"(np.int64(np.uint64({x}) // {_u64(c)}) if {x} >= 0 "
+            f"else ~np.int64(np.uint64(~{x}) // {_u64(c)}))")
+
+
+def floor_mod(x: str, c: int) -> str:
+    """Source of ``x mod c`` (the sign of ``c > 0``, as Python's ``%``) for an int64 ``x`` of
+    magnitude below 2**61: ``x`` moved up by a multiple of ``c`` to a non-negative number."""
+    return f"np.int64(np.uint64({x} + {c * ((1 << 61) // c)}) % {_u64(c)})"
 
 
 def in_values(e: ir.InList) -> np.ndarray:

@@ -9,8 +9,13 @@
 #                                         analyst and timestamp corpus files on every GPU backend
 #   bash bench/diag/gpu_s44.sh keep       move carried cuDF archive parts aside
 #   bash bench/diag/gpu_s44.sh rapids     join and install them (cuDF, dask-cudf)
-#   bash bench/diag/gpu_s44.sh bench N Q  `bamql bench` over N rows, queries Q, every engine,
-#                                         warm, medians of 5, one GPU
+#   bash bench/diag/gpu_s44.sh start N S  install base + DuckDB, unpack the code, prepare N trips
+#                                         in the background; the DATE, TIMESTAMPTZ and fetch tests
+#                                         on the gpu backend and the date and GROUP BY expression
+#                                         corpus files on every GPU backend (S seconds)
+#   bash bench/diag/gpu_s44.sh bench N Q  after start and rapids: `bamql bench` over the N trips,
+#                                         queries Q, bamql gpu/host, cuDF (resident, reading ORC)
+#                                         and DuckDB, warm, medians of 5, one GPU
 set -uo pipefail
 what=${1:?verify, keep, rapids or bench}; shift
 out=${OUT:-/tmp/out}; mkdir -p "$out" /tmp/devstage
@@ -54,10 +59,29 @@ PY
     wait; tail -40 "$out/hashgroup-s44.log"; grep -E "PASSED|FAILED|passed|failed" "$out/gpu-tests-s44-b.log" | tail -8 ;;
   keep) keep ;;
   rapids) keep; bash .devstage/install.sh rapids ;;
-  bench)
+  start)  # install, unpack, prepare N rows in the background; this session's codegen on the GPU
+    bash .devstage/install.sh base > /dev/null && pipi .devstage/extra/*.whl && echo "installed"
+    keep; unpack; cd /tmp/src && export PYTHONPATH=/tmp/site:/tmp/src
+    (setsid nohup python -m bamql.cli bench --rows "${1:?rows}" --engines bamql-cpu --queries t01 \
+      --reps 1 --page-sizes 512 --selectivity 0.0005 --modes warm --workdir /tmp/bench-data \
+      --no-plots --out /tmp/prep-bench > /tmp/prep.log 2>&1 < /dev/null &)
+    gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+    { echo "# session 44, $gpu: the engine's DATE, TIMESTAMP WITH TIME ZONE and fetch tests on the gpu backend"
+      BAMQL_TEST_DEVICE=gpu BAMQL_TEST_BACKEND=gpu timeout "${2:?seconds}" python -m pytest -q \
+        -p no:cacheprovider -n 3 tests/engine/test_dates.py tests/engine/test_timestamptz.py \
+        tests/engine/test_fetch.py 2>&1 | tail -4; } > "$out/gpu-tests-s44-c.log" 2>&1 &
+    timeout $(( $2 + 30 )) python -m tests.sql.corpus --device gpu --backends host,gpu,file \
+      --caches 4,default --queries hostile_dates,timestamps,groupby_expr,groupby_expr_hostile \
+      --shapes base --datasets sample,hostile,gen-0.01 --spread 2 --workdir /tmp/corpus-c \
+      --budget-s "$2" --log "$out/corpus-gpu-s44-c.jsonl" --quiet 2>&1 | tail -2
+    wait; gzip -f "$out/corpus-gpu-s44-c.jsonl"; cat "$out/gpu-tests-s44-c.log"; tail -2 /tmp/prep.log ;;
+  bench)  # after start N and rapids: every engine, warm, medians of 5, one GPU
     cd /tmp/src && export PYTHONPATH=/tmp/site:/tmp/src
-    CUDA_VISIBLE_DEVICES=0 timeout 560 python -m bamql.cli bench --rows "${1:?rows}" --queries "${2:?queries}" \
-      --page-sizes 512 --modes warm --reps 5 --workdir /dev/shm/bench-data --no-plots \
-      --out "$out/bench" 2>&1 | tail -30 ;;
+    for _ in $(seq 150); do grep -q "results:" /tmp/prep.log 2>/dev/null && break; sleep 2; done
+    tail -2 /tmp/prep.log
+    CUDA_VISIBLE_DEVICES=0 timeout 540 python -m bamql.cli bench --rows "${1:?rows}" --queries "${2:?queries}" \
+      --engines bamql-gpu-gpu,bamql-gpu-host,rapids-resident,rapids,duckdb --page-sizes 512 \
+      --selectivity 0.0005 --modes warm --reps 5 --workdir /tmp/bench-data --no-plots \
+      --out "$out/bench-s44" 2>&1 | tail -64 ;;
   *) echo "verify, keep, rapids or bench" >&2; exit 2 ;;
 esac
