@@ -166,8 +166,9 @@ def first_rows(frame, q: ir.RowQuery, with_offset: bool = True):
 
 
 def finish_rows(out, q: ir.RowQuery) -> list[tuple]:
-    """The kept rows' select list as tuples of Python values."""
-    kept = out[[f"x{j}" for j in range(len(q.exprs))]].to_arrow()
+    """The kept rows' select list as tuples of Python values (without the sorted frame's
+    index, which ``to_arrow`` would add as a column)."""
+    kept = out.reset_index(drop=True)[[f"x{j}" for j in range(len(q.exprs))]].to_arrow()
     return [tuple(r.values()) for r in kept.to_pylist()]
 
 
