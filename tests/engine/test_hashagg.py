@@ -266,6 +266,8 @@ SIM = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # in CI's slow run; the default run's hashed groups in the simulator:
+# tests/gpu/test_hashgroup_sim.py (host backend) and tests/engine/test_runner.py (workers)
 def test_gpu_session_groups_in_the_kernels_hash_table_in_the_simulator():
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
     r = subprocess.run([sys.executable, "-c", SIM], env=env, capture_output=True, text=True,

@@ -225,6 +225,7 @@ def _run(mode: str, **opts) -> None:
     assert r.returncode == 0 and "all ok" in r.stdout, r.stdout[-2000:] + r.stderr[-3000:]
 
 
+@pytest.mark.slow  # in CI's slow run; the default run's mix clears the caches between queries
 def test_a_cache_clear_from_another_thread_mid_query_leaves_the_answer_right():
     _run("race", ingest={"page_size": 512})
 
@@ -233,6 +234,7 @@ def test_a_column_outside_the_prefetched_batch_leaves_the_batch_intact():
     _run("fallback", ingest={"page_size": 512})
 
 
+@pytest.mark.slow  # in CI's slow run; the default run's prefetches stage at the default alignment
 def test_aligned_staging_slots_deliver_every_page_of_scattered_ranges():
     _run("layout", ingest={"page_size": 512})
 

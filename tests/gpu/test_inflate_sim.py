@@ -137,7 +137,10 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("layout", ["plain", "host", pytest.param("packed", marks=pytest.mark.slow)])
+#: "host" (the host's decoder): the slow run; the default run's attacks
+#: (``test_inflate_attack_sim``) decode on the host too
+@pytest.mark.parametrize("layout", ["plain", pytest.param("host", marks=pytest.mark.slow),
+                                    pytest.param("packed", marks=pytest.mark.slow)])
 def test_streams_decompressed_on_the_simulated_gpu(layout):
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
     r = subprocess.run([sys.executable, "-c", SCRIPT, layout], env=env, capture_output=True,

@@ -46,8 +46,9 @@ from tests.sql.corpus import (
 
 QUERIES = load_queries()
 #: a multiple of 3: the sample's queries are among the third of the corpus that the slow
-#: run's matrix (``PLAN``) checks
-SAMPLE_EVERY = 45
+#: run's matrix (``PLAN``) checks (90: about 15 queries of each schema on each data set of
+#: the two main ones, and at least one on every other, in the default run's time)
+SAMPLE_EVERY = 90
 REFUSED = load_queries(include_refused=True)
 #: (shape, data set, queries) of the CPU matrix: a third of the corpus on every CI shape
 #: (``corpus.ci_plan`` says why a third; the command line runs all of it).
@@ -143,20 +144,23 @@ def test_cpu_matches_duckdb(workdir, datasets, refs, shape, ds_name, queries):
 
 
 #: Parquet read in place (the ``files`` shape): every 9th query over the data sets with
-#: NULLs, NaN and row groups to prune, every other one of them in the default run and the
-#: rest in the slow run (``python -m tests.sql.corpus --shapes files`` runs all of them over
-#: every data set)
+#: NULLs, NaN and row groups to prune, split in ``FILES_PARTS``: every 4th one of them in the
+#: default run and the other three quarters in the slow run (``python -m tests.sql.corpus
+#: --shapes files`` runs all of them over every data set)
 FILES_EVERY = 9
+FILES_PARTS = 4
 
 
-@pytest.mark.parametrize("half", [0, pytest.param(1, marks=pytest.mark.slow)], ids=["sample", "rest"])
+@pytest.mark.parametrize("part", [pytest.param(0, id="sample"),
+                                  *(pytest.param(k, marks=pytest.mark.slow, id=f"rest{k}")
+                                    for k in range(1, FILES_PARTS))])
 @pytest.mark.parametrize("ds_name", [
     # on the worker of the data set's CPU cases (``CPU_CASES``): a table read in place runs
     # the kernels of the stored table, which loads those of the queries the two have in common
     pytest.param(n, marks=pytest.mark.xdist_group(f"corpus-{n}"))
     for n in ("gen-0.01", "hostile", "hostile-empty")])
-def test_files_in_place_match_duckdb(workdir, datasets, refs, ds_name, half):
-    out = run_queries(QUERIES[::FILES_EVERY][half::2], datasets[ds_name], FILES_SHAPE, Engine(),
+def test_files_in_place_match_duckdb(workdir, datasets, refs, ds_name, part):
+    out = run_queries(QUERIES[::FILES_EVERY][part::FILES_PARTS], datasets[ds_name], FILES_SHAPE, Engine(),
                       workdir, refs)
     assert out, "no query ran"
     bad = [o for o in out if o.status != "ok"]

@@ -393,12 +393,12 @@ def check_decimals(table: pa.Table, sqls: list[str], in_place: bool) -> None:
                 assert_same_rows(ours, ref, ordered="ORDER BY" in sql)
 
 
-@settings(deadline=None, max_examples=examples(15, 60), suppress_health_check=list(HealthCheck))
+@settings(deadline=None, max_examples=examples(8, 60), suppress_health_check=list(HealthCheck))
 @given(data=st.data(), table=decimal_tables(), in_place=st.booleans())
 def test_random_decimals_of_every_precision_on_the_cpu(data, table, in_place):
     """DECIMAL(1..38, s) columns, ingested or read in place, against constants of up to 38
     digits, in arithmetic, aggregates, keys and rows: DuckDB's answer or a one-line refusal,
-    never a rounded one (issue 41). 15 examples in the default run (each compiles its
+    never a rounded one (issue 41). 8 examples in the default run (each compiles its
     queries' kernels), all 60 in the slow run."""
     sqls = data.draw(st.lists(decimal_queries(table), min_size=1, max_size=3))
     check_decimals(table, sqls, in_place)
