@@ -1,7 +1,7 @@
 """GNU OpenMP's wait policy and the CPU engine: the same warm queries in new processes,
 with libgomp's default (``OMP_WAIT_POLICY`` set to an empty string, which libgomp rejects
-with a warning and ignores: spin a while, then sleep) and with ``PASSIVE`` (what
-``bamql.parallel`` sets where the environment names no policy), the two taking turns.
+with a warning and ignores: spin a while, then sleep) and with ``PASSIVE`` (sleep at once),
+the two taking turns.
 
 Usage: ``python bench/diag/omp_wait_policy.py STORE_DIR [--queries q08,u01,h02,t03]
 [--rounds 3] [--reps 7]``; prints, per policy and query, the median of the rounds' medians
