@@ -250,7 +250,8 @@ def cmd_bench_scaleout(a: argparse.Namespace) -> int:
                        out=Path(a.out), say=lambda m: print(f"bamql: {m}", file=sys.stderr),
                        device=a.device, cluster=a.cluster, all_columns=a.all_columns,
                        interleave=a.interleave, prepare_only=a.prepare_only,
-                       plots=not a.no_plots, baselines=_baselines(a.baselines))
+                       plots=not a.no_plots, baselines=_baselines(a.baselines),
+                       dispatch=a.dispatch)
     if a.prepare_only:
         print(f"prepared: {res['prepared']}")
         return 0
@@ -456,6 +457,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="peers timed on the same rows: dask-cudf (on each GPU count's workers, "
                     "its columns in GPU memory first) and duckdb (the machine's cores, the "
                     "Parquet copy); default none")
+    so.add_argument("--dispatch", default="actor", choices=["actor", "task"],
+                    help="how queries reach the workers: actor (a direct call of each worker's "
+                    "actor, the default) or task (a task per worker through the scheduler)")
     so.add_argument("--no-plots", action="store_true",
                     help="skip the PNG of times and speed-ups (<out>-time.png)")
     so.set_defaults(func=cmd_bench_scaleout)

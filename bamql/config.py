@@ -40,6 +40,11 @@ The environment variables:
 ``BAMQL_SERVER_MAX_QUERIES``
     How many queries ``bamql serve`` runs at once (interrupted ones count until they
     stop); a query beyond them is answered UNAVAILABLE at once. 32 by default.
+``BAMQL_DASK_DISPATCH``
+    How a session on a Dask cluster sends each query to the workers: ``actor`` (the
+    default) calls a long-lived actor on each worker directly; ``task`` submits one task
+    per worker through the scheduler, so that the dashboard's task stream shows every
+    query, at a few milliseconds more per query.
 
 A variable set to the empty string counts as not set. Booleans take 1/0, true/false,
 yes/no or on/off, in any case.
@@ -155,6 +160,17 @@ class ClusterOrder(_Choice):
     @classmethod
     def _error(cls) -> type[BamqlError]:
         return UsageError
+
+
+class DaskDispatch(_Choice):
+    """How a session on a Dask cluster sends a query's calls to the workers."""
+
+    ACTOR = "actor"  # straight to a long-lived actor on each worker: no scheduler in the way
+    TASK = "task"  # one scheduled task per worker: the dashboard's task stream shows it
+
+    @classmethod
+    def _setting(cls) -> str:
+        return "dask dispatch"
 
 
 class FloatEncoding(_Choice):
@@ -294,6 +310,13 @@ def _seconds(value: float | int | str, setting: str) -> float:
     return s
 
 
+def _dispatch(value: str, setting: str) -> DaskDispatch:
+    try:
+        return DaskDispatch(value.strip().lower() if isinstance(value, str) else value)
+    except ConfigError:
+        raise ConfigError(f"{setting} takes actor or task, not {value!r}") from None
+
+
 def _default_cache_dir(xdg: str | None = None) -> Path:
     return Path(xdg) / "bamql" if xdg else Path.home() / ".cache" / "bamql"
 
@@ -356,6 +379,11 @@ class Config:
         Seconds a query may run on a bamql server (``BAMQL_SERVER_QUERY_TIMEOUT``); 0: no limit.
     server_max_queries
         Queries a bamql server runs at once (``BAMQL_SERVER_MAX_QUERIES``).
+    dask_dispatch
+        How queries on a Dask cluster reach the workers (``BAMQL_DASK_DISPATCH``): ``actor``
+        calls a long-lived actor on each worker directly, a round trip of its own per query;
+        ``task`` submits one task per worker through the scheduler, whose batched messages
+        add milliseconds to every query, and shows each query on the dashboard.
     """
 
     device: Device = Device.AUTO
@@ -376,6 +404,7 @@ class Config:
     server_max_nesting: int = 200
     server_query_timeout: float = 300.0
     server_max_queries: int = 32
+    dask_dispatch: DaskDispatch = DaskDispatch.ACTOR
 
     def __post_init__(self) -> None:
         def put(name: str, value) -> None:  # frozen: normalized values go in this way
@@ -442,7 +471,8 @@ ENV_VARS = {"cache_dir": "BAMQL_CACHE_DIR", "file_cache": "BAMQL_FILE_CACHE",
             "server_token": "BAMQL_SERVER_TOKEN", "server_max_ticket": "BAMQL_SERVER_MAX_TICKET",
             "server_max_sql": "BAMQL_SERVER_MAX_SQL", "server_max_nesting": "BAMQL_SERVER_MAX_NESTING",
             "server_query_timeout": "BAMQL_SERVER_QUERY_TIMEOUT",
-            "server_max_queries": "BAMQL_SERVER_MAX_QUERIES"}
+            "server_max_queries": "BAMQL_SERVER_MAX_QUERIES",
+            "dask_dispatch": "BAMQL_DASK_DISPATCH"}
 #: settings whose None (the default) is left as it is
 _OPTIONAL = frozenset({"file_cache", "server_token"})
 #: setting -> its check, (value, the name an error gives it) -> the normalized value
@@ -450,4 +480,5 @@ _CHECKS = {"cache_dir": _path, "file_cache": _path, "cache_files": _flag, "gpu_p
            "debug": _flag,
            "history": _path, "server_token": _token, "server_max_ticket": _positive_size,
            "server_max_sql": _positive_size, "server_max_nesting": _count,
-           "server_query_timeout": _seconds, "server_max_queries": _count}
+           "server_query_timeout": _seconds, "server_max_queries": _count,
+           "dask_dispatch": _dispatch}

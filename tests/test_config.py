@@ -16,6 +16,7 @@ from bamql.config import (
     Backend,
     Compression,
     Config,
+    DaskDispatch,
     Device,
     FloatEncoding,
     Medium,
@@ -141,6 +142,7 @@ def test_defaults(clean_env):
     assert c.cache_dir == Path.home() / ".cache" / "bamql"
     assert c.history == Path.home() / ".local" / "share" / "bamql" / "history"
     assert (c.gpu_prepared, c.debug) == (True, False)
+    assert c.dask_dispatch is DaskDispatch.ACTOR
 
 
 def test_settings_are_normalized_and_frozen():
@@ -165,6 +167,7 @@ def test_settings_are_normalized_and_frozen():
     ("debug", 2, ConfigError, "debug takes 1 or 0 (true/false, yes/no, on/off), not 2"),
     ("cache_dir", "", ConfigError, "cache_dir takes a path, not ''"),
     ("history", 3, ConfigError, "history takes a path, not 3"),
+    ("dask_dispatch", "rpc", ConfigError, "dask_dispatch takes actor or task, not 'rpc'"),
 ])
 def test_every_setting_is_checked(setting, bad, error, text):
     for build in (lambda: Config(**{setting: bad}), lambda: Config.from_env(**{setting: bad})):
@@ -188,6 +191,8 @@ def test_an_unknown_setting_is_a_usage_error():
     ("BAMQL_DEBUG", "0", "debug", False),
     ("BAMQL_DEBUG", "off", "debug", False),
     ("BAMQL_HISTORY", "/tmp/hist", "history", Path("/tmp/hist")),
+    ("BAMQL_DASK_DISPATCH", "task", "dask_dispatch", DaskDispatch.TASK),
+    ("BAMQL_DASK_DISPATCH", " Actor ", "dask_dispatch", DaskDispatch.ACTOR),
 ])
 def test_variables_are_read_when_a_config_is_built(clean_env, var, value, setting, want):
     before = getattr(Config.from_env(), setting)
@@ -200,6 +205,7 @@ def test_variables_are_read_when_a_config_is_built(clean_env, var, value, settin
 @pytest.mark.parametrize("var,value,text", [
     ("BAMQL_GPU_PREPARED", "no way", "BAMQL_GPU_PREPARED takes 1 or 0"),
     ("BAMQL_DEBUG", "2", "BAMQL_DEBUG takes 1 or 0 (true/false, yes/no, on/off), not '2'"),
+    ("BAMQL_DASK_DISPATCH", "scheduler", "BAMQL_DASK_DISPATCH takes actor or task, not 'scheduler'"),
 ])
 def test_a_bad_variable_is_one_line_naming_the_variable(clean_env, var, value, text):
     clean_env.setenv(var, value)

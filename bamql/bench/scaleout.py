@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from bamql.bench.harness import generate, machine, prepare, same_rows
+from bamql.config import Config, DaskDispatch
 from bamql.errors import BamqlError
 from bamql.progress import ingest_progress
 from bamql.queries import load
@@ -86,7 +87,8 @@ def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: i
                  out: Path | None = None, say: Callable[[str], None] = print,
                  device: str = "gpu", cluster: str | None = None, all_columns: bool = False,
                  interleave: bool = False, prepare_only: bool = False,
-                 plots: bool = True, baselines: Sequence[str] = ()) -> dict:
+                 plots: bool = True, baselines: Sequence[str] = (),
+                 dispatch: str = "actor") -> dict:
     """Run the scale-out benchmark; returns (and with ``out`` writes) the JSON document,
     and with ``plots`` a PNG of the times and speed-ups beside it (``<out>-time.png``,
     listed under ``"plots"``).
@@ -95,7 +97,8 @@ def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: i
     With ``cluster`` (a scheduler address) it runs once on that cluster's workers as they
     are, instead of starting a local cluster per GPU count; ``workdir`` must then be on a
     file system the workers see at the same path. The partitions hold only the columns the
-    queries use unless ``all_columns``.
+    queries use unless ``all_columns``. ``dispatch`` is how queries reach the workers
+    (``config.DaskDispatch``: ``actor`` or ``task``).
 
     ``baselines`` times the peers on the same rows: ``dask-cudf`` on each GPU count's
     workers (the Parquet copy's columns read into GPU memory first, untimed: its best case;
@@ -141,14 +144,15 @@ def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: i
                                                 "share": share, "reps": reps, "mode": "warm",
                                                 "cluster": cluster or "local",
                                                 "columns": columns or "all",
-                                                "interleave": bool(interleave and client is None)},
+                                                "interleave": bool(interleave and client is None),
+                                                "dispatch": str(DaskDispatch(dispatch))},
                "runs": []}
         if "dask-cudf" in baselines and (client is not None or interleave):
             say("dask-cudf skipped: it runs on the local clusters started one GPU count at a "
                 "time (not with --cluster or --interleave)")
         if client is not None:  # the cluster as it is: one count, its workers
             say(f"{gpus[0]} worker(s) of {cluster}: loading {parts} partitions")
-            with _session(client, d, device, backend) as con:
+            with _session(client, d, device, backend, dispatch) as con:
                 _warm(con, gpus[0], queries, say)
                 _time_queries({gpus[0]: (client, con)}, queries, reps, want, res, say)
         elif interleave:
@@ -159,7 +163,7 @@ def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: i
                     local = stack.enter_context(local_gpu_cluster(n))
                     c = stack.enter_context(distributed.Client(local, direct_to_workers=True))
                     c.wait_for_workers(n, timeout=120)
-                    counts[n] = (c, stack.enter_context(_session(c, d, device, backend)))
+                    counts[n] = (c, stack.enter_context(_session(c, d, device, backend, dispatch)))
                     _warm(counts[n][1], n, queries, say)
                 _time_queries(counts, queries, reps, want, res, say)
         else:
@@ -168,7 +172,7 @@ def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: i
                 with local_gpu_cluster(n) as local, \
                         distributed.Client(local, direct_to_workers=True) as c:
                     c.wait_for_workers(n, timeout=120)
-                    with _session(c, d, device, backend) as con:
+                    with _session(c, d, device, backend, dispatch) as con:
                         _warm(con, n, queries, say)
                         _time_queries({n: (c, con)}, queries, reps, want, res, say)
                     if "dask-cudf" in baselines:
@@ -287,11 +291,12 @@ def _catalog(d: Path) -> dict:
         return {"trips": t.columns}
 
 
-def _session(client, d: Path, device: str, backend: str):
-    import bamql
+def _session(client, d: Path, device: str, backend: str, dispatch: str):
+    from bamql.engine.session import Session
 
-    return bamql.connect(d, device=device, backend=backend if device == "gpu" else None,
-                         cluster=client)
+    return Session(d, config=Config.from_env(
+        device=device, backend=backend if device == "gpu" else None, cluster=client,
+        dask_dispatch=dispatch))
 
 
 def _warm(con, n: int, queries: Sequence[str], say: Callable[[str], None]) -> None:

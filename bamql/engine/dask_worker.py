@@ -1,11 +1,13 @@
-"""What a Dask worker runs for bamql: one task per query and worker, its partitions in turn.
+"""What a Dask worker runs for bamql: one call per query and worker, its partitions in turn.
 
-``bamql.engine.distributed.DaskRunner`` submits :func:`bamql_partitions` (the fused
-kernel's aggregates) or :func:`bamql_task` (any other operator's ``PartitionTask``) to
-each worker that holds partitions of a query. The worker's process keeps what the task opens across
-queries, in this module: its partitions' stores and plans and, on GPUs, its GPU engines
-with their page caches. This module imports no Dask: the task is a plain function that
-the scheduler sends by reference.
+``bamql.engine.distributed.DaskRunner`` calls :func:`bamql_partitions` (the fused
+kernel's aggregates) or :func:`bamql_task` (any other operator's ``PartitionTask``) on
+each worker that holds partitions of a query: as a method of the worker's
+:class:`PartitionActor` (a Dask actor, called straight from the client) or as a task the
+scheduler runs there. The worker's process keeps what a call opens across queries, in
+this module: its partitions' stores and plans and, on GPUs, its GPU engines with their
+page caches. This module imports no Dask: the task is a plain function and the actor a
+plain class that the scheduler sends by reference.
 """
 
 from __future__ import annotations
@@ -186,6 +188,22 @@ async def bamql_task(blob: bytes) -> bytes:
     device, backend, cache))`` call on this worker, as :func:`bamql_partitions` runs its
     call, answering ``("ok", (partials, statistics), seconds, span)`` (``_run_task``)."""
     return await _answer(blob, _run_task)
+
+
+class PartitionActor:
+    """A worker's bamql calls as a Dask actor: the client calls its methods on the worker
+    directly, each a round trip of its own, with no scheduler between them (a task passes
+    through the scheduler's batched messages both ways). One per worker, made on a session's
+    first query there; the calls run as the tasks do, on the worker's event loop when
+    quick, else on this module's thread."""
+
+    async def partitions(self, blob: bytes) -> bytes:
+        """:func:`bamql_partitions` of ``blob``."""
+        return await _answer(blob, _run)
+
+    async def task(self, blob: bytes) -> bytes:
+        """:func:`bamql_task` of ``blob``."""
+        return await _answer(blob, _run_task)
 
 
 async def _answer(blob: bytes, run) -> bytes:

@@ -1,16 +1,20 @@
 """Partitioned tables on a Dask cluster: the client side (``DaskRunner``), and clusters.
 
-A query goes to each worker that holds some of its partitions as one task, restricted to
-that worker (``Client.submit`` of ``dask_worker.bamql_partitions`` for the fused kernel,
-of ``dask_worker.bamql_task`` for another operator's ``runner.PartitionTask``: the hashed
-GROUP BY, the rows step and its top-k): the scheduler schedules it, so the dashboard shows
-every query. Partition ``i`` goes to worker ``i mod n`` (sorted addresses), so each
-partition's stores, plans and GPU page cache stay in one worker's process. Each worker
-merges its partitions' partials and the client merges the workers' (``runner.merge``, or
-the task's ``merge``); partials whose order matters (top-k candidates, rows) come back per
-partition and are listed in partition order. When a worker is lost the whole query runs
-again on the workers that remain (``RETRIES`` tries); a query that keeps failing fails with
-one line, never with a partial answer.
+A query goes to each worker that holds some of its partitions as one call:
+``dask_worker.bamql_partitions`` for the fused kernel, ``dask_worker.bamql_task`` for
+another operator's ``runner.PartitionTask`` (the hashed GROUP BY, the rows step and its
+top-k). By default (``DaskDispatch.ACTOR``) the call is a method of the worker's
+``PartitionActor``, a Dask actor the client calls directly: one round trip per worker, so a
+query of a few milliseconds costs about as much on several workers as on one. With
+``DaskDispatch.TASK`` it is a task restricted to that worker (``Client.submit``): the
+scheduler schedules it and the dashboard shows every query, at the price of the
+scheduler's batched messages both ways. Partition ``i`` goes to worker ``i mod n`` (sorted
+addresses), so each partition's stores, plans and GPU page cache stay in one worker's
+process. Each worker merges its partitions' partials and the client merges the workers'
+(``runner.merge``, or the task's ``merge``); partials whose order matters (top-k
+candidates, rows) come back per partition and are listed in partition order. When a
+worker is lost the whole query runs again on the workers that remain (``RETRIES`` tries);
+a query that keeps failing fails with one line, never with a partial answer.
 
 ``local_gpu_cluster`` starts one single-threaded worker per GPU of this machine
 (dask-cuda's ``LocalCUDACluster`` when installed, otherwise a ``SpecCluster`` of nannies
@@ -30,8 +34,14 @@ from urllib.parse import urlsplit
 
 import distributed
 
-from bamql.config import Backend, Device, Medium
-from bamql.engine.dask_worker import bamql_partitions, bamql_task, clear_caches, share_cores
+from bamql.config import Backend, DaskDispatch, Device, Medium
+from bamql.engine.dask_worker import (
+    PartitionActor,
+    bamql_partitions,
+    bamql_task,
+    clear_caches,
+    share_cores,
+)
 from bamql.engine.runner import Declined, Dispatch, Partials, PartitionTask
 from bamql.errors import BamqlError
 from bamql.planner.physical import PhysicalPlan
@@ -54,16 +64,25 @@ def _first_line(e: BaseException) -> str:
     return text.splitlines()[0] if text else ""
 
 
+async def _all(futures: list) -> list:
+    """The results of actor calls, in order (awaited on the client's event loop)."""
+    return [await f for f in futures]
+
+
 class DaskRunner:
     """Runs a partitioned table's partitions on ``client``'s workers, on the CPU engine or
     (``device`` GPU) on each worker's GPU engine for ``backend`` with ``cache`` bytes of
-    page cache."""
+    page cache; ``dispatch`` says how the calls reach the workers."""
 
     where = "dask"
     place = "on the Dask cluster (partition i on worker i mod n)"
 
-    def __init__(self, client, device: Device, backend: Backend, cache: int | None) -> None:
+    def __init__(self, client, device: Device, backend: Backend, cache: int | None,
+                 dispatch: DaskDispatch = DaskDispatch.ACTOR) -> None:
         self.client, self.device, self.backend, self.cache = client, device, backend, cache
+        self.dispatch = DaskDispatch(dispatch)
+        #: worker address -> its ``PartitionActor`` (made on the first call there)
+        self._actors: dict[str, object] = {}
         self._lock = threading.Lock()
         #: the last query's futures, released once the next query's tasks are submitted:
         #: the client sends its messages to the scheduler in batches at most every 10 ms,
@@ -165,6 +184,66 @@ class DaskRunner:
         return Partials(accs, stats, Dispatch(time.perf_counter() - t0, seconds, spans, t_back))
 
     def _answers(self, fn, calls: list[tuple[str, bytes]]) -> list[bytes]:
+        """Each ``(worker, blob)`` as ``fn(blob)`` on that worker, as ``self.dispatch`` says;
+        their answers, in order."""
+        if self.dispatch is DaskDispatch.ACTOR:
+            return self._actor_answers(fn, calls)
+        return self._task_answers(fn, calls)
+
+    def _watch(self, workers: list[str]) -> None:
+        """Raise ConnectionError if one of ``workers`` left the cluster (a call to it would
+        wait forever)."""
+        alive = self.client.scheduler_info().get("workers", {})
+        gone = [w for w in workers if w not in alive]
+        if gone:
+            raise ConnectionError(f"worker {gone[0]} left the cluster")
+
+    def _actors_on(self, workers: list[str]) -> list:
+        """The ``PartitionActor`` of each of ``workers``, made there where it is missing."""
+        with self._lock:
+            missing = [w for w in workers if w not in self._actors]
+        if missing:
+            client = self.client
+            futures = [client.submit(PartitionActor, workers=[w], allow_other_workers=False,
+                                     actor=True, pure=False) for w in missing]
+            while True:
+                try:
+                    distributed.wait(futures, timeout=WATCH_S)
+                    break
+                except distributed.TimeoutError:
+                    self._watch(missing)
+            with client.as_current():  # the actor handle calls through this client
+                made = [f.result() for f in futures]
+            with self._lock:
+                self._actors.update(zip(missing, made, strict=True))
+        with self._lock:
+            return [self._actors[w] for w in workers]
+
+    def _actor_answers(self, fn, calls: list[tuple[str, bytes]]) -> list[bytes]:
+        """Each ``(worker, blob)`` as a call of the worker's actor; their answers, in order.
+        A failed call drops the actors of ``calls``' workers: the retry makes them anew."""
+        workers = [w for w, _ in calls]
+        try:
+            actors = self._actors_on(workers)
+            if any(a.client is not self.client for a in actors):
+                # bound to another client of this process (Dask binds a new actor handle
+                # to the current client): the scheduled tasks reach the workers instead
+                self.dispatch = DaskDispatch.TASK
+                return self._task_answers(fn, calls)
+            method = "partitions" if fn is bamql_partitions else "task"
+            futures = [getattr(a, method)(blob) for a, (_, blob) in zip(actors, calls, strict=True)]
+            while True:
+                try:
+                    return self.client.sync(_all, futures, callback_timeout=WATCH_S)
+                except TimeoutError:  # still running: are their workers there?
+                    self._watch(workers)
+        except BaseException:
+            with self._lock:
+                for w in workers:
+                    self._actors.pop(w, None)
+            raise
+
+    def _task_answers(self, fn, calls: list[tuple[str, bytes]]) -> list[bytes]:
         """Each ``(worker, blob)`` as a task ``fn(blob)`` on that worker; their answers, in
         order."""
         client = self.client
@@ -179,10 +258,7 @@ class DaskRunner:
                     distributed.wait(futures, timeout=WATCH_S)
                     break
                 except distributed.TimeoutError:  # still running: are their workers there?
-                    alive = client.scheduler_info().get("workers", {})
-                    gone = [w for w, _ in calls if w not in alive]
-                    if gone:
-                        raise ConnectionError(f"worker {gone[0]} left the cluster") from None
+                    self._watch([w for w, _ in calls])
             return client.gather(futures)
         except BaseException:
             client.cancel(futures)

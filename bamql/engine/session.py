@@ -196,7 +196,8 @@ class Session:
             self._own_cluster = self.cluster is not config.cluster
             gpu = self.gpu
             self._dask = DaskRunner(self.cluster, self.device, self.backend,
-                                    gpu.cache_bytes if gpu is not None else None)
+                                    gpu.cache_bytes if gpu is not None else None,
+                                    config.dask_dispatch)
 
     def _open_tables(self, page_size: int | None) -> dict[str, PartitionedTable]:
         """The tables under ``self.path`` by name, each of ``page_size`` B pages if given

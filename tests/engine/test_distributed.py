@@ -290,9 +290,11 @@ def test_workers_that_join_later_get_partitions(parted, single):
             assert len(st.worker_seconds) == 3  # every worker answered a share
 
 
-def test_queries_are_tasks_the_scheduler_sees(parted, single):
-    # each query is one task per worker, through the scheduler (the dashboard's task stream
-    # shows them), and always on the same workers; clear_caches reaches every worker
+def test_queries_are_tasks_the_scheduler_sees(parted, single, monkeypatch):
+    # BAMQL_DASK_DISPATCH=task: each query is one task per worker, through the scheduler
+    # (the dashboard's task stream shows them), and always on the same workers;
+    # clear_caches reaches every worker
+    monkeypatch.setenv("BAMQL_DASK_DISPATCH", "task")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                                   dashboard_address=None) as cluster, distributed.Client(cluster) as client:
         with bamql.connect(parted, device="cpu", cluster=client) as con:
@@ -305,6 +307,54 @@ def test_queries_are_tasks_the_scheduler_sees(parted, single):
     tasks = [t for t in stream.data if str(t["key"]).startswith("bamql_partitions")]
     assert len(tasks) == 6  # three queries, two workers each
     assert sorted(t["worker"] for t in tasks) == sorted(workers * 3)
+
+
+def test_queries_call_one_actor_per_worker_by_default(parted, single):
+    # the default dispatch: a PartitionActor on each worker, made by the first query and
+    # called directly by every later one; the scheduler runs no task per query
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        with bamql.connect(parted, device="cpu", cluster=client) as con:
+            assert con._dask.dispatch == "actor"
+            with distributed.get_task_stream(client) as stream:
+                for _ in range(3):
+                    for name in ("q01", "q14"):
+                        res = con.sql(QUERIES[name])
+                        assert_same_rows(res.rows(), single[name], ordered="ORDER BY" in QUERIES[name])
+                        assert len(res.stats.worker_seconds) == 2
+            workers = con._dask.workers()
+            assert sorted(con._dask._actors) == sorted(workers)
+            assert con._dask.dispatch == "actor"  # never fell back to tasks
+    keys = [str(t["key"]) for t in stream.data]
+    assert not [k for k in keys if k.startswith(("bamql_partitions", "bamql_task"))]
+    assert len([k for k in keys if k.startswith("PartitionActor")]) == 2  # made once each
+
+
+def _leave(dask_worker) -> None:
+    """On a worker (``client.run``): close it, once this call has answered."""
+    dask_worker.loop.add_callback(dask_worker.close)
+
+
+def test_a_worker_that_leaves_takes_its_actor_with_it(parted, single):
+    # a worker retired between queries: the next query's call to its actor fails, and the
+    # query runs again on the workers there are now (the cluster may have started one in
+    # its place), with the same answer
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        with bamql.connect(parted, device="cpu", cluster=client) as con:
+            assert_same_rows(con.sql(QUERIES["q06"]).rows(), single["q06"], ordered=False)
+            first, second = con._dask.workers()
+            client.run(_leave, workers=[first])  # the worker closes (its actor with it)
+            deadline = time.monotonic() + 30
+            while first in client.scheduler_info()["workers"] and time.monotonic() < deadline:
+                time.sleep(0.05)
+            for _ in range(2):
+                res = con.sql(QUERIES["q06"])
+                assert_same_rows(res.rows(), single["q06"], ordered=False)
+            now = con._dask.workers()
+            assert first not in now and second in now
+            assert sorted(con._dask._actors) == sorted(now)
+            assert len(res.stats.worker_seconds) == len(now)
 
 
 def test_a_worker_merges_its_partitions_before_answering(parted):
