@@ -27,6 +27,7 @@ from bamql.engine.cpu import Matches, warm_readers
 from bamql.engine.partition import Resident, page_cache, partition_stats
 from bamql.engine.result import arrow_column, exact_value, unique_names
 from bamql.engine.stats import QueryStats
+from bamql.lru import LRU
 from bamql.planner import ir
 from bamql.planner.cost import MEDIA
 from bamql.planner.evaluate import evaluate
@@ -42,6 +43,15 @@ Vec = tuple[np.ndarray, np.ndarray]  # (values, valid)
 ON_CPU = "rows: materialized on the CPU (row queries and quantiles have no GPU kernel)"
 
 
+#: (store path, its page metadata's digest, table, predicate, columns, medium, resident) ->
+#: the plan of ``plan_rows``; (store path, digest, query, rows wanted) -> ``topk_bound``'s
+#: filter. A store's metadata does not change under one digest, so a repeated query (on a
+#: Dask worker too) reuses what its zone maps gave, which at millions of pages per column
+#: takes milliseconds to work out
+_plans = LRU(512)
+_bounds = LRU(512)
+
+
 def plan_rows(store: PageStore, table: str, predicate: ir.Expr | None, columns: tuple[str, ...],
               medium: Medium, resident: Resident | None = None) -> PhysicalPlan:
     """The plan that filters ``store`` by ``predicate`` and reads ``columns`` at the
@@ -51,7 +61,13 @@ def plan_rows(store: PageStore, table: str, predicate: ir.Expr | None, columns: 
     q = ir.Query(table, predicate, (), aggs, (), (), None, (), None)
     if resident is None:
         resident = page_cache(store, q.columns, medium)
-    return plan_query(q, store, MEDIA[medium], resident=dict(resident))
+    key = (str(store.path), store.manifest.pages_meta_sha256, table, predicate, columns,
+           medium, resident)
+    plan = _plans.get(key)
+    if plan is None:
+        plan = plan_query(q, store, MEDIA[medium], resident=dict(resident))
+        _plans.put(key, plan)
+    return plan
 
 
 def row_matches(store: PageStore, table: str, predicate: ir.Expr | None,
@@ -186,7 +202,11 @@ def _partition_rows(store: PageStore, q: ir.RowQuery, medium: Medium, device: De
     t0 = time.perf_counter()
     predicate = q.predicate
     if want:
-        bound = topk_bound(store, q, want)
+        key = (str(store.path), store.manifest.pages_meta_sha256, q, want)
+        bound = _bounds.get(key, False)
+        if bound is False:
+            bound = topk_bound(store, q, want)
+            _bounds.put(key, bound)
         predicate = bound if bound is not None else predicate
     matches, stats = row_matches(store, q.table, predicate, q.columns, medium, device, backend)
     order_cols = tuple(dict.fromkeys(c for e, _, _ in q.order for c in ir.columns_of(e)))

@@ -169,6 +169,9 @@ class Session:
         self._lock = threading.Lock()
         # bounded, least recently used first out: one session can run any number of queries
         self._parsed: LRU = LRU(256)  # SQL text -> IR
+        #: (SQL text, the stored tables) of queries that name no file and no registered
+        #: table: ``_bind_files`` leaves them as they are without parsing them again
+        self._plain: LRU = LRU(256)
         #: small stored tables read whole to be joined as dimension tables (``_dims_for``)
         self._stored_dims: dict[str, Dimension] = {}
         self._plans: LRU = LRU(256)  # (IR, medium) -> plan of the table's first partition
@@ -310,6 +313,7 @@ class Session:
         with self._lock:
             self.dimensions[name] = dim
             self._parsed.clear()  # a join's key sets are computed when it is translated
+            self._plain.clear()  # a FROM of that name now reads the registered table
 
     def unregister(self, name: str) -> None:
         """Forget the table registered as ``name`` (DuckDB's ``unregister``); a name that
@@ -321,6 +325,7 @@ class Session:
                 raise UsageError(f"no table is registered as {name!r} (registered: {known})")
             del self.dimensions[name]
             self._parsed.clear()
+            self._plain.clear()
             self._explained.clear()
 
     def catalog(self) -> dict:
@@ -331,7 +336,13 @@ class Session:
         (page stores made on demand and cached: ``storage.filecache``)."""
         from bamql.planner.files import bind_files
 
-        return bind_files(text, self.stores, self._file_table, self._registered_table)
+        key = (text, frozenset(self.stores))
+        if self._plain.get(key) is not None:
+            return text
+        out = bind_files(text, self.stores, self._file_table, self._registered_table)
+        if out is text:
+            self._plain.put(key, True)
+        return out
 
     def _registered_table(self, name: str) -> str | None:
         """The name of the table that serves the registered table ``name`` queried as a

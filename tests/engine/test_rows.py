@@ -240,3 +240,39 @@ def test_a_top_k_of_a_column_reads_only_the_pages_its_zone_maps_leave(taxi_orc, 
     # the bound's filter leaves a handful of rows of 60,000 (the pages it reads depend on
     # the cost model's merging of nearby pages)
     assert res.stats.rows_matched < 100 and res.stats.bytes_read < res.stats.whole_bytes
+
+
+def test_a_repeated_row_query_reuses_its_plan_until_the_table_changes(taxi_orc, taxi_table,
+                                                                      tmp_path):
+    # the top-k bound and the read plan come from the zone maps once per store; an append
+    # makes another store (another page-metadata digest): planned anew, with the new rows
+    from bamql.engine import rows
+    from bamql.storage.ingest import append
+
+    ingest(taxi_orc, tmp_path / "trips", page_size=512)
+    sql = ("SELECT fare_amount, tip_amount, pickup_location_id FROM trips "
+           "ORDER BY fare_amount DESC, tip_amount DESC, pickup_location_id LIMIT 3")
+    calls = []
+    plan_query = rows.plan_query
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return plan_query(*args, **kwargs)
+
+    rows.plan_query = counted
+    try:
+        with bamql.connect(tmp_path, device="cpu") as con:
+            first = con.sql(sql).rows()
+            planned = len(calls)
+            assert planned >= 1 and con.sql(sql).rows() == first
+            assert len(calls) == planned  # the second run planned nothing
+        big = taxi_table.slice(0, 1).set_column(
+            taxi_table.schema.get_field_index("fare_amount"), "fare_amount",
+            pa.array([1e6], taxi_table.schema.field("fare_amount").type))
+        pq.write_table(big, tmp_path / "big.parquet")
+        append([tmp_path / "big.parquet"], tmp_path / "trips")
+        with bamql.connect(tmp_path, device="cpu") as con:
+            got = con.sql(sql).rows()
+        assert len(calls) > planned and got[0][0] == 1e6 and got[1:] == first[:2]
+    finally:
+        rows.plan_query = plan_query
