@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from bamql.bench.harness import generate, machine, prepare, same_rows
+from bamql.bench.harness import drop_os_cache, generate, machine, prepare, same_rows
 from bamql.config import Config, DaskDispatch
 from bamql.errors import BamqlError
 from bamql.progress import ingest_progress
@@ -88,7 +88,7 @@ def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: i
                  device: str = "gpu", cluster: str | None = None, all_columns: bool = False,
                  interleave: bool = False, prepare_only: bool = False,
                  plots: bool = True, baselines: Sequence[str] = (),
-                 dispatch: str = "actor") -> dict:
+                 dispatch: str = "actor", mode: str = "warm") -> dict:
     """Run the scale-out benchmark; returns (and with ``out`` writes) the JSON document,
     and with ``plots`` a PNG of the times and speed-ups beside it (``<out>-time.png``,
     listed under ``"plots"``).
@@ -99,6 +99,12 @@ def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: i
     file system the workers see at the same path. The partitions hold only the columns the
     queries use unless ``all_columns``. ``dispatch`` is how queries reach the workers
     (``config.DaskDispatch``: ``actor`` or ``task``).
+
+    ``mode`` ``warm`` times queries over tables in memory (the GPU page caches emptied
+    before each run); ``cold`` drops the OS page cache before every timed run of every
+    engine (root only), so that each run reads its pages from the disk: the GPU's ``file``
+    backend or the CPU engine, DuckDB over the Parquet copy, dask-cudf reading the Parquet
+    copy and querying it (the table in ``workdir``, on a disk, not in ``/dev/shm``).
 
     ``baselines`` times the peers on the same rows: ``dask-cudf`` on each GPU count's
     workers (the Parquet copy's columns read into GPU memory first, untimed: its best case;
@@ -115,6 +121,14 @@ def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: i
     table too big to prepare and time in one sitting can be done in two.
     """
     columns = None if all_columns else query_columns(queries)
+    if mode not in ("warm", "cold"):
+        raise BamqlError(f"mode takes warm or cold, not {mode!r}")
+    if mode == "cold" and not prepare_only:
+        if device == "gpu" and backend != "file":
+            raise BamqlError(f"a cold run reads the disk: the GPU's file backend, not {backend}")
+        if not drop_os_cache():
+            raise BamqlError("a cold run drops the OS page cache before every query, which "
+                             "needs root here")
     if prepare_only:
         _, d = prepare_partitions(workdir, rows, share, page_size, partitions or max(gpus),
                                   columns, say)
@@ -141,7 +155,7 @@ def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: i
         say(f"DuckDB's answers (the reference) in {time.perf_counter() - t0:.1f} s")
         res = {"machine": machine(), "config": {"rows": rows, "gpus": list(gpus), "partitions": parts,
                                                 "device": device, "backend": backend, "page_size": page_size,
-                                                "share": share, "reps": reps, "mode": "warm",
+                                                "share": share, "reps": reps, "mode": mode,
                                                 "cluster": cluster or "local",
                                                 "columns": columns or "all",
                                                 "interleave": bool(interleave and client is None),
@@ -154,7 +168,7 @@ def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: i
             say(f"{gpus[0]} worker(s) of {cluster}: loading {parts} partitions")
             with _session(client, d, device, backend, dispatch) as con:
                 _warm(con, gpus[0], queries, say)
-                _time_queries({gpus[0]: (client, con)}, queries, reps, want, res, say)
+                _time_queries({gpus[0]: (client, con)}, queries, reps, want, res, say, mode)
         elif interleave:
             with contextlib.ExitStack() as stack:
                 counts = {}
@@ -165,7 +179,7 @@ def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: i
                     c.wait_for_workers(n, timeout=120)
                     counts[n] = (c, stack.enter_context(_session(c, d, device, backend, dispatch)))
                     _warm(counts[n][1], n, queries, say)
-                _time_queries(counts, queries, reps, want, res, say)
+                _time_queries(counts, queries, reps, want, res, say, mode)
         else:
             for n in gpus:
                 say(f"{n} GPU(s): starting {n} worker(s), loading {parts} partitions")
@@ -174,15 +188,15 @@ def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: i
                     c.wait_for_workers(n, timeout=120)
                     with _session(c, d, device, backend, dispatch) as con:
                         _warm(con, n, queries, say)
-                        _time_queries({n: (c, con)}, queries, reps, want, res, say)
+                        _time_queries({n: (c, con)}, queries, reps, want, res, say, mode)
                     if "dask-cudf" in baselines:
                         try:
-                            _time_dask_cudf(n, parquet, d, queries, reps, want, res, say)
+                            _time_dask_cudf(n, parquet, d, queries, reps, want, res, say, mode)
                         except Exception as e:  # the baseline broke: bamql's runs still count
                             say(f"dask-cudf on {n} GPU(s) stopped: {type(e).__name__}: "
                                 f"{str(e).splitlines()[:1]}")
         if "duckdb" in baselines:
-            _time_duckdb(duck, parquet, queries, reps, want, res, say)
+            _time_duckdb(duck, parquet, queries, reps, want, res, say, mode)
     base = {r["query"]: r["median_s"] for r in res["runs"]
             if r["gpus"] == gpus[0] and r.get("engine", "bamql") == "bamql"}
     for r in res["runs"]:
@@ -204,9 +218,10 @@ def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: i
 
 
 def _time_dask_cudf(n: int, parquet: str, d: Path, queries: Sequence[str], reps: int, want: dict,
-                    res: dict, say: Callable[[str], None]) -> None:
-    """dask-cudf on ``n`` GPUs' workers (the client in use): each query's columns read into
-    GPU memory once (untimed), then the query timed ``reps`` times."""
+                    res: dict, say: Callable[[str], None], mode: str = "warm") -> None:
+    """dask-cudf on ``n`` GPUs' workers (the client in use): warm, each query's columns read
+    into GPU memory once (untimed), then the query timed ``reps`` times; cold, each timed
+    run reads the columns from the Parquet copy after the OS page cache is dropped."""
     try:
         import dask_cudf  # noqa: F401
     except ImportError as e:
@@ -234,7 +249,13 @@ def _time_dask_cudf(n: int, parquet: str, d: Path, queries: Sequence[str], reps:
         times, got = [], None
         try:
             for _ in range(reps):
+                if mode == "cold":
+                    del ddf  # the GPUs' copy goes: each run reads the files
+                    ddf = None
+                    drop_os_cache()
                 t0 = time.perf_counter()
+                if mode == "cold":
+                    ddf = daskcudf.read_resident(parquet, needed_columns(q))
                 got = daskcudf.run_query(ddf, q)
                 times.append(time.perf_counter() - t0)
         except Exception as e:  # out of GPU memory, say: the run goes on without it
@@ -243,7 +264,7 @@ def _time_dask_cudf(n: int, parquet: str, d: Path, queries: Sequence[str], reps:
             continue
         del ddf
         ok = same_rows(got, want[qn])
-        res["runs"].append({"engine": "dask-cudf", "gpus": n, "query": qn,
+        res["runs"].append({"engine": "dask-cudf", "gpus": n, "query": qn, "mode": mode,
                             "median_s": statistics.median(times), "times_s": times, "ok": ok,
                             **_rows_apart(ok, got, want[qn])})
         say(f"dask-cudf {n} GPU(s) {qn}: {statistics.median(times) * 1e3:.1f} ms"
@@ -251,19 +272,21 @@ def _time_dask_cudf(n: int, parquet: str, d: Path, queries: Sequence[str], reps:
 
 
 def _time_duckdb(duck, parquet: str, queries: Sequence[str], reps: int, want: dict, res: dict,
-                 say: Callable[[str], None]) -> None:
+                 say: Callable[[str], None], mode: str = "warm") -> None:
     """DuckDB over the Parquet copy with the machine's cores, each query ``reps`` times
-    after one untimed run."""
+    after one untimed run (cold: each after the OS page cache is dropped)."""
     for qn in queries:
         sql = _duck_sql(qn, parquet)
         duck.sql(sql).fetchall()
         times = []
         for _ in range(reps):
+            if mode == "cold":
+                drop_os_cache()
             t0 = time.perf_counter()
             got = duck.sql(sql).fetchall()
             times.append(time.perf_counter() - t0)
         ok = same_rows(got, want[qn])
-        res["runs"].append({"engine": "duckdb", "gpus": 0, "query": qn,
+        res["runs"].append({"engine": "duckdb", "gpus": 0, "query": qn, "mode": mode,
                             "median_s": statistics.median(times), "times_s": times, "ok": ok,
                             **_rows_apart(ok, got, want[qn])})
         say(f"duckdb {qn}: {statistics.median(times) * 1e3:.1f} ms" + ("" if ok else "  WRONG ANSWER"))
@@ -308,9 +331,10 @@ def _warm(con, n: int, queries: Sequence[str], say: Callable[[str], None]) -> No
 
 
 def _time_queries(counts: dict, queries: Sequence[str], reps: int, want: dict, res: dict,
-                  say: Callable[[str], None]) -> None:
+                  say: Callable[[str], None], mode: str = "warm") -> None:
     """Time each query ``reps`` times on each GPU count's ``(client, session)``, the counts
-    taking turns in each repetition (first to last, then last to first)."""
+    taking turns in each repetition (first to last, then last to first); the GPU page
+    caches emptied before each run, and cold the OS page cache dropped too."""
     from bamql.engine.dask_worker import clear_caches
 
     order = list(counts)
@@ -322,6 +346,8 @@ def _time_queries(counts: dict, queries: Sequence[str], reps: int, want: dict, r
             for n in order if rep % 2 == 0 else order[::-1]:
                 client, con = counts[n]
                 client.run(clear_caches)
+                if mode == "cold":
+                    drop_os_cache()
                 t0 = time.perf_counter()
                 last[n] = con.sql(sql)
                 times[n].append(time.perf_counter() - t0)
@@ -331,7 +357,8 @@ def _time_queries(counts: dict, queries: Sequence[str], reps: int, want: dict, r
             # where the wall time went (last run): each partition's engine time and its whole
             # call on the worker, and the client's wait for the workers (Dask round trips);
             # the rest is the client's parsing, planning and merging
-            res["runs"].append({"gpus": n, "query": q, "median_s": statistics.median(times[n]),
+            res["runs"].append({"gpus": n, "query": q, "mode": mode,
+                                "median_s": statistics.median(times[n]),
                                 "times_s": times[n], "bytes_read": st.bytes_read,
                                 "partition_seconds": st.partition_seconds,
                                 "partition_wall_seconds": st.partition_wall_seconds,

@@ -120,6 +120,42 @@ def test_scaleout_bench_runs_on_cpu_workers(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["so-time.png", "so.json", "w"]
 
 
+def test_a_cold_scaleout_needs_the_disk_backend_and_root(tmp_path, monkeypatch):
+    # refused before anything is generated: a cold run of the GPU's in-memory backends
+    # times nothing cold; without root the OS page cache cannot be dropped
+    from bamql.bench import scaleout
+    from bamql.errors import BamqlError
+
+    with pytest.raises(BamqlError, match="the GPU's file backend, not host"):
+        scaleout.run_scaleout(1000, (1,), ("q01",), backend="host", mode="cold",
+                              workdir=tmp_path / "w", say=lambda m: None)
+    monkeypatch.setattr(scaleout, "drop_os_cache", lambda: False)
+    with pytest.raises(BamqlError, match="needs root"):
+        scaleout.run_scaleout(1000, (1,), ("q01",), device="cpu", mode="cold",
+                              workdir=tmp_path / "w", say=lambda m: None)
+    with pytest.raises(BamqlError, match="mode takes warm or cold, not 'hot'"):
+        scaleout.run_scaleout(1000, (1,), ("q01",), device="cpu", mode="hot",
+                              workdir=tmp_path / "w", say=lambda m: None)
+    assert not (tmp_path / "w").exists()
+
+
+@pytest.mark.slow
+def test_a_cold_scaleout_drops_the_os_cache_before_every_timed_run(tmp_path, monkeypatch):
+    pytest.importorskip("distributed")
+    pytest.importorskip("duckdb")
+    from bamql.bench import scaleout
+
+    drops: list[int] = []
+    monkeypatch.setattr(scaleout, "drop_os_cache", lambda: drops.append(1) or True)
+    res = scaleout.run_scaleout(50_000, (1, 2), ("q01", "t01"), reps=2, workdir=tmp_path / "w",
+                                say=lambda m: None, device="cpu", mode="cold",
+                                baselines=("duckdb",), plots=False)
+    scaleout.check(res)  # every answer, bamql's and DuckDB's, as DuckDB's reference
+    assert res["config"]["mode"] == "cold" and all(r["mode"] == "cold" for r in res["runs"])
+    # the check up front, then each timed run: 2 queries x 2 reps x (2 worker counts + DuckDB)
+    assert len(drops) == 1 + 2 * 2 * 3
+
+
 @pytest.mark.slow
 def test_scaleout_bench_prepares_only_then_reuses_the_table(tmp_path, capsys):
     pytest.importorskip("distributed")
