@@ -13,12 +13,15 @@
 #                                             after the preparation: bench-scaleout, host backend,
 #                                             warm, every answer checked against DuckDB's
 #   bash bench/diag/gpu_s45.sh tests          the Dask GPU tests (one worker per GPU)
+# WORKDIR (default /dev/shm/bx), MODE (warm) and BACKEND (host) change where the table is and
+# how it is timed: WORKDIR=/tmp/bxc MODE=cold BACKEND=file for the disk, cold
 set -uo pipefail
 what=${1:?first, extra, keep, rapids, run or tests}; shift
 out=${OUT:-/tmp/out}; mkdir -p "$out" /tmp/devstage
 pipi() { python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$@"; }
 keep() { for p in .devstage/rapids/part* .devstage/rapids2/part*; do [ -e "$p" ] && mv "$p" /tmp/devstage/; done; ls /tmp/devstage | tr '\n' ' '; echo; }
 export BAMQL_CACHE_DIR=/tmp/bamql-cache
+wd=${WORKDIR:-/dev/shm/bx}
 all=q01,q02,q03,q04,q05,q06,t01,t02,t03,t04,k01
 case $what in
   first)
@@ -27,7 +30,7 @@ case $what in
     nvidia-smi -L; df -h /dev/shm | tail -1; nproc; free -g | head -2
     cd /tmp/src && export PYTHONPATH=/tmp/site:/tmp/src
     (setsid nohup python -m bamql.cli bench-scaleout --rows "${1:?rows}" --partitions "${2:?parts}" \
-      --queries "$all" --workdir /dev/shm/bx --prepare-only --out /tmp/prep > /tmp/prep.log 2>&1 < /dev/null &)
+      --queries "$all" --workdir "$wd" --prepare-only --out /tmp/prep > /tmp/prep.log 2>&1 < /dev/null &)
     sleep 5; tail -c 400 /tmp/prep.log; echo ;;
   extra) pipi .devstage/extra/*.whl && echo "duckdb installed"; keep; tail -c 300 /tmp/prep.log; echo ;;
   keep) keep; tail -c 200 /tmp/prep.log; echo ;;
@@ -37,7 +40,8 @@ case $what in
     for _ in $(seq 200); do grep -q "prepared:" /tmp/prep.log 2>/dev/null && break; sleep 2; done
     grep -E "generated|ingested|ready|prepared" /tmp/prep.log | tr '\r' '\n' | tail -4
     timeout 580 python -m bamql.cli bench-scaleout --rows "${1:?rows}" --partitions "${2:?parts}" \
-      --gpus "${3:?gpus}" --queries "${7:-$all}" --backend host --reps "${8:-3}" --workdir /dev/shm/bx \
+      --gpus "${3:?gpus}" --queries "${7:-$all}" --backend "${BACKEND:-host}" --mode "${MODE:-warm}" \
+      --reps "${8:-3}" --workdir "$wd" \
       --baselines "${5:?baselines}" --dispatch "${6:?dispatch}" --out "$out/scaleout-${4:?tag}" 2>&1 \
       | grep -v "^ *$" | tail -90 ;;
   tests)
