@@ -251,7 +251,7 @@ def cmd_bench_scaleout(a: argparse.Namespace) -> int:
                        device=a.device, cluster=a.cluster, all_columns=a.all_columns,
                        interleave=a.interleave, prepare_only=a.prepare_only,
                        plots=not a.no_plots, baselines=_baselines(a.baselines),
-                       dispatch=a.dispatch, mode=a.mode)
+                       dispatch=a.dispatch, mode=a.mode, compress=a.compress)
     if a.prepare_only:
         print(f"prepared: {res['prepared']}")
         return 0
@@ -461,6 +461,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="warm: tables in memory (GPU page caches emptied before each run); "
                     "cold: the OS page cache dropped before every run of every engine (root "
                     "only; --backend file on GPUs; --workdir on a disk)")
+    so.add_argument("--compress", default="none", choices=["none", "zstd"],
+                    help="zstd: the partitions hold a compressed copy of each column too, which "
+                    "cold reads of whole columns read instead (default none)")
     so.add_argument("--dispatch", default="actor", choices=["actor", "task"],
                     help="how queries reach the workers: actor (a direct call of each worker's "
                     "actor, the default) or task (a task per worker through the scheduler)")

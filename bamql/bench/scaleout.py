@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from bamql.bench.harness import drop_os_cache, generate, machine, prepare, same_rows
-from bamql.config import Config, DaskDispatch
+from bamql.config import Compression, Config, DaskDispatch
 from bamql.errors import BamqlError
 from bamql.progress import ingest_progress
 from bamql.queries import load
@@ -43,7 +43,8 @@ def query_columns(queries: Sequence[str]) -> list[str]:
 
 def prepare_partitions(workdir: Path, rows: int, share: float, page_size: int,
                        parts: int, columns: Sequence[str] | None = None,
-                       say: Callable[[str], None] | None = None) -> tuple[str, Path]:
+                       say: Callable[[str], None] | None = None,
+                       compress: Compression = Compression.NONE) -> tuple[str, Path]:
     """The generated trips as Parquet (DuckDB's copy) and as a partitioned store, each
     reused when there; returns ``(Parquet glob, store directory)``.
 
@@ -53,6 +54,8 @@ def prepare_partitions(workdir: Path, rows: int, share: float, page_size: int,
     machine's time. With ``columns`` the store, and Parquet generated here, hold only those
     (their directories say which): preparing is bound by its writes, and the six queries'
     columns are about a third of the table (docs/measurements.md#two-gpus-h200-2-host-backend-warm).
+    ``compress`` ``zstd`` writes each column's compressed copy beside its pages (cold reads
+    of whole columns read it instead; the directory's name says so).
     ``say`` is told how long generating and ingesting took, each, and the whole."""
     t_all = time.perf_counter()
     base = workdir / f"r{rows}-s{share:g}"
@@ -69,11 +72,12 @@ def prepare_partitions(workdir: Path, rows: int, share: float, page_size: int,
             if say:
                 say(f"generated {rows:,} rows as Parquet in {time.perf_counter() - t0:.1f} s")
         sources, parquet = sorted(pq_dir.glob("*.parquet")), str(pq_dir / "*.parquet")
-    d = base / f"parts-{page_size}-{parts}{tag}"
+    zst = "" if compress == Compression.NONE else f"-{compress}"
+    d = base / f"parts-{page_size}-{parts}{tag}{zst}"
     if not (d / "trips").exists():
         with ingest_progress(f"ingesting {parts} partitions ({page_size} B pages)", rows) as bars:
             rep = ingest(sources, d / "trips", page_size=page_size, partitions=parts,
-                         columns=columns, **bars)
+                         columns=columns, compress=compress, **bars)
         if say:
             say(f"ingested {parts} partitions in {rep.seconds:.1f} s")
     if say:
@@ -88,7 +92,8 @@ def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: i
                  device: str = "gpu", cluster: str | None = None, all_columns: bool = False,
                  interleave: bool = False, prepare_only: bool = False,
                  plots: bool = True, baselines: Sequence[str] = (),
-                 dispatch: str = "actor", mode: str = "warm") -> dict:
+                 dispatch: str = "actor", mode: str = "warm",
+                 compress: Compression | str = Compression.NONE) -> dict:
     """Run the scale-out benchmark; returns (and with ``out`` writes) the JSON document,
     and with ``plots`` a PNG of the times and speed-ups beside it (``<out>-time.png``,
     listed under ``"plots"``).
@@ -105,6 +110,7 @@ def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: i
     engine (root only), so that each run reads its pages from the disk: the GPU's ``file``
     backend or the CPU engine, DuckDB over the Parquet copy, dask-cudf reading the Parquet
     copy and querying it (the table in ``workdir``, on a disk, not in ``/dev/shm``).
+    ``compress`` ``zstd`` prepares the partitions with compressed copies of their columns.
 
     ``baselines`` times the peers on the same rows: ``dask-cudf`` on each GPU count's
     workers (the Parquet copy's columns read into GPU memory first, untimed: its best case;
@@ -121,6 +127,7 @@ def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: i
     table too big to prepare and time in one sitting can be done in two.
     """
     columns = None if all_columns else query_columns(queries)
+    compress = Compression(compress)
     if mode not in ("warm", "cold"):
         raise BamqlError(f"mode takes warm or cold, not {mode!r}")
     if mode == "cold" and not prepare_only:
@@ -131,7 +138,7 @@ def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: i
                              "needs root here")
     if prepare_only:
         _, d = prepare_partitions(workdir, rows, share, page_size, partitions or max(gpus),
-                                  columns, say)
+                                  columns, say, compress)
         return {"prepared": str(d)}
     import contextlib
 
@@ -147,7 +154,8 @@ def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: i
             if gpus[0] < 1:
                 raise BamqlError(f"the Dask cluster at {cluster!r} has no workers")
         parts = partitions or max(gpus)
-        parquet, d = prepare_partitions(workdir, rows, share, page_size, parts, columns, say)
+        parquet, d = prepare_partitions(workdir, rows, share, page_size, parts, columns, say,
+                                        compress)
         duck = duckdb.connect()
         duck.execute("SET error_on_division_by_zero=false")
         t0 = time.perf_counter()
@@ -159,7 +167,8 @@ def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: i
                                                 "cluster": cluster or "local",
                                                 "columns": columns or "all",
                                                 "interleave": bool(interleave and client is None),
-                                                "dispatch": str(DaskDispatch(dispatch))},
+                                                "dispatch": str(DaskDispatch(dispatch)),
+                                                "compress": str(compress)},
                "runs": []}
         if "dask-cudf" in baselines and (client is not None or interleave):
             say("dask-cudf skipped: it runs on the local clusters started one GPU count at a "

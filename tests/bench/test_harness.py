@@ -149,9 +149,14 @@ def test_a_cold_scaleout_drops_the_os_cache_before_every_timed_run(tmp_path, mon
     monkeypatch.setattr(scaleout, "drop_os_cache", lambda: drops.append(1) or True)
     res = scaleout.run_scaleout(50_000, (1, 2), ("q01", "t01"), reps=2, workdir=tmp_path / "w",
                                 say=lambda m: None, device="cpu", mode="cold",
-                                baselines=("duckdb",), plots=False)
+                                baselines=("duckdb",), plots=False, compress="zstd")
     scaleout.check(res)  # every answer, bamql's and DuckDB's, as DuckDB's reference
     assert res["config"]["mode"] == "cold" and all(r["mode"] == "cold" for r in res["runs"])
+    # the partitions hold compressed copies (their directory says so)
+    assert res["config"]["compress"] == "zstd"
+    (part,) = (tmp_path / "w").glob("r50000-*/parts-512-2-*-zstd/trips/part-000")
+    with PageStore(part) as s:
+        assert s.manifest.streams is not None
     # the check up front, then each timed run: 2 queries x 2 reps x (2 worker counts + DuckDB)
     assert len(drops) == 1 + 2 * 2 * 3
 
