@@ -330,6 +330,24 @@ def test_queries_call_one_actor_per_worker_by_default(parted, single):
     assert len([k for k in keys if k.startswith("PartitionActor")]) == 2  # made once each
 
 
+def test_eight_threads_share_one_session_on_the_cluster(parted, single):
+    # concurrent queries of one session through the workers' actors (made by whichever
+    # thread comes first): every answer as one node's
+    from concurrent.futures import ThreadPoolExecutor
+
+    names = ["q01", "q06", "q14", "q03"] * 4
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        with bamql.connect(parted, device="cpu", cluster=client) as con:
+            def one(name: str):
+                return name, con.sql(QUERIES[name]).rows()
+
+            with ThreadPoolExecutor(8) as pool:
+                for name, rows in pool.map(one, names):
+                    assert_same_rows(rows, single[name], ordered="ORDER BY" in QUERIES[name])
+            assert sorted(con._dask._actors) == sorted(con._dask.workers())
+
+
 def _leave(dask_worker) -> None:
     """On a worker (``client.run``): close it, once this call has answered."""
     dask_worker.loop.add_callback(dask_worker.close)
