@@ -44,7 +44,9 @@ The environment variables:
     How a session on a Dask cluster sends each query to the workers: ``actor`` (the
     default) calls a long-lived actor on each worker directly; ``task`` submits one task
     per worker through the scheduler, so that the dashboard's task stream shows every
-    query, at a few milliseconds more per query.
+    query, at a few milliseconds more per query. Dask does not retire a worker that holds
+    an actor: with ``actor``, an adaptive cluster scales down only the workers of no open
+    session.
 
 A variable set to the empty string counts as not set. Booleans take 1/0, true/false,
 yes/no or on/off, in any case.

@@ -81,9 +81,11 @@ class DaskRunner:
                  dispatch: DaskDispatch = DaskDispatch.ACTOR) -> None:
         self.client, self.device, self.backend, self.cache = client, device, backend, cache
         self.dispatch = DaskDispatch(dispatch)
-        #: worker address -> its ``PartitionActor`` (made on the first call there)
-        self._actors: dict[str, object] = {}
+        #: worker address -> (its ``PartitionActor`` handle, the future that made it),
+        #: made on the first call there and released by ``close`` or when the call fails
+        self._actors: dict[str, tuple] = {}
         self._lock = threading.Lock()
+        self._making = threading.Lock()  # one thread makes the missing actors at a time
         #: the last query's futures, released once the next query's tasks are submitted:
         #: the client sends its messages to the scheduler in batches at most every 10 ms,
         #: so a release sent just before the next submit would hold that submit back
@@ -104,8 +106,24 @@ class DaskRunner:
                 self.client.run(share_cores, dict(Counter(urlsplit(w).hostname for w in workers)))
             except Exception:  # a worker leaving meanwhile: the next change tries again
                 pass
+        self._drop([w for w in list(self._actors) if w not in workers])  # workers gone
         _workers[self.client] = (workers, now)
         return workers
+
+    def close(self) -> None:
+        """Release the workers' actors (the session closes): Dask does not retire a worker
+        that holds an actor."""
+        self._drop(list(self._actors))
+
+    def _drop(self, workers: list[str]) -> None:
+        """Forget and release the actors of ``workers``."""
+        with self._lock:
+            gone = [self._actors.pop(w) for w in workers if w in self._actors]
+        for _, future in gone:
+            try:
+                future.release()
+            except Exception:  # a client already closed: nothing left to release
+                pass
 
     def clear_caches(self) -> dict[str, int]:
         """Empty every worker's GPU page caches; returns each worker's engine count."""
@@ -199,25 +217,32 @@ class DaskRunner:
             raise ConnectionError(f"worker {gone[0]} left the cluster")
 
     def _actors_on(self, workers: list[str]) -> list:
-        """The ``PartitionActor`` of each of ``workers``, made there where it is missing."""
-        with self._lock:
-            missing = [w for w in workers if w not in self._actors]
-        if missing:
-            client = self.client
-            futures = [client.submit(PartitionActor, workers=[w], allow_other_workers=False,
-                                     actor=True, pure=False) for w in missing]
-            while True:
-                try:
-                    distributed.wait(futures, timeout=WATCH_S)
-                    break
-                except distributed.TimeoutError:
-                    self._watch(missing)
-            with client.as_current():  # the actor handle calls through this client
-                made = [f.result() for f in futures]
+        """``(handle, future)`` of each of ``workers``' ``PartitionActor``, made there where
+        it is missing."""
+        with self._making:
             with self._lock:
-                self._actors.update(zip(missing, made, strict=True))
-        with self._lock:
-            return [self._actors[w] for w in workers]
+                missing = [w for w in workers if w not in self._actors]
+            if missing:
+                client = self.client
+                futures = [client.submit(PartitionActor, workers=[w], allow_other_workers=False,
+                                         actor=True, pure=False) for w in missing]
+                for f in futures:
+                    while True:
+                        try:
+                            f.result(timeout=WATCH_S)  # made on its worker
+                            break
+                        except TimeoutError:
+                            self._watch(missing)
+                # the handles made here, in this client's context: an actor handle calls
+                # through the client current where it is made (the process's default one
+                # where it comes back from ``result``)
+                with client.as_current():
+                    made = [(distributed.Actor(PartitionActor, w, f.key), f)
+                            for w, f in zip(missing, futures, strict=True)]
+                with self._lock:
+                    self._actors.update(zip(missing, made, strict=True))
+            with self._lock:
+                return [self._actors[w] for w in workers]
 
     def _actor_answers(self, fn, calls: list[tuple[str, bytes]]) -> list[bytes]:
         """Each ``(worker, blob)`` as a call of the worker's actor; their answers, in order.
@@ -225,22 +250,26 @@ class DaskRunner:
         workers = [w for w, _ in calls]
         try:
             actors = self._actors_on(workers)
-            if any(a.client is not self.client for a in actors):
-                # bound to another client of this process (Dask binds a new actor handle
-                # to the current client): the scheduled tasks reach the workers instead
+            if any(a.client is not self.client for a, _ in actors):
+                # bound to another client all the same: the tasks reach the workers instead
                 self.dispatch = DaskDispatch.TASK
+                self._drop(workers)
                 return self._task_answers(fn, calls)
             method = "partitions" if fn is bamql_partitions else "task"
-            futures = [getattr(a, method)(blob) for a, (_, blob) in zip(actors, calls, strict=True)]
+            futures = [getattr(a, method)(blob)
+                       for (a, _), (_, blob) in zip(actors, calls, strict=True)]
             while True:
                 try:
                     return self.client.sync(_all, futures, callback_timeout=WATCH_S)
-                except TimeoutError:  # still running: are their workers there?
+                except TimeoutError:  # still running: are their workers and actors there?
                     self._watch(workers)
+                    lost = [w for w, (_, f) in zip(workers, actors, strict=True)
+                            if f.status != "finished"]
+                    if lost:
+                        raise ConnectionError(f"the actor on worker {lost[0]} was lost") \
+                            from None
         except BaseException:
-            with self._lock:
-                for w in workers:
-                    self._actors.pop(w, None)
+            self._drop(workers)
             raise
 
     def _task_answers(self, fn, calls: list[tuple[str, bytes]]) -> list[bytes]:

@@ -172,6 +172,7 @@ class Session:
         #: (SQL text, the stored tables) of queries that name no file and no registered
         #: table: ``_bind_files`` leaves them as they are without parsing them again
         self._plain: LRU = LRU(256)
+        self._registered_gen = 0  # counts register() and unregister() calls (``_plain``)
         #: small stored tables read whole to be joined as dimension tables (``_dims_for``)
         self._stored_dims: dict[str, Dimension] = {}
         self._plans: LRU = LRU(256)  # (IR, medium) -> plan of the table's first partition
@@ -314,6 +315,7 @@ class Session:
             self.dimensions[name] = dim
             self._parsed.clear()  # a join's key sets are computed when it is translated
             self._plain.clear()  # a FROM of that name now reads the registered table
+            self._registered_gen += 1
 
     def unregister(self, name: str) -> None:
         """Forget the table registered as ``name`` (DuckDB's ``unregister``); a name that
@@ -326,6 +328,7 @@ class Session:
             del self.dimensions[name]
             self._parsed.clear()
             self._plain.clear()
+            self._registered_gen += 1
             self._explained.clear()
 
     def catalog(self) -> dict:
@@ -339,9 +342,11 @@ class Session:
         key = (text, frozenset(self.stores))
         if self._plain.get(key) is not None:
             return text
+        registered = self._registered_gen
         out = bind_files(text, self.stores, self._file_table, self._registered_table)
-        if out is text:
-            self._plain.put(key, True)
+        with self._lock:  # not if a table was registered or dropped meanwhile
+            if out is text and registered == self._registered_gen:
+                self._plain.put(key, True)
         return out
 
     def _registered_table(self, name: str) -> str | None:
@@ -744,6 +749,9 @@ class Session:
         with getattr(self, "_lock", threading.Lock()):
             for key in list(getattr(self, "_in_place", ())):
                 self._drop_in_place(key)
+        dask = getattr(self, "_dask", None)
+        if dask is not None and hasattr(dask, "close"):
+            dask.close()  # its workers' actors released: Dask may retire those workers
         if getattr(self, "_own_cluster", False):
             cluster = getattr(self.cluster, "cluster", None)
             self.cluster.close()

@@ -348,6 +348,29 @@ def test_eight_threads_share_one_session_on_the_cluster(parted, single):
             assert sorted(con._dask._actors) == sorted(con._dask.workers())
 
 
+def test_a_closed_session_lets_dask_retire_its_workers(parted, single):
+    # an actor keeps Dask from retiring its worker: the session releases its actors as it
+    # closes, and a session on a client that is not the process's default one calls its
+    # own actors (never falling back to tasks)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client, \
+            distributed.Client(cluster, set_as_default=False) as other:
+        with bamql.connect(parted, device="cpu", cluster=client) as con:
+            assert_same_rows(con.sql(QUERIES["q06"]).rows(), single["q06"], ordered=False)
+            first = con._dask.workers()[0]
+        with bamql.connect(parted, device="cpu", cluster=other) as con2:
+            with distributed.get_task_stream(other) as stream:
+                assert_same_rows(con2.sql(QUERIES["q01"]).rows(), single["q01"], ordered=False)
+            assert con2._dask.dispatch == "actor" and len(con2._dask._actors) == 2
+        assert not [t for t in stream.data if str(t["key"]).startswith("bamql_partitions")]
+        retired, deadline = {}, time.monotonic() + 20
+        while not retired and time.monotonic() < deadline:  # once the releases reached
+            retired = client.retire_workers([first], close_workers=True)  # the scheduler
+            time.sleep(0.2)
+        assert first in retired  # no actor holds it
+
+
 def _leave(dask_worker) -> None:
     """On a worker (``client.run``): close it, once this call has answered."""
     dask_worker.loop.add_callback(dask_worker.close)

@@ -129,3 +129,25 @@ def test_an_unknown_table_lists_the_registered_ones_too():
         for sql in ("SELECT COUNT(*) FROM nope", "SELECT COUNT(*) FROM (SELECT * FROM nope)"):
             with pytest.raises(PlanError, match=r"unknown table 'nope' \(tables: pm, zones\)"):
                 con.sql(sql)
+
+
+def test_a_table_registered_while_a_query_is_bound_is_not_missed(session, monkeypatch):
+    # a text bound just before ``d`` is registered is not remembered as naming no
+    # registered table: the same text run again reads ``d``
+    from bamql.planner import files
+
+    real = files.bind_files
+
+    def registering_meanwhile(text, *args, **kwargs):
+        out = real(text, *args, **kwargs)
+        if "d" not in session.dimensions:
+            session.register("d", _table())
+        return out
+
+    monkeypatch.setattr(files, "bind_files", registering_meanwhile)
+    sql = "SELECT COUNT(*) AS n FROM d"
+    try:
+        session.sql(sql)
+    except PlanError:
+        pass  # bound before the table was there
+    assert session.sql(sql).rows() == [(5,)]
