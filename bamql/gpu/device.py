@@ -46,6 +46,53 @@ def share_simulator_atomics() -> None:
             setattr(kernelapi, name, lock)
 
 
+def share_simulator_shared_arrays() -> None:
+    """Make numba's simulated ``cuda.shared.array`` give every thread of a block one array.
+
+    The simulator keeps a block's shared arrays in a dict keyed by the calling line, and two
+    threads that reach the line together can each find it empty and make an array of their
+    own: the block's threads then add into different arrays, and the contributions of one
+    are lost from the block's merge (or garbage from an array nobody initialized is merged).
+    It shows under load as a sum or count slightly off, run to run. One lock around the
+    lookup restores the hardware's single shared array. Call it before a simulated kernel
+    runs (with ``share_simulator_atomics``: ``fix_simulator``).
+    """
+    import sys
+    import threading
+
+    from numba.core import types
+    from numba.cuda.simulator import kernelapi
+    from numba.np import numpy_support
+
+    shared = kernelapi.FakeCUDAShared
+    if getattr(shared, "_bamql_locked", False):
+        return
+    original = shared.array
+    lock = threading.Lock()
+
+    def array(self, shape, dtype, alignment=None):
+        if shape == 0 or alignment is not None:  # dynamic shared memory: no lookup
+            return original(self, shape, dtype, alignment)
+        if isinstance(dtype, types.Type):
+            dtype = numpy_support.as_dtype(dtype)
+        f = sys._getframe(1)  # the kernel's line, as the simulator keys it
+        caller = (f.f_code.co_filename, f.f_lineno)
+        with lock:
+            res = self._allocations.get(caller)
+            if res is None:
+                res = self._allocations[caller] = np.empty(shape, dtype)
+        return res
+
+    shared.array = array
+    shared._bamql_locked = True
+
+
+def fix_simulator() -> None:
+    """The simulator's atomics and shared arrays made to behave as a GPU's do."""
+    share_simulator_atomics()
+    share_simulator_shared_arrays()
+
+
 def _driver_loads() -> bool:
     """Whether a CUDA driver library loads here, by the names numba-cuda tries on Linux (a
     driver named by ``NUMBA_CUDA_DRIVER``, or another platform, counts as present: numba

@@ -35,9 +35,9 @@ if SIMULATOR:  # the simulator has neither nanosleep nor ldcg
 
     import time as _time
 
-    from bamql.gpu.device import share_simulator_atomics
+    from bamql.gpu.device import fix_simulator
 
-    share_simulator_atomics()
+    fix_simulator()
 
     @cuda.jit(device=True)
     def backoff():

@@ -28,6 +28,11 @@ from bamql.planner import ir
 from bamql.planner.domains import HashSlots
 from bamql.planner.domains import n_slots as group_slots
 
+if SIMULATOR:  # the generated kernels' shared arrays and atomics, as on a GPU
+    from bamql.gpu.device import fix_simulator
+
+    fix_simulator()
+
 #: Compiled kernels by source; constants are arguments, so a source is a query shape.
 _cache: LRU = LRU(256)
 _lock = threading.Lock()

@@ -98,3 +98,47 @@ def test_simulated_atomics_of_different_kinds_do_not_lose_updates():
                        timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "atomics ok" in r.stdout
+
+
+def test_a_blocks_threads_share_one_simulated_shared_array(monkeypatch):
+    # numba's simulator looks a block's shared array up by the calling line and makes it
+    # when missing, with no lock: threads that reach the line together could each make
+    # their own, and one thread's additions were lost from the block's merge (CI saw a
+    # grouped AVG and a COUNT off under load). Here the allocation yields the GIL between
+    # the lookup and the store, as a busy machine may: every thread still gets one array.
+    import threading
+    import time
+
+    import numpy as np
+    from numba.cuda.simulator import kernelapi
+
+    from bamql.gpu import device
+
+    device.fix_simulator()
+
+    class SlowNumpy:
+        def __getattr__(self, name):
+            return getattr(np, name)
+
+        @staticmethod
+        def empty(*args, **kwargs):
+            time.sleep(0.002)  # another thread runs meanwhile
+            return np.empty(*args, **kwargs)
+
+    monkeypatch.setattr(device, "np", SlowNumpy())
+    block = kernelapi.FakeCUDAShared(0)
+    start = threading.Barrier(16)
+    got: list = []
+
+    def thread() -> None:
+        start.wait()
+        got.append(block.array(4, np.int64))  # one line: one shared array
+
+    threads = [threading.Thread(target=thread) for _ in range(16)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert len(got) == 16 and len({id(a) for a in got}) == 1
+    # arrays made on other lines stay apart, as the simulator keys them
+    assert block.array(4, np.int64) is not got[0]
