@@ -248,19 +248,18 @@ class Builder:
         items = self.expand(s.expressions, src.cols)
         names = [out_name(x) for x in items]
         exprs = [_unalias(x) for x in items]
-        having = _arg(s, "having")
-        having = having.this if having is not None else None
-        if having is not None:  # a select alias in HAVING means its expression (DuckDB)
-            aliases = {x.alias.lower(): _unalias(x) for x in items if isinstance(x, exp.Alias)}
+        aliases = {x.alias.lower(): _unalias(x) for x in items if isinstance(x, exp.Alias)}
 
-            def alias_ref(node):
-                if isinstance(node, exp.Column) and not node.table and \
-                        node.name.lower() in aliases and resolve(src.cols, node) is None:
-                    return aliases[node.name.lower()].copy()
-                return node
-            having = _transform(having.copy(), alias_ref)
+        def alias_ref(node):
+            if isinstance(node, exp.Column) and not node.table and \
+                    node.name.lower() in aliases and resolve(src.cols, node) is None:
+                return aliases[node.name.lower()].copy()
+            return node
+        # a select alias in HAVING or QUALIFY means its expression (DuckDB)
+        having = _arg(s, "having")
+        having = _transform(having.this.copy(), alias_ref) if having is not None else None
         qualify = _arg(s, "qualify")
-        qualify = qualify.this if qualify is not None else None
+        qualify = _transform(qualify.this.copy(), alias_ref) if qualify is not None else None
         order = [o for o in (_arg(s, "order").expressions if _arg(s, "order") else [])]
         group = _arg(s, "group")
         aggs: list[exp.Expression] = []

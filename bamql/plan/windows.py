@@ -4,17 +4,15 @@ NaN above every number, RANGE frames over peers)."""
 
 from __future__ import annotations
 
-from decimal import Decimal
-from fractions import Fraction
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
-from bamql.errors import OutOfRangeError, PlanError
+from bamql.errors import PlanError
 from bamql.plan import nodes as n
-from bamql.plan.expr import Evaluator, Rel, broadcast, unscaled_int
+from bamql.plan.expr import Evaluator, Rel, broadcast
+from bamql.plan.frames import Frames, Reach, frame_aggregate
 
 D = "duckdb"
 
@@ -185,30 +183,6 @@ def _window(w: exp.Window, ev: Evaluator, rows: int) -> pa.Array:
     return res.take(pa.array(inv))
 
 
-def _frame_sums(vv: np.ndarray, lo: np.ndarray, hi: np.ndarray, empty: np.ndarray) -> np.ndarray:
-    """The sum of ``vv[lo[i]:hi[i]+1]`` for each row ``i`` (0 where the frame is empty)."""
-    if len(vv) == 0:
-        return vv
-    ext = np.concatenate([vv, np.zeros(1, vv.dtype)])
-    idx = np.empty(2 * len(lo), np.int64)
-    idx[0::2] = np.where(empty, 0, lo)
-    idx[1::2] = np.where(empty, 1, hi + 1)
-    sums = np.add.reduceat(ext, idx)[0::2]
-    return np.where(empty, 0, sums) if vv.dtype != object else np.array(
-        [0 if e else x for x, e in zip(sums, empty, strict=True)], dtype=object)
-
-
-def _exact_sums(tot: np.ndarray, cnt: np.ndarray, scale: int) -> pa.Array:
-    """Each frame's exact sum of unscaled integers as DuckDB's SUM of an integer or a
-    DECIMAL(p, ``scale``) gives it: a DECIMAL(38, scale) (HUGEINT), NULL where the frame has
-    no value; a sum past 38 digits is DuckDB's overflow error."""
-    if any(c and abs(int(x)) >= 10**38 for x, c in zip(tot, cnt, strict=True)):
-        raise OutOfRangeError("Overflow in SUM of DECIMAL: the result does not fit in "
-                              "DECIMAL(38)")
-    return pa.array([None if c == 0 else Decimal(f"{int(x)}E-{scale}")
-                     for x, c in zip(tot, cnt, strict=True)], pa.decimal128(38, scale))
-
-
 def _bounds(kind, s, e, pos, begin, end, pb, pe):
     if kind == "range":
         lo = begin if s is None else pb
@@ -220,55 +194,13 @@ def _bounds(kind, s, e, pos, begin, end, pb, pe):
 
 
 def _frame_agg(f, w, ev: Evaluator, take, rows, has_order, pos, begin, end, pb, pe) -> pa.Array:
-    name = type(f).__name__
     kind, s, e = _frame(w, has_order)
     lo, hi = _bounds(kind, s, e, pos, begin, end, pb, pe)
-    empty = lo > hi
-    lo_c, hi_c = np.clip(lo, 0, rows), np.clip(hi, -1, rows - 1)
-    if name == "Count" and (f.this is None or isinstance(f.this, exp.Star)):
-        return pa.array(np.where(empty, 0, hi_c - lo_c + 1), pa.int64())
-    arg = f.this
-    if isinstance(arg, exp.Distinct):
+    reach = (Reach.WHOLE if s is None and e is None else Reach.FROM_START if s is None
+             else Reach.TO_END if e is None else Reach.BOUNDED)
+    frames = Frames(lo, hi, begin, end, reach)
+    if type(f).__name__ == "Count" and (f.this is None or isinstance(f.this, exp.Star)):
+        return frame_aggregate("Count", None, frames)
+    if isinstance(f.this, exp.Distinct):
         raise PlanError("DISTINCT inside a window function is not supported")
-    a = ev.array(arg).take(take)
-    valid = pc.is_valid(a).to_numpy(zero_copy_only=False)
-    cn = np.concatenate([[0], np.cumsum(valid.astype(np.int64))])
-    cnt = np.where(empty, 0, cn[hi_c + 1] - cn[lo_c])
-    if name == "Count":
-        return pa.array(cnt, pa.int64())
-    if name in ("Sum", "Avg"):
-        t = a.type
-        if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)):
-            raise PlanError(f"{name.upper()}() OVER needs numbers, got a {t} value")
-        # each frame summed on its own (no differences of running sums: exact for integers
-        # and decimals, no cancellation for doubles)
-        scale = t.scale if pa.types.is_decimal(t) else 0
-        if pa.types.is_floating(t):
-            vv = a.cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False)
-        else:  # Python's integers (a DECIMAL's unscaled ones): Decimal would round to 28 digits
-            vv = np.array([0 if x is None else unscaled_int(x, scale) if scale else int(x)
-                           for x in a.to_pylist()], dtype=object)
-        tot = _frame_sums(vv, lo_c, hi_c, empty)
-        if name == "Sum":
-            if pa.types.is_floating(t):
-                return pa.array(tot, pa.float64(), mask=cnt == 0)
-            return _exact_sums(tot, cnt, scale)
-        with np.errstate(all="ignore"):  # the nearest double to the exact sum, over the count
-            avg = [None if c == 0 else float(x) / int(c) if pa.types.is_floating(t)
-                   else float(Fraction(int(x), 10**scale)) / int(c)
-                   for x, c in zip(tot, cnt, strict=True)]
-            return pa.array(avg, pa.float64())
-    if name in ("Min", "Max"):
-        out = []
-        fl = pa.types.is_floating(a.type)
-        for a_, b_ in zip(lo_c, hi_c, strict=True):
-            seg = a.slice(int(a_), max(int(b_) - int(a_) + 1, 0))
-            val = pc.min_max(seg)["min" if name == "Min" else "max"].as_py()
-            if fl and len(seg) and val is not None or (fl and len(seg) and seg.null_count < len(seg)):
-                nans = pc.is_nan(seg)
-                some, every = pc.any(nans).as_py(), pc.all(nans).as_py()
-                if (name == "Max" and some) or (name == "Min" and every):
-                    val = float("nan")  # NaN is above every number
-            out.append(val)
-        return pa.array(out, a.type)
-    raise PlanError(f"window function {name.upper()}() is not supported")
+    return frame_aggregate(type(f).__name__, ev.array(f.this).take(take), frames)
