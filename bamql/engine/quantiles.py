@@ -122,18 +122,17 @@ def _quantile(slot: np.ndarray, v: np.ndarray, a: ir.Agg, present: np.ndarray) -
     """Quantile ``a`` of the values ``v`` per group ``slot``, at the groups ``present``
     (DuckDB's definitions: ``quantile_cont`` interpolates at ``q * (n - 1)``,
     ``quantile_disc`` takes the value at ``ceil(q * n) - 1``; NaN sorts above +inf)."""
-    idx = np.lexsort((v, slot))
-    s, x = slot[idx], v[idx]
-    groups, first, count = np.unique(s, return_index=True, return_counts=True)
+    x, groups, first, count, ordered = _by_group(slot, v)
     q = float(a.param)
     if a.func == "quantile_disc":
         at = np.maximum(np.ceil(count * q).astype(np.int64), 1) - 1
-        got = x[first + at]
+        got = _select(x, first, count, ordered, first + at)
     else:
-        x = x.astype(np.float64)
         pos = q * (count - 1)
         lo, hi = np.floor(pos).astype(np.int64), np.ceil(pos).astype(np.int64)
-        xl, xh = x[first + lo], x[first + hi]
+        got2 = _select(x, first, count, ordered, first + lo, first + hi)
+        xl, xh = got2[0].astype(np.float64), got2[1].astype(np.float64)
+        x = x.astype(np.float64)
         with np.errstate(all="ignore"):
             # equal neighbours are the answer as they are (two infinities, two -0.0s)
             got = np.where((lo == hi) | (xl == xh), xl, xl + (pos - lo) * (xh - xl))
@@ -141,3 +140,44 @@ def _quantile(slot: np.ndarray, v: np.ndarray, a: ir.Agg, present: np.ndarray) -
     has = (i < len(groups)) & (groups[i] == present) if len(groups) else np.zeros(len(present), bool)
     out = got[i] if len(groups) else np.zeros(len(present), x.dtype if len(x) else np.float64)
     return out, has
+
+
+#: Groups up to which each group's order statistics are selected on its own values (a
+#: partial sort per group); past it, every value is sorted by group and value at once.
+_SELECT_GROUPS = 4096
+
+
+def _by_group(slot: np.ndarray, v: np.ndarray):
+    """The values grouped by slot (ascending): (values, each group's slot, first
+    position and count, and whether values are ordered within groups). Few groups of
+    small slots: a stable radix sort of the slots alone, the values within a group left
+    unordered (``_select`` orders what it needs); else sorted by slot and value."""
+    if len(slot) and 0 <= slot.min() and slot.max() < 2**16:
+        sizes = np.bincount(slot)
+        groups = np.flatnonzero(sizes)
+        if len(groups) <= _SELECT_GROUPS:
+            count = sizes[groups]
+            first = np.concatenate([[0], np.cumsum(count)[:-1]]).astype(np.int64)
+            idx = np.argsort(slot.astype(np.uint16), kind="stable")  # a radix sort
+            return v[idx], groups, first, count, False
+    idx = np.lexsort((v, slot))
+    groups, first, count = np.unique(slot[idx], return_index=True, return_counts=True)
+    return v[idx], groups, first, count, True
+
+
+def _select(x: np.ndarray, first: np.ndarray, count: np.ndarray, ordered: bool,
+            *at: np.ndarray):
+    """The values at positions ``at`` (each group's k-th smallest, as if each group's
+    values were sorted, NaN last): read off where the values are ``ordered`` within
+    groups, else one partial sort per group; a tuple where ``at`` is several, else one
+    array."""
+    out = [np.empty(len(first), x.dtype) for _ in at]
+    if ordered or not len(x):
+        out = [x[p] for p in at] if len(x) else out
+    else:
+        for g, (f, c) in enumerate(zip(first.tolist(), count.tolist(), strict=True)):
+            ks = sorted({int(p[g]) - f for p in at})
+            seg = np.partition(x[f:f + c], ks)
+            for o, p in zip(out, at, strict=True):
+                o[g] = seg[int(p[g]) - f]
+    return tuple(out) if len(at) > 1 else out[0]
