@@ -170,7 +170,8 @@ def _label(node: n.Node) -> str:
         sets = f" sets {list(node.sets)}" if node.sets is not None else ""
         return f"HashAggregate by {keys}{sets}: {', '.join(_sql(a) for a in node.aggs)} (CPU)"
     if isinstance(node, n.Window):
-        return "Window " + ", ".join(_sql(w) for w in node.funcs) + " (CPU)"
+        keep = f"; only the rows that can rank at most {node.keep}" if node.keep is not None else ""
+        return "Window " + ", ".join(_sql(w) for w in node.funcs) + f" (CPU{keep})"
     if isinstance(node, n.Join):
         on = f" ON {_sql(node.on)}" if node.on is not None else ""
         return f"HashJoin {node.kind.name}{on} (CPU)"

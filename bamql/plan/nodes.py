@@ -191,10 +191,13 @@ class Aggregate(Node):
 
 @dataclass(frozen=True, eq=False)
 class Window(Node):
-    """The child's columns, then one ``__w<i>`` per window function."""
+    """The child's columns, then one ``__w<i>`` per window function. ``keep``: the node
+    above reads only rows whose one function (``ROW_NUMBER`` or ``RANK``) is at most
+    ``keep``, so the operator may drop rows that cannot be among them (``plan.topk``)."""
 
     child: Node
     funcs: tuple[exp.Window, ...]
+    keep: int | None = None
 
     @property
     def cols(self) -> tuple[ColName, ...]:

@@ -18,7 +18,7 @@ from bamql.plan import nodes as n
 from bamql.plan.aggregates import aggregate_rel
 from bamql.plan.expr import _HANDLERS as HANDLERS
 from bamql.plan.expr import Evaluator, Rel, Value, _coerce, _common, broadcast, canonical, in_array
-from bamql.plan.windows import order_indices, window_rel
+from bamql.plan.windows import order_indices, top_candidates, window_rel
 
 D = "duckdb"
 
@@ -157,6 +157,8 @@ def _aggregate(node: n.Aggregate, ctx: Context) -> Rel:
 @execute.register
 def _window(node: n.Window, ctx: Context) -> Rel:
     rel = execute(node.child, ctx)
+    if node.keep is not None:
+        rel = top_candidates(rel, node, evaluator(rel, (), ctx))
     return window_rel(rel, node, evaluator(rel, (), ctx))
 
 

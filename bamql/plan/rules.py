@@ -13,9 +13,10 @@ from collections.abc import Callable
 
 from sqlglot import exp
 
+from bamql.errors import PlanError
 from bamql.plan import nodes as n
 from bamql.plan.build import Catalog, columns_in, conjuncts, is_agg
-from bamql.plan.expr import find
+from bamql.plan.expr import find, resolve
 
 D = "duckdb"
 Rule = Callable[[n.Node, Catalog], n.Node]
@@ -68,6 +69,16 @@ def push_filters(node: n.Node, cat: Catalog) -> n.Node:
         kind = n.JoinType.INNER if cond else n.JoinType.CROSS
         j = n.Join(lnode, rnode, kind, exp.and_(*cond) if cond else None)
         return n.Filter(j, exp.and_(*rest)) if rest else j
+    if isinstance(child, n.Alias | n.Project):
+        down, rest = [], []
+        for c in parts:
+            moved = _below(c, child) if _plain(c) else None
+            (rest if moved is None else down).append(c if moved is None else moved)
+        if not down:
+            return node
+        inner = _again(n.Filter(child.child, exp.and_(*down)), cat)
+        moved_node = child.with_children(inner)
+        return n.Filter(moved_node, exp.and_(*rest)) if rest else moved_node
     if isinstance(child, n.Scan):
         down, rest = [], []
         for c in parts:
@@ -78,6 +89,95 @@ def push_filters(node: n.Node, cat: Catalog) -> n.Node:
             return node
         scan = dataclasses.replace(child, predicate=(*child.predicate, *down))
         return n.Filter(scan, exp.and_(*rest)) if rest else scan
+    return node
+
+
+def _below(cond: exp.Expression, node: n.Alias | n.Project) -> exp.Expression | None:
+    """``cond`` over ``node``'s columns as the same condition over its child's (an alias's
+    columns by position, a projection's where it passes a column through); None where a
+    column it reads is computed by the projection or cannot be told apart."""
+    below = node.child.cols
+    swaps: dict[int, exp.Expression] = {}
+    for c in columns_in(cond):
+        try:
+            i = resolve(node.cols, c)
+        except PlanError:
+            return None
+        if i is None:
+            return None
+        if isinstance(node, n.Project):
+            e = node.exprs[i]
+            if not isinstance(e, exp.Column):
+                return None
+            swaps[id(c)] = e.copy()
+        else:
+            if i >= len(below):
+                return None
+            q, name = below[i]
+            ref = exp.Column(this=exp.to_identifier(name, quoted=True),
+                             table=exp.to_identifier(q, quoted=True) if q else None)
+            try:
+                if resolve(below, ref) != i:
+                    return None
+            except PlanError:
+                return None
+            swaps[id(c)] = ref
+    out = cond.copy()
+    for old, new in zip(columns_in(cond), columns_in(out), strict=True):
+        new.replace(swaps[id(old)].copy())
+    return out
+
+
+def limit_window(node: n.Node, cat: Catalog) -> n.Node:
+    """A Filter that keeps rows whose ``ROW_NUMBER()`` or ``RANK()`` is at most ``k``
+    (``<= k``, ``< k + 1``, ``= k``, either side) marks its Window ``keep = k``, so that the
+    window runs over only the rows that can be among them (``plan.topk``); the Filter stays."""
+    if not isinstance(node, n.Filter) or node.subplans or not isinstance(node.child, n.Window):
+        return node
+    win = node.child
+    if len(win.funcs) != 1 or win.keep is not None:
+        return node
+    f = win.funcs[0].this
+    if not isinstance(f, exp.RowNumber | exp.Rank) or not win.funcs[0].args.get("order"):
+        return node
+    at = len(win.cols) - 1
+    best = None
+    for c in conjuncts(node.condition):
+        k = _rank_bound(c, win.cols, at)
+        if k is not None:
+            best = k if best is None else min(best, k)
+    if best is None:
+        return node
+    return dataclasses.replace(node, child=dataclasses.replace(win, keep=max(best, 0)))
+
+
+def _rank_bound(c: exp.Expression, cols, at: int) -> int | None:
+    """``k`` where ``c`` holds only for column ``at`` at most ``k`` (an integer constant)."""
+    flip = {exp.GTE: exp.LTE, exp.GT: exp.LT, exp.LTE: exp.GTE, exp.LT: exp.GT, exp.EQ: exp.EQ}
+    if type(c) not in flip:
+        return None
+    left, right, kind = c.this, c.expression, type(c)
+    if isinstance(left, exp.Literal):
+        left, right, kind = right, left, flip[kind]
+    if not (isinstance(left, exp.Column) and isinstance(right, exp.Literal)) or right.is_string:
+        return None
+    try:
+        if resolve(cols, left) != at:
+            return None
+        k = int(right.this)
+    except (PlanError, ValueError):
+        return None
+    if kind is exp.LTE or kind is exp.EQ:
+        return k
+    if kind is exp.LT:
+        return k - 1
+    return None
+
+
+def _again(node: n.Node, cat: Catalog) -> n.Node:
+    """Every rule applied to a node a rule made (its children are optimized already)."""
+    for rule in RULES:
+        node = rule(node, cat)
     return node
 
 
@@ -114,7 +214,7 @@ def fuse_aggregate(node: n.Node, cat: Catalog) -> n.Node:
     return n.Fused(sql, tuple(x.alias for x in items))
 
 
-RULES: tuple[Rule, ...] = (push_filters, fuse_aggregate)
+RULES: tuple[Rule, ...] = (push_filters, limit_window, fuse_aggregate)
 
 
 def optimize(node: n.Node, cat: Catalog, rules: tuple[Rule, ...] = RULES) -> n.Node:

@@ -13,6 +13,7 @@ from bamql.errors import PlanError
 from bamql.plan import nodes as n
 from bamql.plan.expr import Evaluator, Rel, broadcast
 from bamql.plan.frames import Frames, Reach, frame_aggregate
+from bamql.plan.topk import candidates
 
 D = "duckdb"
 
@@ -104,6 +105,21 @@ def window_rel(rel: Rel, node: n.Window, ev: Evaluator) -> Rel:
     for w in node.funcs:
         out.append(_window(w, ev, rel.rows))
     return Rel.of(out, node.cols)
+
+
+def top_candidates(rel: Rel, node: n.Window, ev: Evaluator) -> Rel:
+    """``rel`` without rows that cannot have the one function of ``node`` at most
+    ``node.keep`` (``plan.topk``): all of it where that cannot be told here."""
+    (w,) = node.funcs
+    order = w.args.get("order")
+    if not order or not order.expressions:
+        return rel
+    o = order.expressions[0]
+    first = (broadcast(ev.array(o.this), rel.rows), bool(o.args.get("desc")),
+             bool(o.args.get("nulls_first")))
+    parts = [broadcast(ev.array(p), rel.rows) for p in (w.args.get("partition_by") or [])]
+    mask = candidates(parts, first, node.keep, rel.rows)
+    return rel if mask is None else Rel(rel.table.filter(pa.array(mask)), rel.cols)
 
 
 def _window(w: exp.Window, ev: Evaluator, rows: int) -> pa.Array:

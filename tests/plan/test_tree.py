@@ -48,6 +48,45 @@ def test_a_condition_the_kernel_refuses_stays_above_the_scan():
     assert any(isinstance(x, n.Filter) and "UPPER" in x.condition.sql().upper() for x in n.walk(node))
 
 
+@pytest.mark.parametrize("sql", [
+    "SELECT vendor_id, fare_amount FROM trips QUALIFY ROW_NUMBER() OVER "
+    "(PARTITION BY vendor_id ORDER BY fare_amount DESC) <= 3",
+    "SELECT * FROM (SELECT vendor_id, RANK() OVER (PARTITION BY vendor_id ORDER BY fare_amount) "
+    "AS r FROM trips) AS t WHERE t.r < 4 AND vendor_id > 0",
+    "SELECT * FROM (SELECT vendor_id, ROW_NUMBER() OVER (ORDER BY fare_amount) AS rn FROM trips) "
+    "WHERE 3 >= rn",
+])
+def test_a_filter_on_a_rank_marks_its_window_to_keep_the_top_rows(sql):
+    node = _plan(sql, _catalog())
+    win = next(x for x in n.walk(node) if isinstance(x, n.Window))
+    assert win.keep == 3
+    parent = next(x for x in n.walk(node) if win in x.children)
+    assert isinstance(parent, n.Filter)  # the ranks are still filtered above the window
+
+
+@pytest.mark.parametrize("sql", [
+    # another function beside the rank, or a rank without an order: every row is needed
+    "SELECT * FROM (SELECT vendor_id, ROW_NUMBER() OVER (ORDER BY fare_amount) AS rn, "
+    "SUM(fare_amount) OVER () AS s FROM trips) WHERE rn <= 3",
+    "SELECT vendor_id FROM trips QUALIFY ROW_NUMBER() OVER (PARTITION BY vendor_id) <= 3",
+    "SELECT vendor_id FROM trips QUALIFY DENSE_RANK() OVER (ORDER BY fare_amount) <= 3",
+    "SELECT vendor_id FROM trips QUALIFY ROW_NUMBER() OVER (ORDER BY fare_amount) > 3",
+])
+def test_a_window_the_top_rows_cannot_answer_keeps_every_row(sql):
+    node = _plan(sql, _catalog())
+    assert all(x.keep is None for x in n.walk(node) if isinstance(x, n.Window))
+
+
+def test_a_filter_over_a_derived_table_moves_into_its_scan():
+    # the kernel takes a WHERE over the table, not the derived table's SELECT whole
+    cat = _catalog(fusable=lambda sql: sql.startswith("SELECT COUNT(*)"))
+    node = _plan("SELECT * FROM (SELECT vendor_id, fare_amount FROM trips) AS t "
+                 "WHERE t.fare_amount > 5", cat)
+    scan = next(x for x in n.walk(node) if isinstance(x, n.Scan))
+    assert [p.sql() for p in scan.predicate] == ["fare_amount > 5"]
+    assert not any(isinstance(x, n.Filter) for x in n.walk(node))
+
+
 def test_nodes_rebuild_with_new_children():
     leaf = n.Fused("SELECT 1", ("a",))
     f = n.Filter(leaf, sqlglot.exp.true())
