@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from sqlglot import exp
 
 from bamql.errors import PlanError
@@ -66,18 +67,76 @@ def join_rel(left: Rel, right: Rel, node: n.Join, ev_of: Callable[[Rel], Evaluat
             x, y = _coerce(lev.array(a), rev.array(b))
             lk.append(canonical(x))
             rk.append(canonical(y))
+        kind = n.JoinType.INNER if node.kind == n.JoinType.CROSS else node.kind
+        found = _lookup(lk, rk, kind)
+        if found is not None:
+            return _finish(_combine(left, right, *found, cols), rest, ev_of, cols)
         names = [f"k{i}" for i in range(len(lk))]
         lt = pa.Table.from_arrays([*lk, pa.array(np.arange(left.rows))], names=[*names, "__l"])
         rt = pa.Table.from_arrays([*rk, pa.array(np.arange(right.rows))], names=[*names, "__r"])
-        kind = n.JoinType.INNER if node.kind == n.JoinType.CROSS else node.kind
         j = lt.join(rt, names, names, join_type=kind.value, use_threads=False, coalesce_keys=False)
         j = j.sort_by([("__l", "ascending"), ("__r", "ascending")])
         out = _combine(left, right, j.column("__l").combine_chunks(),
                        j.column("__r").combine_chunks(), cols)
+    return _finish(out, rest, ev_of, cols)
+
+
+def _finish(out: Rel, rest: list[exp.Expression], ev_of: Callable[[Rel], Evaluator], cols) -> Rel:
+    """The joined rows where the ON condition's other conjuncts hold (an inner join's)."""
     if rest:
         mask = ev_of(out).condition(exp.and_(*rest))
         out = Rel(out.table.filter(mask), cols)
     return out
+
+
+#: The most rows of a side whose keys are looked up directly (a hash set of its keys).
+LOOKUP_ROWS = 1 << 22
+
+
+def _lookup(lk: list, rk: list, kind: n.JoinType) -> tuple[pa.Array, pa.Array] | None:
+    """The row pairs of a join on one key whose build side (either side of an inner join,
+    the smaller first; the optional side of an outer one) holds each key at most once: each
+    row of the other side looks its key up in a hash set of the build side's
+    (``pc.index_in``), in that side's order, with no sort. None where the join is not of
+    that kind."""
+    if len(lk) != 1 or kind is n.JoinType.FULL:
+        return None
+    if kind is n.JoinType.INNER:
+        sides = (True, False) if len(lk[0]) < len(rk[0]) else (False, True)
+    else:
+        sides = (kind is n.JoinType.RIGHT,)
+    for build_left in sides:
+        build, probe = (lk[0], rk[0]) if build_left else (rk[0], lk[0])
+        found = _probe(build, probe, kind is n.JoinType.INNER)
+        if found is not None:
+            pi, bi = found
+            return (bi, pi) if build_left else (pi, bi)
+    return None
+
+
+def _probe(build: pa.Array, probe: pa.Array, inner: bool) -> tuple[pa.Array, pa.Array] | None:
+    """(probe rows, build rows) of the matches of ``probe``'s keys in ``build``'s, where
+    ``build`` holds each key at most once (every probe row where not ``inner``, a NULL build
+    row where it has no match); None where ``build`` repeats a key or is too large."""
+    if len(build) > LOOKUP_ROWS:
+        return None
+    valid = pc.is_valid(build).to_numpy(zero_copy_only=False)
+    keys = build.filter(pa.array(valid))
+    try:
+        if len(pc.unique(keys)) != len(keys):
+            return None
+        at = pc.index_in(probe, value_set=keys)
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError):
+        return None  # keys Arrow's hash sets do not take: the hash join does
+    rows = np.flatnonzero(valid)
+    if inner:
+        hit = pc.is_valid(at).to_numpy(zero_copy_only=False)
+        b = rows[at.filter(pa.array(hit)).to_numpy(zero_copy_only=False).astype(np.int64)]
+        return pa.array(np.flatnonzero(hit)), pa.array(b)
+    got = at.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    return pa.array(np.arange(len(probe))), pa.array(
+        rows[got] if len(rows) else np.zeros(len(probe), np.int64),
+        mask=pc.is_null(at).to_numpy(zero_copy_only=False))
 
 
 def _combine(left: Rel, right: Rel, li: pa.Array, ri: pa.Array, cols) -> Rel:
