@@ -69,7 +69,8 @@ def _arith(op, a, b):
 
 
 #: cuDF's name of each aggregate the baseline computes
-_CUDF_AGG = {"count": "count", "sum": "sum", "avg": "mean", "min": "min", "max": "max"}
+_CUDF_AGG = {"count": "count", "sum": "sum", "avg": "mean", "min": "min", "max": "max",
+             "median": "median"}
 
 
 def _host(s) -> tuple[np.ndarray, np.ndarray]:
@@ -209,7 +210,8 @@ def run_query(df, q: ir.Query | ir.RowQuery) -> list[tuple]:
             out.append(len(df))
             continue
         s = _series(a.arg, df)
-        v = {"count": s.count, "sum": s.sum, "avg": s.mean, "min": s.min, "max": s.max}[a.func]()
+        v = {"count": s.count, "sum": s.sum, "avg": s.mean, "min": s.min, "max": s.max,
+             "median": s.median}[a.func]()
         v = v.item() if hasattr(v, "item") else v
         out.append(None if v is not None and isinstance(v, float) and np.isnan(v) and a.func != "count"
                    and s.count() == 0 else v)
@@ -226,3 +228,54 @@ def dnf_filters(q: ir.Query) -> list | None:
         elif isinstance(c, ir.InList) and isinstance(c.arg, ir.Col) and not c.negated:
             terms.append((c.arg.name, "in", [v.value for v in c.values if v.value is not None]))
     return [terms] if terms else None
+
+
+# -- plan-tree queries, as a cuDF user writes each one ----------------------------------
+def _rows(frame) -> list[tuple]:
+    t = frame.reset_index(drop=True).to_arrow()
+    return [tuple(r.values()) for r in t.to_pylist()]
+
+
+def _w01(df) -> list[tuple]:
+    """The three largest fares of each pickup zone: sort, then each group's head."""
+    cols = ["pickup_location_id", "fare_amount", "trip_distance"]
+    top = df[cols].sort_values(cols, ascending=[True, False, False]).groupby(
+        "pickup_location_id", sort=False).head(3)
+    return _rows(top.sort_values(cols, ascending=[True, False, False]))
+
+
+def _r01(df) -> list[tuple]:
+    """Trips per hour and their running total: a groupby on the floored hour, a cumsum."""
+    import cudf
+
+    n = df.groupby(df["pickup_datetime"].dt.floor("h"), sort=True).size()
+    out = cudf.DataFrame({"hour": n.index, "n": n.values})
+    out["running"] = out["n"].cumsum()
+    return _rows(out)
+
+
+def _j01(df) -> list[tuple]:
+    """Trips above their zone's average fare: a groupby mean merged back onto the rows."""
+    z = df.groupby("pickup_location_id").agg(avg_fare=("fare_amount", "mean")).reset_index()
+    m = df[["pickup_location_id", "fare_amount"]].merge(z, on="pickup_location_id")
+    return [(int((m["fare_amount"] > m["avg_fare"]).sum()),)]
+
+
+#: The plan-tree benchmark queries that have a cuDF version: the columns each reads, and
+#: the function that answers it from a cuDF DataFrame of them.
+TREE = {
+    "w01": (("fare_amount", "pickup_location_id", "trip_distance"), _w01),
+    "r01": (("pickup_datetime",), _r01),
+    "j01": (("fare_amount", "pickup_location_id"), _j01),
+}
+
+
+def tree_query(sql: str):
+    """(columns, function) of the plan-tree benchmark query whose text is ``sql``; None
+    where it has no cuDF version here."""
+    from bamql.queries import load
+
+    for name, spec in TREE.items():
+        if load(name) == sql:
+            return spec
+    return None

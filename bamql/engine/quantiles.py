@@ -16,6 +16,7 @@ from bamql.config import Backend, Device, Medium
 from bamql.engine.accumulate import Grouped
 from bamql.engine.rows import Vec, morsel_envs, row_matches, widen
 from bamql.engine.stats import QueryStats
+from bamql.lazyjit import njit
 from bamql.planner import ir
 from bamql.planner.domains import strides as key_strides
 from bamql.planner.evaluate import evaluate
@@ -150,7 +151,7 @@ _SELECT_GROUPS = 4096
 def _by_group(slot: np.ndarray, v: np.ndarray):
     """The values grouped by slot (ascending): (values, each group's slot, first
     position and count, and whether values are ordered within groups). Few groups of
-    small slots: a stable radix sort of the slots alone, the values within a group left
+    small slots: a counting sort by slot alone, the values within a group left
     unordered (``_select`` orders what it needs); else sorted by slot and value."""
     if len(slot) and 0 <= slot.min() and slot.max() < 2**16:
         sizes = np.bincount(slot)
@@ -158,11 +159,25 @@ def _by_group(slot: np.ndarray, v: np.ndarray):
         if len(groups) <= _SELECT_GROUPS:
             count = sizes[groups]
             first = np.concatenate([[0], np.cumsum(count)[:-1]]).astype(np.int64)
-            idx = np.argsort(slot.astype(np.uint16), kind="stable")  # a radix sort
-            return v[idx], groups, first, count, False
+            starts = np.zeros(len(sizes), np.int64)
+            starts[groups] = first
+            return _scatter(slot, v, starts), groups, first, count, False
     idx = np.lexsort((v, slot))
     groups, first, count = np.unique(slot[idx], return_index=True, return_counts=True)
     return v[idx], groups, first, count, True
+
+
+@njit(cache=True)
+def _scatter(slot, v, starts):
+    """``v`` grouped by ``slot`` (a counting sort's last pass): slot ``s``'s values from
+    ``starts[s]`` on, in their order."""
+    at = starts.copy()
+    out = np.empty_like(v)
+    for i in range(len(v)):
+        s = slot[i]
+        out[at[s]] = v[i]
+        at[s] += 1
+    return out
 
 
 def _select(x: np.ndarray, first: np.ndarray, count: np.ndarray, ordered: bool,

@@ -187,6 +187,18 @@ class _Kept:
                for a, b in zip(self.outs + self.keys, other.outs + other.keys, strict=True)]
         return _Kept(cat[: len(self.outs)], cat[len(self.outs):])
 
+    @staticmethod
+    def concat(parts: list[_Kept]) -> _Kept:
+        """``parts`` one after another, in one concatenation per column (the empty ones
+        left out: concatenated with values they would widen ints)."""
+        parts = [p for p in parts if p.n] or parts[:1]
+        if len(parts) == 1:
+            return parts[0]
+        cols = [p.outs + p.keys for p in parts]
+        cat = [(np.concatenate([c[i][0] for c in cols]), np.concatenate([c[i][1] for c in cols]))
+               for i in range(len(cols[0]))]
+        return _Kept(cat[: len(parts[0].outs)], cat[len(parts[0].outs):])
+
     def take(self, idx: np.ndarray) -> _Kept:
         return _Kept([(v[idx], ok[idx]) for v, ok in self.outs],
                      [(v[idx], ok[idx]) for v, ok in self.keys])
@@ -213,6 +225,8 @@ def _partition_rows(store: PageStore, q: ir.RowQuery, medium: Medium, device: De
     kept = _Kept([(np.empty(0), np.empty(0, bool)) for _ in q.exprs],
                  [(np.empty(0), np.empty(0, bool)) for _ in q.order])
     t1 = time.perf_counter()
+    parts: list[_Kept] = []
+    count = 0
     for window, rows, vals in (matches if want != 0 else ()):
         if q.order and want is not None and len(rows) > want:
             # the order columns at every match, the rest only at the morsel's top ``want``
@@ -225,7 +239,7 @@ def _partition_rows(store: PageStore, q: ir.RowQuery, medium: Medium, device: De
             rows = rows[top]
             vals = {c: v[top] for c, v in vals.items()}
         elif want is not None and not q.order:
-            rows = rows[: want - kept.n]  # any rows will do: the first ones
+            rows = rows[: want - count]  # any rows will do: the first ones
             vals = {c: v[: len(rows)] for c, v in vals.items()}
         for c in q.columns:
             if c not in vals:
@@ -236,11 +250,17 @@ def _partition_rows(store: PageStore, q: ir.RowQuery, medium: Medium, device: De
                     [evaluate(e, env, n) for e, _, _ in q.order])
         got.outs = [widen(v, ok, n) for v, ok in got.outs]
         got.keys = [widen(v, ok, n) for v, ok in got.keys]
-        kept = kept.extend(got)
-        if want is not None and q.order and kept.n > want:
-            kept = kept.take(top_order(_order_keys(kept, q), want))
-        if want is not None and not q.order and kept.n >= want:
+        if want is not None and q.order:  # a top-k: what is kept stays small
+            kept = kept.extend(got)
+            if kept.n > want:
+                kept = kept.take(top_order(_order_keys(kept, q), want))
+            continue
+        parts.append(got)  # concatenated once, after the last morsel
+        count += got.n
+        if want is not None and count >= want:
             break
+    if parts:
+        kept = _Kept.concat([kept, *parts])
     stats.seconds = time.perf_counter() - t1
     stats.wall_seconds = time.perf_counter() - t0 - stats.compile_seconds
     return kept, stats

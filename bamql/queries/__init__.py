@@ -9,7 +9,7 @@ TAXI_QUERIES = ("q01", "q02", "q03", "q04", "q05", "q06")
 #: The queries that return rows (ORDER BY ... LIMIT), not groups.
 ROW_QUERIES = ("k01",)
 #: The queries that run through the plan tree (operators above fused kernels).
-TREE_QUERIES = ("a01", "a02")
+TREE_QUERIES = ("a01", "a02", "j01", "r01", "w01")
 
 
 def load(name: str) -> str:
