@@ -15,3 +15,25 @@ from __future__ import annotations
 import threading
 
 PARALLEL_LOCK = threading.RLock()
+
+_share: int | None = None
+
+
+def set_share(threads: int | None) -> None:
+    """The cores this process may use (a Dask worker's share of its machine's); None: all
+    it may run on."""
+    global _share
+    _share = threads
+
+
+def cores() -> int:
+    """The cores this process may use: its share where one was set, else every core it may
+    run on."""
+    if _share is not None:
+        return _share
+    import os
+
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1

@@ -122,36 +122,48 @@ class Matches:
         return fetch(self.store, self.src[column], rows, window, self.paths[column], self.stats,
                      len(rows), self.zst[column])
 
+    def windows(self):
+        """The plan's morsels (row windows), in row order."""
+        return _morsels(self.plan.ranges, max(MORSEL_ROWS, self.store.page_size))
+
+    def match(self, window: RowRanges) -> tuple[np.ndarray, dict[str, np.ndarray]] | None:
+        """The rows of ``window`` where every stage holds, with the stored values of the
+        predicate columns at them (None: no row); counts them in ``stats.rows_matched``.
+        Windows may be matched by several threads at once."""
+        store, stats = self.store, self.stats
+        rows = window.row_numbers()
+        vals: dict[str, np.ndarray] = {}
+        for (s, cols), fk in zip(self.filters, self.kernels, strict=True):
+            for c in s.columns:
+                vals[c] = self.fetch(c, rows, window)
+            if fk is None:
+                mask = _filter_wide(s.predicate, store, {c: vals[c] for c in cols}, len(rows))
+            else:
+                k, params = fk
+                mask = np.empty(len(rows), bool)
+                err = np.zeros(N_ERRORS, np.int64)
+                with kcpu.KERNEL_LOCK:
+                    k(len(rows), *[vals[c] for c in cols], *params, mask, err)
+                check_errors(err)  # an int64 overflow: one line, as in DuckDB
+            if mask.all():  # the stage kept every row: nothing to compact
+                continue
+            rows = rows[mask]
+            vals = {c: v[mask] for c, v in vals.items()}
+            if not len(rows):
+                return None
+        if not len(rows):
+            return None
+        with stats._lock:
+            stats.rows_matched += len(rows)
+        return rows, vals
+
     def __iter__(self):
         """(window, rows, stored values of the predicate columns at rows) per morsel with a
         matching row; counts the matches in ``stats.rows_matched``."""
-        store, stats = self.store, self.stats
-        size = max(MORSEL_ROWS, store.page_size)
-        for window in _morsels(self.plan.ranges, size):
-            rows = window.row_numbers()
-            vals: dict[str, np.ndarray] = {}
-            for (s, cols), fk in zip(self.filters, self.kernels, strict=True):
-                for c in s.columns:
-                    vals[c] = self.fetch(c, rows, window)
-                if fk is None:
-                    mask = _filter_wide(s.predicate, store, {c: vals[c] for c in cols}, len(rows))
-                else:
-                    k, params = fk
-                    mask = np.empty(len(rows), bool)
-                    err = np.zeros(N_ERRORS, np.int64)
-                    with kcpu.KERNEL_LOCK:
-                        k(len(rows), *[vals[c] for c in cols], *params, mask, err)
-                    check_errors(err)  # an int64 overflow: one line, as in DuckDB
-                if mask.all():  # the stage kept every row: nothing to compact
-                    continue
-                rows = rows[mask]
-                vals = {c: v[mask] for c, v in vals.items()}
-                if not len(rows):
-                    break
-            if not len(rows):
-                continue
-            stats.rows_matched += len(rows)
-            yield window, rows, vals
+        for window in self.windows():
+            got = self.match(window)
+            if got is not None:
+                yield window, *got
 
 
 def run_cpu(plan: PhysicalPlan, store: PageStore, stats: QueryStats) -> dict[str, np.ndarray]:

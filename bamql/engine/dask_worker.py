@@ -24,6 +24,7 @@ from bamql.engine.accumulate import combine_all
 from bamql.engine.partition import Domains, page_cache, plan_partition, run_partition
 from bamql.errors import BamqlError
 from bamql.lru import LRU
+from bamql.parallel import set_share
 from bamql.planner import ir
 from bamql.planner.physical import PhysicalPlan
 from bamql.storage.store import PageStore
@@ -116,6 +117,7 @@ def share_cores(workers_per_host: dict[str, int], dask_worker=None) -> int:
     here = max(1, workers_per_host.get(host, 1))
     mine = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     _threads = max(1, min(mine or 1, (os.cpu_count() or 1) // here))
+    set_share(_threads)  # the rows step's threads too
     return _threads
 
 

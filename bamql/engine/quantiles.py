@@ -14,7 +14,7 @@ import numpy as np
 
 from bamql.config import Backend, Device, Medium
 from bamql.engine.accumulate import Grouped
-from bamql.engine.rows import Vec, morsel_envs, row_matches, widen
+from bamql.engine.rows import Vec, column_env, map_morsels, row_matches, widen
 from bamql.engine.stats import QueryStats
 from bamql.lazyjit import njit
 from bamql.planner import ir
@@ -55,21 +55,29 @@ class QuantileTask:
         cols = tuple(dict.fromkeys(c for e in (*q.keys, *(q.aggs[j] for j in js))
                                    for c in ir.columns_of(e)))
         strides = key_strides(domains)
-        got: dict[int, list[Slotted]] = {j: [] for j in js}
         matches, st = row_matches(store, q.table, q.predicate, cols, self.medium, device, backend)
-        for env, n in morsel_envs(matches, store, cols):
+
+        def morsel(window, rows, vals) -> dict[int, Slotted]:
+            for c in cols:
+                if c not in vals:
+                    vals[c] = matches.fetch(c, rows, window)
+            env, n = column_env(store, {c: vals[c] for c in cols}), len(rows)
             slot = np.zeros(n, np.int64)
             for k, d, s in zip(q.keys, domains, strides, strict=True):
                 kv, kok = evaluate(k, env, n)
                 slot += np.where(kok, d.index(np.where(kok, kv, 0)) - d.base, d.size) * s
+            out = {}
             for j in js:
                 a = q.aggs[j]
                 v, ok = widen(*evaluate(a.arg, env, n), n)
                 if a.filter is not None:
                     fv, fok = widen(*evaluate(a.filter, env, n), n)
                     ok = ok & fv.astype(bool) & fok
-                got[j].append((slot[ok], v[ok]))
-        return {j: _cat(parts) for j, parts in got.items()}, st
+                out[j] = (slot[ok], v[ok])
+            return out
+
+        parts = map_morsels(matches, morsel)
+        return {j: _cat([p[j] for p in parts]) for j in js}, st
 
     def merge(self, partials: list[dict[int, Slotted | None]]) -> dict[int, Slotted | None]:
         """Partials in partition order as one: each quantile's slots and values

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import ClassVar
 
 import numpy as np
@@ -28,6 +29,7 @@ from bamql.engine.partition import Resident, page_cache, partition_stats
 from bamql.engine.result import arrow_column, exact_value, unique_names
 from bamql.engine.stats import QueryStats
 from bamql.lru import LRU
+from bamql.parallel import cores
 from bamql.planner import ir
 from bamql.planner.cost import MEDIA
 from bamql.planner.evaluate import evaluate
@@ -225,6 +227,11 @@ def _partition_rows(store: PageStore, q: ir.RowQuery, medium: Medium, device: De
     kept = _Kept([(np.empty(0), np.empty(0, bool)) for _ in q.exprs],
                  [(np.empty(0), np.empty(0, bool)) for _ in q.order])
     t1 = time.perf_counter()
+    if want is None:  # every matching row: the morsels side by side
+        kept = _Kept.concat([kept, *_all_rows(matches, store, q)])
+        stats.seconds = time.perf_counter() - t1
+        stats.wall_seconds = time.perf_counter() - t0 - stats.compile_seconds
+        return kept, stats
     parts: list[_Kept] = []
     count = 0
     for window, rows, vals in (matches if want != 0 else ()):
@@ -241,29 +248,61 @@ def _partition_rows(store: PageStore, q: ir.RowQuery, medium: Medium, device: De
         elif want is not None and not q.order:
             rows = rows[: want - count]  # any rows will do: the first ones
             vals = {c: v[: len(rows)] for c, v in vals.items()}
-        for c in q.columns:
-            if c not in vals:
-                vals[c] = matches.fetch(c, rows, window)
-        env = column_env(store, {c: vals[c] for c in q.columns})
-        n = len(rows)
-        got = _Kept([evaluate(exact_value(e), env, n) for e in q.exprs],
-                    [evaluate(e, env, n) for e, _, _ in q.order])
-        got.outs = [widen(v, ok, n) for v, ok in got.outs]
-        got.keys = [widen(v, ok, n) for v, ok in got.keys]
-        if want is not None and q.order:  # a top-k: what is kept stays small
+        got = _morsel_rows(matches, store, q, window, rows, vals)
+        if q.order:  # a top-k: what is kept stays small
             kept = kept.extend(got)
             if kept.n > want:
                 kept = kept.take(top_order(_order_keys(kept, q), want))
             continue
         parts.append(got)  # concatenated once, after the last morsel
         count += got.n
-        if want is not None and count >= want:
+        if count >= want:
             break
     if parts:
         kept = _Kept.concat([kept, *parts])
     stats.seconds = time.perf_counter() - t1
     stats.wall_seconds = time.perf_counter() - t0 - stats.compile_seconds
     return kept, stats
+
+
+def _morsel_rows(matches: Matches, store: PageStore, q: ir.RowQuery, window, rows: np.ndarray,
+                 vals: dict[str, np.ndarray]) -> _Kept:
+    """One morsel's output columns and order keys at its matching ``rows``."""
+    for c in q.columns:
+        if c not in vals:
+            vals[c] = matches.fetch(c, rows, window)
+    env = column_env(store, {c: vals[c] for c in q.columns})
+    n = len(rows)
+    got = _Kept([evaluate(exact_value(e), env, n) for e in q.exprs],
+                [evaluate(e, env, n) for e, _, _ in q.order])
+    got.outs = [widen(v, ok, n) for v, ok in got.outs]
+    got.keys = [widen(v, ok, n) for v, ok in got.keys]
+    return got
+
+
+def _all_rows(matches: Matches, store: PageStore, q: ir.RowQuery) -> list[_Kept]:
+    """Every morsel's matching rows, in row order."""
+    return map_morsels(matches, lambda window, rows, vals: _morsel_rows(
+        matches, store, q, window, rows, vals))
+
+
+def map_morsels(matches: Matches, fn) -> list:
+    """``fn(window, rows, values)`` of every morsel with a matching row, in row order: the
+    morsels side by side on the cores the process may use (NumPy and the reads release the
+    GIL), one at a time where there is one."""
+    windows = list(matches.windows())
+
+    def one(window):
+        got = matches.match(window)
+        return None if got is None else fn(window, *got)
+
+    threads = min(len(windows), cores())
+    if threads <= 1:
+        out = [one(w) for w in windows]
+    else:
+        with ThreadPoolExecutor(threads, thread_name_prefix="bamql-rows") as pool:
+            out = list(pool.map(one, windows))
+    return [x for x in out if x is not None]
 
 
 def topk_bound(store: PageStore, q: ir.RowQuery, want: int) -> ir.Expr | None:

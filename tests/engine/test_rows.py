@@ -90,6 +90,29 @@ def test_top_k_merges_across_small_morsels(store, monkeypatch):
             assert_same_rows(con.sql(sql).rows(), duck(sql, t), ordered=True)
 
 
+@pytest.mark.parametrize("threads", [1, 4])
+def test_every_row_of_many_morsels_comes_in_row_order(store, monkeypatch, threads):
+    """A scan's morsels run side by side on the process's threads (``parallel.cores``) and
+    come back in row order, as one morsel at a time gives them; the matches are counted."""
+    from bamql import parallel
+
+    data, t = store
+    monkeypatch.setattr(cpu, "MORSEL_ROWS", 600)  # about nine morsels
+    monkeypatch.setattr(parallel, "_share", threads)
+    with bamql.connect(data, device="cpu") as con:
+        for sql in ("SELECT * FROM trips", "SELECT id, x * 2, s FROM trips WHERE g = 3 OR x > 50",
+                    "SELECT id, ROW_NUMBER() OVER (PARTITION BY g ORDER BY x DESC, id) AS r "
+                    "FROM trips QUALIFY r <= 4",
+                    "SELECT g, MEDIAN(x), quantile_disc(s, 0.5), quantile_cont(c, 0.9) FROM trips "
+                    "WHERE c < 150 OR x > 0 GROUP BY g"):
+            res = con.sql(sql)
+            got = res.rows()
+            assert_same_rows(got, duck(sql, t), ordered=False)
+            if "OVER" not in sql and "GROUP" not in sql:
+                assert got == sorted(got, key=lambda r: r[0])  # row order, as one thread
+                assert res.stats.rows_matched == len(got)
+
+
 def test_late_materialization_reads_only_pages_with_kept_rows(store):
     data, t = store
     with bamql.connect(data, device="cpu") as con:
