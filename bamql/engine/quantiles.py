@@ -143,8 +143,13 @@ def _quantile(slot: np.ndarray, v: np.ndarray, a: ir.Agg, present: np.ndarray) -
         xl, xh = got2[0].astype(np.float64), got2[1].astype(np.float64)
         x = x.astype(np.float64)
         with np.errstate(all="ignore"):
-            # equal neighbours are the answer as they are (two infinities, two -0.0s)
-            got = np.where((lo == hi) | (xl == xh), xl, xl + (pos - lo) * (xh - xl))
+            # equal neighbours are the answer as they are (two infinities, two -0.0s); an
+            # infinite neighbour is weighed as DuckDB does (lo * (1 - d) + hi * d: -inf
+            # beside a number is -inf, not -inf + inf)
+            d = pos - lo
+            inf = np.isinf(xl) | np.isinf(xh)
+            got = np.where((lo == hi) | (xl == xh), xl,
+                           np.where(inf, xl * (1 - d) + xh * d, xl + d * (xh - xl)))
     i = np.clip(np.searchsorted(groups, present), 0, max(len(groups) - 1, 0))
     has = (i < len(groups)) & (groups[i] == present) if len(groups) else np.zeros(len(present), bool)
     out = got[i] if len(groups) else np.zeros(len(present), x.dtype if len(x) else np.float64)

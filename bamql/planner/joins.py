@@ -125,7 +125,12 @@ def dimension(name: str, data) -> Dimension:
             t = pa.float64()
         valid = to_numpy(col.is_valid())
         if pa.types.is_integer(t):
-            kind, v = "int", to_numpy(_zero_nulls(col).cast(pa.int64()))
+            try:
+                kind, v = "int", to_numpy(_zero_nulls(col).cast(pa.int64()))
+            except pa.ArrowInvalid:  # a UBIGINT past BIGINT's range
+                raise PlanError(f"cannot register table {name!r}: column {cname!r} holds "
+                                f"a {t} value past BIGINT's range (up to {2**63 - 1}); cast "
+                                "it or leave it out") from None
         elif pa.types.is_floating(t):
             kind, v = "float", to_numpy(_zero_nulls(col).cast(pa.float64()))
         elif pa.types.is_timestamp(t):

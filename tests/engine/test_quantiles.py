@@ -64,3 +64,20 @@ def test_each_groups_order_statistics_as_a_full_sort(groups, func):
             want = x[lo] if lo == hi or x[lo] == x[hi] else x[lo] + (pos - lo) * (x[hi] - x[lo])
         # 0.0 and -0.0 are equal values: which of them a sort puts first is its own choice
         assert got[j] == want or (math.isnan(got[j]) and math.isnan(want)), (g, i)
+
+
+def test_an_infinite_neighbour_is_weighed_as_duckdb(tmp_path):
+    """-inf beside a number interpolates to -inf (DuckDB's lo * (1 - d) + hi * d), not to
+    -inf + inf = NaN; -inf beside +inf is NaN in both."""
+    inf = math.inf
+    t = pa.table({"g": [1, 1, 1, 2, 2, 3, 3, 4, 4, 4],
+                  "f": [-inf, 27.0, inf, 1.0, inf, -inf, inf, -inf, -inf, 5.0]})
+    pq.write_table(t, tmp_path / "r.parquet")
+    ingest([str(tmp_path / "r.parquet")], tmp_path / "db" / "r")
+    sql = ("SELECT g, quantile_cont(f, 0.25), MEDIAN(f), quantile_cont(f, 0.75) FROM r "
+           "GROUP BY g ORDER BY g")
+    duck = duckdb.connect()
+    duck.register("r", t)
+    with bamql.connect(tmp_path / "db", device="cpu") as con:
+        got = con.sql(sql).rows()
+    assert [tuple(map(repr, r)) for r in got] == [tuple(map(repr, r)) for r in duck.sql(sql).fetchall()]

@@ -151,3 +151,12 @@ def test_a_table_registered_while_a_query_is_bound_is_not_missed(session, monkey
     except PlanError:
         pass  # bound before the table was there
     assert session.sql(sql).rows() == [(5,)]
+
+
+def test_a_ubigint_past_bigint_is_refused_in_one_line(session):
+    from bamql.errors import UsageError
+
+    with pytest.raises(UsageError, match=r"column 'u' holds a uint64 value past BIGINT's range"):
+        session.register("u", pa.table({"u": pa.array([1, 2**64 - 1], pa.uint64())}))
+    session.register("u", pa.table({"u": pa.array([1, 2**63 - 1], pa.uint64())}))  # fits
+    assert session.sql("SELECT MAX(u) FROM u").rows() == [(2**63 - 1,)]
