@@ -68,22 +68,23 @@ _SUM, _MIN, _MAX = 0, 1, 2
 
 
 @njit(cache=True)
+def _step(acc, x, op):
+    """``acc`` with ``x`` added in: their sum, min or max (``op``)."""
+    if op == 0:
+        return acc + x
+    if op == 1:
+        return x if x < acc else acc
+    return x if x > acc else acc
+
+
+@njit(cache=True)
 def _running(v, first, op):
     """Segmented scan: at each row, the sum, min or max (``op``) of its partition's values
     up to it (``first`` marks each partition's first row)."""
     out = np.empty_like(v)
     acc = v[0]
     for i in range(len(v)):
-        x = v[i]
-        if first[i]:
-            acc = x
-        elif op == 0:
-            acc = acc + x
-        elif op == 1:
-            if x < acc:
-                acc = x
-        elif x > acc:
-            acc = x
+        acc = v[i] if first[i] else _step(acc, v[i], op)
         out[i] = acc
     return out
 
@@ -100,14 +101,7 @@ def _sliding(v, lo, hi, op):
             continue
         acc = v[a]
         for j in range(a + 1, b + 1):
-            x = v[j]
-            if op == 0:
-                acc = acc + x
-            elif op == 1:
-                if x < acc:
-                    acc = x
-            elif x > acc:
-                acc = x
+            acc = _step(acc, v[j], op)
         out[i] = acc
     return out
 
@@ -175,15 +169,16 @@ def frame_aggregate(name: str, a: pa.Array | None, fr: Frames) -> pa.Array:
 
 def _unscaled(a: pa.Array, scale: int) -> np.ndarray:
     """An integer or DECIMAL array's unscaled integers (NULLs as 0): int64 where every
-    prefix sum fits, else Python ints."""
+    prefix sum fits, else Python ints. (``storage.decimals.unscaled`` reads a decimal's
+    words the same way; the plan layer does not import storage.)"""
     vv = None
-    if pa.types.is_decimal(a.type):
-        if pa.types.is_decimal128(a.type):
-            words = np.frombuffer(a.buffers()[1], np.int64).reshape(-1, 2)[a.offset:a.offset + len(a)]
-            low, high = words[:, 0], words[:, 1]
-            if np.array_equal(high, low >> 63):  # every value fits in 64 bits
-                vv = np.where(pc.is_valid(a).to_numpy(zero_copy_only=False), low, 0)
-    else:
+    if pa.types.is_decimal128(a.type):
+        words = np.frombuffer(a.buffers()[1], np.int64).reshape(-1, 2)[a.offset:a.offset + len(a)]
+        valid = pc.is_valid(a).to_numpy(zero_copy_only=False)
+        low, high = np.where(valid, words[:, 0], 0), np.where(valid, words[:, 1], 0)
+        if np.array_equal(high, low >> 63):  # every value fits in 64 bits
+            vv = low
+    elif not pa.types.is_decimal(a.type):
         try:
             vv = a.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
         except pa.ArrowInvalid:  # a UBIGINT past int64

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from bamql.lazyjit import njit
+from bamql.plan.expr import canonical
 
 #: The most partitions times ``k`` whose thresholds are kept (doubles): past it the window
 #: runs over every row.
@@ -78,12 +79,7 @@ def partition_ids(arrays: list[pa.Array], rows: int) -> tuple[np.ndarray, int]:
     ids = np.zeros(rows, np.int64)
     count = 1
     for a in arrays:
-        if pa.types.is_floating(a.type):
-            x = a.cast(pa.float64()).to_numpy(zero_copy_only=False)
-            x = np.where(np.isnan(x), np.nan, x) + 0.0  # one NaN; -0.0 + 0.0 is 0.0
-            bits = x.view(np.int64)
-            a = pa.array(bits, mask=pc.is_null(a).to_numpy(zero_copy_only=False))
-        enc = pc.dictionary_encode(a, null_encoding="encode")
+        enc = pc.dictionary_encode(canonical(a), null_encoding="encode")
         codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
         size = len(enc.dictionary)
         if count * size >= 2**62:

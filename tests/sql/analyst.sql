@@ -170,3 +170,9 @@ SELECT trip_distance, COUNT(DISTINCT vendor_id) FROM trips GROUP BY trip_distanc
 SELECT 'x', COUNT(*) FROM trips GROUP BY 1;
 SELECT z.Borough, COUNT(*) FROM trips t JOIN zones z ON t.pickup_location_id = z.LocationID GROUP BY z.Borough, t.trip_distance;
 SELECT COUNT(*) FROM trips t JOIN zones z(a, b) ON t.pickup_location_id = z.a;
+-- session 46: top rows per partition (the window keeps only rows that can rank), frames in one pass
+SELECT pickup_location_id, fare_amount, trip_distance, ROW_NUMBER() OVER (PARTITION BY pickup_location_id ORDER BY fare_amount DESC, trip_distance DESC, total_amount DESC, tip_amount DESC, pickup_datetime) AS rn FROM trips QUALIFY rn <= 2 ORDER BY pickup_location_id, rn;
+SELECT payment_type, n FROM (SELECT payment_type, fare_amount AS n, RANK() OVER (PARTITION BY payment_type ORDER BY fare_amount) AS r FROM trips WHERE fare_amount IS NOT NULL) WHERE r = 1 GROUP BY ALL ORDER BY 1;
+SELECT h, n, SUM(n) OVER (ORDER BY h), MAX(n) OVER (ORDER BY h ROWS BETWEEN 2 PRECEDING AND CURRENT ROW), MIN(n) OVER (ORDER BY h ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) FROM (SELECT date_trunc('hour', pickup_datetime) AS h, COUNT(*) AS n FROM trips GROUP BY 1) ORDER BY h;
+SELECT t.pickup_location_id, COUNT(*) FROM trips t JOIN (SELECT pickup_location_id, AVG(fare_amount) AS a FROM trips GROUP BY 1) z ON t.pickup_location_id = z.pickup_location_id WHERE t.fare_amount > z.a GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 10;
+SELECT pickup_location_id, MEDIAN(fare_amount), quantile_cont(trip_distance, 0.9) FROM trips GROUP BY 1 ORDER BY 1;
