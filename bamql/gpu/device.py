@@ -87,6 +87,25 @@ def share_simulator_shared_arrays() -> None:
     shared._bamql_locked = True
 
 
+class SimFloat(float):
+    """``float`` in a kernel that numba's CUDA simulator runs: a division by zero is what
+    a GPU's IEEE division gives (±inf, or NaN for 0/0) where Python's raises."""
+
+    def __truediv__(self, other):
+        try:
+            return float.__truediv__(self, other)
+        except ZeroDivisionError:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return float(np.float64(self) / np.float64(other))
+
+    def __rtruediv__(self, other):
+        try:
+            return float.__rtruediv__(self, other)
+        except ZeroDivisionError:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return float(np.float64(other) / np.float64(self))
+
+
 def fix_simulator() -> None:
     """The simulator's atomics and shared arrays made to behave as a GPU's do."""
     share_simulator_atomics()
