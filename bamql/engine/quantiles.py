@@ -17,6 +17,7 @@ from bamql.engine.accumulate import Grouped
 from bamql.engine.rows import Vec, column_env, map_morsels, row_matches, widen
 from bamql.engine.stats import QueryStats
 from bamql.lazyjit import njit
+from bamql.plan.interpolate import between, decimal_between
 from bamql.planner import ir
 from bamql.planner.domains import strides as key_strides
 from bamql.planner.evaluate import evaluate
@@ -140,16 +141,11 @@ def _quantile(slot: np.ndarray, v: np.ndarray, a: ir.Agg, present: np.ndarray) -
         pos = q * (count - 1)
         lo, hi = np.floor(pos).astype(np.int64), np.ceil(pos).astype(np.int64)
         got2 = _select(x, first, count, ordered, first + lo, first + hi)
-        xl, xh = got2[0].astype(np.float64), got2[1].astype(np.float64)
-        x = x.astype(np.float64)
-        with np.errstate(all="ignore"):
-            # equal neighbours are the answer as they are (two infinities, two -0.0s); an
-            # infinite neighbour is weighed as DuckDB does (lo * (1 - d) + hi * d: -inf
-            # beside a number is -inf, not -inf + inf)
-            d = pos - lo
-            inf = np.isinf(xl) | np.isinf(xh)
-            got = np.where((lo == hi) | (xl == xh), xl,
-                           np.where(inf, xl * (1 - d) + xh * d, xl + d * (xh - xl)))
+        if a.precision:  # a DECIMAL's integers: the same DECIMAL
+            got = decimal_between(got2[0], got2[1], pos - lo, a.precision)
+            x = got
+        else:
+            got, x = between(*got2, pos - lo), x.astype(np.float64)
     i = np.clip(np.searchsorted(groups, present), 0, max(len(groups) - 1, 0))
     has = (i < len(groups)) & (groups[i] == present) if len(groups) else np.zeros(len(present), bool)
     out = got[i] if len(groups) else np.zeros(len(present), x.dtype if len(x) else np.float64)

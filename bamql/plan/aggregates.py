@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import Decimal, localcontext
 
 import numpy as np
 import pyarrow as pa
@@ -15,6 +15,7 @@ from sqlglot import exp
 from bamql.errors import PlanError
 from bamql.plan import nodes as n
 from bamql.plan.expr import Evaluator, Rel, canonical
+from bamql.plan.interpolate import decimal_between_one
 
 D = "duckdb"
 
@@ -42,20 +43,6 @@ def _numeric(v: pa.Array, what: str) -> pa.Array:
         return v.cast(pa.int64()) if pa.types.is_boolean(t) else v.cast(pa.float64())
     if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)):
         raise PlanError(f"{what}() needs numbers, got {t}")
-    return v
-
-
-def _quantile_input(v: pa.Array, what: str) -> pa.Array:
-    """The values a quantile is computed of (as doubles): a DECIMAL's only where a double
-    holds every one of them exactly; DuckDB keeps a DECIMAL's quantile a DECIMAL, which its
-    double would round."""
-    if not pa.types.is_decimal(v.type) or v.null_count == len(v):
-        return v
-    top = pc.max(pc.abs(v)).as_py()
-    if top is not None and top >= Decimal(f"1E{15 - v.type.scale}"):  # compared exactly
-        raise PlanError(f"{what} of DECIMAL({v.type.precision},{v.type.scale}) values of more "
-                        "than 15 significant digits is not supported (a double would round "
-                        "them); CAST the argument to DOUBLE to have it rounded")
     return v
 
 
@@ -128,7 +115,7 @@ def spec(a: exp.Expression, ev: Evaluator) -> Spec:
         if type(a) is kind:
             return Spec(_numeric(v, fn).cast(pa.float64()), fn, pc.VarianceOptions(ddof=ddof))
     if isinstance(a, exp.Median):
-        return Spec(_quantile_input(_numeric(v, "median"), "MEDIAN"), "list", None, ("cont", 0.5))
+        return Spec(_numeric(v, "median"), "list", None, ("cont", 0.5, False))
     if isinstance(a, exp.PercentileCont | exp.PercentileDisc):
         q = a.expression
         qs = q.expressions if isinstance(q, exp.Array) else [q]
@@ -141,16 +128,16 @@ def spec(a: exp.Expression, ev: Evaluator) -> Spec:
                 raise PlanError(f"a quantile's fraction must be between 0 and 1, not {f}")
             fr.append(f)
         kind = "cont" if isinstance(a, exp.PercentileCont) else "disc"
-        return Spec(_quantile_input(_numeric(v, "quantile"), "a quantile"), "list", None,
-                    (kind, fr if isinstance(q, exp.Array) else fr[0]))
+        return Spec(_numeric(v, "quantile"), "list", None,
+                    (kind, fr if isinstance(q, exp.Array) else fr[0], False))
     if isinstance(a, exp.ArrayAgg):
         return Spec(v, "list")
     raise PlanError(f"aggregate {a.sql_name().upper()}() is not supported")
 
 
 def _within_group(a: exp.WithinGroup, ev: Evaluator, cond) -> Spec:
-    """``percentile_cont(q) WITHIN GROUP (ORDER BY x [DESC])``: the quantile of x (of the
-    descending order: 1 - q)."""
+    """``percentile_cont(q) WITHIN GROUP (ORDER BY x [DESC])``: the quantile of x in that
+    order (DuckDB interpolates from the first of the two neighbours in it)."""
     f, order = a.this, a.expression
     items = order.expressions if isinstance(order, exp.Order) else []
     if not isinstance(f, exp.PercentileCont | exp.PercentileDisc) or len(items) != 1:
@@ -164,7 +151,7 @@ def _within_group(a: exp.WithinGroup, ev: Evaluator, cond) -> Spec:
     if desc and kind == "disc":
         raise PlanError("percentile_disc ... WITHIN GROUP (ORDER BY ... DESC) is not supported")
     v = _filtered(ev.array(items[0].this), cond)
-    return Spec(_numeric(v, "quantile"), "list", None, (kind, 1 - frac if desc else frac))
+    return Spec(_numeric(v, "quantile"), "list", None, (kind, frac, desc))
 
 
 def _string_agg(a: exp.GroupConcat, ev: Evaluator, cond) -> Spec:
@@ -188,14 +175,25 @@ def _string_agg(a: exp.GroupConcat, ev: Evaluator, cond) -> Spec:
     return Spec(v, "list", None, ("string", sep_s, distinct, order is not None, desc))
 
 
-def _quantile(vals: list, kind: str, q: float):
-    xs = sorted((x for x in vals if x is not None), key=lambda x: (isinstance(x, float) and math.isnan(x), x))
+def _quantile(vals: list, kind: str, q: float, desc: bool = False,
+              decimal: pa.Decimal128Type | None = None):
+    """DuckDB's quantile ``q`` of ``vals`` in ascending or ``desc`` order (``kind`` "disc":
+    one of them; "cont": interpolated, a DECIMAL's as that ``decimal`` type, see
+    ``plan.interpolate``)."""
+    xs = sorted((x for x in vals if x is not None), key=lambda x: (isinstance(x, float) and math.isnan(x), x),
+                reverse=desc)
     if not xs:
         return None
     if kind == "disc":
         return xs[max(0, math.ceil(q * len(xs)) - 1)]
     pos = q * (len(xs) - 1)
     lo, hi = math.floor(pos), math.ceil(pos)
+    if decimal is not None:
+        with localcontext() as exact:  # 38 digits and more: past the default context's 28
+            exact.prec = 80
+            lo_i, hi_i = (int(xs[i].scaleb(decimal.scale)) for i in (lo, hi))
+        got = decimal_between_one(lo_i, hi_i, pos - lo, decimal.precision)
+        return Decimal(f"{got}E-{decimal.scale}")
     a, b = float(xs[lo]), float(xs[hi])
     return a if lo == hi or a == b else a + (b - a) * (pos - lo)
 
@@ -221,13 +219,15 @@ def _post(lists: pa.Array, post, in_type: pa.DataType) -> pa.Array:
                 xs.sort(reverse=desc)
             out.append(sep.join(xs) if xs else None)
         return pa.array(out, pa.string())
-    kind, q = post
+    kind, q, desc = post
     many = isinstance(q, list)
-    disc_type = in_type if kind == "disc" else pa.float64()
+    dec = in_type if pa.types.is_decimal(in_type) else None
+    disc_type = in_type if kind == "disc" or dec is not None else pa.float64()
     if many:
         return pa.array([None if not r or all(x is None for x in r) else
-                         [_quantile(r, kind, f) for f in q] for r in rows], pa.list_(disc_type))
-    return pa.array([_quantile(r or [], kind, q) for r in rows], disc_type)
+                         [_quantile(r, kind, f, desc, dec) for f in q] for r in rows],
+                        pa.list_(disc_type))
+    return pa.array([_quantile(r or [], kind, q, desc, dec) for r in rows], disc_type)
 
 
 def _decimal_result(sums: pa.Array, counts: pa.Array, fn: str, scale: int) -> pa.Array:

@@ -295,6 +295,9 @@ class Agg(Expr):
     filter: Expr | None = None
     #: the fraction of a quantile (``QUANTILES``): 0.5 for MEDIAN
     param: float | None = None
+    #: a continuous quantile of a DECIMAL's integers (``arg``): the DECIMAL's precision,
+    #: which decides how it interpolates (``engine.quantiles.decimal_between``); 0 otherwise
+    precision: int = 0
 
     def children(self):
         return tuple(e for e in (self.arg, self.filter) if e is not None)

@@ -143,6 +143,13 @@ def quantile_agg(t: Translator, node) -> ir.Agg:
         raise t.fail(f"{name} of a {e.kind} is not supported (quantile_disc is)", node)
     if e.kind == "string" and not isinstance(e, ir.Col):
         raise t.fail(f"{name} of a string takes a column", node)
+    if isinstance(e, ir.Dec) and e.bound < 2**62:
+        # of the DECIMAL's integers, the answer the same DECIMAL (as DuckDB's): a value of
+        # them, or two interpolated as DuckDB interpolates a DECIMAL's
+        a = ir.Agg(func, e.left, "int", param=frac,
+                   precision=0 if func == "quantile_disc" else e.precision)
+        t.agg_decs[a] = e
+        return a
     return ir.Agg(func, e, "float" if func != "quantile_disc" else e.kind, param=frac)
 
 

@@ -46,7 +46,8 @@ class Translator(ExprTranslator):
 
     def __init__(self, sql: str, catalog: Mapping[str, Mapping[str, ColumnMeta]]) -> None:
         super().__init__(sql, catalog)
-        #: an aggregate of a DECIMAL's integers -> the DECIMAL it gives (SUM, MIN, MAX) or
+        #: an aggregate of a DECIMAL's integers -> the DECIMAL it gives (SUM, MIN, MAX, a
+        #: quantile) or
         #: the scale its double is divided by (AVG: a DOUBLE)
         self.agg_decs: dict[ir.Agg, ir.Dec | int] = {}
 
@@ -330,7 +331,7 @@ class Translator(ExprTranslator):
                 raise self.fail(f"the FILTER condition is too large ({ir.size(f)} terms; "
                                 f"at most {MAX_AGG_NODES})", node)
             a = self.aggregate(node.this)
-            out = ir.Agg(a.func, a.arg, a.kind, f, a.param)
+            out = dataclasses.replace(a, filter=f)
             if a in self.agg_decs:
                 self.agg_decs[out] = self.agg_decs[a]
             return out
@@ -432,7 +433,7 @@ def _refuse_inexact_decimals(q) -> None:
                                                for e in q.exprs))
     for x in _exprs_in(q):
         if isinstance(x, ir.Math | ir.Case) or (isinstance(x, ir.Agg) and x.func in ir.QUANTILES):
-            # what DuckDB keeps a DECIMAL (FLOOR, CASE, MEDIAN of one) computed as a double
+            # what DuckDB keeps a DECIMAL (FLOOR, CASE, a quantile of one) computed as a double
             for d in x.children():
                 if isinstance(d, ir.Dec) and d.bound >= DOUBLE_EXACT:
                     what = (x.func.upper() if isinstance(x, ir.Math | ir.Agg)

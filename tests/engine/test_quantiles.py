@@ -81,3 +81,49 @@ def test_an_infinite_neighbour_is_weighed_as_duckdb(tmp_path):
     with bamql.connect(tmp_path / "db", device="cpu") as con:
         got = con.sql(sql).rows()
     assert [tuple(map(repr, r)) for r in got] == [tuple(map(repr, r)) for r in duck.sql(sql).fetchall()]
+
+
+def _decimals(precision: int) -> pa.Table:
+    """Negative and positive DECIMALs whose interpolations fall between the integers, with
+    NULLs, in groups of one, two and many values (a DECIMAL(38) also past 64 bits)."""
+    from decimal import Decimal
+
+    import numpy as np
+
+    rng = np.random.default_rng(precision)
+    vals = [None if i % 13 == 0 else Decimal(int(rng.integers(-10**5, 10**5))) / 100
+            for i in range(300)]
+    vals[:3] = [Decimal("-1.01"), Decimal("-1.06"), Decimal("1.01")]
+    g = [1, 1, 2] + [3 + i % 5 for i in range(297)]
+    if precision == 38:
+        vals[3:6] = [Decimal("-" + "9" * 30 + ".01"), Decimal("9" * 30 + ".02"),
+                     Decimal("9" * 30 + ".07")]
+    return pa.table({"g": g, "x": pa.array(vals, pa.decimal128(precision, 2))})
+
+
+@pytest.mark.parametrize("precision", [10, 18, 20, 38])
+@pytest.mark.parametrize("sql", [
+    "SELECT g, MEDIAN(x), quantile_cont(x, 0.37), quantile_disc(x, 0.61) FROM r "
+    "GROUP BY g ORDER BY g",
+    "SELECT MEDIAN(x), quantile_cont(x, 0.9) FROM r WHERE x < 0",
+    # the plan tree's aggregate (over a window's output), ascending and descending
+    "SELECT g, MEDIAN(x), quantile_cont(x, [0.25, 0.75]) FROM "
+    "(SELECT g, x, row_number() OVER (ORDER BY x) AS n FROM r) WHERE n % 4 <> 0 "
+    "GROUP BY g ORDER BY g",
+    "SELECT percentile_cont(0.3) WITHIN GROUP (ORDER BY x DESC) FROM "
+    "(SELECT g, x, row_number() OVER () AS n FROM r) WHERE g < 3",
+])
+def test_a_decimals_quantile_is_that_decimal_as_duckdbs(precision, sql):
+    """DuckDB keeps a DECIMAL's continuous quantile a DECIMAL of its type, interpolated in
+    its integers and cut toward zero (from the double lo + (hi - lo) * d up to 18 digits,
+    exactly past them): bamql answers the same type and the same digits."""
+    t = _decimals(precision)
+    duck = duckdb.connect()
+    duck.register("r", t)
+    want = duck.sql(sql).arrow().read_all()
+    with bamql.connect(device="cpu") as con:
+        con.register("r", t)
+        got = con.sql(sql).arrow()
+    assert got.schema.types == want.schema.types
+    assert [list(r.values()) for r in got.to_pylist()] == \
+        [list(r.values()) for r in want.to_pylist()]
