@@ -24,12 +24,14 @@ fails, load it numba's way. Compiling still refreshes the context, in numba's co
 
 from __future__ import annotations
 
+import gc
 import threading
 import types
 from collections.abc import Callable
 from typing import Any
 
 _lock = threading.RLock()
+_gc_lock = threading.Lock()
 
 
 def prange(*args):
@@ -60,6 +62,7 @@ class LazyJit:
                 if self._disp is None:
                     import numba
 
+                    guard_compiles()
                     _resolve(self.py_func.__code__, self.py_func.__globals__, numba)
                     disp = numba.njit(**self.options)(self.py_func)
                     if self.options.get("cache"):
@@ -124,6 +127,44 @@ def _linkable(target_context) -> None:
     from numba.cpython import hashing  # noqa: F401
 
     rtsys.initialize(target_context)
+
+
+_gc_paused = 0
+_gc_was_on = False
+_guarded: list[bool] = []
+
+
+def guard_compiles() -> None:
+    """Pause Python's cyclic garbage collector, process-wide, while numba compiles (from
+    any thread; once per process, where bamql first imports numba). A collection that ran
+    inside a compile freed llvmlite objects there and crashed the process (a segfault in
+    llvmlite's ``_dispose``, under numba's compile in a thread beside others); between
+    compiles, nothing of numba's is mid-use when the collector runs."""
+    if _guarded:
+        return
+    with _lock:
+        if _guarded:
+            return
+        from numba.core import event
+
+        class _PauseGc(event.Listener):
+            def on_start(self, ev) -> None:
+                global _gc_paused, _gc_was_on
+                with _gc_lock:
+                    if _gc_paused == 0:
+                        _gc_was_on = gc.isenabled()
+                        gc.disable()
+                    _gc_paused += 1
+
+            def on_end(self, ev) -> None:
+                global _gc_paused
+                with _gc_lock:
+                    _gc_paused -= 1
+                    if _gc_paused == 0 and _gc_was_on:
+                        gc.enable()
+
+        event.register("numba:compiler_lock", _PauseGc())
+        _guarded.append(True)
 
 
 def compiled(f):

@@ -52,7 +52,7 @@ from pathlib import Path
 
 from bamql.config import Config
 from bamql.errors import KernelCacheWarning
-from bamql.lazyjit import fast_loads
+from bamql.lazyjit import fast_loads, guard_compiles
 from bamql.secretkey import TAG as _TAG
 from bamql.secretkey import load_key as _load_key
 from bamql.secretkey import private as _private
@@ -173,6 +173,7 @@ def jit(py, on_disk: bool, **options):
     from numba.core import caching
     from numba.core.serialize import dumps
 
+    guard_compiles()
     fn = numba.njit(**options)(py)
     if on_disk and _key is not None:
         _enable_signed(fn, caching, dumps)
@@ -187,6 +188,7 @@ def cuda_jit(py, on_disk: bool, **options):
     on disk."""
     from numba import cuda
 
+    guard_compiles()
     fn = cuda.jit(**options)(py)
     if on_disk and _key is not None:
         from numba.cuda.core import caching

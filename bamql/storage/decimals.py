@@ -17,8 +17,11 @@ import numba
 import numpy as np
 import pyarrow as pa
 
+from bamql.lazyjit import guard_compiles
 from bamql.storage.format import MAX_DECIMALS, SCALED_TYPES
 from bamql.storage.sqltypes import MAX_PRECISION, WIDE_DTYPE
+
+guard_compiles()  # numba compiles with the cyclic GC paused (bamql.lazyjit)
 
 _POW10 = np.array([10.0**d for d in range(MAX_DECIMALS + 1)])
 #: Scaled floats are int16 at narrowest: the measures then share a width, which row groups

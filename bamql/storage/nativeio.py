@@ -24,7 +24,9 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from bamql.lazyjit import fast_loads
+from bamql.lazyjit import fast_loads, guard_compiles
+
+guard_compiles()  # numba compiles with the cyclic GC paused (bamql.lazyjit)
 
 _libc = ctypes.CDLL(None, use_errno=True)
 # libc functions that compiled code calls by name: their addresses are given to numba's

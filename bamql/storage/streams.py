@@ -36,8 +36,11 @@ import numpy as np
 import pyarrow as pa
 
 from bamql.errors import IngestError
+from bamql.lazyjit import guard_compiles
 from bamql.storage.format import ColumnMeta, StreamMeta
 from bamql.storage.nativeio import DiskLayout, read_into
+
+guard_compiles()  # numba compiles with the cyclic GC paused (bamql.lazyjit)
 
 STREAM_FILE = "zst-000.bin"
 CODEC = "zstd"
