@@ -93,8 +93,8 @@ def column_env(store: PageStore, vals: dict[str, np.ndarray]) -> dict[str, Vec]:
     env = {}
     for c, v in vals.items():
         meta = store.column(c)
-        x = meta.decode(v)
-        x = x.astype(np.float64) if meta.kind == "float" else x.astype(np.int64)
+        x = meta.decode(v)  # a scaled float's a new float64 array already: not copied again
+        x = x.astype(np.float64 if meta.kind == "float" else np.int64, copy=False)
         env[c] = (x, ~null_mask(v))
     return env
 
@@ -339,10 +339,10 @@ def topk_bound(store: PageStore, q: ir.RowQuery, want: int) -> ir.Expr | None:
 
 def widen(v: np.ndarray, ok: np.ndarray, n: int) -> Vec:
     """A constant's or a column's values as an array of ``n`` (constants broadcast)."""
-    v = np.asarray(v)
+    v, ok = np.asarray(v), np.asarray(ok, bool)
     if v.shape != (n,):
         v = np.broadcast_to(v, (n,)).copy()
-    return v, np.broadcast_to(np.asarray(ok, bool), (n,)).copy()
+    return v, ok if ok.shape == (n,) else np.broadcast_to(ok, (n,)).copy()
 
 
 def _order_keys(kept: _Kept, q: ir.RowQuery) -> list[tuple[Vec, bool, bool]]:
@@ -393,7 +393,8 @@ def arrow_rows(kept: _Kept, q: ir.RowQuery, table: PartitionedTable) -> pa.Table
     if q.order:
         kept = kept.take(sort_order(_order_keys(kept, q)))
     stop = kept.n if q.limit is None else min(kept.n, q.offset + q.limit)
-    kept = kept.take(np.arange(min(q.offset, stop), stop))
+    if min(q.offset, stop) > 0 or stop < kept.n:
+        kept = kept.take(np.arange(min(q.offset, stop), stop))
     arrays = [_column(v, ok, e, table) for (v, ok), e in zip(kept.outs, q.exprs, strict=True)]
     return pa.Table.from_arrays(arrays, names=unique_names(list(q.names)))
 

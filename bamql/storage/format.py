@@ -243,7 +243,7 @@ class ColumnMeta:
         see ``null_mask`` for telling the nulls of unscaled floats from their NaNs)."""
         if not self.scale:
             return stored
-        out = stored.astype(np.float64) / self.divisor
+        out = np.divide(stored, self.divisor, dtype=np.float64)
         out[stored == self.sentinel] = np.nan
         return out
 
