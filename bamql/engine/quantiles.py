@@ -74,7 +74,7 @@ class QuantileTask:
                 if a.filter is not None:
                     fv, fok = widen(*evaluate(a.filter, env, n), n)
                     ok = ok & fv.astype(bool) & fok
-                out[j] = (slot[ok], v[ok])
+                out[j] = (slot, v) if ok.all() else (slot[ok], v[ok])
             return out
 
         parts = map_morsels(matches, morsel)
@@ -94,6 +94,8 @@ def _cat(parts: list[Slotted]) -> Slotted | None:
     """(slots, values) pairs as one (None: none)."""
     if not parts:
         return None
+    if len(parts) == 1:  # as it is: a copy would be a second pass over every value
+        return parts[0]
     return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
