@@ -26,6 +26,11 @@ from bamql.storage.store import PageStore
 #: Rows per morsel: a multiple of every plain column's rows per page (powers of two); a
 #: packed column's page that straddles two morsels is read by both.
 MORSEL_ROWS = 1 << 21
+#: The least share of the candidate rows a one-stage filter is expected to keep for its
+#: morsels to be aggregated under its mask (every row's values read, none compacted or
+#: gathered: what a filter that keeps many rows costs most in); a filter expected to keep
+#: fewer compacts its matches first, so that the dependent columns are read at them only.
+MASKED_SHARE = 0.05
 #: A filter of more nodes than this is evaluated column at a time (``planner.evaluate``)
 #: instead of compiled: numba's compile time grows faster than linearly with a kernel's
 #: length, and a wide predicate makes a long kernel.
@@ -157,6 +162,32 @@ class Matches:
             stats.rows_matched += len(rows)
         return rows, vals
 
+    def masked(self, window: RowRanges) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray]:
+        """Every row of ``window``, the stored values of the predicate columns at every row,
+        and where every stage of the filter is TRUE (none compacted; each stage over every
+        row, so ``masked`` plans only stages that raise no error); counts the matches in
+        ``stats.rows_matched``."""
+        rows = window.row_numbers()
+        vals: dict[str, np.ndarray] = {}
+        mask = np.ones(len(rows), bool)
+        for (s, cols), fk in zip(self.filters, self.kernels, strict=True):
+            for c in s.columns:
+                vals[c] = self.fetch(c, rows, window)
+            if fk is None:
+                mask &= _filter_wide(s.predicate, self.store, {c: vals[c] for c in cols},
+                                     len(rows))
+                continue
+            k, params = fk
+            got = np.empty(len(rows), bool)
+            err = np.zeros(N_ERRORS, np.int64)
+            with kcpu.KERNEL_LOCK:
+                k(len(rows), *[vals[c] for c in cols], *params, got, err)
+            check_errors(err)
+            mask &= got
+        with self.stats._lock:
+            self.stats.rows_matched += int(np.count_nonzero(mask))
+        return rows, vals, mask
+
     def __iter__(self):
         """(window, rows, stored values of the predicate columns at rows) per morsel with a
         matching row; counts the matches in ``stats.rows_matched``."""
@@ -164,6 +195,38 @@ class Matches:
             got = self.match(window)
             if got is not None:
                 yield window, *got
+
+
+#: What a filter stage evaluated over rows an earlier stage left out may hold: comparisons
+#: and tests of columns and constants, which raise no error on any row
+_ERRORLESS = (ir.Col, ir.Lit, ir.Cmp, ir.And, ir.Or, ir.Not, ir.IsNull, ir.InList, ir.Dec)
+
+
+def _errorless(e: ir.Expr) -> bool:
+    return isinstance(e, _ERRORLESS) and all(_errorless(c) for c in e.children())
+
+
+def masked(plan: PhysicalPlan) -> bool:
+    """Whether ``plan``'s morsels are aggregated under their filter's mask (``MASKED_SHARE``):
+    a filter expected to keep at least that share of the candidates, every column read
+    whole over them (no gather, no row-group copy), and past its first stage only stages
+    that raise no error (each stage runs on every row)."""
+    share = plan.est_selectivity * plan.rows / max(plan.candidate_rows, 1)
+    return (bool(plan.stages) and share >= MASKED_SHARE
+            and all(_errorless(s.predicate) for s in plan.stages[1:])
+            and all(a.path != AccessPath.GATHER and not a.shadow for a in plan.access))
+
+
+def _morsel_inputs(matches: Matches, under_mask: bool):
+    """Per morsel: (window, rows, the predicate columns' stored values at them, the mask of
+    the rows the filter keeps or None): every row under the mask where ``under_mask``,
+    else only the morsels with a match, at their matching rows."""
+    if under_mask:
+        for window in matches.windows():
+            yield window, *matches.masked(window)
+    else:
+        for window, rows, vals in matches:
+            yield window, rows, vals, None
 
 
 def run_cpu(plan: PhysicalPlan, store: PageStore, stats: QueryStats) -> dict[str, np.ndarray]:
@@ -178,22 +241,26 @@ def run_cpu(plan: PhysicalPlan, store: PageStore, stats: QueryStats) -> dict[str
         for c in ir.columns_of(e):
             if c not in agg_cols:
                 agg_cols.append(c)
-    akern, aparams = kcpu.agg_kernel(q.keys, plan.key_domains, q.aggs, agg_cols, sent, scales)
+    under_mask = masked(plan)
+    akern, aparams = kcpu.agg_kernel(q.keys, plan.key_domains, q.aggs, agg_cols, sent, scales,
+                                     under_mask)
     groups = accumulate.n_groups(plan.key_domains)
     nch = max(1, min(4 * (os.cpu_count() or 1), (1 << 26) // max(groups * max(len(q.aggs), 1), 1)))
     # numba compiles lazily on first call; warm both kernels on empty input to time it apart
     matches.warm()
-    kcpu.warm(akern, 0, 1, *[np.empty(0, store.column(c).np_dtype) for c in agg_cols], *aparams,
+    kcpu.warm(akern, 0, 1, *[np.empty(0, store.column(c).np_dtype) for c in agg_cols],
+              *([np.empty(0, bool)] if under_mask else []), *aparams,
               *accumulate.alloc(1, groups, q.aggs).values())
     warm_readers(store.page_size)  # the compiled page readers, too, compile on first use
     stats.compile_seconds = time.perf_counter() - t0
     total = None
-    for window, rows, vals in matches:
+    for window, rows, vals, mask in _morsel_inputs(matches, under_mask):
         for c in plan.dependent:
             vals[c] = matches.fetch(c, rows, window)
+        args = [vals[c] for c in agg_cols] + ([mask] if under_mask else [])
         acc = accumulate.alloc(nch, groups, q.aggs)
         with kcpu.KERNEL_LOCK:
-            akern(len(rows), nch, *[vals[c] for c in agg_cols], *aparams, *acc.values())
+            akern(len(rows), nch, *args, *aparams, *acc.values())
         total = accumulate.merge(acc, total)
     if total is None:
         total = accumulate.merge(accumulate.alloc(1, groups, q.aggs), None)
@@ -212,8 +279,10 @@ def run_cpu_hashed(plan: PhysicalPlan, store: PageStore, stats: QueryStats, take
     t0 = time.perf_counter()
     matches = Matches(plan, store, stats)
     agg_cols = list(dict.fromkeys(c for e in (*q.keys, *q.aggs) for c in ir.columns_of(e)))
-    akern, aparams = kcpu.agg_kernel(q.keys, slots, q.aggs, agg_cols, sent, scales)
+    under_mask = masked(plan)
+    akern, aparams = kcpu.agg_kernel(q.keys, slots, q.aggs, agg_cols, sent, scales, under_mask)
     cols = [np.empty(0, store.column(c).np_dtype) for c in agg_cols]
+    cols += [np.empty(0, bool)] if under_mask else []
 
     def tables(nch: int, s) -> dict[str, np.ndarray]:
         acc = accumulate.alloc(nch, accumulate.n_groups(s), q.aggs)
@@ -225,15 +294,16 @@ def run_cpu_hashed(plan: PhysicalPlan, store: PageStore, stats: QueryStats, take
     warm_readers(store.page_size)
     stats.compile_seconds = time.perf_counter() - t0
     largest = domains.LARGEST_TABLE // slots.dense_slots
-    for window, rows, vals in matches:
+    for window, rows, vals, mask in _morsel_inputs(matches, under_mask):
         for c in plan.dependent:
             vals[c] = matches.fetch(c, rows, window)
+        args = [vals[c] for c in agg_cols] + ([mask] if under_mask else [])
         # a table per core (each chunk's is filled, then read back and merged by key)
         nch = max(1, min(os.cpu_count() or 1, len(rows) // 65536 + 1))
         while True:
             acc = tables(nch, slots)
             with kcpu.KERNEL_LOCK:
-                akern(len(rows), nch, *[vals[c] for c in agg_cols], *aparams, *acc.values())
+                akern(len(rows), nch, *args, *aparams, *acc.values())
             if not acc["HN"][:, 1].any():
                 break
             if slots.capacity * domains.TABLE_GROWTH > largest:

@@ -26,6 +26,7 @@ import numpy as np
 
 from bamql.config import Device
 from bamql.engine.accumulate import Grouped, count_present, finish, n_groups, regroup
+from bamql.engine.cpu import masked
 from bamql.engine.hashagg import HashSite, explain_hashed, hash_task, hashed_columns
 from bamql.engine.partials import finish_partial
 from bamql.engine.partition import Resident, table_domains
@@ -140,7 +141,11 @@ class KernelAggregate:
     def explain(self, s, resident: Resident) -> str:
         q = self.fact
         part = s.store(q.table).parts[0]
-        return explain_text(s.plan(q, resident), part) + _quantile_line(q, s.device)
+        plan = s.plan(q, resident)
+        under_mask = ("\n  on the CPU: every candidate row aggregated under the filter's mask "
+                      "(nothing compacted or gathered)"
+                      if s.device == Device.CPU and masked(plan) else "")
+        return explain_text(plan, part) + under_mask + _quantile_line(q, s.device)
 
     def run(self, s) -> Result:
         query, q = self.query, self.fact

@@ -107,9 +107,11 @@ ACC_ARRAYS = ("C", "SF", "SI", "MNF", "MXF", "MNI", "MXI", "VS", "VF")
 
 def agg_source(keys: Sequence[ir.Expr], domains: Sequence[Domain], aggs: Sequence[ir.Agg],
                columns: Sequence[str], sentinels: dict,
-               scales: dict | None = None) -> tuple[str, Params]:
+               scales: dict | None = None, masked: bool = False) -> tuple[str, Params]:
     """Source of ``kern(n, nch, <columns>, PI, PF, LI, LF, R, C, SF, SI, MNF, MXF, MNI, MXI,
-    VS, VF, E)`` and its constants.
+    VS, VF, E)`` and its constants; ``masked``: ``kern(n, nch, <columns>, M, PI, ...)``,
+    which takes only the rows where the boolean ``M`` is true (and reads nothing of the
+    others, so that they raise no error).
 
     Rows are split into ``nch`` chunks, each with its own accumulator row: no atomics, and
     the caller merges chunks. ``R[ch, g]`` counts rows of group ``g``; per aggregate ``j``,
@@ -166,7 +168,7 @@ def agg_source(keys: Sequence[ir.Expr], domains: Sequence[Domain], aggs: Sequenc
             ec.emit(f"    VF[ch, g, {j}] += vd{j}")
             ec.emit(f"    VF[ch, g, {len(aggs) + j}] += vd{j} * vd{j}")
     ec.indent = base
-    args = ", ".join(safe_name(c) for c in columns)
+    args = ", ".join([*(safe_name(c) for c in columns), *(["M"] if masked else [])])
     return "\n".join([
         f"def kern(n, nch, {args}{', ' if args else ''}{_PARAMS}, R, C, SF, SI, MNF, MXF, MNI, MXI, "
         + ("VS, VF, E, HK, HM, HN):" if hashed else "VS, VF, E):"),
@@ -175,6 +177,7 @@ def agg_source(keys: Sequence[ir.Expr], domains: Sequence[Domain], aggs: Sequenc
         "        lo = ch * n // nch",
         "        hi = (ch + 1) * n // nch",
         "        for i in range(lo, hi):",
+        *(["            if not M[i]:", "                continue"] if masked else []),
         *ec.lines,
         "",
     ]), ec.params
@@ -237,8 +240,9 @@ def _hash_slot(ec: ExprCompiler, keys: Sequence[ir.Expr], slots: HashSlots) -> N
     ec.emit("g = gd * (hc + 2) + g")
 
 
-def agg_kernel(keys, domains, aggs, columns, sentinels, scales=None):
+def agg_kernel(keys, domains, aggs, columns, sentinels, scales=None, masked: bool = False):
     """``(compiled grouped aggregation, its constants' arrays)`` over aligned arrays of
-    ``columns``: call it as ``kern(n, nch, *columns, *params, *accumulators)``."""
-    src, params = agg_source(keys, domains, aggs, columns, sentinels, scales)
+    ``columns``: call it as ``kern(n, nch, *columns, *params, *accumulators)`` (``masked``:
+    ``kern(n, nch, *columns, mask, *params, *accumulators)``, see ``agg_source``)."""
+    src, params = agg_source(keys, domains, aggs, columns, sentinels, scales, masked)
     return _compile(src, "kern"), params.arrays()
