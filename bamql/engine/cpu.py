@@ -122,10 +122,12 @@ class Matches:
                 kcpu.warm(k, 0, *[np.empty(0, store.column(c).np_dtype) for c in cols], *params,
                           np.empty(0, bool), np.zeros(N_ERRORS, np.int64))
 
-    def fetch(self, column: str, rows: np.ndarray, window: RowRanges) -> np.ndarray:
-        """Stored values of ``column`` at ``rows`` (sorted, within ``window``)."""
+    def fetch(self, column: str, rows: np.ndarray, window: RowRanges,
+              needed: int | None = None) -> np.ndarray:
+        """Stored values of ``column`` at ``rows`` (sorted, within ``window``), of which the
+        query needs ``needed`` (default: all)."""
         return fetch(self.store, self.src[column], rows, window, self.paths[column], self.stats,
-                     len(rows), self.zst[column])
+                     len(rows) if needed is None else needed, self.zst[column])
 
     def windows(self):
         """The plan's morsels (row windows), in row order."""
@@ -255,8 +257,9 @@ def run_cpu(plan: PhysicalPlan, store: PageStore, stats: QueryStats) -> dict[str
     stats.compile_seconds = time.perf_counter() - t0
     total = None
     for window, rows, vals, mask in _morsel_inputs(matches, under_mask):
+        needed = None if mask is None else int(np.count_nonzero(mask))
         for c in plan.dependent:
-            vals[c] = matches.fetch(c, rows, window)
+            vals[c] = matches.fetch(c, rows, window, needed)
         args = [vals[c] for c in agg_cols] + ([mask] if under_mask else [])
         acc = accumulate.alloc(nch, groups, q.aggs)
         with kcpu.KERNEL_LOCK:
@@ -295,8 +298,9 @@ def run_cpu_hashed(plan: PhysicalPlan, store: PageStore, stats: QueryStats, take
     stats.compile_seconds = time.perf_counter() - t0
     largest = domains.LARGEST_TABLE // slots.dense_slots
     for window, rows, vals, mask in _morsel_inputs(matches, under_mask):
+        needed = None if mask is None else int(np.count_nonzero(mask))
         for c in plan.dependent:
-            vals[c] = matches.fetch(c, rows, window)
+            vals[c] = matches.fetch(c, rows, window, needed)
         args = [vals[c] for c in agg_cols] + ([mask] if under_mask else [])
         # a table per core (each chunk's is filled, then read back and merged by key)
         nch = max(1, min(os.cpu_count() or 1, len(rows) // 65536 + 1))

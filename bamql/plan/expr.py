@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -30,14 +30,23 @@ class Rel:
 
     table: pa.Table
     cols: tuple[ColName, ...]
+    _combined: dict[int, pa.Array] = field(default_factory=dict, repr=False)
 
     @property
     def rows(self) -> int:
         return self.table.num_rows
 
     def column(self, i: int) -> pa.Array:
+        """Column ``i`` as one array (a table's chunks combined once, and kept)."""
         c = self.table.column(i)
-        return c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c
+        if not isinstance(c, pa.ChunkedArray):
+            return c
+        if c.num_chunks == 1:
+            return c.chunk(0)
+        got = self._combined.get(i)
+        if got is None:
+            got = self._combined[i] = c.combine_chunks()
+        return got
 
     @staticmethod
     def of(arrays: list[pa.Array], cols: tuple[ColName, ...]) -> Rel:

@@ -54,7 +54,8 @@ def store(tmp_path_factory):
     return d / "db"
 
 
-@pytest.mark.parametrize("share", [0.0, 2.0], ids=["masked-where-it-may", "compacted"])
+@pytest.mark.parametrize("share", [
+    0.0, pytest.param(2.0, marks=pytest.mark.slow)], ids=["masked-where-it-may", "compacted"])
 @pytest.mark.parametrize("sql", QUERIES)
 def test_masked_and_compacted_morsels_answer_as_duckdb(store, sql, share, monkeypatch):
     monkeypatch.setattr(cpu, "MASKED_SHARE", share)
@@ -84,3 +85,16 @@ def test_explain_says_when_the_aggregate_takes_the_filters_mask(store):
     with bamql.connect(store, device="cpu") as con:
         assert "under the filter's mask" in con.explain(QUERIES[0])
         assert "under the filter's mask" not in con.explain(QUERIES[3])
+
+
+def test_a_masked_morsel_accounts_the_values_it_needs_as_a_compacted_one(store, monkeypatch):
+    """The dependent columns are read at every row under the mask, and needed at the
+    matches only: the bytes needed (and read) are the same either way."""
+    monkeypatch.setattr(cpu, "MORSEL_ROWS", 2048)
+    got = {}
+    for share in (0.0, 2.0):
+        monkeypatch.setattr(cpu, "MASKED_SHARE", share)
+        with bamql.connect(store, device="cpu") as con:
+            s = con.sql(QUERIES[0]).stats
+        got[share] = (s.bytes_needed, s.bytes_read, s.rows_matched)
+    assert got[0.0] == got[2.0]

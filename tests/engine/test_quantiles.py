@@ -101,7 +101,8 @@ def _decimals(precision: int) -> pa.Table:
     return pa.table({"g": g, "x": pa.array(vals, pa.decimal128(precision, 2))})
 
 
-@pytest.mark.parametrize("precision", [10, 18, 20, 38])
+@pytest.mark.parametrize("precision", [
+    pytest.param(10, marks=pytest.mark.slow), 18, pytest.param(20, marks=pytest.mark.slow), 38])
 @pytest.mark.parametrize("sql", [
     "SELECT g, MEDIAN(x), quantile_cont(x, 0.37), quantile_disc(x, 0.61) FROM r "
     "GROUP BY g ORDER BY g",
