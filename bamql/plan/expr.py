@@ -30,7 +30,7 @@ class Rel:
 
     table: pa.Table
     cols: tuple[ColName, ...]
-    _combined: dict[int, pa.Array] = field(default_factory=dict, repr=False)
+    _combined: dict[int, pa.Array] = field(default_factory=dict, init=False, repr=False)
 
     @property
     def rows(self) -> int:
