@@ -93,7 +93,7 @@ def _finish(out: Rel, rest: list[exp.Expression], ev_of: Callable[[Rel], Evaluat
 LOOKUP_ROWS = 1 << 22
 
 
-def _lookup(lk: list, rk: list, kind: n.JoinType) -> tuple[pa.Array, pa.Array] | None:
+def _lookup(lk: list, rk: list, kind: n.JoinType) -> tuple[pa.Array | None, pa.Array | None] | None:
     """The row pairs of a join on one key whose build side (either side of an inner join,
     the smaller first; the optional side of an outer one) holds each key at most once: each
     row of the other side looks its key up in a hash set of the build side's
@@ -114,10 +114,12 @@ def _lookup(lk: list, rk: list, kind: n.JoinType) -> tuple[pa.Array, pa.Array] |
     return None
 
 
-def _probe(build: pa.Array, probe: pa.Array, inner: bool) -> tuple[pa.Array, pa.Array] | None:
+def _probe(build: pa.Array, probe: pa.Array,
+           inner: bool) -> tuple[pa.Array | None, pa.Array] | None:
     """(probe rows, build rows) of the matches of ``probe``'s keys in ``build``'s, where
     ``build`` holds each key at most once (every probe row where not ``inner``, a NULL build
-    row where it has no match); None where ``build`` repeats a key or is too large."""
+    row where it has no match); the probe rows None where they are every row, in order.
+    None where ``build`` repeats a key or is too large."""
     if len(build) > LOOKUP_ROWS:
         return None
     valid = pc.is_valid(build).to_numpy(zero_copy_only=False)
@@ -125,63 +127,28 @@ def _probe(build: pa.Array, probe: pa.Array, inner: bool) -> tuple[pa.Array, pa.
     try:
         if len(pc.unique(keys)) != len(keys):
             return None
-        at = _dense_index(keys, probe)
-        if at is None:
-            at = pc.index_in(probe, value_set=keys)
+        at = pc.index_in(probe, value_set=keys)
     except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError):
         return None  # keys Arrow's hash sets do not take: the hash join does
     rows = np.flatnonzero(valid)
     if inner:
+        if at.null_count == 0:  # every probe row matches: all of them, in order
+            got = at.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+            return None, pa.array(got if len(rows) == len(build) else rows[got])
         hit = pc.is_valid(at).to_numpy(zero_copy_only=False)
         b = rows[at.filter(pa.array(hit)).to_numpy(zero_copy_only=False).astype(np.int64)]
         return pa.array(np.flatnonzero(hit)), pa.array(b)
     got = at.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
-    return pa.array(np.arange(len(probe))), pa.array(
+    return None, pa.array(
         rows[got] if len(rows) else np.zeros(len(probe), np.int64),
         mask=pc.is_null(at).to_numpy(zero_copy_only=False))
 
 
-#: The widest range of integer keys looked up in a table of positions rather than a hash set
-DENSE_KEYS = 1 << 20
-
-
-def _dense_index(keys: pa.Array, probe: pa.Array) -> pa.Array | None:
-    """``pc.index_in(probe, keys)`` for distinct integer ``keys`` of a narrow range (at most
-    ``DENSE_KEYS`` apart): each probe key's position read from a table indexed by the key,
-    NULL where it has none (or is NULL); None for other keys."""
-    if not (_narrow_int(keys.type) and _narrow_int(probe.type)) or not len(keys):
-        return None
-    k = keys.to_numpy(zero_copy_only=False).astype(np.int64)
-    lo, hi = int(k.min()), int(k.max())
-    if hi - lo >= DENSE_KEYS:
-        return None
-    table = np.full(hi - lo + 2, -1, np.int64)  # the last slot: every key out of range
-    table[k - lo] = np.arange(len(k))
-    probe = probe.cast(pa.int64())
-    p = (probe if probe.null_count == 0 else probe.fill_null(lo - 1)).to_numpy(zero_copy_only=False)
-    out = np.where((p >= lo) & (p <= hi), p - lo, hi - lo + 1)
-    at = table[out]
-    missing = at < 0
-    return pa.array(at, mask=missing if missing.any() else None)
-
-
-def _narrow_int(t: pa.DataType) -> bool:
-    """An integer type every value of which an int64 holds."""
-    return pa.types.is_integer(t) and t != pa.uint64()
-
-
-def _combine(left: Rel, right: Rel, li: pa.Array, ri: pa.Array, cols) -> Rel:
-    """The joined rows: left row ``li[k]`` beside right row ``ri[k]`` (NULL: no row)."""
-    arrays = [left.column(i) if _every(li, left.rows) else left.column(i).take(li)
+def _combine(left: Rel, right: Rel, li: pa.Array | None, ri: pa.Array | None, cols) -> Rel:
+    """The joined rows: left row ``li[k]`` beside right row ``ri[k]`` (NULL: no row; None:
+    every row of that side, in order, not copied)."""
+    arrays = [left.column(i) if li is None else left.column(i).take(li)
               for i in range(len(left.cols))]
-    arrays += [right.column(i) if _every(ri, right.rows) else right.column(i).take(ri)
+    arrays += [right.column(i) if ri is None else right.column(i).take(ri)
                for i in range(len(right.cols))]
     return Rel.of(arrays, cols)
-
-
-def _every(at: pa.Array, rows: int) -> bool:
-    """Whether ``at`` is every row of a side of ``rows``, in order (a take of it: a copy)."""
-    if len(at) != rows or at.null_count:
-        return False
-    a = at.to_numpy(zero_copy_only=False)
-    return rows == 0 or (a[0] == 0 and a[-1] == rows - 1 and bool((np.diff(a) == 1).all()))
