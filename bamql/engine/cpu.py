@@ -244,14 +244,13 @@ def run_cpu(plan: PhysicalPlan, store: PageStore, stats: QueryStats) -> dict[str
             if c not in agg_cols:
                 agg_cols.append(c)
     under_mask = masked(plan)
-    akern, aparams = kcpu.agg_kernel(q.keys, plan.key_domains, q.aggs, agg_cols, sent, scales,
-                                     under_mask)
+    akern, aparams = kcpu.agg_kernel(q.keys, plan.key_domains, q.aggs, agg_cols, sent, scales)
     groups = accumulate.n_groups(plan.key_domains)
     nch = max(1, min(4 * (os.cpu_count() or 1), (1 << 26) // max(groups * max(len(q.aggs), 1), 1)))
     # numba compiles lazily on first call; warm both kernels on empty input to time it apart
     matches.warm()
     kcpu.warm(akern, 0, 1, *[np.empty(0, store.column(c).np_dtype) for c in agg_cols],
-              *([np.empty(0, bool)] if under_mask else []), *aparams,
+              kcpu.EVERY_ROW, *aparams,
               *accumulate.alloc(1, groups, q.aggs).values())
     warm_readers(store.page_size)  # the compiled page readers, too, compile on first use
     stats.compile_seconds = time.perf_counter() - t0
@@ -260,7 +259,7 @@ def run_cpu(plan: PhysicalPlan, store: PageStore, stats: QueryStats) -> dict[str
         needed = None if mask is None else int(np.count_nonzero(mask))
         for c in plan.dependent:
             vals[c] = matches.fetch(c, rows, window, needed)
-        args = [vals[c] for c in agg_cols] + ([mask] if under_mask else [])
+        args = [vals[c] for c in agg_cols] + [kcpu.EVERY_ROW if mask is None else mask]
         acc = accumulate.alloc(nch, groups, q.aggs)
         with kcpu.KERNEL_LOCK:
             akern(len(rows), nch, *args, *aparams, *acc.values())
@@ -283,9 +282,8 @@ def run_cpu_hashed(plan: PhysicalPlan, store: PageStore, stats: QueryStats, take
     matches = Matches(plan, store, stats)
     agg_cols = list(dict.fromkeys(c for e in (*q.keys, *q.aggs) for c in ir.columns_of(e)))
     under_mask = masked(plan)
-    akern, aparams = kcpu.agg_kernel(q.keys, slots, q.aggs, agg_cols, sent, scales, under_mask)
-    cols = [np.empty(0, store.column(c).np_dtype) for c in agg_cols]
-    cols += [np.empty(0, bool)] if under_mask else []
+    akern, aparams = kcpu.agg_kernel(q.keys, slots, q.aggs, agg_cols, sent, scales)
+    cols = [np.empty(0, store.column(c).np_dtype) for c in agg_cols] + [kcpu.EVERY_ROW]
 
     def tables(nch: int, s) -> dict[str, np.ndarray]:
         acc = accumulate.alloc(nch, accumulate.n_groups(s), q.aggs)
@@ -301,7 +299,7 @@ def run_cpu_hashed(plan: PhysicalPlan, store: PageStore, stats: QueryStats, take
         needed = None if mask is None else int(np.count_nonzero(mask))
         for c in plan.dependent:
             vals[c] = matches.fetch(c, rows, window, needed)
-        args = [vals[c] for c in agg_cols] + ([mask] if under_mask else [])
+        args = [vals[c] for c in agg_cols] + [kcpu.EVERY_ROW if mask is None else mask]
         # a table per core (each chunk's is filled, then read back and merged by key)
         nch = max(1, min(os.cpu_count() or 1, len(rows) // 65536 + 1))
         while True:

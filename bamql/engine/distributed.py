@@ -24,6 +24,7 @@ session imports it only when a cluster is used, so the core runs without Dask.
 
 from __future__ import annotations
 
+import gc
 import logging
 import pickle
 import threading
@@ -112,8 +113,13 @@ class DaskRunner:
 
     def close(self) -> None:
         """Release the workers' actors (the session closes): Dask does not retire a worker
-        that holds an actor."""
+        that holds an actor. An actor's handle holds a future of its own, released when the
+        handle is collected; handles left in reference cycles (the calls' futures) wait for
+        the cyclic collector, so it runs once here."""
+        had = bool(self._actors)
         self._drop(list(self._actors))
+        if had:
+            gc.collect()
 
     def _drop(self, workers: list[str]) -> None:
         """Forget and release the actors of ``workers``."""

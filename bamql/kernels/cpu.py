@@ -107,11 +107,12 @@ ACC_ARRAYS = ("C", "SF", "SI", "MNF", "MXF", "MNI", "MXI", "VS", "VF")
 
 def agg_source(keys: Sequence[ir.Expr], domains: Sequence[Domain], aggs: Sequence[ir.Agg],
                columns: Sequence[str], sentinels: dict,
-               scales: dict | None = None, masked: bool = False) -> tuple[str, Params]:
-    """Source of ``kern(n, nch, <columns>, PI, PF, LI, LF, R, C, SF, SI, MNF, MXF, MNI, MXI,
-    VS, VF, E)`` and its constants; ``masked``: ``kern(n, nch, <columns>, M, PI, ...)``,
-    which takes only the rows where the boolean ``M`` is true (and reads nothing of the
-    others, so that they raise no error).
+               scales: dict | None = None) -> tuple[str, Params]:
+    """Source of ``kern(n, nch, <columns>, M, PI, PF, LI, LF, R, C, SF, SI, MNF, MXF, MNI,
+    MXI, VS, VF, E)`` and its constants. A non-empty boolean ``M`` (one per row) leaves out
+    the rows where it is false, before anything of them is read (so that they raise no
+    error); an empty one takes every row: one kernel either way, whatever the filter's
+    constants make of its selectivity.
 
     Rows are split into ``nch`` chunks, each with its own accumulator row: no atomics, and
     the caller merges chunks. ``R[ch, g]`` counts rows of group ``g``; per aggregate ``j``,
@@ -168,16 +169,18 @@ def agg_source(keys: Sequence[ir.Expr], domains: Sequence[Domain], aggs: Sequenc
             ec.emit(f"    VF[ch, g, {j}] += vd{j}")
             ec.emit(f"    VF[ch, g, {len(aggs) + j}] += vd{j} * vd{j}")
     ec.indent = base
-    args = ", ".join([*(safe_name(c) for c in columns), *(["M"] if masked else [])])
+    args = ", ".join([*(safe_name(c) for c in columns), "M"])
     return "\n".join([
         f"def kern(n, nch, {args}{', ' if args else ''}{_PARAMS}, R, C, SF, SI, MNF, MXF, MNI, MXI, "
         + ("VS, VF, E, HK, HM, HN):" if hashed else "VS, VF, E):"),
         *[f"    {line}" for line in ec.prologue],
+        "    masked = M.shape[0] > 0",
         "    for ch in numba.prange(nch):",
         "        lo = ch * n // nch",
         "        hi = (ch + 1) * n // nch",
         "        for i in range(lo, hi):",
-        *(["            if not M[i]:", "                continue"] if masked else []),
+        "            if masked and not M[i]:",
+        "                continue",
         *ec.lines,
         "",
     ]), ec.params
@@ -240,9 +243,13 @@ def _hash_slot(ec: ExprCompiler, keys: Sequence[ir.Expr], slots: HashSlots) -> N
     ec.emit("g = gd * (hc + 2) + g")
 
 
-def agg_kernel(keys, domains, aggs, columns, sentinels, scales=None, masked: bool = False):
+#: The mask of a kernel call that takes every row (``agg_source``)
+EVERY_ROW = np.empty(0, bool)
+
+
+def agg_kernel(keys, domains, aggs, columns, sentinels, scales=None):
     """``(compiled grouped aggregation, its constants' arrays)`` over aligned arrays of
-    ``columns``: call it as ``kern(n, nch, *columns, *params, *accumulators)`` (``masked``:
-    ``kern(n, nch, *columns, mask, *params, *accumulators)``, see ``agg_source``)."""
-    src, params = agg_source(keys, domains, aggs, columns, sentinels, scales, masked)
+    ``columns``: call it as ``kern(n, nch, *columns, mask, *params, *accumulators)``, the
+    mask ``EVERY_ROW`` or one boolean per row (``agg_source``)."""
+    src, params = agg_source(keys, domains, aggs, columns, sentinels, scales)
     return _compile(src, "kern"), params.arrays()

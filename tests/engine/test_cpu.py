@@ -67,18 +67,29 @@ def test_masked_and_compacted_morsels_answer_as_duckdb(store, sql, share, monkey
 
 def test_which_filters_aggregate_under_their_mask(store, monkeypatch):
     seen: list[bool] = []
-    kernel = kcpu.agg_kernel
+    decide = cpu.masked
 
-    def spy(*args, **kwargs):
-        seen.append(args[-1] if len(args) > 6 else kwargs.get("masked", False))
-        return kernel(*args, **kwargs)
+    def spy(plan):
+        seen.append(decide(plan))
+        return seen[-1]
 
-    monkeypatch.setattr(kcpu, "agg_kernel", spy)
+    monkeypatch.setattr(cpu, "masked", spy)
     with bamql.connect(store, device="cpu") as con:
         for sql in QUERIES:
             con.sql(sql)
     # many rows kept: masked; few rows, or a later stage's arithmetic: compacted
     assert seen == [True, True, True, False, False, True, True]
+
+
+def test_a_filters_constants_do_not_make_a_second_kernel(store):
+    """Masked or compacted, a query shape compiles one aggregate kernel (its mask an
+    argument): constants that move the filter's selectivity across ``MASKED_SHARE`` do not
+    compile another."""
+    with bamql.connect(store, device="cpu") as con:
+        con.sql("SELECT g, SUM(k) FROM t WHERE x > 5 GROUP BY g")  # keeps most: masked
+        before = kcpu.kernel_cache_size()
+        con.sql("SELECT g, SUM(k) FROM t WHERE x > 26 GROUP BY g")  # keeps few: compacted
+        assert kcpu.kernel_cache_size() == before
 
 
 def test_explain_says_when_the_aggregate_takes_the_filters_mask(store):
