@@ -30,7 +30,15 @@ from bamql.engine.cpu import masked
 from bamql.engine.hashagg import HashSite, explain_hashed, hash_task, hashed_columns
 from bamql.engine.partials import finish_partial
 from bamql.engine.partition import Resident, table_domains
-from bamql.engine.quantiles import kernel_query, quantiles
+from bamql.engine.quantiles import (
+    absorb_io,
+    countable,
+    counted_quantile,
+    counts_query,
+    group_slots,
+    kernel_query,
+    quantiles,
+)
 from bamql.engine.result import Result, assemble
 from bamql.engine.rows import RowsTask, arrow_rows, explain_rows, plan_rows
 from bamql.engine.runner import Declined, merge, merge_stats
@@ -106,9 +114,9 @@ class HashAggregate:
             part, self.q.table, self.q.predicate, hashed_columns(self.q), s._medium(), resident),
             part), s.device == Device.GPU, self.site(s))
 
-    def run(self, s) -> Result:
+    def grouped(self, s) -> tuple[Grouped, QueryStats]:
+        """The finished groups and the run's statistics."""
         table = s.store(self.q.table)
-        text = s.explain_query(self.q)  # before the run, which changes what the OS caches
         runner = s._runner(table)
         task = hash_task(self.q, table.columns, s._medium())
         t0 = time.perf_counter()
@@ -120,9 +128,13 @@ class HashAggregate:
             g = finish_partial(task.merge(partials.accs), self.q)
         except MemoryError:
             raise _out_of_memory() from None
-        stats = merge_stats(table, partials, f"{s.device}/{runner.where}", s.backend,
-                            time.perf_counter() - t0)
-        return Result(assemble(g, self.q, table.columns), stats, text)
+        return g, merge_stats(table, partials, f"{s.device}/{runner.where}", s.backend,
+                              time.perf_counter() - t0)
+
+    def run(self, s) -> Result:
+        text = s.explain_query(self.q)  # before the run, which changes what the OS caches
+        g, stats = self.grouped(s)
+        return Result(assemble(g, self.q, s.store(self.q.table).columns), stats, text)
 
 
 @dataclass(frozen=True)
@@ -145,14 +157,21 @@ class KernelAggregate:
         under_mask = ("\n  on the CPU: every candidate row aggregated under the filter's mask "
                       "(nothing compacted or gathered)"
                       if s.device == Device.CPU and masked(plan) else "")
-        return explain_text(plan, part) + under_mask + _quantile_line(q, s.device)
+        return (explain_text(plan, part) + under_mask
+                + _quantile_line(q, s.device, s.store(q.table).columns))
 
-    def run(self, s) -> Result:
+    def grouped(self, s) -> tuple[Grouped, QueryStats]:
+        """The finished groups of a query over one table (no join) and the run's
+        statistics."""
+        assert not isinstance(self.query, JoinQuery)
+        _, g, stats, _ = self._run(s, s._resident(self.query))
+        return g, stats
+
+    def _run(self, s, resident: Resident) -> tuple[str, Grouped | None, QueryStats, dict]:
+        """The plan's text, the finished groups (None for a join: ``run`` finishes them
+        from the accumulators, also returned) and the statistics."""
         query, q = self.query, self.fact
         table = s.store(q.table)
-        # the text before the run, of the plan that runs: one look at the OS page cache
-        resident = s._resident(q)
-        text = s.explain_query(query, resident)
         plan = s.plan(q, resident)
         runner = s._runner(table)
         t0 = time.perf_counter()
@@ -163,6 +182,25 @@ class KernelAggregate:
         acc, stats = merge(table, partials, f"{s.device}/{runner.where}", s.backend,
                            time.perf_counter() - t0)
         if isinstance(query, JoinQuery):
+            return plan, None, stats, acc
+        g = finish(acc, kernel_query(q), plan.key_domains)
+        if ir.quantile_aggs(q):  # the values read again: part of the query's time
+            t1 = time.perf_counter()
+            if countable(q, table.columns):
+                g = _counted_quantiles(s, q, plan.key_domains, g, stats)
+            else:
+                g = quantiles(table, q, plan.key_domains, g, s._medium(), runner, stats)
+            stats.seconds += time.perf_counter() - t1
+        return plan, g, stats, acc
+
+    def run(self, s) -> Result:
+        query, q = self.query, self.fact
+        table = s.store(q.table)
+        # the text before the run, of the plan that runs: one look at the OS page cache
+        resident = s._resident(q)
+        text = s.explain_query(query, resident)
+        plan, g, stats, acc = self._run(s, resident)
+        if isinstance(query, JoinQuery):
             cols = {**table.columns, **query.columns}
             domains = table_domains(query.out, cols)
             if query.distinct:
@@ -172,11 +210,6 @@ class KernelAggregate:
                 acc = regroup(acc, query.slots(plan.key_domains, domains), n_groups(domains))
             out = assemble(finish(acc, query.out, domains), query.out, cols)
         else:
-            g = finish(acc, kernel_query(q), plan.key_domains)
-            if ir.quantile_aggs(q):  # the values read again: part of the query's time
-                t1 = time.perf_counter()
-                g = quantiles(table, q, plan.key_domains, g, s._medium(), runner, stats)
-                stats.seconds += time.perf_counter() - t1
             out = assemble(g, q, table.columns)
         return Result(out, stats, text)
 
@@ -236,11 +269,33 @@ def lower(s, query: ir.Query | ir.RowQuery | JoinQuery) -> Leaf:
     return KernelAggregate(query)
 
 
-def _quantile_line(q: ir.Query, device: Device) -> str:
+def _counted_quantiles(s, q: ir.Query, domains, g: Grouped, stats: QueryStats) -> Grouped:
+    """``g`` with each quantile of ``q`` taken from the counts of each group's distinct
+    values (``quantiles.counts_query``, one GROUP BY per argument and FILTER, run as any
+    GROUP BY is: in the kernel, on the session's device); their reads added to ``stats``."""
+    present = group_slots(g.keys, domains, g.n)
+    aggs = list(g.aggs)
+    done: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+    for j in ir.quantile_aggs(q):
+        a = q.aggs[j]
+        if (a.arg, a.filter) not in done:
+            sub = counts_query(q, a)
+            c, st = lower(s, sub).grouped(s)
+            absorb_io(stats, st)
+            done[a.arg, a.filter] = (group_slots(c.keys[:-1], domains, c.n), c.keys[-1][0],
+                                     c.aggs[0][0])
+        aggs[j] = counted_quantile(*done[a.arg, a.filter], a, present)
+    return Grouped(g.keys, aggs, g.n)
+
+
+def _quantile_line(q: ir.Query, device: Device, columns) -> str:
     """EXPLAIN's line on a query's quantiles ('' where it has none)."""
     js = ir.quantile_aggs(q)
     if not js:
         return ""
+    head = "\n  quantiles: " + ", ".join(show(q.aggs[j]) for j in js) + ": exact, "
+    if countable(q, columns):
+        return head + ("from the rows of each distinct value of each group (a second GROUP BY, "
+                       "with the value as a key, in the kernel)")
     where = "on the CPU (no GPU kernel)" if device == Device.GPU else "on the CPU"
-    return ("\n  quantiles: " + ", ".join(show(q.aggs[j]) for j in js)
-            + f": exact, from the matching rows' values read again after the kernel, {where}")
+    return head + f"from the matching rows' values read again after the kernel, {where}"

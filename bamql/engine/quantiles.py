@@ -8,6 +8,7 @@ quantile is taken from them exactly, as DuckDB defines it.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import ClassVar
 
 import numpy as np
@@ -21,6 +22,7 @@ from bamql.plan.interpolate import between, decimal_between
 from bamql.planner import ir
 from bamql.planner.domains import strides as key_strides
 from bamql.planner.evaluate import evaluate
+from bamql.storage.format import ColumnMeta
 from bamql.storage.partitioned import PartitionedTable
 from bamql.storage.store import PageStore
 
@@ -55,7 +57,6 @@ class QuantileTask:
         js = ir.quantile_aggs(q)
         cols = tuple(dict.fromkeys(c for e in (*q.keys, *(q.aggs[j] for j in js))
                                    for c in ir.columns_of(e)))
-        strides = key_strides(domains)
         matches, st = row_matches(store, q.table, q.predicate, cols, self.medium, device, backend)
 
         def morsel(window, rows, vals) -> dict[int, Slotted]:
@@ -63,10 +64,7 @@ class QuantileTask:
                 if c not in vals:
                     vals[c] = matches.fetch(c, rows, window)
             env, n = column_env(store, {c: vals[c] for c in cols}), len(rows)
-            slot = np.zeros(n, np.int64)
-            for k, d, s in zip(q.keys, domains, strides, strict=True):
-                kv, kok = evaluate(k, env, n)
-                slot += np.where(kok, d.index(np.where(kok, kv, 0)) - d.base, d.size) * s
+            slot = group_slots([evaluate(k, env, n) for k in q.keys], domains, n)
             out = {}
             for j in js:
                 a = q.aggs[j]
@@ -99,6 +97,63 @@ def _cat(parts: list[Slotted]) -> Slotted | None:
     return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
+#: Most values a quantile's column can hold (by its type and range) for its quantiles to be
+#: taken from counts of each group's distinct values (``counts_query``): a GROUP BY of a
+#: bounded number of groups, read in the kernel, instead of every matching row's value
+COUNTED_VALUES = 1 << 16
+
+
+def value_range(meta: ColumnMeta) -> int | None:
+    """How many distinct values an integer-stored column can hold (its histogram's, or its
+    range in stored units); None where it is not bounded so (a float stored as is, a
+    string, a timestamp)."""
+    if meta.kind not in ("int", "float") or meta.dictionary is not None:
+        return None
+    if meta.histogram:
+        return len(meta.histogram)
+    if meta.np_dtype.kind not in "iu" or meta.min is None or meta.max is None:
+        return None
+    lo, hi = meta.min, meta.max
+    if meta.scale:
+        lo, hi = round(lo * 10**meta.scale), round(hi * 10**meta.scale)
+    return int(hi) - int(lo) + 1
+
+
+def countable(q: ir.Query, columns: Mapping[str, ColumnMeta]) -> bool:
+    """Whether every quantile of ``q`` is of a column whose values are few enough to be
+    counted (``COUNTED_VALUES``)."""
+    for j in ir.quantile_aggs(q):
+        arg = q.aggs[j].arg
+        if not isinstance(arg, ir.Col) or arg.name not in columns:
+            return False
+        n = value_range(columns[arg.name])
+        if n is None or n > COUNTED_VALUES:
+            return False
+    return True
+
+
+def counts_query(q: ir.Query, a: ir.Agg) -> ir.Query:
+    """``q``'s GROUP BY with quantile ``a``'s argument as one more key, counting the rows of
+    each (group, value) where the argument is valid and ``a``'s FILTER holds: what
+    ``counted_quantile`` takes."""
+    terms = [t for t in (q.predicate, a.filter) if t is not None]
+    terms.append(ir.IsNull(a.arg, negated=True))
+    keys = (*q.keys, a.arg)
+    names = (*(f"__k{i}" for i in range(len(keys))), "__n")
+    exprs = (*(ir.KeyRef(i, k.kind) for i, k in enumerate(keys)), ir.AggRef(0, "int"))
+    return ir.Query(q.table, terms[0] if len(terms) == 1 else ir.And(tuple(terms)), keys,
+                    (ir.Agg("count", None, "int"),), names, exprs, None, (), None)
+
+
+def group_slots(keys: list[Vec], domains, n: int) -> np.ndarray:
+    """The slot over the query's key ``domains`` of each of ``n`` rows or groups, given
+    their keys' (values, valid) (a NULL in its key's last slot)."""
+    slot = np.zeros(n, np.int64)
+    for (kv, kok), d, s in zip(keys, domains, key_strides(domains), strict=True):
+        slot += np.where(kok, d.index(np.where(kok, kv, 0)) - d.base, d.size) * s
+    return slot
+
+
 def quantiles(table: PartitionedTable, q: ir.Query, domains, g: Grouped, medium: Medium,
               runner, stats: QueryStats) -> Grouped:
     """``g`` (the kernel's groups of ``kernel_query(q)``) with each quantile of ``q``
@@ -108,12 +163,9 @@ def quantiles(table: PartitionedTable, q: ir.Query, domains, g: Grouped, medium:
     task = QuantileTask(q, tuple(domains), medium)
     partials = runner.map(table, task)
     for st in partials.stats:
-        _absorb_io(stats, st)
+        absorb_io(stats, st)
     got = task.merge(partials.accs)
-    strides = key_strides(domains)
-    present = np.zeros(g.n, np.int64)  # the slot of each of the kernel's groups
-    for (kv, kok), d, s in zip(g.keys, domains, strides, strict=True):
-        present += np.where(kok, d.index(np.where(kok, kv, 0)) - d.base, d.size) * s
+    present = group_slots(g.keys, domains, g.n)  # the slot of each of the kernel's groups
     aggs = list(g.aggs)
     for j, sv in got.items():
         slot, v = sv if sv is not None else (np.empty(0, np.int64), np.empty(0))
@@ -121,7 +173,7 @@ def quantiles(table: PartitionedTable, q: ir.Query, domains, g: Grouped, medium:
     return Grouped(g.keys, aggs, g.n)
 
 
-def _absorb_io(stats: QueryStats, other: QueryStats) -> None:
+def absorb_io(stats: QueryStats, other: QueryStats) -> None:
     """Add ``other``'s column reads to ``stats`` (columns it lacks are added)."""
     for name, c in other.columns.items():
         if name not in stats.columns:
@@ -135,23 +187,54 @@ def _quantile(slot: np.ndarray, v: np.ndarray, a: ir.Agg, present: np.ndarray) -
     (DuckDB's definitions: ``quantile_cont`` interpolates at ``q * (n - 1)``,
     ``quantile_disc`` takes the value at ``ceil(q * n) - 1``; NaN sorts above +inf)."""
     x, groups, first, count, ordered = _by_group(slot, v)
+
+    def pick(*ranks: np.ndarray) -> tuple[np.ndarray, ...]:
+        got = _select(x, first, count, ordered, *(first + r for r in ranks))
+        return got if len(ranks) > 1 else (got,)
+
+    return _finish(a, groups, count, pick, present, x.dtype)
+
+
+def counted_quantile(slot: np.ndarray, v: np.ndarray, weight: np.ndarray, a: ir.Agg,
+                     present: np.ndarray) -> Vec:
+    """Quantile ``a`` per group ``slot`` of values given as distinct ``(slot, v)`` pairs and
+    the rows ``weight`` of each (a GROUP BY of the keys and the value, ``counts_query``),
+    at the groups ``present``: each group's k-th smallest value is the one whose rows,
+    counted in value order, pass k; the same answer as ``_quantile`` over the rows."""
+    order = np.lexsort((v, slot))
+    slot, v, weight = slot[order], v[order], weight[order]
+    groups, first = np.unique(slot, return_index=True)
+    cum = np.cumsum(weight)
+    before = np.concatenate([[0], cum])[first]
+    count = np.diff(np.append(before, cum[-1] if len(cum) else 0))
+
+    def pick(*ranks: np.ndarray) -> tuple[np.ndarray, ...]:
+        return tuple(v[np.searchsorted(cum, before + r, side="right")] for r in ranks)
+
+    return _finish(a, groups, count, pick, present, v.dtype)
+
+
+def _finish(a: ir.Agg, groups: np.ndarray, count: np.ndarray, pick, present: np.ndarray,
+            dtype: np.dtype) -> Vec:
+    """Quantile ``a`` of each group (``groups`` ascending, ``count`` values each) from
+    ``pick(*ranks)``, the values at each group's 0-based ``ranks`` in value order, at the
+    groups ``present`` (valid where the group has values)."""
     q = float(a.param)
     if a.func == "quantile_disc":
-        at = np.maximum(np.ceil(count * q).astype(np.int64), 1) - 1
-        got = _select(x, first, count, ordered, first + at)
+        got, = pick(np.maximum(np.ceil(count * q).astype(np.int64), 1) - 1)
     else:
         pos = q * (count - 1)
         lo, hi = np.floor(pos).astype(np.int64), np.ceil(pos).astype(np.int64)
-        got2 = _select(x, first, count, ordered, first + lo, first + hi)
+        low, high = pick(lo, hi)
         if a.precision:  # a DECIMAL's integers: the same DECIMAL
-            got = decimal_between(got2[0], got2[1], pos - lo, a.precision)
-            x = got
+            got = decimal_between(low, high, pos - lo, a.precision)
         else:
-            got, x = between(*got2, pos - lo), x.astype(np.float64)
-    i = np.clip(np.searchsorted(groups, present), 0, max(len(groups) - 1, 0))
-    has = (i < len(groups)) & (groups[i] == present) if len(groups) else np.zeros(len(present), bool)
-    out = got[i] if len(groups) else np.zeros(len(present), x.dtype if len(x) else np.float64)
-    return out, has
+            got = between(low, high, pos - lo)
+        dtype = got.dtype
+    if not len(groups):
+        return np.zeros(len(present), dtype), np.zeros(len(present), bool)
+    i = np.clip(np.searchsorted(groups, present), 0, len(groups) - 1)
+    return got[i], groups[i] == present
 
 
 #: Groups up to which each group's order statistics are selected on its own values (a

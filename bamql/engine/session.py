@@ -611,6 +611,13 @@ class Session:
             self._parsed.put(text, q)
         return q
 
+    def _translate_with(self, text: str, tables: dict[str, pa.Table]) -> ir.Query:
+        """SQL -> IR where ``text`` may also join ``tables`` (name -> rows), dimension tables
+        of this one query (a plan's derived tables, computed already); not remembered."""
+        dims = {**self._dims_for(text), **{k: dimension(k, t) for k, t in tables.items()}}
+        return _quantiles_alone(split_distinct(translate_joins(text, self.catalog(), dims),
+                                               self.catalog()))
+
     def _every_table(self, msg: str) -> str:
         """An unknown-table error's list of tables as every name a query may use: stored
         and registered tables alike."""

@@ -84,7 +84,8 @@ def run_tree(session, text: str) -> Result:
     """Run ``text`` through the plan tree."""
     node = plan(session, text)
     ctx = Context(lambda sql: session.run(session._translate(sql)),
-                  lambda table, columns: read_wide(session, table, columns))
+                  lambda table, columns: read_wide(session, table, columns),
+                  lambda sql, tables: session.run(session._translate_with(sql, tables)))
     try:
         rel = run(node, ctx)
     except MemoryError:
@@ -135,7 +136,8 @@ def show(node: n.Node, session=None, depth: int = 0) -> str:
         except BamqlError as e:
             inner = f"(not planned: {e})"
         lines += [pad + "    " + x for x in inner.splitlines()]
-    for c in node.children:
+    kids = (node.child,) if isinstance(node, n.FusedJoin) else node.children
+    for c in kids:
         lines.append(show(c, session, depth + 1))
     for i, s in enumerate(n.subplans_of(node)):
         lines.append(f"{pad}  subquery {i} ({s.kind.value}"
@@ -152,6 +154,9 @@ def _sql(e: exp.Expression) -> str:
 def _label(node: n.Node) -> str:
     if isinstance(node, n.Fused):
         return f"FusedKernel [GPU or CPU, as the session runs]: {node.sql}"
+    if isinstance(node, n.FusedJoin):
+        return ("FusedKernel [GPU or CPU, as the session runs], the rows below joined by key "
+                f"inside it: {node.sql}")
     if isinstance(node, n.Scan):
         where = f" WHERE {' AND '.join(_sql(p) for p in node.predicate)}" if node.predicate else ""
         return f"Scan {node.table} AS {node.qual} [{', '.join(node.columns)}]{where} (kernel)"

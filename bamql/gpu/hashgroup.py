@@ -23,7 +23,9 @@ slot, in global memory.
 
 Where more than half the global slots are taken, or a row finds none, ``HN[1]`` counts it:
 the run's answer is discarded and the partition runs again with a larger table
-(``engine.hashagg.gpu_kernel_partial``), so a full table never gives a wrong answer.
+(``engine.hashagg.gpu_kernel_partial``), so a full table never gives a wrong answer. Once
+``HN[1]`` is set, later rows no longer probe the global table: a run bound to be repeated
+does not walk a full table row after row.
 """
 
 from __future__ import annotations
@@ -85,7 +87,7 @@ def _one_key_probe(key: str, slots: HashSlots, out: str) -> list[str]:
     mask = slots.capacity - 1
     return [*_hash([key], mask, "gs"),
             f"{out} = -1",
-            f"for gp in range({slots.capacity}):",
+            f"for gp in range({slots.capacity} if HN[0, 1] == 0 else 0):",
             "    hold = HK[0, gs, 0]",
             f"    if hold == {EMPTY}:",
             f"        hold = cuda.atomic.cas(HK, (0, gs, 0), {EMPTY}, {key})",
@@ -108,7 +110,7 @@ def _many_keys_probe(bits: list[str], slots: HashSlots) -> list[str]:
                            for i, b in enumerate(bits))])
     return [*_hash(bits, mask, "gs"),
             "g = -1",
-            f"for gp in range({slots.capacity}):",
+            f"for gp in range({slots.capacity} if HN[0, 1] == 0 else 0):",
             "    hst = HS[0, gs]",
             "    if hst == 0:",
             "        hst = cuda.atomic.cas(HS, (0, gs), 0, 1)",
@@ -152,7 +154,8 @@ def emit_slot(ec, keys: tuple[ir.Expr, ...], slots: HashSlots, shared: int) -> N
         for line in _many_keys_probe([b for b, _ in bits], slots):
             ec.emit(line)
         ec.emit("if g < 0:")
-        ec.emit("    cuda.atomic.add(HN, (0, 1), 1)")
+        ec.emit("    if HN[0, 1] == 0:")
+        ec.emit("        cuda.atomic.add(HN, (0, 1), 1)")
         ec.emit("    g = 0")
         ec.emit(f"g = gd * {c + 2} + g")
         return
@@ -183,7 +186,8 @@ def emit_slot(ec, keys: tuple[ir.Expr, ...], slots: HashSlots, shared: int) -> N
     for line in _one_key_probe(b, slots, out):
         ec.emit("    " + line)
     ec.emit(f"    if {out} < 0:")
-    ec.emit("        cuda.atomic.add(HN, (0, 1), 1)")
+    ec.emit("        if HN[0, 1] == 0:")
+    ec.emit("            cuda.atomic.add(HN, (0, 1), 1)")
     ec.emit(f"        {out} = 0")
     if shared:
         ec.emit("if gl < 0:")

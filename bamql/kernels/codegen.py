@@ -277,6 +277,22 @@ class ExprCompiler:
         return v, ok
 
     @_node.register
+    def _(self, e: ir.Lookup) -> tuple[str, str]:
+        """A value from a table in the arguments (``LI``/``LF``), its validity beside it in
+        ``LI``: indexes checked against the table's length before any read."""
+        v, ok = self._var()
+        k, ok_k = self.compile(e.key)
+        floats = e.kind == "float"
+        vals = self.params.add_list(np.asarray(e.values, np.float64 if floats else np.int64))
+        valid = self.params.add_list(np.asarray(e.valid, np.int64))
+        at = f"i{v}"
+        self.emit(f"{at} = int({k}) - {self._constant(e.base)} if {ok_k} else -1")
+        self.emit(f"{ok} = 0 <= {at} < PI[{vals + 1}] and LI[PI[{valid}] + {at}] != 0")
+        arr, zero = ("LF", "0.0") if floats else ("LI", "0")
+        self.emit(f"{v} = {arr}[PI[{vals}] + {at}] if {ok} else {zero}")
+        return v, ok
+
+    @_node.register
     def _(self, e: ir.Extract) -> tuple[str, str]:
         v, ok = self._var()
         a, oa = self.compile(e.arg)

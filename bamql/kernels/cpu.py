@@ -201,8 +201,11 @@ def _hash_slot(ec: ExprCompiler, keys: Sequence[ir.Expr], slots: HashSlots) -> N
     the dense keys' slot times the table's width plus the hashed keys' slot, found by
     linear probing on their canonical bits (``engine.partials.canonical_keys``); a table
     more than half full, or full, counts in ``HN[ch, 1]`` (the caller runs again with a
-    larger one)."""
+    larger one), and the chunk's later rows are skipped, so that a run bound to be
+    repeated does not probe a full table row after row."""
     dense = [k for i, k in enumerate(keys) if i not in slots.hashed]
+    ec.emit("if HN[ch, 1] > 0:")  # the chunk's table is full: it runs again, larger
+    ec.emit("    continue")
     ec.emit("hc = HM.shape[1]")  # the table's slots (a power of two): one kernel for any
     ec.emit("gd = 0")
     if dense:

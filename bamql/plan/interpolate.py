@@ -8,15 +8,38 @@ import numpy as np
 
 
 def between(xl: np.ndarray, xh: np.ndarray, d: np.ndarray) -> np.ndarray:
-    """Doubles ``d`` of the way from ``xl`` to ``xh``, as DuckDB interpolates them."""
+    """Doubles ``d`` of the way from ``xl`` to ``xh``, as DuckDB interpolates them:
+    ``lo * (1 - d) + hi * d``, whose build fuses the last multiply and add (one rounding);
+    at ``d == 0`` the value itself (no interpolation: an infinity stays one)."""
     xl, xh = xl.astype(np.float64), xh.astype(np.float64)
     with np.errstate(all="ignore"):
-        # equal neighbours are the answer as they are (two infinities, two -0.0s); an
-        # infinite neighbour is weighed as DuckDB does (lo * (1 - d) + hi * d: -inf
-        # beside a number is -inf, not -inf + inf)
-        inf = np.isinf(xl) | np.isinf(xh)
-        return np.where(xl == xh, xl,
-                        np.where(inf, xl * (1 - d) + xh * d, xl + d * (xh - xl)))
+        return np.where(d == 0, xl, fused_multiply_add(xl, 1.0 - d, xh * d))
+
+
+#: Veltkamp's splitter for doubles (2**27 + 1): ``x`` into halves whose products are exact
+_SPLIT = 134217729.0
+
+
+def fused_multiply_add(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """``a * b + c`` as a fused multiply-add computes it, one rounding at the end: the
+    product's rounding error found exactly (Dekker's two-product), the sum's too (Knuth's
+    two-sum), both errors added back last; where a part overflows (an infinity, a value
+    past 2**996), the plain ``a * b + c``."""
+    with np.errstate(all="ignore"):
+        p = a * b
+        t = _SPLIT * a
+        ah = t - (t - a)
+        al = a - ah
+        t = _SPLIT * b
+        bh = t - (t - b)
+        bl = b - bh
+        e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+        s = p + c
+        v = s - p
+        err = (p - (s - v)) + (c - v)
+        fix = err + e
+        out = np.where(fix == 0, s, s + fix)  # -0.0 + 0.0 would lose a zero's sign
+        return np.where(np.isfinite(out) & np.isfinite(e), out, p + c)
 
 
 def decimal_between(lo: np.ndarray, hi: np.ndarray, d: np.ndarray, precision: int) -> np.ndarray:

@@ -109,6 +109,35 @@ class Fused(Node):
 
 
 @dataclass(frozen=True, eq=False)
+class FusedJoin(Node):
+    """A GROUP BY over a stored table joined to a small relation (a derived GROUP BY, a
+    registered table) on one key, run as one fused kernel: ``child``'s rows first, as the
+    dimension table ``dim`` (columns ``dim_cols``), each of its columns then looked up by the
+    fact table's key inside the kernel, which runs ``sql``. ``fallback`` is the plan it
+    replaces, run instead where the kernel refuses the rows (a key that is not unique, a
+    type it does not look up)."""
+
+    child: Node
+    sql: str
+    names: tuple[str, ...]
+    dim: str
+    dim_cols: tuple[str, ...]
+    fallback: Node
+
+    @property
+    def children(self) -> tuple[Node, ...]:
+        return (self.child, self.fallback)
+
+    def with_children(self, *children: Node) -> Node:
+        child, fallback = children
+        return dataclasses.replace(self, child=child, fallback=fallback)
+
+    @property
+    def cols(self) -> tuple[ColName, ...]:
+        return tuple((None, n) for n in self.names)
+
+
+@dataclass(frozen=True, eq=False)
 class Scan(Node):
     """The rows of a stored table: the columns the plan reads, and the conjuncts of a
     WHERE the kernel evaluates while it scans (pushed down by a rule)."""

@@ -25,20 +25,30 @@ D = "duckdb"
 
 class Context:
     """What operators need from the session: ``run_sql`` runs a SELECT through the fused
-    kernel and returns its Arrow table; ``leaves`` collects each run's Result;
+    kernel and returns its Result (``run_joined`` one that joins tables given by name, as
+    dimension tables); ``leaves`` collects each run's Result;
     ``read_wide(table, columns)`` reads the columns of a stored table whole, as Arrow, where
     one of them is a DECIMAL of more than 18 digits that the fused kernels do not take (None
     where none is)."""
 
     def __init__(self, run_sql: Callable[[str], object],
                  read_wide: Callable[[str, tuple[str, ...]], pa.Table | None] | None = None,
+                 run_joined: Callable[[str, dict[str, pa.Table]], object] | None = None,
                  ) -> None:
         self.run_sql = run_sql
         self.read_wide = read_wide or (lambda table, columns: None)
+        self.run_joined = run_joined
         self.leaves: list = []
 
-    def fused(self, sql: str) -> pa.Table:
-        res = self.run_sql(sql)
+    def fused(self, sql: str, tables: dict[str, pa.Table] | None = None) -> pa.Table:
+        """The Arrow table of a SELECT through the fused kernel; ``tables``: dimension
+        tables it joins, by name (``run_joined``)."""
+        if tables:
+            if self.run_joined is None:
+                raise PlanError("internal: no kernel takes this plan's derived dimension tables")
+            res = self.run_joined(sql, tables)
+        else:
+            res = self.run_sql(sql)
         self.leaves.append(res)
         return res.table
 
@@ -63,6 +73,18 @@ def _fused(node: n.Fused, ctx: Context) -> Rel:
     if t.num_columns != len(node.names):
         raise PlanError(f"internal: a fused kernel returned {t.num_columns} columns, "
                         f"expected {len(node.names)}")
+    return Rel(_positional(t), node.cols)
+
+
+@execute.register
+def _fused_join(node: n.FusedJoin, ctx: Context) -> Rel:
+    side = execute(node.child, ctx)
+    rows = pa.Table.from_arrays([side.column(i) for i in range(len(node.dim_cols))],
+                                names=list(node.dim_cols))
+    try:
+        t = ctx.fused(node.sql, {node.dim: rows})
+    except PlanError:  # the kernel does not take these rows: the plan it replaced
+        return execute(node.fallback, ctx)
     return Rel(_positional(t), node.cols)
 
 

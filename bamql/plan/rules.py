@@ -214,7 +214,69 @@ def fuse_aggregate(node: n.Node, cat: Catalog) -> n.Node:
     return n.Fused(sql, tuple(x.alias for x in items))
 
 
-RULES: tuple[Rule, ...] = (push_filters, limit_window, fuse_aggregate)
+#: The name a FusedJoin's SQL gives the relation it joins (registered for that one query)
+JOINED = "__bamql_joined"
+
+
+def fuse_join_aggregate(node: n.Node, cat: Catalog) -> n.Node:
+    """GROUP BY over a stored table joined on one key to a small relation (a derived
+    GROUP BY, a registered table) as one fused kernel (``n.FusedJoin``): the relation's
+    rows are computed first and its columns looked up by the fact key inside the kernel,
+    the join's other conditions a WHERE there. An inner join, or a left join on the key
+    alone."""
+    if not isinstance(node, n.Aggregate) or node.sets is not None:
+        return node
+    child, where = node.child, []
+    if isinstance(child, n.Filter) and not child.subplans:
+        child, where = child.child, list(conjuncts(child.condition))
+    if not isinstance(child, n.Join) or child.on is None or \
+            child.kind not in (n.JoinType.INNER, n.JoinType.LEFT):
+        return node
+    scan, side = child.left, child.right
+    if child.kind is n.JoinType.INNER and isinstance(scan, n.Alias):
+        scan, side = side, scan
+    if not isinstance(scan, n.Scan) or not isinstance(side, n.Alias) or \
+            not isinstance(side.child, n.Fused | n.Values) or (where and child.kind is n.JoinType.LEFT):
+        return node
+    key, rest = None, []
+    for c in conjuncts(child.on):
+        if key is None and isinstance(c, exp.EQ) and all(
+                isinstance(x, exp.Column) for x in (c.this, c.expression)) and (
+                {_side(c.this, scan, side), _side(c.expression, scan, side)} == {"fact", "dim"}):
+            key = c
+        else:
+            rest.append(c)
+    if key is None or (rest and child.kind is n.JoinType.LEFT):
+        return node
+    items = [exp.Alias(this=k.copy(), alias=exp.to_identifier(f"__k{i}", quoted=True))
+             for i, k in enumerate(node.keys)]
+    items += [exp.Alias(this=a.copy(), alias=exp.to_identifier(f"__a{j}", quoted=True))
+              for j, a in enumerate(node.aggs)]
+    if not items:
+        return node
+    fact = exp.Table(this=exp.to_identifier(scan.table, quoted=True),
+                     alias=exp.TableAlias(this=exp.to_identifier(scan.qual, quoted=True)))
+    joined = exp.Table(this=exp.to_identifier(JOINED, quoted=True),
+                       alias=exp.TableAlias(this=exp.to_identifier(side.qual, quoted=True)))
+    s = exp.select(*items).from_(fact).join(
+        joined, on=key.copy(), join_type="LEFT" if child.kind is n.JoinType.LEFT else None)
+    conds = [*scan.predicate, *rest, *where]
+    if conds:
+        s = s.where(exp.and_(*[c.copy() for c in conds]))
+    if node.keys:
+        s = s.group_by(*[k.copy() for k in node.keys])
+    return n.FusedJoin(side, s.sql(dialect=D), tuple(x.alias for x in items), JOINED,
+                       tuple(c for _, c in side.cols), node)
+
+
+def _side(c: exp.Column, scan: n.Scan, side: n.Alias) -> str | None:
+    """Which side of a join column ``c`` names: 'fact' (the scan), 'dim' or None."""
+    fact = len(find(scan.cols, c.name, c.table or None)) == 1
+    dim = len(find(side.cols, c.name, c.table or None)) == 1
+    return "fact" if fact and not dim else "dim" if dim and not fact else None
+
+
+RULES: tuple[Rule, ...] = (push_filters, limit_window, fuse_aggregate, fuse_join_aggregate)
 
 
 def optimize(node: n.Node, cat: Catalog, rules: tuple[Rule, ...] = RULES) -> n.Node:

@@ -49,6 +49,18 @@ def _(e: ir.Lit, env: Mapping, n: int) -> Vec:
 
 
 @evaluate.register
+def _(e: ir.Lookup, env: Mapping, n: int) -> Vec:
+    k, ok = evaluate(e.key, env, n)
+    values = np.asarray(e.values, np.float64 if e.kind == "float" else np.int64)
+    valid = np.asarray(e.valid, bool)
+    at = np.where(ok, k, e.base - 1).astype(np.int64) - e.base
+    inside = (at >= 0) & (at < len(values))
+    at = np.where(inside, at, 0)
+    hit = inside & valid[at] if len(values) else np.zeros(n, bool)
+    return (np.where(hit, values[at], 0) if len(values) else np.zeros(n, values.dtype)), hit
+
+
+@evaluate.register
 def _(e: ir.Neg, env: Mapping, n: int) -> Vec:
     v, ok = evaluate(e.arg, env, n)
     return (int_arith("-", None, v, ok) if e.kind == "int" else -v), ok

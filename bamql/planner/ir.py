@@ -8,6 +8,7 @@ order because dictionaries are sorted). Plans are a chain
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 from dataclasses import dataclass
@@ -282,6 +283,44 @@ class Cast(Expr):
 
     def children(self):
         return (self.arg,)
+
+
+@dataclass(frozen=True)
+class Lookup(Expr):
+    """A value looked up by an integer ``key`` in a table held with the query (a joined
+    dimension table's column, by the fact table's join key): ``values[key - base]`` where
+    ``valid`` holds there; NULL for a NULL key or one outside the table. ``label`` names the
+    column for EXPLAIN."""
+
+    key: Expr
+    base: int
+    values: tuple[int | float, ...]
+    valid: tuple[bool, ...]
+    kind: str
+    label: str = ""
+
+    def children(self):
+        return (self.key,)
+
+
+def transform(e: Expr, fn) -> Expr:
+    """``e`` rebuilt bottom-up with ``fn`` applied to every node (children first); ``fn``
+    returns its node or a replacement. Nodes nothing changed in are kept as they are."""
+    def each(v):
+        if isinstance(v, Expr):
+            return transform(v, fn)
+        if isinstance(v, tuple):
+            w = tuple(each(x) for x in v)
+            return v if all(a is b for a, b in zip(w, v, strict=True)) else w
+        return v
+
+    changes = {}
+    for f in dataclasses.fields(e):
+        v = getattr(e, f.name)
+        w = each(v)
+        if w is not v:
+            changes[f.name] = w
+    return fn(dataclasses.replace(e, **changes) if changes else e)
 
 
 @dataclass(frozen=True)

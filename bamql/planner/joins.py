@@ -447,11 +447,15 @@ def rewrite(q: ir.Query, t: JoinTranslator) -> JoinQuery:
     """The query over the fact table alone that answers ``q`` (see the module's text)."""
     alias_of = {name: alias for name, (alias, _) in t.dim_cols.items()}
     by_alias = {j.alias: j for j in t.joins}
+    aggs = []
     for a in q.aggs:
         dims = [c for c in ir.columns_of(a) if c in alias_of]
-        if dims:
-            raise PlanError(f"aggregates over dimension columns ({dims[0]}) are not supported: "
-                            "GROUP BY the column instead")
+        looked = _looked_up(a, t) if dims else a
+        if looked is None:
+            raise PlanError(f"aggregates over dimension columns ({dims[0]}) are not supported "
+                            "for this column (a string, or a key range past "
+                            f"{LOOKUP_SLOTS:,}): GROUP BY the column instead")
+        aggs.append(looked)
     fact_terms: list[ir.Expr] = []
     terms: dict[str, list[ir.Expr]] = {j.alias: [] for j in t.joins}
     for c in ir.conjuncts(q.predicate):
@@ -461,11 +465,14 @@ def rewrite(q: ir.Query, t: JoinTranslator) -> JoinQuery:
             fact_terms.append(c)
         elif len(aliases) == 1 and all(x in alias_of for x in cols):
             terms[aliases.pop()].append(c)
+        elif (looked := _looked_up(c, t)) is not None:
+            fact_terms.append(looked)
         else:
             names = sorted(aliases) + ([t.qualifier] if len(aliases) == 1 else [])
             raise PlanError(f"a WHERE condition ({t.texts.get(c, show(c))}) mixes columns of "
-                            f"{' and '.join(names)}: a condition on a joined table may name only "
-                            "that table's columns")
+                            f"{' and '.join(names)}: a condition that names a joined table's "
+                            "string column, or one whose keys span more than "
+                            f"{LOOKUP_SLOTS:,}, may name only that table's columns")
     steps = []
     for j in t.joins:
         cond, step = _key_condition(j, terms[j.alias], t.dims[j.table], t.texts,
@@ -497,8 +504,57 @@ def rewrite(q: ir.Query, t: JoinTranslator) -> JoinQuery:
     names = tuple(f"key{i}" for i in range(len(fact_keys))) + tuple(f"agg{i}" for i in range(len(q.aggs)))
     refs = tuple(ir.KeyRef(i, k.kind) for i, k in enumerate(fact_keys)) + \
         tuple(ir.AggRef(i, a.kind) for i, a in enumerate(q.aggs))
-    fact = ir.Query(q.table, pred, tuple(fact_keys), q.aggs, names, refs, None, (), None)
+    fact = ir.Query(q.table, pred, tuple(fact_keys), tuple(aggs), names, refs, None, (), None)
     return JoinQuery(fact, q, tuple(maps), dict(t.dim_metas), tuple(steps))
+
+
+#: Most slots a joined column's lookup table takes (its dimension's range of keys): past it,
+#: a condition that mixes the column with the fact table's, or an aggregate over it, is
+#: refused
+LOOKUP_SLOTS = 1 << 16
+
+
+def _lookup(name: str, t: JoinTranslator) -> ir.Lookup | None:
+    """Dimension column ``name`` as a lookup by its join's fact key (``ir.Lookup``); None
+    for a column it does not look up (a string: its codes are its own dictionary's; or a
+    range of keys past ``LOOKUP_SLOTS``)."""
+    alias, c = t.dim_cols[name]
+    kind = t.dim_metas[name].kind
+    if kind not in ("int", "float"):
+        return None
+    j = next(x for x in t.joins if x.alias == alias)
+    dim = t.dims[j.table]
+    kv, kok = dim.values[j.dim_key]
+    keys = kv[kok].astype(np.int64)
+    base = int(keys.min()) if len(keys) else 0
+    size = int(keys.max()) - base + 1 if len(keys) else 0
+    if size > LOOKUP_SLOTS:
+        return None
+    v, ok = dim.values[c]
+    values = np.zeros(size, np.float64 if kind == "float" else np.int64)
+    valid = np.zeros(size, bool)
+    values[keys - base] = v[kok]
+    valid[keys - base] = ok[kok]
+    return ir.Lookup(ir.Col(j.fact_key, "int"), base, tuple(values.tolist()),
+                     tuple(valid.tolist()), kind, label=name)
+
+
+def _looked_up(e: ir.Expr, t: JoinTranslator) -> ir.Expr | None:
+    """``e`` with each dimension column looked up by its fact key (``_lookup``); None where
+    one is not."""
+    refused = []
+
+    def swap(x: ir.Expr) -> ir.Expr:
+        if isinstance(x, ir.Col) and x.name in t.dim_cols:
+            found = _lookup(x.name, t)
+            if found is None:
+                refused.append(x.name)
+                return x
+            return found
+        return x
+
+    out = ir.transform(e, swap)
+    return None if refused else out
 
 
 def _key_map(i: int, j: Joined, k: ir.Col, t: JoinTranslator) -> KeyMap:

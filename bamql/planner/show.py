@@ -36,6 +36,11 @@ def _(e: ir.Lit) -> str:
 
 
 @show.register
+def _(e: ir.Lookup) -> str:
+    return f"{e.label or 'lookup'}[{show(e.key)}]"
+
+
+@show.register
 def _(e: ir.Arith) -> str:
     return f"({show(e.left)} {e.op} {show(e.right)})"
 

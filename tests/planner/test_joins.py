@@ -115,10 +115,10 @@ def test_identifiers_of_dimensions_match_without_case_and_plain_queries_are_unch
 
 
 @pytest.mark.parametrize("sql, text", [
-    (f"SELECT COUNT(*) {JOIN} WHERE z.Borough = 'Queens' AND t.vendor_id = z.LocationID",
+    (f"SELECT COUNT(*) {JOIN} WHERE z.Borough = 'Queens' OR t.vendor_id = 1",
      "mixes columns"),
     ("SELECT COUNT(*) FROM trips t JOIN zones z ON t.dropoff_location_id = z.LocationID "
-     "JOIN zones y ON t.pickup_location_id = y.LocationID WHERE z.LocationID < y.LocationID",
+     "JOIN zones y ON t.pickup_location_id = y.LocationID WHERE z.Zone IS NULL OR y.LocationID > 5",
      "mixes columns of y and z"),
     (f"SELECT COUNT(z.Zone) {JOIN}", "aggregates over dimension columns"),
     (f"SELECT COUNT(*) {JOIN} WHERE z.Zone LIKE 'a!' ESCAPE '!'", "must not end with its escape"),
