@@ -286,10 +286,13 @@ class ExprCompiler:
         vals = self.params.add_list(np.asarray(e.values, np.float64 if floats else np.int64))
         valid = self.params.add_list(np.asarray(e.valid, np.int64))
         at = f"i{v}"
-        self.emit(f"{at} = int({k}) - {self._constant(e.base)} if {ok_k} else -1")
-        self.emit(f"{ok} = 0 <= {at} < PI[{vals + 1}] and LI[PI[{valid}] + {at}] != 0")
+        # unsigned: the key's distance from the base wraps instead of overflowing, and is
+        # below the table's length exactly where the key has a slot
+        base = self._constant(e.base)
+        self.emit(f"{at} = np.uint64(int({k})) - np.uint64({base}) if {ok_k} else np.uint64(PI[{vals + 1}])")
+        self.emit(f"{ok} = {at} < np.uint64(PI[{vals + 1}]) and LI[PI[{valid}] + np.int64({at})] != 0")
         arr, zero = ("LF", "0.0") if floats else ("LI", "0")
-        self.emit(f"{v} = {arr}[PI[{vals}] + {at}] if {ok} else {zero}")
+        self.emit(f"{v} = {arr}[PI[{vals}] + np.int64({at})] if {ok} else {zero}")
         return v, ok
 
     @_node.register

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
-from bamql.errors import PlanError
+from bamql.errors import BamqlError, PlanError
 from bamql.plan import nodes as n
 from bamql.plan.aggregates import aggregate_rel
 from bamql.plan.expr import _HANDLERS as HANDLERS
@@ -83,7 +83,7 @@ def _fused_join(node: n.FusedJoin, ctx: Context) -> Rel:
                                 names=list(node.dim_cols))
     try:
         t = ctx.fused(node.sql, {node.dim: rows})
-    except PlanError:  # the kernel does not take these rows: the plan it replaced
+    except BamqlError:  # the kernel does not take these rows: the plan it replaced
         return execute(node.fallback, ctx)
     return Rel(_positional(t), node.cols)
 

@@ -53,9 +53,10 @@ def _(e: ir.Lookup, env: Mapping, n: int) -> Vec:
     k, ok = evaluate(e.key, env, n)
     values = np.asarray(e.values, np.float64 if e.kind == "float" else np.int64)
     valid = np.asarray(e.valid, bool)
-    at = np.where(ok, k, e.base - 1).astype(np.int64) - e.base
-    inside = (at >= 0) & (at < len(values))
-    at = np.where(inside, at, 0)
+    with np.errstate(over="ignore"):  # unsigned: a distance past int64 wraps, never raises
+        at = np.asarray(k).astype(np.int64).view(np.uint64) - np.uint64(e.base % 2**64)
+    inside = ok & (at < len(values))
+    at = np.where(inside, at, 0).astype(np.int64)
     hit = inside & valid[at] if len(values) else np.zeros(n, bool)
     return (np.where(hit, values[at], 0) if len(values) else np.zeros(n, values.dtype)), hit
 

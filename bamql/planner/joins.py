@@ -450,6 +450,9 @@ def rewrite(q: ir.Query, t: JoinTranslator) -> JoinQuery:
     aggs = []
     for a in q.aggs:
         dims = [c for c in ir.columns_of(a) if c in alias_of]
+        if dims and a.func in ir.QUANTILES:  # read again per row: the plan tree's
+            raise PlanError(f"aggregates over dimension columns ({dims[0]}) are not supported "
+                            "in MEDIAN and quantiles: GROUP BY the column instead")
         looked = _looked_up(a, t) if dims else a
         if looked is None:
             raise PlanError(f"aggregates over dimension columns ({dims[0]}) are not supported "
@@ -487,6 +490,12 @@ def rewrite(q: ir.Query, t: JoinTranslator) -> JoinQuery:
         if isinstance(k, ir.Col) and k.name in alias_of:
             j = by_alias[alias_of[k.name]]
             fk = ir.Col(j.fact_key, "int")
+        elif any(c in alias_of for c in ir.columns_of(k)):  # an expression over joined columns
+            fk, j = _looked_up(k, t), None
+            if fk is None:
+                raise PlanError(f"GROUP BY {show(k)} names a joined table's string column, or "
+                                f"one whose keys span more than {LOOKUP_SLOTS:,}: GROUP BY the "
+                                "column itself")
         else:
             fk, j = k, None
         if fk not in fact_keys:
