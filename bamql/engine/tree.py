@@ -9,6 +9,7 @@ import pyarrow as pa
 import sqlglot
 from sqlglot import exp
 
+from bamql.engine.quantiles import value_range
 from bamql.engine.result import Result
 from bamql.errors import BamqlError, PlanError
 from bamql.plan import nodes as n
@@ -85,7 +86,8 @@ def run_tree(session, text: str) -> Result:
     node = plan(session, text)
     ctx = Context(lambda sql: session.run(session._translate(sql)),
                   lambda table, columns: read_wide(session, table, columns),
-                  lambda sql, tables: session.run(session._translate_with(sql, tables)))
+                  lambda sql, tables: session.run(session._translate_with(sql, tables)),
+                  lambda table, column: values_bound(session, table, column))
     try:
         rel = run(node, ctx)
     except MemoryError:
@@ -99,6 +101,16 @@ def run_tree(session, text: str) -> Result:
     table = pa.Table.from_arrays([rel.column(i) for i in range(len(names))], names=names)
     stats = ctx.leaves[0].stats if len(ctx.leaves) == 1 else None
     return Result(table, stats, show(node, session))
+
+
+def values_bound(session, table: str, column: str) -> int | None:
+    """How many distinct values stored ``column`` of ``table`` can hold, where its type and
+    range bound them (``quantiles.value_range``); None where they are not bounded."""
+    try:
+        meta = session.store(table).columns.get(column)
+    except BamqlError:
+        return None
+    return None if meta is None else value_range(meta)
 
 
 def read_wide(session, table: str, columns: tuple[str, ...]) -> pa.Table | None:
@@ -175,7 +187,9 @@ def _label(node: n.Node) -> str:
         sets = f" sets {list(node.sets)}" if node.sets is not None else ""
         return f"HashAggregate by {keys}{sets}: {', '.join(_sql(a) for a in node.aggs)} (CPU)"
     if isinstance(node, n.Window):
-        keep = f"; only the rows that can rank at most {node.keep}" if node.keep is not None else ""
+        keep = (f"; only the rows that can rank at most {node.keep}: where its scan's PARTITION BY "
+                "and first ORDER BY columns have few values, a GROUP BY of the two counts their "
+                "rows first and the scan reads only those rows") if node.keep is not None else ""
         return "Window " + ", ".join(_sql(w) for w in node.funcs) + f" (CPU{keep})"
     if isinstance(node, n.Join):
         on = f" ON {_sql(node.on)}" if node.on is not None else ""

@@ -17,7 +17,8 @@ from bamql.errors import BamqlError, PlanError
 from bamql.plan import nodes as n
 from bamql.plan.aggregates import aggregate_rel
 from bamql.plan.expr import _HANDLERS as HANDLERS
-from bamql.plan.expr import Evaluator, Rel, Value, _coerce, _common, broadcast, canonical, in_array
+from bamql.plan.expr import Evaluator, Rel, Value, _coerce, _common, broadcast, canonical, in_array, resolve
+from bamql.plan.topk import count_thresholds
 from bamql.plan.windows import order_indices, top_candidates, window_rel
 
 D = "duckdb"
@@ -26,7 +27,9 @@ D = "duckdb"
 class Context:
     """What operators need from the session: ``run_sql`` runs a SELECT through the fused
     kernel and returns its Result (``run_joined`` one that joins tables given by name, as
-    dimension tables); ``leaves`` collects each run's Result;
+    dimension tables); ``values_bound(table, column)`` how many distinct values a stored
+    column can hold, where its type and range bound them (None: not bounded); ``leaves``
+    collects each run's Result;
     ``read_wide(table, columns)`` reads the columns of a stored table whole, as Arrow, where
     one of them is a DECIMAL of more than 18 digits that the fused kernels do not take (None
     where none is)."""
@@ -34,10 +37,12 @@ class Context:
     def __init__(self, run_sql: Callable[[str], object],
                  read_wide: Callable[[str, tuple[str, ...]], pa.Table | None] | None = None,
                  run_joined: Callable[[str, dict[str, pa.Table]], object] | None = None,
+                 values_bound: Callable[[str, str], int | None] | None = None,
                  ) -> None:
         self.run_sql = run_sql
         self.read_wide = read_wide or (lambda table, columns: None)
         self.run_joined = run_joined
+        self.values_bound = values_bound
         self.leaves: list = []
 
     def fused(self, sql: str, tables: dict[str, pa.Table] | None = None) -> pa.Table:
@@ -109,6 +114,11 @@ def _scan(node: n.Scan, ctx: Context) -> Rel:
             t = t.filter(mask)
     else:
         t = _positional(ctx.fused(scan_sql(node)))
+    return _scanned(node, t)
+
+
+def _scanned(node: n.Scan, t: pa.Table) -> Rel:
+    """A scan's rows (positional columns) as its relation, DECIMAL columns exact."""
     scales = dict(node.decimals)
     for i, c in enumerate(node.columns):  # a DECIMAL column's values as exact decimals
         if c in scales and pa.types.is_floating(t.column(i).type):
@@ -176,9 +186,74 @@ def _aggregate(node: n.Aggregate, ctx: Context) -> Rel:
     return aggregate_rel(rel, node, evaluator(rel, (), ctx))
 
 
+#: The name a ranked scan gives its table of thresholds (registered for that one query)
+RANKS = "__bamql_ranks"
+#: Most (partition, order value) pairs a ranked scan counts (the product of their columns'
+#: bounds, ``Context.values_bound``)
+RANKED_PAIRS = 1 << 24
+
+
+def ranked_scan(node: n.Window, ctx: Context) -> Rel | None:
+    """The rows of ``node``'s Scan that can rank at most ``node.keep`` in their partition,
+    where the kernels can find them: one PARTITION BY column and a first ORDER BY column of
+    the table whose values are few (``Context.values_bound``). A GROUP BY of the two counts
+    each pair's rows (in the kernel); each partition's ``keep``-th value follows
+    (``topk.count_thresholds``); the scan then reads only the rows at or before their
+    partition's value, looked up by its key in the kernel. None where this does not apply
+    or the kernel refuses it (the scan then reads every row)."""
+    scan, (w,) = node.child, node.funcs
+    order, parts = w.args.get("order"), w.args.get("partition_by") or []
+    if not isinstance(scan, n.Scan) or not order or not order.expressions or len(parts) != 1 \
+            or ctx.values_bound is None or not node.keep:
+        return None
+    o = order.expressions[0]
+    cols = []
+    for c in (parts[0], o.this):
+        if not isinstance(c, exp.Column):
+            return None
+        try:
+            i = resolve(scan.cols, c)
+        except PlanError:
+            return None
+        if i is None:
+            return None
+        cols.append(scan.columns[i])
+    bounds = [ctx.values_bound(scan.table, c) for c in cols]
+    if None in bounds or bounds[0] * bounds[1] > RANKED_PAIRS:
+        return None
+    desc, nulls_first = bool(o.args.get("desc")), bool(o.args.get("nulls_first"))
+    p, v = (exp.to_identifier(c, quoted=True).sql(dialect=D) for c in cols)
+    table = exp.to_identifier(scan.table, quoted=True).sql(dialect=D)
+    where = [x.sql(dialect=D) for x in map(_unqualify, scan.predicate)]
+    counts = f"SELECT {p}, {v}, COUNT(*) FROM {table}" + \
+        (f" WHERE {' AND '.join(where)}" if where else "") + " GROUP BY 1, 2"
+    try:
+        t = ctx.fused(counts)
+        keys, values = count_thresholds(t.column(0).combine_chunks(), t.column(1).combine_chunks(),
+                                        t.column(2).to_numpy(), node.keep, desc, nulls_first)
+        if not len(keys):
+            return None
+        ranks = pa.table({"p": keys, "v": values})
+        test = f"s.{v} {'>=' if desc else '<='} h.v" + (f" OR s.{v} IS NULL" if nulls_first else "")
+        sel = ", ".join(f"s.{exp.to_identifier(c, quoted=True).sql(dialect=D)}" for c in scan.columns)
+        sql = (f"SELECT {sel} FROM {table} AS s LEFT JOIN {RANKS} AS h ON s.{p} = h.p WHERE "
+               + " AND ".join([*(f"({x})" for x in where), f"(h.v IS NULL OR {test})"]))
+        return _scanned(scan, _positional(ctx.fused(sql, {RANKS: ranks})))
+    except BamqlError:
+        return None
+
+
+def _unqualify(e: exp.Expression) -> exp.Expression:
+    from bamql.plan.rules import _unqualified
+
+    return _unqualified(e)
+
+
 @execute.register
 def _window(node: n.Window, ctx: Context) -> Rel:
-    rel = execute(node.child, ctx)
+    rel = ranked_scan(node, ctx) if node.keep is not None else None
+    if rel is None:
+        rel = execute(node.child, ctx)
     if node.keep is not None:
         rel = top_candidates(rel, node, evaluator(rel, (), ctx))
     return window_rel(rel, node, evaluator(rel, (), ctx))

@@ -108,3 +108,28 @@ def candidates(parts: list[pa.Array], first: tuple[pa.Array, bool, bool], k: int
         return None
     thr = _thresholds(code, part, count, k)
     return code <= thr[part]
+
+
+def count_thresholds(part: pa.Array, order: pa.Array, rows: np.ndarray, k: int, desc: bool,
+                     nulls_first: bool) -> tuple[pa.Array, pa.Array]:
+    """From the rows of each distinct (partition key, first order key) pair, each partition's
+    ``k``-th row's order value: the partitions whose key and whose ``k``-th value are not NULL
+    (the others keep every row), as (keys, values). A row of such a partition can rank at
+    most ``k`` only if its order value is at or before its partition's value."""
+    empty = (part.slice(0, 0), order.slice(0, 0))
+    code = order_code(order, desc, nulls_first)
+    if code is None or not len(part) or k <= 0:
+        return empty
+    pid, _ = partition_ids([part], len(part))
+    idx = np.lexsort((code, pid))
+    pid, n = pid[idx], rows[idx].astype(np.int64)
+    cum = np.cumsum(n)
+    starts = np.flatnonzero(np.r_[True, pid[1:] != pid[:-1]])
+    ends = np.r_[starts[1:], len(pid)]
+    before = np.r_[0, cum][starts]
+    at = np.searchsorted(cum, before + k, side="left")  # the first row with k rows through it
+    found = at < ends
+    take = pa.array(idx[at[found]])
+    keys, values = part.take(take), order.take(take)
+    keep = pc.and_(pc.is_valid(keys), pc.is_valid(values))
+    return keys.filter(keep), values.filter(keep)

@@ -26,7 +26,7 @@ case $what in
     timeout 120 python -m pytest -q -n 0 -p no:cacheprovider tests/gpu/test_grouped.py \
       tests/gpu/test_hashgroup_sim.py 2>&1 | tail -4 | tee -a "$out/gpu-s48.log"
     timeout $(( ${2:?seconds} + 30 )) python -m tests.sql.corpus --device gpu --backends host,gpu \
-      --caches 4,default --queries analyst,analyst_hostile,rows_hostile,groupby_dense,joins,joins_lookup_hostile \
+      --caches 4,default --queries windows_hostile,joins_lookup_hostile,analyst,analyst_hostile,rows_hostile,groupby_dense,joins \
       --shapes base --datasets sample,hostile,gen-0.01 --spread 2 --workdir /tmp/corpus-c \
       --budget-s "$2" --log "$out/corpus-gpu-s48.jsonl" --quiet 2>&1 | tail -3 | tee -a "$out/gpu-s48.log"
     gzip -f "$out/corpus-gpu-s48.jsonl"; tail -2 /tmp/prep.log ;;

@@ -1,6 +1,7 @@
 """Session 48's GPU check of what it changed, in GPU sessions against DuckDB: quantiles taken
-from counts (the counted GROUP BY on the GPU), joined columns looked up in the kernel
-(registered and derived tables), and a hash GROUP BY with more groups than its first table
+from counts (the counted GROUP BY on the GPU), windows filtered by rank over columns with few
+values (ranked scans), joined columns looked up in the kernel (registered and derived
+tables, keys from int64's minimum), and a hash GROUP BY with more groups than its first table
 (which stops probing once full). Prints one line per check; run from the project root."""
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pyarrow.parquet as pq
 
 import bamql
 from bamql.storage.ingest import ingest
-from tests.engine.test_lookups import DERIVED, RATES, REGISTERED, _trips
+from tests.engine.test_lookups import DERIVED, MIXED, RANKED, RATES, REGISTERED, _trips
 from tests.engine.test_quantiles import COUNTED
 from tests.reference import assert_same_rows, duck_tables
 
@@ -68,13 +69,27 @@ def main() -> int:
     for backend in ("gpu", "host"):
         for sql in COUNTED:
             fails += not check("counted quantile", tmp / "qdb", {"r": qt}, sql, backend)
-        for sql in REGISTERED + DERIVED:
+        for sql in RANKED:
+            fails += not check("ranked scan", tmp / "tdb", {"trips": tt}, sql, backend)
+        for sql in REGISTERED + DERIVED + MIXED:
             fails += not check("lookup", tmp / "tdb", {"trips": tt, "rates": RATES}, sql, backend,
                                {"rates": RATES})
         sql = "SELECT COUNT(*), SUM(n) FROM (SELECT a, b, c, COUNT(*) AS n FROM trips GROUP BY 1, 2, 3)"
         t0 = time.perf_counter()
         fails += not check("hash groups past the first table", tmp / "bdb", {"trips": big}, sql, backend)
         print(f"     ({time.perf_counter() - t0:.2f} s with compiles)")
+    low = -(2**63)
+    fact = pa.table({"k": pa.array([low + 1, low + 2, low + 3, 2**63 - 1, 0, None, low + 3] * 50,
+                                   pa.int64()), "v": pa.array(list(range(7)) * 50, pa.int64())})
+    pq.write_table(fact, tmp / "e.parquet")
+    ingest([str(tmp / "e.parquet")], tmp / "edb" / "trips", page_size=512)
+    keys = pa.table({"id": pa.array([low, low + 3, low + 9, low + 1], pa.int64()),
+                     "cap": pa.array([1, 2, 30, 4], pa.int64())})
+    for backend in ("gpu", "host"):
+        sql = ("SELECT t.v, MAX(r.cap + t.v), COUNT(*) FROM trips t LEFT JOIN keys r ON t.k = r.id "
+               "WHERE t.v < r.cap OR r.cap IS NULL GROUP BY 1 ORDER BY 1")
+        fails += not check("lookup from int64's minimum", tmp / "edb", {"trips": fact, "keys": keys},
+                           sql, backend, {"keys": keys})
     print(f"{fails} failed")
     return 1 if fails else 0
 

@@ -126,3 +126,42 @@ def test_keys_at_the_ends_of_int64(tmp_path):
             assert "[k]" in con.explain(sql)
             want = duck_tables(sql, {"trips": fact, "keys": keys})
             assert_same_rows(con.sql(sql).rows(), want, ordered="ORDER BY" in sql)
+
+
+RANKED = [
+    "SELECT k, x, y FROM trips QUALIFY ROW_NUMBER() OVER (PARTITION BY k ORDER BY x DESC, y) <= 3 "
+    "ORDER BY k, x DESC, y",
+    "SELECT k, v, y FROM trips WHERE y > 8 QUALIFY RANK() OVER (PARTITION BY k ORDER BY v) <= 2 "
+    "ORDER BY k, v, y",
+    "SELECT k, x FROM trips QUALIFY ROW_NUMBER() OVER (PARTITION BY k ORDER BY x NULLS FIRST, y) = 2 "
+    "ORDER BY k, x",
+    "SELECT v, k, r FROM (SELECT v, k, RANK() OVER (PARTITION BY v ORDER BY k DESC NULLS FIRST) AS r "
+    "FROM trips) WHERE r <= 40 ORDER BY v, k, r",
+    "SELECT k, x FROM trips QUALIFY ROW_NUMBER() OVER (PARTITION BY k ORDER BY x DESC, y) <= 400 "
+    "ORDER BY k, x DESC",
+]
+
+
+@pytest.mark.parametrize("sql", RANKED)
+def test_ranked_scans_read_only_rows_that_can_rank_as_duckdb(db, sql, monkeypatch):
+    """A window filtered by its rank over columns with few values: each partition's k-th
+    value counted first, then only the rows at or before it scanned (ties, NULL keys, NULL
+    and NULLS FIRST order values, partitions with fewer than k rows)."""
+    from bamql.plan import operators
+
+    path, t = db
+    found = []
+
+    def counted(*args):
+        keys, values = real(*args)
+        found.append(len(keys))
+        return keys, values
+
+    real = operators.count_thresholds
+    monkeypatch.setattr(operators, "count_thresholds", counted)
+    want = duck_tables(sql, {"trips": t})
+    with bamql.connect(path, device="cpu") as con:
+        got = con.sql(sql).rows()
+    assert_same_rows(got, want, ordered=True)
+    # no partition has 400 rows; x NULLS FIRST: each partition's second row is a NULL x
+    assert found and (found[0] > 0 or "400" in sql or "x NULLS FIRST" in sql)
