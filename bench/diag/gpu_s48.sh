@@ -3,8 +3,8 @@
 # .devstage/src.tgz (git archive of HEAD), unpacked into /tmp/src.
 #   bash bench/diag/gpu_s48.sh start N S  install base + DuckDB, unpack the code, prepare N trips
 #                                         in the background; then bench/diag/gpu_s48_check.py
-#                                         (counted quantiles, lookups, full hash tables on the
-#                                         GPU against DuckDB), the GPU hash tests, and a corpus
+#                                         (counted quantiles, ranked scans, lookups, full hash
+#                                         tables on the GPU against DuckDB) and a corpus
 #                                         sample of the quantile and join files (S seconds)
 #   bash bench/diag/gpu_s48.sh bench N Q  after start: `bamql bench` over the N trips, queries
 #                                         Q, bamql gpu/host and DuckDB, warm, medians of 5
@@ -23,8 +23,6 @@ case $what in
     gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
     echo "# session 48, $gpu, $(git -C /tmp/src log -1 --format=%h 2>/dev/null || cat /tmp/src/.rev 2>/dev/null)" | tee "$out/gpu-s48.log"
     timeout 240 python bench/diag/gpu_s48_check.py 2>&1 | tail -80 | tee -a "$out/gpu-s48.log"
-    timeout 120 python -m pytest -q -n 0 -p no:cacheprovider tests/gpu/test_grouped.py \
-      tests/gpu/test_hashgroup_sim.py 2>&1 | tail -4 | tee -a "$out/gpu-s48.log"
     timeout $(( ${2:?seconds} + 30 )) python -m tests.sql.corpus --device gpu --backends host,gpu \
       --caches 4,default --queries windows_hostile,joins_lookup_hostile,analyst,analyst_hostile,rows_hostile,groupby_dense,joins \
       --shapes base --datasets sample,hostile,gen-0.01 --spread 2 --workdir /tmp/corpus-c \
