@@ -6,10 +6,14 @@
 #                                         (counted quantiles, ranked scans, lookups, full hash
 #                                         tables on the GPU against DuckDB) and a corpus
 #                                         sample of the quantile and join files (S seconds)
-#   bash bench/diag/gpu_s48.sh bench N Q  after start: `bamql bench` over the N trips, queries
-#                                         Q, bamql gpu/host and DuckDB, warm, medians of 5
+#   bash bench/diag/gpu_s48.sh prep N     install, unpack, prepare N trips in the background
+#   bash bench/diag/gpu_s48.sh keep       move a carried cuDF archive part aside
+#   bash bench/diag/gpu_s48.sh rapids     join the parts and install cuDF
+#   bash bench/diag/gpu_s48.sh bench N Q  after start or prep: `bamql bench` over the N trips,
+#                                         queries Q, engines $ENGINES (default bamql gpu/host
+#                                         and DuckDB), warm, medians of 5
 set -uo pipefail
-what=${1:?start or bench}; shift
+what=${1:?start, prep, keep, rapids or bench}; shift
 out=${OUT:-/tmp/out}; mkdir -p "$out"
 export BAMQL_CACHE_DIR=/tmp/bamql-cache
 case $what in
@@ -28,13 +32,26 @@ case $what in
       --shapes base --datasets sample,hostile,gen-0.01 --spread 2 --workdir /tmp/corpus-c \
       --budget-s "$2" --log "$out/corpus-gpu-s48.jsonl" --quiet 2>&1 | tail -3 | tee -a "$out/gpu-s48.log"
     gzip -f "$out/corpus-gpu-s48.jsonl"; tail -2 /tmp/prep.log ;;
+  prep)  # install base + DuckDB, unpack the code, prepare N trips in the background
+    bash .devstage/install.sh base > /dev/null && echo "installed"
+    rm -rf /tmp/src && mkdir -p /tmp/src && tar xzf .devstage/src.tgz -C /tmp/src
+    cd /tmp/src && export PYTHONPATH=/tmp/site:/tmp/src
+    (setsid nohup python -m bamql.cli bench --rows "${1:?rows}" --engines bamql-cpu --queries t01 \
+      --reps 1 --page-sizes 512 --selectivity 0.0005 --modes warm --workdir /tmp/bench-data \
+      --no-plots --out /tmp/prep-bench > /tmp/prep.log 2>&1 < /dev/null &) ;;
+  keep)  # a carried cuDF archive part, moved aside for `rapids`
+    mkdir -p /tmp/devstage && for p in .devstage/rapids/part*; do [ -e "$p" ] && mv "$p" /tmp/devstage/; done
+    ls /tmp/devstage | tr '\n' ' '; echo ;;
+  rapids)  # join the parts and install cuDF
+    mkdir -p /tmp/devstage && for p in .devstage/rapids/part*; do [ -e "$p" ] && mv "$p" /tmp/devstage/; done
+    bash .devstage/install.sh rapids 2>&1 | tail -2 ;;
   bench)
     cd /tmp/src && export PYTHONPATH=/tmp/site:/tmp/src
     for _ in $(seq 150); do grep -q "results:" /tmp/prep.log 2>/dev/null && break; sleep 2; done
     tail -2 /tmp/prep.log
     CUDA_VISIBLE_DEVICES=0 timeout 560 python -m bamql.cli bench --rows "${1:?rows}" --queries "${2:?queries}" \
-      --engines bamql-gpu-gpu,bamql-gpu-host,duckdb --page-sizes 512 \
+      --engines "${ENGINES:-bamql-gpu-gpu,bamql-gpu-host,duckdb}" --page-sizes 512 \
       --selectivity 0.0005 --modes warm --reps 5 --workdir /tmp/bench-data --no-plots \
       --out "$out/bench-s48" 2>&1 | tail -40 ;;
-  *) echo "start or bench" >&2; exit 2 ;;
+  *) echo "start, prep, keep, rapids or bench" >&2; exit 2 ;;
 esac
