@@ -34,6 +34,7 @@ from bamql.engine.quantiles import (
     absorb_io,
     countable,
     counted_quantile,
+    counts_alone,
     counts_query,
     group_slots,
     kernel_query,
@@ -173,6 +174,11 @@ class KernelAggregate:
         query, q = self.query, self.fact
         table = s.store(q.table)
         plan = s.plan(q, resident)
+        if not isinstance(query, JoinQuery) and counts_alone(q, table.columns):
+            t0 = time.perf_counter()
+            g, stats = _counted_quantiles(s, q, plan.key_domains, None, None)
+            stats.seconds = time.perf_counter() - t0
+            return plan, g, stats, {}
         runner = s._runner(table)
         t0 = time.perf_counter()
         try:
@@ -187,7 +193,7 @@ class KernelAggregate:
         if ir.quantile_aggs(q):  # the values read again: part of the query's time
             t1 = time.perf_counter()
             if countable(q, table.columns):
-                g = _counted_quantiles(s, q, plan.key_domains, g, stats)
+                g, _ = _counted_quantiles(s, q, plan.key_domains, g, stats)
             else:
                 g = quantiles(table, q, plan.key_domains, g, s._medium(), runner, stats)
             stats.seconds += time.perf_counter() - t1
@@ -269,23 +275,44 @@ def lower(s, query: ir.Query | ir.RowQuery | JoinQuery) -> Leaf:
     return KernelAggregate(query)
 
 
-def _counted_quantiles(s, q: ir.Query, domains, g: Grouped, stats: QueryStats) -> Grouped:
+def _counted_quantiles(s, q: ir.Query, domains, g: Grouped | None,
+                       stats: QueryStats | None) -> tuple[Grouped, QueryStats]:
     """``g`` with each quantile of ``q`` taken from the counts of each group's distinct
     values (``quantiles.counts_query``, one GROUP BY per argument and FILTER, run as any
-    GROUP BY is: in the kernel, on the session's device); their reads added to ``stats``."""
-    present = group_slots(g.keys, domains, g.n)
-    aggs = list(g.aggs)
+    GROUP BY is: in the kernel, on the session's device); their reads added to ``stats``.
+    Without ``g`` (every aggregate a quantile without FILTER: ``counts_alone``), the groups
+    are those of the first GROUP BY, which counts NULL values too, and the statistics are
+    its own with the others' reads added."""
     done: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
     for j in ir.quantile_aggs(q):
         a = q.aggs[j]
-        if (a.arg, a.filter) not in done:
-            sub = counts_query(q, a)
-            c, st = lower(s, sub).grouped(s)
+        if (a.arg, a.filter) in done:
+            continue
+        c, st = lower(s, counts_query(q, a, nulls=g is None)).grouped(s)
+        slot = group_slots(c.keys[:-1], domains, c.n)
+        if stats is None:
+            stats = st
+        else:
             absorb_io(stats, st)
-            done[a.arg, a.filter] = (group_slots(c.keys[:-1], domains, c.n), c.keys[-1][0],
-                                     c.aggs[0][0])
+        if g is None:
+            g = _groups_of(c, slot, len(q.keys), len(q.aggs))
+        v, ok = c.keys[-1]
+        done[a.arg, a.filter] = (slot[ok], v[ok], c.aggs[0][0][ok])
+    present = group_slots(g.keys, domains, g.n)
+    aggs = list(g.aggs)
+    for j in ir.quantile_aggs(q):
+        a = q.aggs[j]
         aggs[j] = counted_quantile(*done[a.arg, a.filter], a, present)
-    return Grouped(g.keys, aggs, g.n)
+    return Grouped(g.keys, aggs, g.n), stats
+
+
+def _groups_of(c: Grouped, slot: np.ndarray, keys: int, aggs: int) -> Grouped:
+    """The groups (their first ``keys`` key columns) of a GROUP BY whose last key splits
+    them, one per slot in slot order; one group without keys, rows or not."""
+    if not keys:
+        return Grouped([], [None] * aggs, 1)
+    _, first = np.unique(slot, return_index=True)
+    return Grouped([(v[first], ok[first]) for v, ok in c.keys[:keys]], [None] * aggs, len(first))
 
 
 def _quantile_line(q: ir.Query, device: Device, columns) -> str:
@@ -294,6 +321,9 @@ def _quantile_line(q: ir.Query, device: Device, columns) -> str:
     if not js:
         return ""
     head = "\n  quantiles: " + ", ".join(show(q.aggs[j]) for j in js) + ": exact, "
+    if counts_alone(q, columns):
+        return head + ("from the rows of each distinct value of each group: a GROUP BY with the "
+                       "value as a key, in the kernel, runs in place of the plan above")
     if countable(q, columns):
         return head + ("from the rows of each distinct value of each group (a second GROUP BY, "
                        "with the value as a key, in the kernel)")

@@ -132,17 +132,27 @@ def countable(q: ir.Query, columns: Mapping[str, ColumnMeta]) -> bool:
     return True
 
 
-def counts_query(q: ir.Query, a: ir.Agg) -> ir.Query:
+def counts_alone(q: ir.Query, columns: Mapping[str, ColumnMeta]) -> bool:
+    """Whether ``q``'s every aggregate is a quantile without FILTER of a column whose values
+    can be counted: its GROUP BYs of counts give its groups too, and no other kernel runs."""
+    return bool(q.aggs) and countable(q, columns) and all(
+        a.func in ir.QUANTILES and a.filter is None for a in q.aggs)
+
+
+def counts_query(q: ir.Query, a: ir.Agg, nulls: bool = False) -> ir.Query:
     """``q``'s GROUP BY with quantile ``a``'s argument as one more key, counting the rows of
-    each (group, value) where the argument is valid and ``a``'s FILTER holds: what
-    ``counted_quantile`` takes."""
+    each (group, value) where ``a``'s FILTER holds and, unless ``nulls``, the argument is
+    valid: what ``counted_quantile`` takes (with ``nulls``, a NULL value's rows mark a group
+    that has no value)."""
     terms = [t for t in (q.predicate, a.filter) if t is not None]
-    terms.append(ir.IsNull(a.arg, negated=True))
+    if not nulls:
+        terms.append(ir.IsNull(a.arg, negated=True))
+    pred = None if not terms else terms[0] if len(terms) == 1 else ir.And(tuple(terms))
     keys = (*q.keys, a.arg)
     names = (*(f"__k{i}" for i in range(len(keys))), "__n")
     exprs = (*(ir.KeyRef(i, k.kind) for i, k in enumerate(keys)), ir.AggRef(0, "int"))
-    return ir.Query(q.table, terms[0] if len(terms) == 1 else ir.And(tuple(terms)), keys,
-                    (ir.Agg("count", None, "int"),), names, exprs, None, (), None)
+    return ir.Query(q.table, pred, keys, (ir.Agg("count", None, "int"),), names, exprs,
+                    None, (), None)
 
 
 def group_slots(keys: list[Vec], domains, n: int) -> np.ndarray:

@@ -6,6 +6,7 @@
 #                                         (counted quantiles, ranked scans, lookups, full hash
 #                                         tables on the GPU against DuckDB) and a corpus
 #                                         sample of the quantile and join files (S seconds)
+#   bash bench/diag/gpu_s48.sh check      install, unpack, bench/diag/gpu_s48_check.py alone
 #   bash bench/diag/gpu_s48.sh prep N     install, unpack, prepare N trips in the background
 #   bash bench/diag/gpu_s48.sh keep       move a carried cuDF archive part aside
 #   bash bench/diag/gpu_s48.sh rapids     join the parts and install cuDF
@@ -13,7 +14,7 @@
 #                                         queries Q, engines $ENGINES (default bamql gpu/host
 #                                         and DuckDB), warm, medians of 5
 set -uo pipefail
-what=${1:?start, prep, keep, rapids or bench}; shift
+what=${1:?start, check, prep, keep, rapids or bench}; shift
 out=${OUT:-/tmp/out}; mkdir -p "$out"
 export BAMQL_CACHE_DIR=/tmp/bamql-cache
 case $what in
@@ -32,6 +33,12 @@ case $what in
       --shapes base --datasets sample,hostile,gen-0.01 --spread 2 --workdir /tmp/corpus-c \
       --budget-s "$2" --log "$out/corpus-gpu-s48.jsonl" --quiet 2>&1 | tail -3 | tee -a "$out/gpu-s48.log"
     gzip -f "$out/corpus-gpu-s48.jsonl"; tail -2 /tmp/prep.log ;;
+  check)  # install base + DuckDB, unpack the code, bench/diag/gpu_s48_check.py alone
+    bash .devstage/install.sh base > /dev/null && echo "installed"
+    rm -rf /tmp/src && mkdir -p /tmp/src && tar xzf .devstage/src.tgz -C /tmp/src
+    cd /tmp/src && export PYTHONPATH=/tmp/site:/tmp/src
+    echo "# session 48, $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" | tee "$out/gpu-s48-c.log"
+    timeout 300 python bench/diag/gpu_s48_check.py 2>&1 | tail -80 | tee -a "$out/gpu-s48-c.log" ;;
   prep)  # install base + DuckDB, unpack the code, prepare N trips in the background
     bash .devstage/install.sh base > /dev/null && echo "installed"
     rm -rf /tmp/src && mkdir -p /tmp/src && tar xzf .devstage/src.tgz -C /tmp/src
@@ -53,5 +60,5 @@ case $what in
       --engines "${ENGINES:-bamql-gpu-gpu,bamql-gpu-host,duckdb}" --page-sizes 512 \
       --selectivity 0.0005 --modes warm --reps 5 --workdir /tmp/bench-data --no-plots \
       --out "$out/bench-s48" 2>&1 | tail -40 ;;
-  *) echo "start, prep, keep, rapids or bench" >&2; exit 2 ;;
+  *) echo "start, check, prep, keep, rapids or bench" >&2; exit 2 ;;
 esac
