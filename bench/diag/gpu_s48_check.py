@@ -18,20 +18,8 @@ import pyarrow.parquet as pq
 import bamql
 from bamql.storage.ingest import ingest
 from tests.engine.test_lookups import DERIVED, MIXED, RANKED, RATES, REGISTERED, _trips
-from tests.engine.test_quantiles import COUNTED
+from tests.engine.test_quantiles import COUNTED, counted_table
 from tests.reference import assert_same_rows, duck_tables
-
-
-def _quantile_table(n: int = 5000) -> pa.Table:
-    from decimal import Decimal
-
-    rng = np.random.default_rng(3)
-    return pa.table({
-        "g": pa.array(rng.integers(0, 6, n), mask=rng.random(n) < 0.05),
-        "i": pa.array(rng.integers(-20, 300, n), mask=rng.random(n) < 0.1),
-        "f": pa.array(rng.integers(-999, 999, n) / 10, mask=rng.random(n) < 0.1),
-        "d": pa.array([Decimal(int(x)) / 100 for x in rng.integers(-10**4, 10**4, n)],
-                      pa.decimal128(12, 2), mask=rng.random(n) < 0.1)})
 
 
 def check(label: str, path: Path, tables: dict, sql: str, backend: str, register=None) -> bool:
@@ -54,7 +42,7 @@ def check(label: str, path: Path, tables: dict, sql: str, backend: str, register
 def main() -> int:
     tmp = Path(tempfile.mkdtemp())
     fails = 0
-    qt = _quantile_table()
+    qt = counted_table()
     pq.write_table(qt, tmp / "r.parquet")
     ingest([str(tmp / "r.parquet")], tmp / "qdb" / "r")
     tt = _trips()

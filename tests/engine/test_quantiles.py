@@ -171,18 +171,14 @@ COUNTED = [
 ]
 
 
-@pytest.mark.parametrize("sql", COUNTED)
-def test_quantiles_of_few_values_are_counted_as_duckdb(tmp_path, sql):
-    """A quantile of a column whose type and range bound its values (an integer, a float
-    stored as scaled integers, a DECIMAL) is taken from the rows of each value of each
-    group (a GROUP BY in the kernel): the same answers as DuckDB, NULL keys, NULL values,
-    FILTERs, empty groups and no matching row included."""
+def counted_table(n: int = 5000) -> pa.Table:
+    """Integers, scaled floats and DECIMALs with NULLs, in 6 groups and a NULL one; ``h`` is
+    NULL throughout group 2."""
     from decimal import Decimal
 
     import numpy as np
 
     rng = np.random.default_rng(3)
-    n = 5000
     nulls = rng.random(n) < 0.1
     g = rng.integers(0, 6, n)
     t = pa.table({
@@ -192,6 +188,16 @@ def test_quantiles_of_few_values_are_counted_as_duckdb(tmp_path, sql):
         "f": pa.array(rng.integers(-999, 999, n) / 10, mask=rng.random(n) < 0.1),
         "d": pa.array([Decimal(int(x)) / 100 for x in rng.integers(-10**4, 10**4, n)],
                       pa.decimal128(12, 2), mask=rng.random(n) < 0.1)})
+    return t
+
+
+@pytest.mark.parametrize("sql", COUNTED)
+def test_quantiles_of_few_values_are_counted_as_duckdb(tmp_path, sql):
+    """A quantile of a column whose type and range bound its values (an integer, a float
+    stored as scaled integers, a DECIMAL) is taken from the rows of each value of each
+    group (a GROUP BY in the kernel): the same answers as DuckDB, NULL keys, NULL values,
+    FILTERs, empty groups and no matching row included."""
+    t = counted_table()
     pq.write_table(t, tmp_path / "r.parquet")
     ingest([str(tmp_path / "r.parquet")], tmp_path / "db" / "r")
     duck = duckdb.connect()
