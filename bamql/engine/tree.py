@@ -22,7 +22,7 @@ from bamql.planner.expressions import WIDE_WORDS
 #: construct it does not take, never a name or a type that is wrong).
 _STRUCTURAL = ("not supported", "only SELECT", "must name", "a CTE must", "needs FROM",
                "arithmetic needs numbers, got a timestamp", "is not unique in",
-               "expression without a small domain", "small domains only")
+               "expression without a small domain", "small domains only", "mixes columns of")
 
 
 #: Refusals of the fused translator that name only the construct the tree exists for: where

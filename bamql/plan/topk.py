@@ -118,11 +118,19 @@ def count_thresholds(part: pa.Array, order: pa.Array, rows: np.ndarray, k: int, 
     most ``k`` only if its order value is at or before its partition's value."""
     empty = (part.slice(0, 0), order.slice(0, 0))
     code = order_code(order, desc, nulls_first)
-    if code is None or not len(part) or k <= 0:
+    if code is None or not len(part) or k <= 0 or k > int(np.sum(rows)):
         return empty
     pid, _ = partition_ids([part], len(part))
     idx = np.lexsort((code, pid))
     pid, n = pid[idx], rows[idx].astype(np.int64)
+    # distinct values of one partition with one code (a double holds an int64 past 2**53
+    # inexactly) have no order here: no threshold rather than one that may be too strict
+    ties = (pid[1:] == pid[:-1]) & (code[idx][1:] == code[idx][:-1])
+    if ties.any():
+        at = np.flatnonzero(ties)
+        first, second = order.take(pa.array(idx[at])), order.take(pa.array(idx[at + 1]))
+        if pc.any(pc.fill_null(pc.not_equal(first, second), True)).as_py():
+            return empty
     cum = np.cumsum(n)
     starts = np.flatnonzero(np.r_[True, pid[1:] != pid[:-1]])
     ends = np.r_[starts[1:], len(pid)]

@@ -474,7 +474,7 @@ def rewrite(q: ir.Query, t: JoinTranslator) -> JoinQuery:
             names = sorted(aliases) + ([t.qualifier] if len(aliases) == 1 else [])
             raise PlanError(f"a WHERE condition ({t.texts.get(c, show(c))}) mixes columns of "
                             f"{' and '.join(names)}: a condition that names a joined table's "
-                            "string column, or one whose keys span more than "
+                            "string or DECIMAL column, or one whose keys span more than "
                             f"{LOOKUP_SLOTS:,}, may name only that table's columns")
     steps = []
     for j in t.joins:
@@ -525,14 +525,16 @@ LOOKUP_SLOTS = 1 << 16
 
 def _lookup(name: str, t: JoinTranslator) -> ir.Lookup | None:
     """Dimension column ``name`` as a lookup by its join's fact key (``ir.Lookup``); None
-    for a column it does not look up (a string: its codes are its own dictionary's; or a
-    range of keys past ``LOOKUP_SLOTS``)."""
+    for a column it does not look up (a string: its codes are its own dictionary's; a
+    DECIMAL, which a dimension holds as doubles; or a range of keys past ``LOOKUP_SLOTS``)."""
     alias, c = t.dim_cols[name]
     kind = t.dim_metas[name].kind
     if kind not in ("int", "float"):
         return None
     j = next(x for x in t.joins if x.alias == alias)
     dim = t.dims[j.table]
+    if c in dim.decimals:  # read as doubles here: beside an exact DECIMAL, not to be trusted
+        return None
     kv, kok = dim.values[j.dim_key]
     keys = kv[kok].astype(np.int64)
     base = int(keys.min()) if len(keys) else 0
