@@ -24,4 +24,8 @@ SELECT t.payment_type, dz.Borough, AVG(t.total_amount) FROM trips t JOIN zones p
 SELECT z.LocationID, COUNT(*), MAX(t.pickup_datetime) FROM trips t JOIN zones z ON t.pickup_location_id = z.LocationID WHERE z.Borough = 'Unknown' GROUP BY 1 ORDER BY 1;
 SELECT Borough, COUNT(*) FROM trips JOIN zones ON pickup_location_id = LocationID GROUP BY Borough ORDER BY COUNT(*) DESC, Borough;
 SELECT z.Borough, EXTRACT(HOUR FROM t.pickup_datetime) AS h, COUNT(*) FROM trips t JOIN zones z ON t.pickup_location_id = z.LocationID WHERE t.trip_distance > 2 GROUP BY 1, 2 ORDER BY 1, 2 LIMIT 20;
-SELECT z.Borough, SUM(t.tip_amount) / SUM(t.fare_amount), COUNT(*) FROM trips t LEFT JOIN zones z ON t.pickup_location_id = z.LocationID WHERE t.payment_type = 1 GROUP BY z.Borough ORDER BY 1
+SELECT z.Borough, SUM(t.tip_amount) / SUM(t.fare_amount), COUNT(*) FROM trips t LEFT JOIN zones z ON t.pickup_location_id = z.LocationID WHERE t.payment_type = 1 GROUP BY z.Borough ORDER BY 1;
+SELECT COUNT(*) FROM trips t JOIN zones z ON t.pickup_location_id = z.LocationID WHERE z.Borough = 'Queens' OR t.fare_amount > 5;
+SELECT COUNT(*), SUM(t.fare_amount) FROM trips t JOIN zones z ON t.pickup_location_id = z.LocationID WHERE t.dropoff_location_id < z.LocationID;
+SELECT t.vendor_id, COUNT(*), SUM(z.LocationID - t.dropoff_location_id), MAX(z.LocationID) FROM trips t LEFT JOIN zones z ON t.pickup_location_id = z.LocationID GROUP BY 1 ORDER BY 1;
+SELECT t.dropoff_location_id > z.LocationID AS later, COUNT(*) FROM trips t JOIN zones z ON t.pickup_location_id = z.LocationID GROUP BY 1 ORDER BY 1
