@@ -224,7 +224,9 @@ def ranked_scan(node: n.Window, ctx: Context) -> Rel | None:
     desc, nulls_first = bool(o.args.get("desc")), bool(o.args.get("nulls_first"))
     p, v = (exp.to_identifier(c, quoted=True).sql(dialect=D) for c in cols)
     table = exp.to_identifier(scan.table, quoted=True).sql(dialect=D)
-    where = [x.sql(dialect=D) for x in map(_unqualify, scan.predicate)]
+    from bamql.plan.rules import _unqualified
+
+    where = [_unqualified(x).sql(dialect=D) for x in scan.predicate]
     counts = f"SELECT {p}, {v}, COUNT(*) FROM {table}" + \
         (f" WHERE {' AND '.join(where)}" if where else "") + " GROUP BY 1, 2"
     try:
@@ -241,12 +243,6 @@ def ranked_scan(node: n.Window, ctx: Context) -> Rel | None:
         return _scanned(scan, _positional(ctx.fused(sql, {RANKS: ranks})))
     except BamqlError:
         return None
-
-
-def _unqualify(e: exp.Expression) -> exp.Expression:
-    from bamql.plan.rules import _unqualified
-
-    return _unqualified(e)
 
 
 @execute.register

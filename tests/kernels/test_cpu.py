@@ -33,7 +33,7 @@ def test_filter_keeps_the_same_rows_serial_or_parallel(n):
 def test_a_full_hash_table_stops_its_chunk():
     """A chunk whose table passes half full is flagged and takes no more rows: the run is
     repeated with a larger table, so probing a full table row after row would only waste
-    time (a million rows of 340,000 groups took 10 s a call that way)."""
+    time."""
     from bamql.engine import accumulate
     from bamql.planner.domains import HashSlots
 
