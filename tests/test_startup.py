@@ -98,7 +98,8 @@ def test_a_count_over_a_store_loads_no_kernel_and_no_pandas(sample_store):
                   "'SELECT count(*), count(congestion_surcharge) FROM trips']) == 0\n")
     assert {"pyarrow", "sqlglot"} <= mods
     assert {m.split(".")[0] for m in mods} & (KERNELS | {"pandas"}) == set()
-    for m in ("bamql.engine.tree", "bamql.engine.fileplan", "bamql.storage.inplace",
+    for m in ("bamql.plan.build", "bamql.plan.rules", "bamql.plan.operators",
+              "bamql.engine.fileplan", "bamql.storage.inplace",
               "bamql.storage.ingest", "bamql.storage.nativeio", "pyarrow.parquet"):
         assert m not in mods, m
 

@@ -69,6 +69,10 @@ class Rows:
     def local(self) -> bool:
         return False  # the table's runner runs it, on the Dask cluster where there is one
 
+    def reads(self) -> tuple[str, ...]:
+        """The columns its plan reads."""
+        return (*ir.columns_of(self.q.predicate), *self.q.columns)
+
     def explain(self, s, resident: Resident) -> str:
         part = s.store(self.q.table).parts[0]
         return explain_rows(self.q, explain_text(plan_rows(
@@ -104,6 +108,10 @@ class HashAggregate:
 
     def local(self) -> bool:
         return False  # the table's runner runs it, on the Dask cluster where there is one
+
+    def reads(self) -> tuple[str, ...]:
+        """The columns its plan reads."""
+        return (*ir.columns_of(self.q.predicate), *hashed_columns(self.q))
 
     def site(self, s) -> HashSite:
         """Where it groups: in the kernel of the device that runs the partitions."""
@@ -151,6 +159,10 @@ class KernelAggregate:
     def local(self) -> bool:
         return False
 
+    def reads(self) -> tuple[str, ...]:
+        """The columns its plan reads."""
+        return kernel_query(self.fact).columns
+
     def explain(self, s, resident: Resident) -> str:
         q = self.fact
         part = s.store(q.table).parts[0]
@@ -165,7 +177,7 @@ class KernelAggregate:
         """The finished groups of a query over one table (no join) and the run's
         statistics."""
         assert not isinstance(self.query, JoinQuery)
-        _, g, stats, _ = self._run(s, s._resident(self.query))
+        _, g, stats, _ = self._run(s, s._resident(self))
         return g, stats
 
     def _run(self, s, resident: Resident) -> tuple[str, Grouped | None, QueryStats, dict]:
@@ -203,7 +215,7 @@ class KernelAggregate:
         query, q = self.query, self.fact
         table = s.store(q.table)
         # the text before the run, of the plan that runs: one look at the OS page cache
-        resident = s._resident(q)
+        resident = s._resident(self)
         text = s.explain_query(query, resident)
         plan, g, stats, acc = self._run(s, resident)
         if isinstance(query, JoinQuery):
@@ -234,6 +246,10 @@ class Counted:
 
     def local(self) -> bool:
         return True
+
+    def reads(self) -> tuple[str, ...]:
+        """No column: the metadata answers."""
+        return ()
 
     def explain(self, s, resident: Resident) -> str:
         table = s.store(self.q.table)

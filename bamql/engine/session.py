@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from bamql.config import Backend, Config, Device, Medium
-from bamql.engine.leaves import lower
+from bamql.engine.leaves import KernelAggregate, Leaf, lower
 from bamql.engine.partition import Resident, page_cache, plan_partition, table_domains
 from bamql.engine.quantiles import kernel_query
 from bamql.engine.result import Result
@@ -463,7 +463,7 @@ class Session:
         page cache holds of it (None: looked up here)."""
         medium = self._medium()
         if resident is None:
-            resident = self._resident(q)
+            resident = self._resident(KernelAggregate(q))
         key = (q, medium, resident)
         p = self._plans.get(key)
         if p is None:  # an open store's metadata does not change: plans can be reused
@@ -515,18 +515,10 @@ class Session:
             txt = self._explain(bound)
             return Result(pa.table({"explain": txt.splitlines()}), None, txt, is_explain=True)
         text = self._bind_files(bound)
-        try:
-            try:
-                res = self.run(self._translate(text))
-            except PlanError as e:  # a construct the fused translator does not take
-                from bamql.engine.tree import run_tree, tree_error, tree_worthy
+        from bamql.engine.tree import execute
 
-                if not tree_worthy(e):
-                    raise
-                try:
-                    res = run_tree(self, text)
-                except PlanError as t:
-                    raise tree_error(e, t) from None
+        try:
+            res = execute(self, text)
         except PlanError as e:  # a SELECT without FROM reads a table the user never named
             if _ONE_ROW not in bound:
                 raise
@@ -550,7 +542,7 @@ class Session:
         the physical plan is made over what the read keeps: EXPLAIN ANALYZE shows it)."""
         from bamql.engine.tree import plan as tree_plan
         from bamql.engine.tree import show as show_tree
-        from bamql.engine.tree import tree_error, tree_worthy
+        from bamql.engine.tree import tree_worthy
         from bamql.storage.files import FileSet
         from bamql.storage.inplace import ReadSpec, plan_in_place
 
@@ -572,15 +564,7 @@ class Session:
 
         bound = bind_files(text, self.stores, table_for, self._registered_table)
         if not planned:
-            try:
-                return self.explain_query(self._translate(bound))
-            except PlanError as e:
-                if not tree_worthy(e):
-                    raise
-                try:
-                    return show_tree(tree_plan(self, bound), self)
-                except PlanError as t:
-                    raise tree_error(e, t) from None
+            return show_tree(tree_plan(self, bound), self)
         from bamql.engine.fileplan import explain_planned
 
         try:
@@ -588,10 +572,7 @@ class Session:
         except PlanError as e:  # the plan tree's EXPLAIN reads the files' metadata in place
             if not tree_worthy(e):
                 raise
-            try:
-                return show_tree(tree_plan(self, self._bind_files(text)), self)
-            except PlanError as t:
-                raise tree_error(e, t) from None
+            return show_tree(tree_plan(self, self._bind_files(text), refused=e), self)
 
     def _translate(self, text: str) -> ir.Query:
         """SQL -> IR, remembered per text: the catalog of an open session does not change
@@ -654,22 +635,18 @@ class Session:
             dims[t.name] = hit
         return dims
 
-    def _resident(self, q: ir.Query | ir.RowQuery) -> Resident:
-        """What the OS page cache holds of the columns ``q``'s plan reads in the table's first
-        partition, looked up once per query and shared by its plan and its EXPLAIN text; ()
-        where the medium's plans do not depend on it."""
+    def _resident(self, leaf: Leaf) -> Resident:
+        """What the OS page cache holds of the columns a fused leaf's plan reads in the
+        table's first partition, looked up once per query and shared by its plan and its
+        EXPLAIN text; () where the medium's plans do not depend on it."""
         medium = self._medium()
         if not reads_page_cache(medium):
             return ()
-        if isinstance(q, ir.RowQuery):
-            cols = (*ir.columns_of(q.predicate), *q.columns)
-        elif self._hashed(q):
-            from bamql.engine.hashagg import hashed_columns
-
-            cols = (*ir.columns_of(q.predicate), *hashed_columns(q))
-        else:
-            cols = kernel_query(q).columns
-        return page_cache(self.store(q.table).parts[0], tuple(dict.fromkeys(cols)), medium)
+        cols = leaf.reads()
+        if not cols:
+            return ()
+        return page_cache(self.store(leaf.fact.table).parts[0], tuple(dict.fromkeys(cols)),
+                          medium)
 
     def explain_query(self, q: ir.Query | JoinQuery, resident: Resident | None = None) -> str:
         """The EXPLAIN text of a logical query (a partitioned table's: of its first
@@ -680,12 +657,12 @@ class Session:
             return "\n".join((*q.steps, self.explain_query(q.fact, resident)))
         table = self.store(q.table)
         runner = self._runner(table)
+        leaf = lower(self, q)
         if resident is None:  # the plan, and so its text, follows what the OS page cache holds
-            resident = self._resident(q)
+            resident = self._resident(leaf)
         key = (q, self._medium(), runner.where, resident)
         txt = self._explained.get(key)
         if txt is None:  # made once: every query's result carries it
-            leaf = lower(self, q)
             if leaf.local():
                 runner = self._local
             txt = leaf.explain(self, resident)

@@ -1,22 +1,25 @@
-"""A session's queries through the relational plan: parse, build the tree (``plan.build``),
-optimize (``plan.rules``), run (``plan.operators``). Fused leaves and scans run through
-the session's own kernels; EXPLAIN shows the tree and, under each fused leaf, its kernel's
-plan."""
+"""A session's statements through the relational plan: parse, plan, optimize, run. The
+first rule makes a statement the fused translator takes whole one fused leaf
+(``n.FusedStatement``); any other is built node by node (``plan.build``), rewritten by the
+optimizer's rules (``plan.rules``, which fuse the parts the kernel takes) and run by the
+physical operators (``plan.operators``). Fused leaves and scans run through the session's
+own kernels; EXPLAIN shows the tree and, under each fused leaf, its kernel's plan."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import sqlglot
 from sqlglot import exp
 
-from bamql.engine.quantiles import value_range
 from bamql.engine.result import Result
 from bamql.errors import BamqlError, PlanError
 from bamql.plan import nodes as n
-from bamql.plan.build import Catalog, build
-from bamql.plan.operators import Context, run, scan_sql
-from bamql.plan.rules import optimize, prune_scans
 from bamql.planner.expressions import WIDE_WORDS
+
+if TYPE_CHECKING:  # the tree's modules load where a statement is not one fused leaf
+    from bamql.plan.build import Catalog
 
 #: Words of the fused translator's refusals that the plan tree may answer instead (a
 #: construct it does not take, never a name or a type that is wrong).
@@ -44,6 +47,8 @@ def tree_worthy(err: PlanError) -> bool:
 
 def catalog(session) -> Catalog:
     """What a session's plans read, and its kernels' test of a SELECT."""
+    from bamql.plan.build import Catalog
+
     def fusable(sql: str) -> bool:
         try:
             q = session._translate(sql)
@@ -61,8 +66,39 @@ def catalog(session) -> Catalog:
     return Catalog(tables, memory, fusable, decimals)
 
 
-def plan(session, text: str) -> n.Node:
-    """The optimized plan of ``text`` (parameters and files bound already)."""
+def plan(session, text: str, refused: PlanError | None = None) -> n.Node:
+    """The optimized plan of ``text`` (parameters and files bound already).
+
+    The first rule: a statement the fused translator takes whole is one fused leaf. Where
+    it refuses a construct (never a name or a type: those errors are the statement's), or
+    its leaf refused at run time (``refused``), the statement is built node by node and
+    rewritten by the optimizer's rules; where that fails too, the error that names the
+    construct best is raised (``tree_error``)."""
+    return _planned(session, text, refused)[0]
+
+
+def _planned(session, text: str, refused: PlanError | None = None
+             ) -> tuple[n.Node, PlanError | None]:
+    """``plan``'s node, and the fused translator's refusal where the node is a tree."""
+    if refused is None:
+        try:
+            session._hashed(session._translate(text))
+            return n.FusedStatement(text), None
+        except PlanError as e:
+            if not tree_worthy(e):
+                raise
+            refused = e
+    try:
+        return _built(session, text), refused
+    except PlanError as t:
+        raise tree_error(refused, t) from None
+
+
+def _built(session, text: str) -> n.Node:
+    """``text`` as a tree of nodes, rewritten by the optimizer's rules."""
+    from bamql.plan.build import build
+    from bamql.plan.rules import optimize, prune_scans
+
     try:
         tree = sqlglot.parse_one(text, read="duckdb")
     except sqlglot.errors.SqlglotError as e:
@@ -81,9 +117,30 @@ def _mentioned(tree: exp.Expression) -> frozenset[str] | None:
     return frozenset(c.name.lower() for c in tree.find_all(exp.Column) if not isinstance(c.this, exp.Star))
 
 
-def run_tree(session, text: str) -> Result:
-    """Run ``text`` through the plan tree."""
-    node = plan(session, text)
+def execute(session, text: str) -> Result:
+    """Plan ``text`` and run its plan: a fused statement through its leaf (planned again
+    as a tree where the leaf refuses at run time, e.g. a joined key that is not unique),
+    any other tree through the physical operators."""
+    node, refused = _planned(session, text)
+    if isinstance(node, n.FusedStatement):
+        try:
+            return session.run(session._translate(node.sql))
+        except PlanError as e:
+            if not tree_worthy(e):
+                raise
+            node, refused = _planned(session, text, e)
+    try:
+        return run_nodes(session, node)
+    except PlanError as t:  # where the tree fails too: the error naming the construct best
+        if refused is None:
+            raise
+        raise tree_error(refused, t) from None
+
+
+def run_nodes(session, node: n.Node) -> Result:
+    """Run a plan of nodes through the physical operators."""
+    from bamql.plan.operators import Context, run
+
     ctx = Context(lambda sql: session.run(session._translate(sql)),
                   lambda table, columns: read_wide(session, table, columns),
                   lambda sql, tables: session.run(session._translate_with(sql, tables)),
@@ -106,6 +163,8 @@ def run_tree(session, text: str) -> Result:
 def values_bound(session, table: str, column: str) -> int | None:
     """How many distinct values stored ``column`` of ``table`` can hold, where its type and
     range bound them (``quantiles.value_range``); None where they are not bounded."""
+    from bamql.engine.quantiles import value_range
+
     try:
         meta = session.store(table).columns.get(column)
     except BamqlError:
@@ -134,6 +193,9 @@ def _wide(session, node: n.Scan) -> bool:
 
 def show(node: n.Node, session=None, depth: int = 0) -> str:
     """The plan as an indented tree; under a fused leaf or a scan, its kernel's plan."""
+    if isinstance(node, n.FusedStatement):
+        return "\n".join(pad_lines(session.explain_query(session._translate(node.sql)), depth)) \
+            if session is not None else "  " * depth + f"FusedKernel: {node.sql}"
     pad = "  " * depth
     line = pad + _label(node)
     lines = [line]
@@ -142,6 +204,8 @@ def show(node: n.Node, session=None, depth: int = 0) -> str:
         lines.append(pad + "    every row read whole into Arrow and filtered there: a DECIMAL "
                            "of more than 18 digits, which the fused kernels do not read")
     elif isinstance(node, n.Fused | n.Scan) and session is not None:
+        from bamql.plan.operators import scan_sql
+
         sql = node.sql if isinstance(node, n.Fused) else scan_sql(node)
         try:
             inner = session.explain_query(session._translate(sql))
@@ -157,6 +221,11 @@ def show(node: n.Node, session=None, depth: int = 0) -> str:
                         if s.outer else "") + "):")
         lines.append(show(s.plan, session, depth + 2))
     return "\n".join(lines)
+
+
+def pad_lines(text: str, depth: int) -> list[str]:
+    """``text``'s lines indented ``depth`` levels."""
+    return ["  " * depth + x for x in text.splitlines()]
 
 
 def _sql(e: exp.Expression) -> str:

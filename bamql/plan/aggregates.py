@@ -29,6 +29,7 @@ class Spec:
     fn: str
     options: object = None
     post: object = None
+    distinct: bool = False  # over each group's distinct values: repeats are NULL first
 
 
 def _filtered(v: pa.Array, cond: pa.Array | None) -> pa.Array:
@@ -46,8 +47,15 @@ def _numeric(v: pa.Array, what: str) -> pa.Array:
     return v
 
 
+#: Aggregates that take DISTINCT over the set of their argument's values (MIN and MAX are
+#: the same with or without it)
+_OVER_SETS = (exp.Sum, exp.Avg, exp.Stddev, exp.StddevSamp, exp.StddevPop, exp.Variance,
+              exp.VariancePop)
+
+
 def spec(a: exp.Expression, ev: Evaluator) -> Spec:
     """How Arrow computes the aggregate call ``a`` over ``ev``'s relation."""
+    whole = a
     cond = None
     if isinstance(a, exp.Filter):
         cond = ev.condition(a.expression.this)
@@ -72,7 +80,16 @@ def spec(a: exp.Expression, ev: Evaluator) -> Spec:
             v = canonical(v)
         return Spec(v, "count_distinct" if distinct else "count", pc.CountOptions("only_valid"))
     if distinct and not isinstance(a, exp.GroupConcat):
-        raise PlanError(f"{a.sql_name().upper()}(DISTINCT ...) is not supported")
+        if not isinstance(a, (*_OVER_SETS, exp.Min, exp.Max)):
+            raise PlanError(f"{a.sql_name().upper()}(DISTINCT ...) is not supported")
+        plain = whole.copy()  # the same call over every value, FILTER kept
+        for d in plain.find_all(exp.Distinct):
+            if d.parent is not None and type(d.parent) is type(a):
+                d.replace(d.expressions[0])
+                break
+        out = spec(plain, ev)
+        out.distinct = isinstance(a, _OVER_SETS)
+        return out
     if isinstance(a, exp.CountIf):
         c = ev.condition(arg)
         ones = pc.if_else(c, pa.scalar(1, pa.int8()), pa.scalar(None, pa.int8()))
@@ -269,11 +286,24 @@ def aggregate_rel(rel: Rel, node: n.Aggregate, ev: Evaluator) -> Rel:
     return Rel.of(cols, node.cols)
 
 
+def _first_of_each(v: pa.Array, keys: list[pa.Array], names: list[str]) -> pa.Array:
+    """``v`` with every value NULL but the first of each (group, value): an aggregate over
+    it takes each group's distinct values once (-0.0 as 0.0, NaN one value)."""
+    rows = len(v)
+    t = pa.Table.from_arrays([*keys, canonical(v), pa.array(np.arange(rows, dtype=np.int64))],
+                             names=[*names, "__v", "__i"])
+    first = t.group_by([*names, "__v"], use_threads=False).aggregate([("__i", "min")])
+    keep = np.zeros(rows, bool)
+    keep[first.column("__i_min").to_numpy()] = True
+    return pc.if_else(pa.array(keep), v, pa.scalar(None, v.type))
+
+
 def _group(keys: list[pa.Array], specs: list[Spec], keep: tuple[int, ...], rows: int) -> list[pa.Array]:
     names = [f"k{i}" for i in keep]
     arrays = [canonical(keys[i]) for i in keep]
     agg_in = [f"v{j}" for j in range(len(specs))]
-    t = pa.Table.from_arrays([*arrays, *(s.values for s in specs)] or [pa.array(np.zeros(rows, np.int8))],
+    values = [_first_of_each(s.values, arrays, names) if s.distinct else s.values for s in specs]
+    t = pa.Table.from_arrays([*arrays, *values] or [pa.array(np.zeros(rows, np.int8))],
                              names=[*names, *agg_in] or ["__one"])
     lists = {j for j, s in enumerate(specs) if s.fn == "list" and not names}
     aggs = [(f"v{j}", s.fn, s.options) if s.options is not None else (f"v{j}", s.fn)

@@ -230,7 +230,7 @@ class Builder:
             if f is not None:
                 return f
         if s.args.get("distinct") is not None and s.args["distinct"].args.get("on"):
-            raise PlanError("DISTINCT ON is not supported")
+            return self.select(_distinct_on(s), outer)
         if s.args.get("windows"):
             raise PlanError("a named WINDOW clause is not supported; write the window in OVER (...)")
         if any(j.args.get("using") for j in _arg(s, "joins") or []) and any(
@@ -739,6 +739,38 @@ class Builder:
             if self._is_outer(c, outer, inner_cols):
                 out.append(c)
         return out
+
+
+def _distinct_on(s: exp.Select) -> exp.Select:
+    """``SELECT DISTINCT ON (k) ... ORDER BY o`` as DuckDB answers it: each k's first row
+    in the order o, i.e. ``QUALIFY ROW_NUMBER() OVER (PARTITION BY k ORDER BY o) = 1``. The
+    ORDER BY's output names are the select list's expressions there."""
+    on = s.args["distinct"].args["on"]
+    keys = on.expressions if isinstance(on, exp.Tuple) else [on]
+    if s.args.get("qualify") is not None:
+        raise PlanError("DISTINCT ON with QUALIFY is not supported")
+    aliases = {e.alias_or_name: e.this for e in s.expressions if isinstance(e, exp.Alias)}
+    items = [e.this.copy() if isinstance(e, exp.Alias) else e.copy() for e in s.expressions]
+
+    def expand(x: exp.Expression) -> exp.Expression:
+        x = x.copy()
+        if isinstance(x, exp.Column) and not x.table and x.name in aliases:
+            return aliases[x.name].copy()
+        if isinstance(x, exp.Literal) and not x.is_string and x.this.isdigit() \
+                and 1 <= int(x.this) <= len(items):
+            return items[int(x.this) - 1].copy()
+        return x
+
+    order = s.args.get("order")
+    ordered = [exp.Ordered(this=expand(o.this), desc=o.args.get("desc"),
+                           nulls_first=o.args.get("nulls_first"))
+               for o in (order.expressions if order is not None else [])]
+    win = exp.Window(this=exp.RowNumber(), partition_by=[expand(k) for k in keys],
+                     order=exp.Order(expressions=ordered) if ordered else None)
+    out = s.copy()
+    out.set("distinct", None)
+    out.set("qualify", exp.Qualify(this=exp.EQ(this=win, expression=exp.Literal.number(1))))
+    return out
 
 
 def _parents(x: exp.Expression):

@@ -109,6 +109,20 @@ class Fused(Node):
 
 
 @dataclass(frozen=True, eq=False)
+class FusedStatement(Node):
+    """A whole statement that the fused translator takes (``sql``: the statement, its
+    parameters and files bound): one fused leaf, whose result (rows, names, statistics,
+    plan text) is the statement's. The optimizer's first rule; any other statement is
+    built node by node."""
+
+    sql: str
+
+    @property
+    def cols(self) -> tuple[ColName, ...]:
+        return ()  # the leaf's own names, known when it runs
+
+
+@dataclass(frozen=True, eq=False)
 class FusedJoin(Node):
     """A GROUP BY over a stored table joined to a small relation (a derived GROUP BY, a
     registered table) on one key, run as one fused kernel: ``child``'s rows first, as the

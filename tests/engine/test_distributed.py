@@ -13,10 +13,15 @@ import bamql
 from bamql.engine.session import gpu_unavailable_reason
 from bamql.queries import all_queries
 from bamql.storage.ingest import ingest
+from tests.conftest import selects_slow
 from tests.reference import assert_same_rows
 
 distributed = pytest.importorskip("distributed")
 QUERIES = all_queries()
+#: the queries compared with one node in the default run, one of each shape (fused
+#: aggregates, a GROUP BY in the kernel and a hashed one, top-k rows, a quantile, the plan
+#: tree's join and window); every bench query in the slow run
+QUICK = ("q01", "q03", "q06", "q14", "t03", "h02", "k01", "m01", "j01", "w01")
 GPU_REASON = gpu_unavailable_reason()
 #: one pytest-xdist worker runs the module: its fixtures (a partitioned ingest, every query
 #: compiled and answered on one node) are built once, not once per worker
@@ -31,30 +36,35 @@ def parted(tmp_path_factory, taxi_orc):
 
 
 @pytest.fixture(scope="module")
-def single(taxi_store):
+def queries(request) -> dict[str, str]:
+    return QUERIES if selects_slow(request.config) else {n: QUERIES[n] for n in QUICK}
+
+
+@pytest.fixture(scope="module")
+def single(taxi_store, queries):
     with bamql.connect(taxi_store, device="cpu") as c:
-        return {n: c.sql(q).rows() for n, q in QUERIES.items()}
+        return {n: c.sql(q).rows() for n, q in queries.items()}
 
 
-def test_partitioned_ingest_and_local_run(parted, single):
+def test_partitioned_ingest_and_local_run(parted, single, queries):
     from bamql.storage.partitioned import PartitionedTable
 
     with PartitionedTable(parted / "trips") as t:
         assert len(t.parts) == 4 and t.rows == 60_000
         assert t.verify() == []
     with bamql.connect(parted, device="cpu") as con:
-        for name, sql in QUERIES.items():
+        for name, sql in queries.items():
             assert_same_rows(con.sql(sql).rows(), single[name], ordered="ORDER BY" in sql)
         text = con.sql("EXPLAIN " + QUERIES["q06"]).plan_text
         assert "4 partitions" in text
 
 
 @pytest.mark.parametrize("workers", [1, *(pytest.param(n, marks=pytest.mark.slow) for n in (2, 4))])
-def test_every_query_distributed_matches_one_node(parted, single, workers):
+def test_every_query_distributed_matches_one_node(parted, single, queries, workers):
     with distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=False,
                                   dashboard_address=None) as cluster, distributed.Client(cluster) as client:
         with bamql.connect(parted, device="cpu", cluster=client) as con:
-            for name, sql in QUERIES.items():
+            for name, sql in queries.items():
                 res = con.sql(sql)
                 assert_same_rows(res.rows(), single[name], ordered="ORDER BY" in sql)
             res = con.sql("EXPLAIN ANALYZE " + QUERIES["q06"])
@@ -198,10 +208,10 @@ def test_local_gpu_cluster_lets_a_slow_worker_exit(capfd):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(GPU_REASON is not None, reason=f"no GPU: {GPU_REASON}")  # before the fixtures
-def test_gpu_workers_match_one_node(parted, single):
+def test_gpu_workers_match_one_node(parted, single, queries):
     for backend in ("host", "file"):
         with bamql.connect(parted, device="gpu", backend=backend, cluster="local-gpus") as con:
-            for name, sql in QUERIES.items():
+            for name, sql in queries.items():
                 assert_same_rows(con.sql(sql).rows(), single[name], ordered="ORDER BY" in sql)
             st = con.sql(QUERIES["q06"]).stats
             assert st.device == "gpu/dask" and st.backend == backend

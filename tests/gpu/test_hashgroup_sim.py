@@ -106,7 +106,8 @@ def _run(env: dict, rows: int, first: int, backends: tuple[str, ...] = ALL) -> N
     assert "all ok" in r.stdout
 
 
-def test_hashed_groups_in_the_simulator():
+@pytest.mark.slow  # in CI's slow run; the default run hashes groups in the simulator in
+def test_hashed_groups_in_the_simulator():  # tests/engine/test_runner.py's GPU workers
     """The host backend; the kernels are the same on every backend, which differ in how
     pages reach the card (the other two, partitions and blocks' tables: the slow run)."""
     _run(dict(os.environ, NUMBA_ENABLE_CUDASIM="1"), 500, 16, ("host",))

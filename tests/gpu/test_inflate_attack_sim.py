@@ -244,8 +244,10 @@ def test_a_damaged_chunk_in_one_column_fails_its_queries_only(cache):
     _run("damage", ingest={"page_size": 512}, cache=cache)
 
 
+# the whole matrix in CI's slow run: the default run's fallback and damage cases clear the
+# simulated caches between queries
 @pytest.mark.parametrize("ingest", [
-    {"page_size": 512},
+    pytest.param({"page_size": 512}, marks=pytest.mark.slow),
     pytest.param({"page_size": 4096}, marks=pytest.mark.slow),
     pytest.param({"page_size": 65536}, marks=pytest.mark.slow),
     pytest.param({"page_size": 512, "pack": True}, marks=pytest.mark.slow),

@@ -113,6 +113,7 @@ SIM_SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # in CI's slow run: three queries through the simulator
 def test_the_simulator_shares_one_kernel_across_constants(sample_store, tmp_path):
     from tests.conftest import SAMPLES
     from tests.reference import assert_same_rows, duck

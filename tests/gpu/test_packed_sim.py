@@ -73,8 +73,10 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("backend", [
-    "host", pytest.param("file", marks=pytest.mark.slow), pytest.param("gpu", marks=pytest.mark.slow)])
+# in CI's slow run (a minute in the simulator); the default run checks packed pages on the
+# CPU engine (tests/engine/test_fetch.py)
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["host", "file", "gpu"])
 def test_packed_pages_in_the_simulated_gpu_kernel(backend):
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
     r = subprocess.run([sys.executable, "-c", SCRIPT, backend], env=env, capture_output=True,

@@ -176,3 +176,10 @@ SELECT payment_type, n FROM (SELECT payment_type, fare_amount AS n, RANK() OVER 
 SELECT h, n, SUM(n) OVER (ORDER BY h), MAX(n) OVER (ORDER BY h ROWS BETWEEN 2 PRECEDING AND CURRENT ROW), MIN(n) OVER (ORDER BY h ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) FROM (SELECT date_trunc('hour', pickup_datetime) AS h, COUNT(*) AS n FROM trips GROUP BY 1) ORDER BY h;
 SELECT t.pickup_location_id, COUNT(*) FROM trips t JOIN (SELECT pickup_location_id, AVG(fare_amount) AS a FROM trips GROUP BY 1) z ON t.pickup_location_id = z.pickup_location_id WHERE t.fare_amount > z.a GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 10;
 SELECT pickup_location_id, MEDIAN(fare_amount), quantile_cont(trip_distance, 0.9) FROM trips GROUP BY 1 ORDER BY 1;
+-- session 49: DISTINCT inside SUM, AVG and STDDEV (each group's distinct values once), DISTINCT ON (each key's first row in the ORDER BY)
+SELECT SUM(DISTINCT passenger_count) FROM trips;
+SELECT vendor_id, AVG(DISTINCT fare_amount), SUM(DISTINCT tip_amount), COUNT(DISTINCT payment_type) FROM trips GROUP BY 1 ORDER BY 1;
+SELECT payment_type, SUM(DISTINCT passenger_count) FILTER (WHERE fare_amount > 10), STDDEV(DISTINCT passenger_count), MAX(DISTINCT fare_amount) FROM trips GROUP BY ROLLUP (payment_type) ORDER BY 1 NULLS LAST;
+SELECT DISTINCT ON (vendor_id) vendor_id FROM trips ORDER BY 1;
+SELECT DISTINCT ON (payment_type) payment_type, fare_amount, trip_distance FROM trips WHERE fare_amount IS NOT NULL ORDER BY payment_type, fare_amount DESC, trip_distance DESC, pickup_datetime, tip_amount;
+SELECT DISTINCT ON (pickup_location_id) pickup_location_id AS zone, COUNT(*) AS n, payment_type FROM trips GROUP BY pickup_location_id, payment_type ORDER BY zone, n DESC, payment_type LIMIT 20;

@@ -52,13 +52,10 @@ SELECT COUNT(*) FROM trips WHERE date_trunc('millennium', pickup_datetime) > '20
 SELECT SUM(ABS(store_and_fwd_flag)) FROM trips;
 WITH t AS (SELECT vendor_id AS v FROM trips) SELECT COUNT(fare_amount) FROM t;
 WITH RECURSIVE t AS (SELECT * FROM trips) SELECT COUNT(*) FROM t;
-SELECT DISTINCT ON (vendor_id) vendor_id FROM trips;
 SELECT STDDEV(store_and_fwd_flag) FROM trips;
 SELECT VARIANCE(pickup_datetime) FROM trips;
 SELECT COUNT(*) FILTER (WHERE SUM(fare_amount) > 1) FROM trips;
 SELECT COUNT(*) FROM trips WHERE STDDEV(fare_amount) > 1;
-SELECT SUM(DISTINCT passenger_count) FROM trips;
-SELECT vendor_id, AVG(DISTINCT fare_amount) FROM trips GROUP BY 1;
 SELECT COUNT(DISTINCT vendor_id, payment_type) FROM trips;
 ;
 ;

@@ -1,0 +1,88 @@
+"""A session's one path: every statement is planned (``engine.tree.plan``), optimized and
+run; a statement the fused translator takes whole is one leaf, any other a tree."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pytest
+
+import bamql
+from bamql.engine.tree import plan
+from bamql.errors import PlanError
+from bamql.plan import nodes as n
+from tests.conftest import SAMPLES
+from tests.reference import assert_same_rows, duck, duck_tables
+
+
+@pytest.fixture(scope="module")
+def con(sample_store):
+    with bamql.connect(sample_store, device="cpu") as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def sample():
+    return pa.concat_tables(pacsv.read_csv(p) for p in SAMPLES)
+
+
+def test_a_statement_the_kernel_takes_whole_is_one_leaf(con, sample):
+    sql = "SELECT payment_type, COUNT(*), AVG(fare_amount) FROM trips WHERE trip_distance > 2 GROUP BY 1"
+    node = plan(con, sql)
+    assert isinstance(node, n.FusedStatement) and node.sql == sql
+    res = con.sql(sql)
+    assert res.stats is not None and res.stats.rows_matched > 0  # the kernel's own statistics
+    assert_same_rows(res.rows(), duck(sql, sample), ordered=False)
+    assert con.explain(sql) == res.plan_text  # EXPLAIN: the kernel's plan, as the run's
+
+
+def test_any_other_statement_is_a_tree_with_fused_leaves(con, sample):
+    sql = ("SELECT payment_type, n, RANK() OVER (ORDER BY n DESC) FROM "
+           "(SELECT payment_type, COUNT(*) AS n FROM trips GROUP BY 1) ORDER BY 3, 1")
+    node = plan(con, sql)
+    assert not isinstance(node, n.FusedStatement)
+    assert any(isinstance(x, n.Fused) for x in _walk(node))  # the GROUP BY fused below
+    assert_same_rows(con.sql(sql).rows(), duck(sql, sample), ordered=True)
+    assert "FusedKernel" in con.explain(sql)
+
+
+def test_a_repeated_joined_key_is_the_trees_hash_join(sample_store, sample):
+    # a registered table's repeated key: the kernel's lookup refuses it, the tree joins
+    dim = pa.table({"payment_type": [1, 2, 2], "name": ["card", "cash", "cash again"]})
+    sql = ("SELECT d.name, COUNT(*), SUM(t.fare_amount) FROM trips t "
+           "JOIN d ON t.payment_type = d.payment_type GROUP BY 1")
+    with bamql.connect(sample_store, device="cpu") as c:
+        c.register("d", dim)
+        assert not isinstance(plan(c, sql), n.FusedStatement)
+        assert_same_rows(c.sql(sql).rows(), duck_tables(sql, {"trips": sample, "d": dim}),
+                         ordered=False)
+
+
+def test_a_leaf_refused_at_run_time_is_planned_again_as_a_tree(sample_store, sample,
+                                                                monkeypatch):
+    sql = "SELECT payment_type, COUNT(*) FROM trips GROUP BY 1"
+    with bamql.connect(sample_store, device="cpu") as c:
+        run, calls = c.run, []
+
+        def refuse_once(q):
+            calls.append(q)
+            if len(calls) == 1:
+                raise PlanError("a construct is not supported by the kernel here")
+            return run(q)
+
+        monkeypatch.setattr(c, "run", refuse_once)
+        assert_same_rows(c.sql(sql).rows(), duck(sql, sample), ordered=False)
+        assert len(calls) == 2  # the whole statement, then the tree's fused leaf
+
+
+def test_a_name_error_is_the_statements_own(con):
+    with pytest.raises(PlanError, match="nosuch"):
+        plan(con, "SELECT nosuch FROM trips")
+    with pytest.raises(PlanError, match="nosuch"):
+        con.sql("SELECT payment_type, RANK() OVER (ORDER BY nosuch) FROM trips")
+
+
+def _walk(node: n.Node):
+    yield node
+    for c in node.children:
+        yield from _walk(c)
