@@ -156,13 +156,13 @@ ENGINE = {"numba", "llvmlite", "sqlglot", "pandas"}
 
 
 def test_the_thin_client_imports_flight_and_the_result_types_only():
-    mods = loaded("import bamql\nbamql.connect\nimport bamql.engine.remote")
+    mods = loaded("import bamql\nbamql.connect\nimport bamql.engine.remote_session")
     assert "pyarrow.flight" in mods
     assert {m.split(".")[0] for m in mods} & ENGINE == set()
     ours = {m for m in mods if m.startswith("bamql.")}
     assert ours <= {"bamql.errors", "bamql.config", "bamql.lazynames", "bamql.engine",
                     "bamql.engine.connection",
-                    "bamql.engine.remote", "bamql.engine.wire", "bamql.engine.resultset",
+                    "bamql.engine.remote_session", "bamql.engine.wire", "bamql.engine.resultset",
                     "bamql.engine.stats"}, ours
 
 

@@ -15,7 +15,7 @@ from bamql.errors import UsageError
 
 def _connect(a: argparse.Namespace):
     if getattr(a, "server", None):  # the server holds the tables and the settings
-        from bamql.engine.remote import RemoteSession
+        from bamql.engine.remote_session import RemoteSession
 
         if a.data is not None or a.device != "auto" or a.backend or a.cache or a.cluster \
                 or a.cache_files:

@@ -1,7 +1,7 @@
 """``bamql.connect``: a session on a directory of tables, or on a bamql server.
 
 Apart from ``engine.session`` so that connecting to a server (``grpc://host:port``) imports
-the client (``engine.remote``: pyarrow.flight and the result types) and nothing of the
+the client (``engine.remote_session``: pyarrow.flight and the result types) and nothing of the
 engine; a local session imports the engine when it is made.
 """
 
@@ -59,13 +59,13 @@ def connect(path: str | os.PathLike | None = None, device: str = "auto", backend
     one clear error. The ``BAMQL_*`` environment variables are read now, too.
 
     A ``path`` of ``grpc://host:port`` (``grpc+tls://`` for TLS) connects to a server
-    (``bamql serve``) and returns a :class:`bamql.engine.remote.RemoteSession`, whose
+    (``bamql serve``) and returns a :class:`bamql.engine.remote_session.RemoteSession`, whose
     ``sql``, ``explain``, ``tables`` and ``schema`` run there; ``token`` is the server's
     (default ``BAMQL_SERVER_TOKEN``) and ``tls_root_certs`` a PEM file of the certificate
     that signed its own. The other settings are the server's.
     """
     if isinstance(path, str) and path.startswith(("grpc://", "grpc+tcp://", "grpc+tls://")):
-        from bamql.engine.remote import RemoteSession
+        from bamql.engine.remote_session import RemoteSession
 
         if device != "auto" or any(v is not None for v in (backend, cache, medium, cluster,
                                                             page_size, cache_files)):

@@ -13,7 +13,7 @@ from bamql.config import AccessPath
 from bamql.engine import accumulate
 from bamql.engine.fetch import fetch
 from bamql.engine.stats import QueryStats
-from bamql.kernels import cpu as kcpu
+from bamql.kernels import cpu_loops as kcpu
 from bamql.kernels.codegen import N_ERRORS, check_errors
 from bamql.planner import domains, ir
 from bamql.planner.evaluate import evaluate

@@ -1,4 +1,4 @@
-"""Answers to the catalog statements of ``planner.describe``, shaped as DuckDB's:
+"""Answers to the catalog statements of ``planner.statements``, shaped as DuckDB's:
 SHOW TABLES gives ``name``; DESCRIBE gives ``column_name``, ``column_type`` (DuckDB's
 type names), ``null``, ``key``, ``default`` and ``extra``."""
 
@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from bamql.engine.result import Result
 from bamql.errors import PlanError
-from bamql.planner.describe import CatalogQuery, Statement
+from bamql.planner.statements import CatalogQuery, Statement
 
 
 class Session(Protocol):

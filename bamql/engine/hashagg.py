@@ -156,7 +156,7 @@ def cpu_kernel_partial(store: PageStore, q: ir.Query, hashed: tuple[int, ...],
                        dense: tuple[Domain, ...], medium: Medium,
                        backend: Backend) -> tuple[Partial, QueryStats]:
     """One partition of ``q`` (a hashed GROUP BY) on the CPU engine's kernel: per morsel
-    each chunk of rows groups into a hash table of its own (``kernels.cpu``), read back as
+    each chunk of rows groups into a hash table of its own (``kernels.cpu_loops``), read back as
     a partial; the partials merged by their keys (one group per key) with the statistics.
     Raises ``TableFull`` where a morsel has more groups than the largest table takes."""
     from bamql.engine.accumulate import variance_states

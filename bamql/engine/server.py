@@ -559,7 +559,7 @@ class BamqlServer(fl.FlightServerBase):
     def _check_files(self, text: str) -> None:
         """Refuse a query that names files in FROM beyond the server's directories (any
         file, where it serves none)."""
-        from bamql.planner.files import bind_files
+        from bamql.planner.file_refs import bind_files
 
         def refuse(ref) -> str:
             if self.files is None:

@@ -25,12 +25,12 @@ from bamql.errors import DeviceError, PlanError, StoreError, UsageError
 from bamql.lru import LRU
 from bamql.planner import ir
 from bamql.planner.cost import reads_page_cache
-from bamql.planner.describe import catalog_query
 from bamql.planner.distinct import split_distinct
 from bamql.planner.grouping import check_hashed, hashed
 from bamql.planner.joins import Dimension, JoinQuery, dimension, translate_joins
 from bamql.planner.params import Params, bind
 from bamql.planner.physical import PhysicalPlan
+from bamql.planner.statements import catalog_query
 from bamql.storage.partitioned import PartitionedTable, is_table, open_table
 
 if TYPE_CHECKING:  # files named in FROM, the plan tree: imported where a query needs them
@@ -337,7 +337,7 @@ class Session:
     def _bind_files(self, text: str) -> str:
         """``text`` with the files it names in FROM replaced by the tables that serve them
         (page stores made on demand and cached: ``storage.filecache``)."""
-        from bamql.planner.files import bind_files
+        from bamql.planner.file_refs import bind_files
 
         key = (text, frozenset(self.stores))
         if self._plain.get(key) is not None:
@@ -560,7 +560,7 @@ class Session:
                              ", ".join(f"'{x}'" for x in ref.specs))
             return name
 
-        from bamql.planner.files import bind_files
+        from bamql.planner.file_refs import bind_files
 
         bound = bind_files(text, self.stores, table_for, self._registered_table)
         if not planned:

@@ -221,7 +221,7 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
         flush.append(("R", "(0, 0)", "nrows", "add"))
     for j, a in enumerate(q.aggs):
         f = "F" if a.arg is not None and a.arg.kind == "float" else "I"
-        # the condition and the argument outside any branch (kernels.cpu.agg_source)
+        # the condition and the argument outside any branch (kernels.cpu_loops.agg_source)
         fv, fok = ec.compile(a.filter) if a.filter is not None else (None, None)
         v, ok = ec.compile(a.arg) if a.arg is not None else (None, None)
         inner = " " * 12
@@ -236,7 +236,7 @@ def kernel_source(q: ir.Query, stages, domains, columns: dict, sentinels: dict, 
         if private and groupacc.counts_rows(a):  # COUNT(*): the block's row counts, merged as C too
             updates = []
             shared[f"sh_R{j}"] = ("C", f"{j}", "add", "0")
-        if a.func in ("sum", "avg") and f == "I":  # exact: two halves (kernels.cpu.agg_source)
+        if a.func in ("sum", "avg") and f == "I":  # exact: two halves (kernels.cpu_loops.agg_source)
             updates.append(("SI", "add", "0", "{l} += int({v}) >> 32", "int({v}) >> 32"))
             lo = "(int({v}) & 4294967295) - 2147483648"
             updates.append(("SI", "add", "0", "{l} += " + lo, lo, len(q.aggs) + j))

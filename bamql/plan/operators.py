@@ -331,7 +331,7 @@ def _setop(node: n.SetOp, ctx: Context) -> Rel:
 
 @execute.register
 def _join(node: n.Join, ctx: Context) -> Rel:
-    from bamql.plan.joins import join_rel
+    from bamql.plan.hashjoin import join_rel
 
     return join_rel(execute(node.left, ctx), execute(node.right, ctx), node,
                     lambda rel: evaluator(rel, (), ctx))

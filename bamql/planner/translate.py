@@ -15,7 +15,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from bamql.errors import PlanError
-from bamql.planner import ir, rows, scalars
+from bamql.planner import ir, row_queries, scalars
 from bamql.planner.ctes import inline_ctes
 from bamql.planner.expressions import AGGREGATES, ARITH_OPS, CMP_OPS, ExprTranslator
 from bamql.storage.format import ColumnMeta
@@ -33,7 +33,7 @@ MAX_AGG_NODES = 200
 #: variances (STDDEV and VARIANCE are the sample ones, as in DuckDB).
 QUERY_AGGREGATES = {**AGGREGATES, exp.Stddev: "stddev_samp", exp.StddevSamp: "stddev_samp",
                     exp.StddevPop: "stddev_pop", exp.Variance: "var_samp",
-                    exp.VariancePop: "var_pop", **rows.QUANTILE_NODES,
+                    exp.VariancePop: "var_pop", **row_queries.QUANTILE_NODES,
                     exp.WithinGroup: "quantile"}
 
 #: Python frames translation may use (see ``translate``)
@@ -102,8 +102,8 @@ class Translator(ExprTranslator):
 
         where = s.args.get("where")
         pred = self.bool_expr(where.this) if where is not None else None
-        if rows.is_row_query(s, tuple(QUERY_AGGREGATES)):  # no group, no aggregate
-            return rows.row_query(self, s, pred)
+        if row_queries.is_row_query(s, tuple(QUERY_AGGREGATES)):  # no group, no aggregate
+            return row_queries.row_query(self, s, pred)
 
         items = list(s.expressions)
         if any(isinstance(i, exp.Star) for i in items):
@@ -155,8 +155,8 @@ class Translator(ExprTranslator):
                 order.append((self.order_index(o.this, names, exprs, keys, aggs), bool(o.args.get("desc")),
                               bool(o.args.get("nulls_first"))))
         return ir.Query(self.table, pred, tuple(keys), tuple(aggs), tuple(names), tuple(exprs),
-                        having, tuple(order), rows.clause_count(self, s, "limit"),
-                        rows.clause_count(self, s, "offset") or 0, len(exprs) - shown)
+                        having, tuple(order), row_queries.clause_count(self, s, "limit"),
+                        row_queries.clause_count(self, s, "offset") or 0, len(exprs) - shown)
 
     def distinct_as_group_by(self, s: exp.Select) -> exp.Select:
         """``SELECT DISTINCT a, b ...`` as ``SELECT a, b ... GROUP BY a, b`` (the same rows);
@@ -335,8 +335,8 @@ class Translator(ExprTranslator):
             if a in self.agg_decs:
                 self.agg_decs[out] = self.agg_decs[a]
             return out
-        if isinstance(node, tuple(rows.QUANTILE_NODES) + (exp.WithinGroup,)):
-            return rows.quantile_agg(self, node)
+        if isinstance(node, tuple(row_queries.QUANTILE_NODES) + (exp.WithinGroup,)):
+            return row_queries.quantile_agg(self, node)
         func = QUERY_AGGREGATES[type(node)]
         arg = node.this
         if func == "count" and (arg is None or isinstance(arg, exp.Star)):

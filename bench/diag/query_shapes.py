@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     import bamql
     from bamql.datasets.generator import GenParams, generate_chunk
     from bamql.gpu import kernel as kgpu
-    from bamql.kernels import cpu as kcpu
+    from bamql.kernels import cpu_loops as kcpu
     from bamql.storage.ingest import ingest
 
     work = Path(tempfile.mkdtemp(prefix="bamql-shapes-"))

@@ -12,7 +12,7 @@ import pytest
 
 import bamql
 from bamql.engine import cpu
-from bamql.kernels import cpu as kcpu
+from bamql.kernels import cpu_loops as kcpu
 from bamql.storage.ingest import ingest
 from tests.reference import assert_same_rows, duck_tables
 

@@ -12,8 +12,8 @@ import pytest
 
 import bamql
 from bamql.errors import PlanError
-from bamql.kernels import cpu as kcpu
-from bamql.kernels.cpu import filter_source
+from bamql.kernels import cpu_loops as kcpu
+from bamql.kernels.cpu_loops import filter_source
 from bamql.lru import LRU
 from bamql.planner import ir
 from bamql.planner.translate import MAX_AGG_NODES

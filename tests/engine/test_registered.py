@@ -134,9 +134,9 @@ def test_an_unknown_table_lists_the_registered_ones_too():
 def test_a_table_registered_while_a_query_is_bound_is_not_missed(session, monkeypatch):
     # a text bound just before ``d`` is registered is not remembered as naming no
     # registered table: the same text run again reads ``d``
-    from bamql.planner import files
+    from bamql.planner import file_refs
 
-    real = files.bind_files
+    real = file_refs.bind_files
 
     def registering_meanwhile(text, *args, **kwargs):
         out = real(text, *args, **kwargs)
@@ -144,7 +144,7 @@ def test_a_table_registered_while_a_query_is_bound_is_not_missed(session, monkey
             session.register("d", _table())
         return out
 
-    monkeypatch.setattr(files, "bind_files", registering_meanwhile)
+    monkeypatch.setattr(file_refs, "bind_files", registering_meanwhile)
     sql = "SELECT COUNT(*) AS n FROM d"
     try:
         session.sql(sql)

@@ -19,7 +19,7 @@ import pyarrow.flight as fl
 import pytest
 
 import bamql
-from bamql.engine.remote import RemoteSession
+from bamql.engine.remote_session import RemoteSession
 from bamql.engine.server import BamqlServer
 from bamql.errors import PlanError, ServerError, UsageError
 from tests.reference import assert_same_rows, normalize

@@ -13,7 +13,7 @@ import pytest
 
 import bamql
 from bamql.gpu import kernel as kgpu
-from bamql.kernels import cpu as kcpu
+from bamql.kernels import cpu_loops as kcpu
 from bamql.planner import ir
 
 PAIRS = [

@@ -19,10 +19,10 @@ from tests.reference import assert_same_rows
 SCRIPT = """
 import json, sys
 import bamql
-from bamql.kernels import cpu, diskcache
+from bamql.kernels import cpu_loops, diskcache
 with bamql.connect(sys.argv[1], device="cpu") as con:
     rows = con.sql(sys.argv[2]).rows()
-print(json.dumps({"rows": rows, "hits": cpu.disk_cache_hits(),
+print(json.dumps({"rows": rows, "hits": cpu_loops.disk_cache_hits(),
                   "dir": str(diskcache.kernel_dir())}))
 """
 SQL = "SELECT payment_type, COUNT(*), AVG(fare_amount) FROM trips WHERE trip_distance > 3 GROUP BY 1"
@@ -78,11 +78,11 @@ def test_the_kernel_directory_stays_bounded(tmp_path, monkeypatch):
 KERNEL_SCRIPT = """
 import json, sys
 import numpy as np
-from bamql.kernels import cpu, diskcache
+from bamql.kernels import cpu_loops, diskcache
 src = ("def kern(x):\\n    s = 0\\n    for i in numba.prange(x.shape[0]):\\n"
        "        s += x[i]\\n    return s\\n")
-fn = cpu._compile(src, "kern")
-print(json.dumps({"v": int(fn(np.arange(8, dtype=np.int64))), "hits": cpu.disk_cache_hits(),
+fn = cpu_loops._compile(src, "kern")
+print(json.dumps({"v": int(fn(np.arange(8, dtype=np.int64))), "hits": cpu_loops.disk_cache_hits(),
                   "dir": str(diskcache.kernel_dir())}))
 """
 

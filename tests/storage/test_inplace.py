@@ -19,7 +19,7 @@ import bamql
 from bamql.config import Config
 from bamql.engine.session import Session
 from bamql.errors import IngestError, PlanError
-from bamql.planner.files import bind_files
+from bamql.planner.file_refs import bind_files
 from bamql.storage.files import FileSet
 from bamql.storage.inplace import ReadSpec, pushed_filter, read_in_place
 from bamql.storage.partitioned import open_table

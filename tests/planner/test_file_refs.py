@@ -8,7 +8,7 @@ from decimal import Decimal
 import pytest
 
 from bamql.errors import PlanError
-from bamql.planner.files import FileRef, bind_files
+from bamql.planner.file_refs import FileRef, bind_files
 from bamql.storage.files import FileFormat
 
 
@@ -77,7 +77,7 @@ def test_what_bamql_cannot_read_is_one_line(sql, text):
 def test_partition_filters_are_where_conjuncts_on_one_column(where, want):
     from sqlglot import exp, parse_one
 
-    from bamql.planner.files import partition_filters
+    from bamql.planner.file_refs import partition_filters
 
     t = parse_one(f"SELECT COUNT(*) FROM 'd/*.parquet' AS f WHERE {where}",
                   dialect="duckdb").find(exp.Table)
@@ -87,7 +87,7 @@ def test_partition_filters_are_where_conjuncts_on_one_column(where, want):
 def test_no_partition_filters_through_joins_or_aliases():
     from sqlglot import exp, parse_one
 
-    from bamql.planner.files import partition_filters
+    from bamql.planner.file_refs import partition_filters
 
     for q in ("SELECT COUNT(*) FROM 'd/*.parquet' JOIN z ON a = b WHERE yr = 1",
               "SELECT v AS yr FROM 'd/*.parquet' WHERE yr = 1"):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bamql.errors import PlanError
-from bamql.planner.describe import CatalogQuery, Statement, catalog_query
+from bamql.planner.statements import CatalogQuery, Statement, catalog_query
 
 
 @pytest.mark.parametrize("text, want", [

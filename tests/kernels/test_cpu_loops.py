@@ -1,4 +1,4 @@
-"""The CPU filter kernel (kernels.cpu.filter_kernel): the same rows kept on the calling
+"""The CPU filter kernel (kernels.cpu_loops.filter_kernel): the same rows kept on the calling
 thread (fewer than ``SERIAL_ROWS``) as in parallel, NULL sentinels and NaN included."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bamql.kernels import cpu as kcpu
+from bamql.kernels import cpu_loops as kcpu
 from bamql.kernels.codegen import N_ERRORS
 from bamql.planner import ir
 
