@@ -31,7 +31,11 @@ _STRUCTURAL = ("not supported", "only SELECT", "must name", "a CTE must", "needs
 #: Refusals of the fused translator that name only the construct the tree exists for: where
 #: the tree fails too, its own error says more.
 _TREE_WORDS = ("SUBQUERY", "WINDOW", "QUALIFY", "only SELECT", "FROM must name", "JOIN must name",
-               "a CTE must", "function exists()", WIDE_WORDS)
+               "a CTE must", "function exists()", WIDE_WORDS, "SELECT DISTINCT ON",
+               "SELECT * EXCLUDE", "SELECT * REPLACE", "SELECT * RENAME", "SELECT * ILIKE",
+               *(f"{f}(DISTINCT ...) is not supported" for f in (
+                   "SUM", "AVG", "MIN", "MAX", "STDDEV", "STDDEV_SAMP", "STDDEV_POP",
+                   "VARIANCE", "VAR_SAMP", "VAR_POP")))
 
 
 def tree_error(fused: PlanError, tree: PlanError) -> PlanError:

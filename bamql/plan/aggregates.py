@@ -130,7 +130,9 @@ def spec(a: exp.Expression, ev: Evaluator) -> Spec:
            exp.Variance: ("variance", 1), exp.VariancePop: ("variance", 0)}
     for kind, (fn, ddof) in dev.items():
         if type(a) is kind:
-            return Spec(_numeric(v, fn).cast(pa.float64()), fn, pc.VarianceOptions(ddof=ddof))
+            # as DuckDB: the values as doubles first (int64 past 2**53 rounds, never fails)
+            return Spec(_numeric(v, fn).cast(pa.float64(), safe=False), fn,
+                        pc.VarianceOptions(ddof=ddof))
     if isinstance(a, exp.Median):
         return Spec(_numeric(v, "median"), "list", None, ("cont", 0.5, False))
     if isinstance(a, exp.PercentileCont | exp.PercentileDisc):

@@ -296,7 +296,7 @@ class Builder:
                 raise PlanError(f"ORDER BY a constant ({t.sql(dialect=D)}) has no effect; "
                                 "name a column or its position")
             if isinstance(t, exp.Literal) and not t.is_string:
-                i = int(t.this) - 1
+                i = position(t, "ORDER BY") - 1
                 if not 0 <= i < len(exprs):
                     raise PlanError(f"ORDER BY {t.this}: the select list has {len(exprs)} items")
             elif isinstance(t, exp.Column) and not t.table and t.name.lower() in low_names \
@@ -349,19 +349,32 @@ class Builder:
         """The select list with ``*`` and ``t.*`` as the columns they name."""
         out: list[exp.Expression] = []
         for x in items:
-            star_q = None
+            star_q, star = None, None
             if isinstance(x, exp.Star):
-                star_q = ""
+                star_q, star = "", x
             elif isinstance(x, exp.Column) and isinstance(x.this, exp.Star):
-                star_q = x.table
+                star_q, star = x.table, x.this
             if star_q is None:
                 out.append(x)
                 continue
+            if star.args.get("rename") or star.args.get("ilike"):
+                raise PlanError(f"{x.sql(dialect=D)}: RENAME and ILIKE after * are not supported")
+            drop = {c.name.lower() for c in star.args.get("except_") or ()}
+            swap = {a.alias.lower(): a for a in star.args.get("replace") or ()}
             hit = [(q, nm) for q, nm in cols if not nm.startswith("__")
                    and (not star_q or (q or "").lower() == star_q.lower())]
+            missing = sorted((drop | set(swap)) - {nm.lower() for _, nm in hit})
+            if missing:
+                raise PlanError(f"{x.sql(dialect=D)}: no column {missing[0]!r} to exclude or "
+                                "replace")
+            hit = [(q, nm) for q, nm in hit if nm.lower() not in drop]
             if not hit:
                 raise PlanError(f"no columns match {x.sql(dialect=D)}")
             for q, nm in hit:
+                if nm.lower() in swap:
+                    out.append(exp.Alias(this=swap[nm.lower()].this.copy(),
+                                         alias=exp.to_identifier(nm, quoted=True)))
+                    continue
                 c = exp.Column(this=exp.to_identifier(nm, quoted=True),
                                table=exp.to_identifier(q, quoted=True) if q else None)
                 if len(find(cols, nm, None)) > 1 and q:
@@ -453,7 +466,7 @@ class Builder:
     def _group_item(self, g: exp.Expression, exprs, names, cols) -> exp.Expression:
         """A GROUP BY item: an ordinal or a select alias as the select item it names."""
         if isinstance(g, exp.Literal) and not g.is_string:
-            i = int(g.this) - 1
+            i = position(g, "GROUP BY") - 1
             if not 0 <= i < len(exprs):
                 raise PlanError(f"GROUP BY {g.this}: the select list has {len(exprs)} items")
             return exprs[i]
@@ -604,7 +617,7 @@ class Builder:
             for o in order.expressions:
                 t = o.this
                 if isinstance(t, exp.Literal) and not t.is_string:
-                    i = int(t.this) - 1
+                    i = position(t, "ORDER BY") - 1
                 elif isinstance(t, exp.Column) and t.name.lower() in names:
                     i = names.index(t.name.lower())
                 else:
@@ -741,31 +754,48 @@ class Builder:
         return out
 
 
+def position(lit: exp.Literal, what: str) -> int:
+    """A numeric constant in ORDER BY or GROUP BY as the position it names (1-based)."""
+    if not lit.is_int:
+        raise PlanError(f"{what} {lit.sql(dialect=D)}: a position is a whole number")
+    return int(lit.this)
+
+
 def _distinct_on(s: exp.Select) -> exp.Select:
     """``SELECT DISTINCT ON (k) ... ORDER BY o`` as DuckDB answers it: each k's first row
-    in the order o, i.e. ``QUALIFY ROW_NUMBER() OVER (PARTITION BY k ORDER BY o) = 1``. The
-    ORDER BY's output names are the select list's expressions there."""
+    in the order o, i.e. ``QUALIFY ROW_NUMBER() OVER (PARTITION BY k ORDER BY o) = 1``. In
+    k and o, a select alias (any case) and a position name the select list's expression."""
     on = s.args["distinct"].args["on"]
     keys = on.expressions if isinstance(on, exp.Tuple) else [on]
+    if not keys:
+        raise PlanError("DISTINCT ON needs at least one expression")
     if s.args.get("qualify") is not None:
         raise PlanError("DISTINCT ON with QUALIFY is not supported")
-    aliases = {e.alias_or_name: e.this for e in s.expressions if isinstance(e, exp.Alias)}
-    items = [e.this.copy() if isinstance(e, exp.Alias) else e.copy() for e in s.expressions]
+    aliases = {e.alias.lower(): e.this for e in s.expressions if isinstance(e, exp.Alias)}
+    items = [e.this if isinstance(e, exp.Alias) else e for e in s.expressions]
+    star = any(isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star))
+               for e in items)
 
-    def expand(x: exp.Expression) -> exp.Expression:
-        x = x.copy()
-        if isinstance(x, exp.Column) and not x.table and x.name in aliases:
-            return aliases[x.name].copy()
-        if isinstance(x, exp.Literal) and not x.is_string and x.this.isdigit() \
-                and 1 <= int(x.this) <= len(items):
-            return items[int(x.this) - 1].copy()
-        return x
+    def expand(x: exp.Expression, what: str) -> exp.Expression:
+        if isinstance(x, exp.Column) and not x.table and x.name.lower() in aliases:
+            return aliases[x.name.lower()].copy()
+        lit = x.this if isinstance(x, exp.Neg) else x
+        if isinstance(lit, exp.Literal) and not lit.is_string:
+            if star:
+                raise PlanError(f"{what} by position over SELECT * is not supported with "
+                                "DISTINCT ON; name the column")
+            i = position(lit, what) if isinstance(x, exp.Literal) else 0
+            if not 1 <= i <= len(items):
+                raise PlanError(f"{what} {x.sql(dialect=D)}: the select list has {len(items)} "
+                                "items")
+            return items[i - 1].copy()
+        return x.copy()
 
     order = s.args.get("order")
-    ordered = [exp.Ordered(this=expand(o.this), desc=o.args.get("desc"),
+    ordered = [exp.Ordered(this=expand(o.this, "ORDER BY"), desc=o.args.get("desc"),
                            nulls_first=o.args.get("nulls_first"))
                for o in (order.expressions if order is not None else [])]
-    win = exp.Window(this=exp.RowNumber(), partition_by=[expand(k) for k in keys],
+    win = exp.Window(this=exp.RowNumber(), partition_by=[expand(k, "DISTINCT ON") for k in keys],
                      order=exp.Order(expressions=ordered) if ordered else None)
     out = s.copy()
     out.set("distinct", None)

@@ -67,6 +67,12 @@ class Translator(ExprTranslator):
         s = stmts[0]
         if not isinstance(s, exp.Select):
             raise self.fail(f"only SELECT queries are supported, not {s.key.upper()}", s)
+        for star in s.find_all(exp.Star):
+            mod = next((m for m in ("except_", "replace", "rename", "ilike") if star.args.get(m)),
+                       None)
+            if mod is not None:
+                word = {"except_": "EXCLUDE"}.get(mod, mod.upper())
+                raise self.fail(f"SELECT * {word} is not supported by the fused kernels", star)
         s = self.distinct_as_group_by(inline_ctes(s, self.fail))
         for arg, what in (("windows", "WINDOW"), ("qualify", "QUALIFY")):
             if s.args.get(arg) or s.args.get(arg.rstrip("_")):

@@ -86,3 +86,42 @@ def _walk(node: n.Node):
     yield node
     for c in node.children:
         yield from _walk(c)
+
+
+V = pa.table({"g": ["a", "a", "a", "b", "b"], "x": [1, 2, 3, 4, 5], "y": [30, 10, 20, 5, 6]})
+U = pa.table({"g": [1, 1, 1], "x": pa.array([2**63 - 1, 2**63 - 2, 2**63 - 3], pa.int64())})
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT DISTINCT ON (g) g, -y AS X FROM v ORDER BY g, x",  # an alias of another case
+    "SELECT DISTINCT ON (X) g, y % 2 AS x FROM v ORDER BY x, g",
+    "SELECT DISTINCT ON (2) g, x FROM v ORDER BY 2, 1",  # a position as the key
+    "SELECT * EXCLUDE (x) FROM v ORDER BY y",
+    "SELECT * REPLACE (x * 10 AS x) FROM v ORDER BY y",
+    "SELECT DISTINCT ON (g) * EXCLUDE (x) FROM v ORDER BY g, y",
+    "SELECT v.* EXCLUDE (X, g) FROM v ORDER BY 1",
+    "SELECT g, STDDEV_POP(DISTINCT x) FROM u GROUP BY g",  # int64 past 2**53: as doubles
+    "SELECT g, STDDEV_POP(x), VAR_SAMP(x) FROM (SELECT * FROM u) s GROUP BY g",
+])
+def test_review_findings_answer_as_duckdb(sql):
+    with bamql.connect(":memory:") as c:
+        c.register("v", V)
+        c.register("u", U)
+        assert_same_rows(c.sql(sql).rows(), duck_tables(sql, {"v": V, "u": U}), ordered=True)
+
+
+@pytest.mark.parametrize("sql, words", [
+    ("SELECT DISTINCT ON (3) g, x FROM v", "DISTINCT ON 3: the select list has 2 items"),
+    ("SELECT DISTINCT ON (g) g, x FROM v ORDER BY g, -1", "ORDER BY -1"),
+    ("SELECT DISTINCT ON (g) g, x FROM v ORDER BY g, 1.0", "a position is a whole number"),
+    ("SELECT g, x FROM (SELECT * FROM v) s ORDER BY 1.0", "a position is a whole number"),
+    ("SELECT DISTINCT ON (g) *, -x AS z FROM v ORDER BY g, 2", "over SELECT \\* is not supported"),
+    ("SELECT * EXCLUDE (nope) FROM v", "no column 'nope'"),
+    ("SELECT SUM(DISTINCT g) FROM v", "needs numbers, got string"),
+    ("SELECT DISTINCT ON (nope) g FROM v", "unknown column 'nope'"),
+])
+def test_review_findings_are_one_line_errors(sql, words):
+    with bamql.connect(":memory:") as c:
+        c.register("v", V)
+        with pytest.raises(PlanError, match=words):
+            c.sql(sql)

@@ -183,3 +183,7 @@ SELECT payment_type, SUM(DISTINCT passenger_count) FILTER (WHERE fare_amount > 1
 SELECT DISTINCT ON (vendor_id) vendor_id FROM trips ORDER BY 1;
 SELECT DISTINCT ON (payment_type) payment_type, fare_amount, trip_distance FROM trips WHERE fare_amount IS NOT NULL ORDER BY payment_type, fare_amount DESC, trip_distance DESC, pickup_datetime, tip_amount;
 SELECT DISTINCT ON (pickup_location_id) pickup_location_id AS zone, COUNT(*) AS n, payment_type FROM trips GROUP BY pickup_location_id, payment_type ORDER BY zone, n DESC, payment_type LIMIT 20;
+-- session 49, a review's findings: * EXCLUDE / REPLACE (the fused kernels refuse them, the tree expands them), DISTINCT ON aliases of any case
+SELECT COUNT(*), SUM(fare_amount), SUM(tip_amount) FROM (SELECT * EXCLUDE (store_and_fwd_flag) REPLACE (fare_amount * 2 AS fare_amount) FROM trips);
+SELECT vendor_id, COUNT(*), MAX(total_amount) FROM (SELECT * EXCLUDE (fare_amount, pickup_datetime) FROM trips WHERE trip_distance > 5) GROUP BY ALL ORDER BY 1;
+SELECT DISTINCT ON (PT) payment_type AS pt, fare_amount FROM trips WHERE fare_amount IS NOT NULL ORDER BY PT, fare_amount DESC;

@@ -61,3 +61,6 @@ SELECT COUNT(DISTINCT vendor_id, payment_type) FROM trips;
 ;
 -- t(a, b) renames columns by position (DuckDB): refused rather than ignored
 SELECT SUM(fare_amount) FROM trips AS t(fare_amount, tip_amount);
+-- DISTINCT ON by position over SELECT * (the tree names no position past a star), * RENAME
+SELECT DISTINCT ON (vendor_id) *, fare_amount AS f FROM trips ORDER BY 1, 2;
+SELECT * RENAME (fare_amount AS f) FROM trips;
