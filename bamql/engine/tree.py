@@ -25,7 +25,8 @@ if TYPE_CHECKING:  # the tree's modules load where a statement is not one fused 
 #: construct it does not take, never a name or a type that is wrong).
 _STRUCTURAL = ("not supported", "only SELECT", "must name", "a CTE must", "needs FROM",
                "arithmetic needs numbers, got a timestamp", "is not unique in",
-               "expression without a small domain", "small domains only", "mixes columns of")
+               "expression without a small domain", "small domains only", "mixes columns of",
+               "must appear in GROUP BY or inside an aggregate")
 
 
 #: Refusals of the fused translator that name only the construct the tree exists for: where

@@ -350,7 +350,8 @@ class ExprTranslator:
         for v in node.expressions:
             lit = self.expr(v)
             if not isinstance(lit, ir.Lit):
-                raise self.fail("IN (...) takes constants only", v)
+                raise self.fail("IN (...) of columns or expressions is not supported by the fused kernels "
+                                "(constants only)", v)
             vals.append(self.coerce_literal(lit, a, v))
         return self.in_list(a, vals, node)
 

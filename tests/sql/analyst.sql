@@ -187,3 +187,8 @@ SELECT DISTINCT ON (pickup_location_id) pickup_location_id AS zone, COUNT(*) AS 
 SELECT COUNT(*), SUM(fare_amount), SUM(tip_amount) FROM (SELECT * EXCLUDE (store_and_fwd_flag) REPLACE (fare_amount * 2 AS fare_amount) FROM trips);
 SELECT vendor_id, COUNT(*), MAX(total_amount) FROM (SELECT * EXCLUDE (fare_amount, pickup_datetime) FROM trips WHERE trip_distance > 5) GROUP BY ALL ORDER BY 1;
 SELECT DISTINCT ON (PT) payment_type AS pt, fare_amount FROM trips WHERE fare_amount IS NOT NULL ORDER BY PT, fare_amount DESC;
+-- an expression over GROUP BY keys in the select list; IN lists of columns (the plan tree: the fused kernels take neither)
+SELECT vendor_id + 1, COUNT(*) FROM trips GROUP BY vendor_id ORDER BY 1;
+SELECT payment_type * 10 + vendor_id AS k, AVG(fare_amount), COUNT(*) FROM trips GROUP BY payment_type, vendor_id ORDER BY 1;
+SELECT COUNT(*) FROM trips WHERE vendor_id IN (payment_type, 2);
+SELECT COUNT(*), SUM(fare_amount) FROM trips WHERE 2 NOT IN (vendor_id, payment_type, passenger_count);

@@ -2,7 +2,6 @@
 -- queries bamql must refuse with one line from bamql.errors (never a traceback, never an answer)
 SELECT COUNT(*) FROM trips LIMIT -1;
 SELECT COUNT(*) FROM trips LIMIT 1 + 1;
-SELECT vendor_id + 1, COUNT(*) FROM trips GROUP BY vendor_id;
 SELECT vendor_id, COUNT(*) FROM trips GROUP BY 3;
 SELECT vendor_id, COUNT(*) FROM trips GROUP BY vendor_id ORDER BY 5;
 SELECT vendor_id, COUNT(*) FROM trips GROUP BY vendor_id ORDER BY passenger_count;
@@ -23,7 +22,6 @@ SELECT COUNT(*) FROM trips WHERE pickup_datetime > 'yesterday';
 SELECT COUNT(*) FROM trips WHERE pickup_datetime + 1 > TIMESTAMP '2019-01-01';
 SELECT COUNT(*) FROM trips WHERE EXTRACT(HOUR FROM trip_distance) = 1;
 SELECT COUNT(*) FROM trips WHERE trip_distance;
-SELECT COUNT(*) FROM trips WHERE vendor_id IN (payment_type, 2);
 SELECT COUNT(*) FROM trips WHERE fare_amount IS 5;
 SELECT SUM(store_and_fwd_flag) FROM trips;
 SELECT AVG(pickup_datetime) FROM trips;
