@@ -73,7 +73,7 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-# in CI's slow run (a minute in the simulator); the default run checks packed pages on the
+# in CI's slow run; the default run checks packed pages on the
 # CPU engine (tests/engine/test_fetch.py)
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", ["host", "file", "gpu"])
