@@ -33,16 +33,16 @@ _STRUCTURAL = ("not supported", "only SELECT", "must name", "a CTE must", "needs
 #: the tree fails too, its own error says more.
 _TREE_WORDS = ("SUBQUERY", "WINDOW", "QUALIFY", "only SELECT", "FROM must name", "JOIN must name",
                "a CTE must", "function exists()", WIDE_WORDS, "SELECT DISTINCT ON",
-               "SELECT * EXCLUDE", "SELECT * REPLACE", "SELECT * RENAME", "SELECT * ILIKE",
-               *(f"{f}(DISTINCT ...) is not supported" for f in (
-                   "SUM", "AVG", "MIN", "MAX", "STDDEV", "STDDEV_SAMP", "STDDEV_POP",
-                   "VARIANCE", "VAR_SAMP", "VAR_POP")))
+               "SELECT * EXCLUDE", "SELECT * REPLACE", "SELECT * RENAME", "SELECT * ILIKE")
+#: The fused translator's refusal of an aggregate over DISTINCT values (SUM, AVG, STDDEV...)
+_DISTINCT_AGG = "(DISTINCT ...) is not supported"
 
 
 def tree_error(fused: PlanError, tree: PlanError) -> PlanError:
     """The error to show where both paths refused a query: the fused translator's (tested
     words, naming the construct), unless it only named the construct the tree runs."""
-    return tree if str(fused).startswith(_TREE_WORDS) else fused
+    msg = str(fused)
+    return tree if msg.startswith(_TREE_WORDS) or _DISTINCT_AGG in msg else fused
 
 
 def tree_worthy(err: PlanError) -> bool:
@@ -56,8 +56,7 @@ def catalog(session) -> Catalog:
 
     def fusable(sql: str) -> bool:
         try:
-            q = session._translate(sql)
-            session._hashed(q)
+            _fused_whole(session, sql)
         except BamqlError:
             return False
         return True
@@ -87,7 +86,7 @@ def _planned(session, text: str, refused: PlanError | None = None
     """``plan``'s node, and the fused translator's refusal where the node is a tree."""
     if refused is None:
         try:
-            session._hashed(session._translate(text))
+            _fused_whole(session, text)
             return n.FusedStatement(text), None
         except PlanError as e:
             if not tree_worthy(e):
@@ -97,6 +96,11 @@ def _planned(session, text: str, refused: PlanError | None = None
         return _built(session, text), refused
     except PlanError as t:
         raise tree_error(refused, t) from None
+
+
+def _fused_whole(session, sql: str) -> None:
+    """Raises where the fused translator does not take ``sql`` whole (its refusal)."""
+    session._hashed(session._translate(sql))
 
 
 def _built(session, text: str) -> n.Node:
