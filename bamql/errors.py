@@ -51,3 +51,8 @@ class ServerError(BamqlError):
 class StoreWarning(UserWarning):
     """A note about a store that opens nonetheless: one not sealed on this machine, verified
     in full at open (``storage.seal``)."""
+
+
+#: The end of the fused translator's refusal of a construct that only the plan tree runs
+#: (the tree's own error says more where it refuses the statement too)
+TREE_ONLY = "is not supported by the fused kernels"

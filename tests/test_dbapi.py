@@ -96,7 +96,7 @@ def test_errors_are_pep_249_classes(con, sample_store, tmp_path):
     with pytest.raises(db.ProgrammingError, match="unknown table 'nope'"):
         cur.execute("SELECT COUNT(*) FROM nope")
     with pytest.raises(db.ProgrammingError, match="JOIN|not supported"):
-        cur.execute("WITH RECURSIVE r AS (SELECT 1) SELECT * FROM r")
+        cur.execute("WITH RECURSIVE r AS (SELECT 1 AS n UNION ALL SELECT n FROM r) SELECT * FROM r")
     with pytest.raises(db.ProgrammingError, match="1 placeholder"):
         cur.execute("SELECT COUNT(*) FROM trips WHERE vendor_id = ?", [1, 2])
     with pytest.raises(db.ProgrammingError, match="SQL syntax error"):

@@ -14,7 +14,7 @@ import sqlglot
 from sqlglot import exp
 
 from bamql.engine.result import Result
-from bamql.errors import BamqlError, PlanError
+from bamql.errors import TREE_ONLY, BamqlError, PlanError
 from bamql.plan import nodes as n
 from bamql.planner.expressions import WIDE_WORDS
 
@@ -42,7 +42,7 @@ def tree_error(fused: PlanError, tree: PlanError) -> PlanError:
     """The error to show where both paths refused a query: the fused translator's (tested
     words, naming the construct), unless it only named the construct the tree runs."""
     msg = str(fused)
-    return tree if msg.startswith(_TREE_WORDS) or _DISTINCT_AGG in msg else fused
+    return tree if msg.startswith(_TREE_WORDS) or _DISTINCT_AGG in msg or TREE_ONLY in msg else fused
 
 
 def tree_worthy(err: PlanError) -> bool:

@@ -102,6 +102,13 @@ def spec(a: exp.Expression, ev: Evaluator) -> Spec:
     simple = {exp.Sum: "sum", exp.Avg: "mean", exp.Min: "min", exp.Max: "max",
               exp.First: "first", exp.AnyValue: "first", exp.LogicalAnd: "all",
               exp.LogicalOr: "any"}
+    if isinstance(a, exp.Avg) and (pa.types.is_timestamp(v.type) or pa.types.is_date(v.type)):
+        # DuckDB: the exact mean of the instants, truncated toward zero to the unit; a DATE's
+        # as a TIMESTAMP of its midnight
+        t = v.type if pa.types.is_timestamp(v.type) else pa.timestamp("us")
+        ticks = v.cast(t).cast(pa.int64()).cast(pa.decimal256(40, 0))
+        return Spec(ticks, "sum", pc.ScalarAggregateOptions(skip_nulls=True, min_count=1),
+                    ("instant", t, pa.types.is_timestamp(v.type)))
     if pa.types.is_duration(v.type) and isinstance(a, exp.Min | exp.Max | exp.Sum):
         fn = {exp.Min: "min", exp.Max: "max", exp.Sum: "sum"}[type(a)]
         return Spec(v.cast(pa.int64()), fn, None, ("cast", v.type))
@@ -224,7 +231,7 @@ def _post(lists: pa.Array, post, in_type: pa.DataType) -> pa.Array:
         return lists.cast(post[1])
     if post[0] == "nan":
         return lists  # applied by _group, which has the groups' NaN flags
-    if post[0] == "decimal":
+    if post[0] in ("decimal", "instant"):
         return lists  # applied by _group, which has the groups' counts
     rows = lists.to_pylist()
     if post[0] == "string":
@@ -267,6 +274,22 @@ def _decimal_result(sums: pa.Array, counts: pa.Array, fn: str, scale: int) -> pa
     return pa.array([None if x is None else float(Fraction(x)) / n
                      for x, n in zip(sums.to_pylist(), counts.to_pylist(), strict=True)],
                     pa.float64())
+
+
+def _instant_mean(sums: pa.Array, counts: pa.Array, t: pa.DataType, rounded: bool) -> pa.Array:
+    """AVG of timestamps (or DATEs, ``rounded`` False) from each group's exact sum of
+    ticks and count of values, as DuckDB gives it: the quotient truncated toward zero; of
+    timestamps one tick more where the remainder (of the sum's sign) exceeds half the
+    count."""
+    out = []
+    for x, k in zip(sums.to_pylist(), counts.to_pylist(), strict=True):
+        if x is None:
+            out.append(None)
+            continue
+        x = int(x)
+        q = abs(x) // k if x >= 0 else -(abs(x) // k)
+        out.append(q + (rounded and x - q * k > k // 2))
+    return pa.array(out, pa.int64()).cast(t)
 
 
 def aggregate_rel(rel: Rel, node: n.Aggregate, ev: Evaluator) -> Rel:
@@ -312,7 +335,8 @@ def _group(keys: list[pa.Array], specs: list[Spec], keep: tuple[int, ...], rows:
             for j, s in enumerate(specs) if j not in lists]
     nan_flags = {j: s.post[2] for j, s in enumerate(specs) if s.post is not None and s.post[0] == "nan"}
     decimals = {j for j, s in enumerate(specs) if s.post is not None and s.post[0] == "decimal"}
-    for j in decimals:  # AVG divides the exact sum by the count of values
+    instants = {j for j, s in enumerate(specs) if s.post is not None and s.post[0] == "instant"}
+    for j in decimals | instants:  # AVG divides the exact sum by the count of values
         aggs.append((f"v{j}", "count", pc.CountOptions("only_valid")))
     for j, flag in nan_flags.items():  # whether each group holds a NaN
         t = t.append_column(f"n{j}", flag)
@@ -337,6 +361,8 @@ def _group(keys: list[pa.Array], specs: list[Spec], keep: tuple[int, ...], rows:
             c = _post(c, s.post, s.values.type)
         if j in decimals:
             c = _decimal_result(c, g.column(f"v{j}_count").combine_chunks(), *s.post[1:])
+        if j in instants:
+            c = _instant_mean(c, g.column(f"v{j}_count").combine_chunks(), *s.post[1:])
         if j in nan_flags:  # NaN is above every number: MAX is NaN where a NaN is; MIN where
             nan = pa.scalar(float("nan"), c.type)  # every non-NULL value is NaN
             flag = g.column(f"n{j}_any" if s.post[1] else f"n{j}_all").combine_chunks()

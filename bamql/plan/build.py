@@ -171,14 +171,16 @@ class Builder:
         raise PlanError(f"only SELECT queries are supported, not {e.key.upper()}")
 
     def _push_ctes(self, with_: exp.With, outer) -> None:
-        if with_.args.get("recursive"):
-            raise PlanError("WITH RECURSIVE is not supported")
+        if with_.args.get("recursive") and any(  # RECURSIVE over CTEs that do not recur: WITH
+                t.name.lower() == cte.alias.lower()
+                for cte in with_.expressions for t in cte.this.find_all(exp.Table)):
+            raise PlanError("WITH RECURSIVE over a CTE that reads itself is not supported")
         scope: dict[str, n.Node] = {}
         self.scopes.append(scope)
         for cte in with_.expressions:
             node = self.query(cte.this, outer)
             names = tuple(c.name for c in (cte.args["alias"].columns or []))
-            scope[cte.alias.lower()] = n.Alias(node, cte.alias, names) if names else node
+            scope[cte.alias.lower()] = _renamed(node, cte.alias, names) if names else node
 
     def _cte(self, name: str) -> n.Node | None:
         for scope in reversed(self.scopes):
@@ -230,12 +232,14 @@ class Builder:
             if f is not None:
                 return f
         if s.args.get("distinct") is not None and s.args["distinct"].args.get("on"):
+            if _arg(s, "from") is not None and any(_is_star(x) for x in s.expressions):
+                s = s.copy()  # positions count the columns a * stands for
+                s.set("expressions", self.expand(s.expressions, self.from_(s).cols))
             return self.select(_distinct_on(s), outer)
         if s.args.get("windows"):
             raise PlanError("a named WINDOW clause is not supported; write the window in OVER (...)")
         if any(j.args.get("using") for j in _arg(s, "joins") or []) and any(
-                isinstance(x, exp.Star) or (isinstance(x, exp.Column) and isinstance(x.this, exp.Star))
-                for x in s.expressions):
+                _is_star(x) for x in s.expressions):
             raise PlanError("SELECT * over a JOIN ... USING is not supported; name the columns")
         src = self.from_(s) if _arg(s, "from") is not None else n.Values(
             pa.table({"__one": pa.array([0], pa.int8())}), ("__one",), None, "one row")
@@ -338,11 +342,18 @@ class Builder:
 
     @staticmethod
     def _count(e, what: str) -> int | None:
+        """LIMIT's or OFFSET's count: a constant integer expression, not negative."""
         if e is None:
             return None
         v = e.expression if isinstance(e, exp.Limit | exp.Offset) else e
         if not (isinstance(v, exp.Literal) and not v.is_string and v.this.isdigit()):
-            raise PlanError(f"{what} takes a non-negative integer constant")
+            if isinstance(v, exp.Literal) or any(v.find_all(exp.Column, exp.Subquery, exp.Select)):
+                raise PlanError(f"{what} takes a non-negative integer constant")
+            x = Evaluator(Rel.of([pa.array([0])], ((None, "__one"),))).eval(v)
+            if not (isinstance(x, pa.Scalar) and pa.types.is_integer(x.type) and x.is_valid
+                    and x.as_py() >= 0):
+                raise PlanError(f"{what} takes a non-negative integer constant")
+            return x.as_py()
         return int(v.this)
 
     def expand(self, items: list[exp.Expression], cols: tuple[n.ColName, ...]) -> list[exp.Expression]:
@@ -357,16 +368,17 @@ class Builder:
             if star_q is None:
                 out.append(x)
                 continue
-            if star.args.get("rename") or star.args.get("ilike"):
-                raise PlanError(f"{x.sql(dialect=D)}: RENAME and ILIKE after * are not supported")
+            if star.args.get("ilike"):
+                raise PlanError(f"{x.sql(dialect=D)}: ILIKE after * is not supported")
             drop = {c.name.lower() for c in star.args.get("except_") or ()}
             swap = {a.alias.lower(): a for a in star.args.get("replace") or ()}
+            renamed = {a.this.name.lower(): a.alias for a in star.args.get("rename") or ()}
             hit = [(q, nm) for q, nm in cols if not nm.startswith("__")
                    and (not star_q or (q or "").lower() == star_q.lower())]
-            missing = sorted((drop | set(swap)) - {nm.lower() for _, nm in hit})
+            missing = sorted((drop | set(swap) | set(renamed)) - {nm.lower() for _, nm in hit})
             if missing:
-                raise PlanError(f"{x.sql(dialect=D)}: no column {missing[0]!r} to exclude or "
-                                "replace")
+                raise PlanError(f"{x.sql(dialect=D)}: no column {missing[0]!r} to exclude, "
+                                "replace or rename")
             hit = [(q, nm) for q, nm in hit if nm.lower() not in drop]
             if not hit:
                 raise PlanError(f"no columns match {x.sql(dialect=D)}")
@@ -377,7 +389,10 @@ class Builder:
                     continue
                 c = exp.Column(this=exp.to_identifier(nm, quoted=True),
                                table=exp.to_identifier(q, quoted=True) if q else None)
-                if len(find(cols, nm, None)) > 1 and q:
+                if nm.lower() in renamed:
+                    out.append(exp.Alias(this=c, alias=exp.to_identifier(renamed[nm.lower()],
+                                                                         quoted=True)))
+                elif len(find(cols, nm, None)) > 1 and q:
                     out.append(exp.Alias(this=c, alias=exp.to_identifier(nm, quoted=True)))
                 else:
                     out.append(c)
@@ -531,7 +546,7 @@ class Builder:
             cols = tuple(c.name for c in (t.args["alias"].columns if t.args.get("alias") else []) or [])
             cte = self._cte(name)
             if cte is not None:
-                return n.Alias(cte, alias, cols)
+                return _renamed(cte, alias, cols)
             if name in self.cat.tables:
                 node: n.Node = n.Scan(name, self.cat.tables[name], alias,
                                       decimals=self.cat.decimals.get(name, ()))
@@ -541,12 +556,12 @@ class Builder:
             else:
                 known = ", ".join(sorted({*self.cat.tables, *self.cat.memory}))
                 raise PlanError(f"unknown table {name!r} (tables: {known})")
-            return n.Alias(node, alias, cols) if cols else node
+            return _renamed(node, alias, cols) if cols else node
         if isinstance(t, exp.Subquery):
             node = self.query(t.this)
             alias = t.alias or "unnamed_subquery"
             cols = tuple(c.name for c in (t.args["alias"].columns if t.args.get("alias") else []) or [])
-            return n.Alias(node, alias, cols)
+            return _renamed(node, alias, cols)
         if isinstance(t, exp.Values):
             return self.values(t)
         raise PlanError(f"{t.key.upper()} in FROM is not supported")
@@ -754,6 +769,14 @@ class Builder:
         return out
 
 
+def _renamed(node: n.Node, alias: str, names: tuple[str, ...]) -> n.Alias:
+    """``node`` as ``alias(names...)``: its first columns renamed, by position."""
+    if len(names) > len(node.cols):
+        raise PlanError(f"table {alias} has {len(node.cols)} columns available but "
+                        f"{len(names)} columns specified")
+    return n.Alias(node, alias, names)
+
+
 def position(lit: exp.Literal, what: str) -> int:
     """A numeric constant in ORDER BY or GROUP BY as the position it names (1-based)."""
     if not lit.is_int:
@@ -773,8 +796,7 @@ def _distinct_on(s: exp.Select) -> exp.Select:
         raise PlanError("DISTINCT ON with QUALIFY is not supported")
     aliases = {e.alias.lower(): e.this for e in s.expressions if isinstance(e, exp.Alias)}
     items = [e.this if isinstance(e, exp.Alias) else e for e in s.expressions]
-    star = any(isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star))
-               for e in items)
+    star = any(_is_star(e) for e in items)
 
     def expand(x: exp.Expression, what: str) -> exp.Expression:
         if isinstance(x, exp.Column) and not x.table and x.name.lower() in aliases:
@@ -801,6 +823,11 @@ def _distinct_on(s: exp.Select) -> exp.Select:
     out.set("distinct", None)
     out.set("qualify", exp.Qualify(this=exp.EQ(this=win, expression=exp.Literal.number(1))))
     return out
+
+
+def _is_star(e: exp.Expression) -> bool:
+    """Whether ``e`` is ``*`` or ``t.*``."""
+    return isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star))
 
 
 def _parents(x: exp.Expression):

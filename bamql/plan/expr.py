@@ -8,6 +8,7 @@ qualified name of each column). Values are Arrow arrays, or scalars that broadca
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -68,6 +69,8 @@ def resolve(cols: tuple[ColName, ...], c: exp.Column) -> int | None:
     """The index of the column ``c`` names in ``cols``; None where it names none; an
     ambiguous name is an error."""
     hits = find(cols, c.name, c.table or None)
+    if len(hits) > 1 and cols[hits[0]][0] is not None and len({cols[i][0] for i in hits}) == 1:
+        return hits[0]  # a name twice in one table (t(a, b) renamed onto another): the first
     if len(hits) > 1:
         raise PlanError(f"column reference {c.sql(dialect='duckdb')!r} is ambiguous")
     return hits[0] if hits else None
@@ -247,8 +250,10 @@ class Evaluator:
         if not pa.types.is_boolean(v.type):
             if pa.types.is_null(v.type):
                 return pa.array(np.zeros(len(v), bool))
-            raise PlanError(f"a condition must be true or false, not a {_tname(v.type)}: "
-                            f"{e.sql(dialect='duckdb')}")
+            if not _numeric_type(v.type):
+                raise PlanError(f"a condition must be true or false, not a {_tname(v.type)}: "
+                                f"{e.sql(dialect='duckdb')}")
+            v = truth(v)
         return v.fill_null(False) if v.null_count else v
 
     def eval(self, e: exp.Expression) -> Value:
@@ -708,9 +713,22 @@ _HANDLERS[exp.LT] = _cmp("less")
 _HANDLERS[exp.LTE] = _cmp("less_equal")
 
 
+def _numeric_type(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
+
+
+def truth(v: Value) -> Value:
+    """A number as the condition DuckDB casts it to: true where it is not zero (NaN is
+    true, -0.0 false), NULL where it is NULL."""
+    return pc.not_equal(v, pa.scalar(0, v.type) if not pa.types.is_decimal(v.type) else
+                        pa.scalar(0).cast(v.type))
+
+
 def _bool_arg(v: Value, e) -> Value:
     if pa.types.is_null(v.type):
         return pa.scalar(None, pa.bool_()) if isinstance(v, pa.Scalar) else v.cast(pa.bool_())
+    if _numeric_type(v.type):
+        return truth(v)
     if not pa.types.is_boolean(v.type):
         raise PlanError(f"AND, OR and NOT take conditions, not a {_tname(v.type)}: "
                         f"{e.sql(dialect='duckdb')[:80]}")
@@ -814,16 +832,38 @@ def _like(ev: Evaluator, e, ignore_case: bool) -> Value:
     if e.args.get("escape"):
         raise PlanError("LIKE ... ESCAPE is not supported here")
     s, p = ev.eval(e.this), ev.eval(e.expression)
+    if not isinstance(p, pa.Scalar) and pa.types.is_string(p.type):
+        return _like_rows(_str(s, "LIKE"), p, ignore_case)
     if not isinstance(p, pa.Scalar) or not (p.is_valid and pa.types.is_string(p.type)):
         if isinstance(p, pa.Scalar) and not p.is_valid:
             return pa.scalar(None, pa.bool_())
-        raise PlanError("the pattern of LIKE must be a string constant")
+        raise PlanError("the pattern of LIKE must be a string")
     if not (pa.types.is_string(s.type) or pa.types.is_large_string(s.type)):
         raise PlanError(f"LIKE needs a string, got a {_tname(s.type)} value")
     pat = p.as_py()
     if "\\" in pat:
         pat = pat.replace("\\", "\\\\")
     return pc.match_like(s, pat, ignore_case=ignore_case)
+
+
+def _like_regex(pattern: str, ignore_case: bool) -> re.Pattern:
+    """A LIKE pattern (``%`` any string, ``_`` one character, no escape) as a regex."""
+    body = "".join(".*" if ch == "%" else "." if ch == "_" else re.escape(ch) for ch in pattern)
+    return re.compile(body, re.DOTALL | (re.IGNORECASE if ignore_case else 0))
+
+
+def _like_rows(s: Value, p: pa.Array, ignore_case: bool) -> pa.Array:
+    """``s LIKE p`` row by row, where each row has its own pattern."""
+    texts = broadcast(s, len(p)).to_pylist()
+    seen: dict[str, re.Pattern] = {}
+    out = []
+    for x, pat in zip(texts, p.to_pylist(), strict=True):
+        if x is None or pat is None:
+            out.append(None)
+            continue
+        rx = seen.get(pat) or seen.setdefault(pat, _like_regex(pat, ignore_case))
+        out.append(rx.fullmatch(x) is not None)
+    return pa.array(out, pa.bool_())
 
 
 @handles(exp.Like)
@@ -1271,7 +1311,12 @@ def _regexp_replace(ev, e):
 
 @handles(exp.StartsWith)
 def _starts(ev, e):
-    return pc.starts_with(_str(ev.eval(e.this), "starts_with()"), ev.eval(e.expression).as_py())
+    s, prefix = _str(ev.eval(e.this), "starts_with()"), ev.eval(e.expression)
+    if not isinstance(prefix, pa.Scalar):
+        raise PlanError("starts_with() takes a string constant second argument")
+    if not prefix.is_valid:  # NULL for every row
+        return pa.scalar(None, pa.bool_()) if isinstance(s, pa.Scalar) else pa.nulls(len(s), pa.bool_())
+    return pc.starts_with(s, _str(prefix, "starts_with()").as_py())
 
 
 @handles(exp.Replace)
@@ -1336,10 +1381,16 @@ def _date_part(ev, e):
     return extract(unit_name(ev.eval(args[0]).as_py()), ev.eval(args[1]))
 
 
+#: date_trunc's units of several years, and their years
+_YEARS = {"decade": 10, "century": 100, "millennium": 1000}
+
+
 def _trunc(unit: str, v: Value) -> Value:
     v = _ts(v, "date_trunc()")
     if unit == "week":
         return pc.floor_temporal(v, unit="week", week_starts_monday=True)
+    if unit in _YEARS:  # DuckDB: the year rounded down to a multiple of the unit's years
+        return pc.floor_temporal(v, multiple=_YEARS[unit], unit="year", calendar_based_origin=True)
     if unit not in ("microsecond", "millisecond", "second", "minute", "hour", "day", "month",
                     "quarter", "year"):
         raise PlanError(f"date_trunc({unit!r}) is not supported")

@@ -192,7 +192,8 @@ class Alias(Node):
 
     @property
     def cols(self) -> tuple[ColName, ...]:
-        names = self.names or tuple(n for _, n in self.child.cols)
+        # t(a, b) renames the first columns by position; the others keep their names
+        names = self.names + tuple(n for _, n in self.child.cols[len(self.names):])
         return tuple((self.qual, n) for n in names)
 
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from sqlglot import exp
 
-from bamql.errors import PlanError
+from bamql.errors import TREE_ONLY, PlanError
 
 Fail = Callable[[str, exp.Expression], PlanError]
 
@@ -26,7 +26,7 @@ def inline_ctes(s: exp.Select, fail: Fail) -> exp.Select:
     if w is None:
         return s
     if w.args.get("recursive"):
-        raise fail("WITH RECURSIVE is not supported", w)
+        raise fail(f"WITH RECURSIVE {TREE_ONLY}", w)
     s = s.copy()
     ctes = list(s.args["with_"].expressions)
     s.set("with_", None)

@@ -103,12 +103,17 @@ class ExprTranslator:
         c = self.cols.get(e.name) if isinstance(e, ir.Col) else None
         return c is not None and c.sql_type == BOOLEAN
 
-    def as_condition(self, e: ir.Expr) -> ir.Expr:
-        """A BOOLEAN column as the condition it holds (NULL stays NULL); ``e`` otherwise."""
-        return ir.Cmp("<>", e, ir.Lit(0, "int")) if self.boolean_column(e) else e
+    def as_condition(self, e: ir.Expr, node=None) -> ir.Expr:
+        """A BOOLEAN column as the condition it holds (NULL stays NULL); a number as DuckDB
+        casts it to BOOLEAN (true where it is not zero: NaN is true); ``e`` otherwise."""
+        if self.boolean_column(e):
+            return ir.Cmp("<>", e, ir.Lit(0, "int"))
+        if e.kind in ("int", "float") and not isinstance(e, ir.Lit):
+            return self.compare("<>", e, ir.Lit(0, "int"), node)
+        return e
 
     def bool_expr(self, node) -> ir.Expr:
-        e = self.as_condition(self.expr(node))
+        e = self.as_condition(self.expr(node), node)
         if e.kind != "bool":
             what = {"strlit": "string constant", "null": "NULL"}.get(e.kind, f"{e.kind} expression")
             raise self.fail(f"expected a condition, got a {what}", node)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from bamql.errors import TREE_ONLY
 from bamql.planner import ir
 from bamql.planner.expressions import ExprTranslator as Translator
 from bamql.planner.expressions import column_value
@@ -102,6 +103,8 @@ def clause_count(t: Translator, s: exp.Select, arg: str) -> int | None:
     if node is None:
         return None
     n = node.expression
+    if not isinstance(n, exp.Literal) and not any(n.find_all(exp.Column, exp.Select)):
+        raise t.fail(f"{arg.upper()} of an expression {TREE_ONLY}", node)
     if not (isinstance(n, exp.Literal) and not n.is_string and n.this.isdigit()):
         raise t.fail(f"{arg.upper()} needs a non-negative integer", node)
     return int(n.this)

@@ -102,7 +102,7 @@ def extract(t: ExprTranslator, part: str, arg_node, node, sub: Sub) -> ir.Expr:
 
 
 def _cond(t: ExprTranslator, node, sub: Sub) -> ir.Expr:
-    c = t.as_condition(sub(node))
+    c = t.as_condition(sub(node), node)
     if c.kind not in ("bool", "null"):
         raise t.fail(f"a CASE condition must be a condition, got {c.kind}", node)
     return c

@@ -19,7 +19,7 @@ from typing import Protocol
 
 from sqlglot import exp
 
-from bamql.errors import PlanError
+from bamql.errors import TREE_ONLY, PlanError
 from bamql.planner import ir
 
 
@@ -155,6 +155,8 @@ def like(t: _Translator, node: exp.Like | exp.ILike | exp.Escape) -> ir.Expr:
     if isinstance(node.expression, exp.Any | exp.All):
         raise t.fail(f"{what} ANY/ALL is not supported", whole)
     col = _column(t, node.this, what, whole)
+    if not isinstance(node.expression, exp.Literal | exp.Null):
+        raise t.fail(f"{what} of a pattern that is not a constant {TREE_ONLY}", whole)
     pattern = _constant(t, node.expression, what, "pattern")
     try:
         match = like_matcher(pattern, escape, test is StringTest.ILIKE)
@@ -170,6 +172,8 @@ def function(t: _Translator, node: exp.Expression, test: StringTest) -> ir.Expr:
     if len(args) != 2 or any(a is None for a in args):
         raise t.fail(f"{test.value[:-2]}() takes a string column and a string constant", node)
     col = _column(t, args[0], test.value, node)
+    if isinstance(args[1], exp.Null) and test is StringTest.STARTS_WITH:
+        raise t.fail(f"{test.value} of NULL {TREE_ONLY}", node)
     x = _constant(t, args[1], test.value, "second argument")
     match: Callable[[str], bool] = {
         StringTest.STARTS_WITH: lambda s: s.startswith(x),

@@ -14,7 +14,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
-from bamql.errors import PlanError
+from bamql.errors import TREE_ONLY, PlanError
 from bamql.planner import ir, row_queries, scalars
 from bamql.planner.ctes import inline_ctes
 from bamql.planner.expressions import AGGREGATES, ARITH_OPS, CMP_OPS, ExprTranslator
@@ -97,8 +97,7 @@ class Translator(ExprTranslator):
         for tab in (t, *(j.this for j in s.args.get("joins") or ())):
             alias = tab.args.get("alias") if isinstance(tab, exp.Table) else None
             if alias is not None and alias.columns:  # t(a, b) renames columns by position
-                raise self.fail(f"column names after the alias {alias.name} are not supported; "
-                                "alias the columns in SELECT", tab)
+                raise self.fail(f"column names after the alias {alias.name} {TREE_ONLY}", tab)
         self.table = t.name
         if self.table not in self.catalog:
             raise self.unknown_table(t)
@@ -149,6 +148,8 @@ class Translator(ExprTranslator):
         having = None
         if s.args.get("having") is not None:
             having = self.outer(s.args["having"].this, keys, aggs, names=names, exprs=exprs)
+            if having.kind in ("int", "float") and not isinstance(having, ir.Lit):
+                having = self.compare("<>", having, ir.Lit(0, "int"), s.args["having"])
             if having.kind != "bool":
                 raise self.fail("HAVING needs a condition", s.args["having"])
         if not aggs and not keys:
@@ -400,6 +401,8 @@ class Translator(ExprTranslator):
         if func == "count":
             return ir.Agg("count", e, "int")
         if func in ("sum", "avg", *ir.VARIANCES):
+            if func == "avg" and e.kind == "timestamp":
+                raise self.fail(f"AVG of a timestamp {TREE_ONLY}", node)
             if e.kind not in ("int", "float"):
                 raise self.fail(f"{func.upper()} needs a number, got {e.kind}", node)
             return ir.Agg(func, e, "int" if func == "sum" and e.kind == "int" else "float")

@@ -102,6 +102,12 @@ U = pa.table({"g": [1, 1, 1], "x": pa.array([2**63 - 1, 2**63 - 2, 2**63 - 3], p
     "SELECT v.* EXCLUDE (X, g) FROM v ORDER BY 1",
     "SELECT g, STDDEV_POP(DISTINCT x) FROM u GROUP BY g",  # int64 past 2**53: as doubles
     "SELECT g, STDDEV_POP(x), VAR_SAMP(x) FROM (SELECT * FROM u) s GROUP BY g",
+    "SELECT DISTINCT ON (g) *, -x AS z FROM v ORDER BY g, 2",  # positions past a *
+    "SELECT * RENAME (x AS z) FROM v ORDER BY y",
+    "SELECT a, SUM(x) FROM v AS t(a) GROUP BY a ORDER BY a",  # t(a): the first column
+    "SELECT x FROM v AS t(x) ORDER BY 1",  # a renamed column hides the one of its name
+    "SELECT COUNT(*) FROM v WHERE x OR NOT y LIMIT 2 * 1",  # numbers as conditions
+    "SELECT g FROM v WHERE g LIKE g || '%' ORDER BY 1",  # LIKE a column
 ])
 def test_review_findings_answer_as_duckdb(sql):
     with bamql.connect(":memory:") as c:
@@ -115,7 +121,12 @@ def test_review_findings_answer_as_duckdb(sql):
     ("SELECT DISTINCT ON (g) g, x FROM v ORDER BY g, -1", "ORDER BY -1"),
     ("SELECT DISTINCT ON (g) g, x FROM v ORDER BY g, 1.0", "a position is a whole number"),
     ("SELECT g, x FROM (SELECT * FROM v) s ORDER BY 1.0", "a position is a whole number"),
-    ("SELECT DISTINCT ON (g) *, -x AS z FROM v ORDER BY g, 2", "over SELECT \\* is not supported"),
+    ("SELECT DISTINCT ON (g) *, -x AS z FROM v ORDER BY g, 9", "ORDER BY 9: the select list has"),
+    ("SELECT * FROM v AS t(a, b, c, d, e)", "has 3 columns available but 5 columns specified"),
+    ("SELECT COUNT(*) FROM v LIMIT 1 - 2", "LIMIT takes a non-negative integer"),
+    ("SELECT COUNT(*) FROM v WHERE g", "expected a condition, got a string"),
+    ("WITH RECURSIVE r AS (SELECT 1 AS n UNION ALL SELECT n + 1 FROM r) SELECT * FROM r",
+     "a CTE that reads itself"),
     ("SELECT * EXCLUDE (nope) FROM v", "no column 'nope'"),
     ("SELECT SUM(DISTINCT g) FROM v", "needs numbers, got string"),
     ("SELECT DISTINCT ON (nope) g FROM v", "unknown column 'nope'"),

@@ -192,3 +192,28 @@ SELECT vendor_id + 1, COUNT(*) FROM trips GROUP BY vendor_id ORDER BY 1;
 SELECT payment_type * 10 + vendor_id AS k, AVG(fare_amount), COUNT(*) FROM trips GROUP BY payment_type, vendor_id ORDER BY 1;
 SELECT COUNT(*) FROM trips WHERE vendor_id IN (payment_type, 2);
 SELECT COUNT(*), SUM(fare_amount) FROM trips WHERE 2 NOT IN (vendor_id, payment_type, passenger_count);
+-- constant LIMIT expressions, numbers as conditions, LIKE a column, starts_with(x, NULL), AVG of timestamps,
+-- date_trunc by decades and longer, WITH RECURSIVE without recursion, t(a, b) column aliases, * RENAME, DISTINCT ON over *
+SELECT vendor_id, COUNT(*) FROM trips GROUP BY vendor_id ORDER BY 2 DESC LIMIT 1 + 1;
+SELECT COUNT(*) FROM trips LIMIT 2 * 3 OFFSET 1 - 1;
+SELECT COUNT(*) FROM trips WHERE trip_distance;
+SELECT COUNT(*), SUM(fare_amount) FROM trips WHERE NOT tip_amount AND passenger_count;
+SELECT vendor_id, COUNT(*) FROM trips GROUP BY vendor_id HAVING vendor_id - 1 ORDER BY 1;
+SELECT SUM(CASE WHEN tip_amount THEN 1 ELSE 0 END), COUNT(*) FROM trips;
+SELECT COUNT(*) FROM trips WHERE store_and_fwd_flag LIKE store_and_fwd_flag;
+SELECT z.Borough, COUNT(*) FROM zones z JOIN zones w ON z.LocationID = w.LocationID WHERE z.Zone LIKE w.Borough || '%' OR z.Zone ILIKE w.service_zone GROUP BY 1 ORDER BY 1;
+SELECT COUNT(*) FROM trips WHERE starts_with(store_and_fwd_flag, NULL);
+SELECT COUNT(*) FROM trips WHERE NOT starts_with(store_and_fwd_flag, NULL) OR vendor_id = 1;
+SELECT AVG(pickup_datetime) FROM trips;
+SELECT vendor_id, AVG(dropoff_datetime), AVG(CAST(pickup_datetime AS DATE)) FROM trips GROUP BY vendor_id ORDER BY 1;
+SELECT COUNT(*) FROM trips WHERE date_trunc('millennium', pickup_datetime) > '2000-01-01';
+SELECT date_trunc('decade', pickup_datetime) AS d, date_trunc('century', dropoff_datetime) AS c, COUNT(*) FROM trips GROUP BY 1, 2 ORDER BY 1, 2;
+WITH RECURSIVE t AS (SELECT * FROM trips) SELECT COUNT(*) FROM t;
+SELECT SUM(fare_amount) FROM trips AS t(fare_amount, tip_amount);
+SELECT t.fare_amount AS v, COUNT(*), SUM(tip_amount) FROM trips AS t(fare_amount) GROUP BY 1 ORDER BY 1;
+WITH c(v, f) AS (SELECT vendor_id, fare_amount FROM trips) SELECT v, SUM(f) FROM c GROUP BY v ORDER BY v;
+SELECT x, COUNT(*) FROM (SELECT payment_type, vendor_id FROM trips) AS s(x) WHERE vendor_id = 2 GROUP BY x ORDER BY x;
+SELECT * RENAME (fare_amount AS f) FROM trips WHERE total_amount > 200 ORDER BY pickup_datetime, f;
+SELECT f, COUNT(*) FROM (SELECT * RENAME (fare_amount AS f) FROM trips) GROUP BY f ORDER BY 2 DESC, 1 LIMIT 5;
+SELECT DISTINCT ON (vendor_id) *, fare_amount AS f FROM trips ORDER BY 1, 2, 3, f;
+SELECT DISTINCT ON (1) * FROM trips ORDER BY 1, pickup_datetime, dropoff_datetime, fare_amount, trip_distance;

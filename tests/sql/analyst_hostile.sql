@@ -36,3 +36,14 @@ SELECT SUM(DISTINCT big), SUM(DISTINCT mid), AVG(DISTINCT small), STDDEV(DISTINC
 SELECT small, SUM(DISTINCT neg) FILTER (WHERE b), AVG(DISTINCT m) FROM hostile GROUP BY CUBE (small) ORDER BY 1 NULLS FIRST, 2 NULLS FIRST, 3;
 SELECT DISTINCT ON (k) k, id, fx FROM hostile ORDER BY k NULLS FIRST, fx DESC NULLS LAST, id;
 SELECT DISTINCT ON (small, b) small, b, id FROM hostile ORDER BY small, b, id DESC;
+-- numbers as conditions over NaN, -0.0, +-inf and NULL; LIKE a column; AVG of old timestamps and DATEs; date_trunc by decades
+SELECT COUNT(*), COUNT(fx) FROM hostile WHERE fx;
+SELECT COUNT(*) FROM hostile WHERE NOT f OR big;
+SELECT k, COUNT(*) FROM hostile GROUP BY k HAVING SUM(fx) ORDER BY k;
+SELECT SUM(CASE WHEN dec THEN 1 ELSE 0 END), SUM(CASE WHEN small THEN 1 END), COUNT(*) FROM hostile;
+SELECT COUNT(*) FROM hostile WHERE s LIKE s;
+SELECT COUNT(*) FROM hostile WHERE s LIKE '%' || nul_s OR s ILIKE substr(s, 1, 1) || '%';
+SELECT k, AVG(ts), AVG(dt), AVG(nul_ts) FROM hostile GROUP BY k ORDER BY k;
+SELECT AVG(ts) FILTER (WHERE ts < '1970-01-01'), AVG(DISTINCT dt) FROM hostile;
+SELECT date_trunc('decade', ts) AS d, date_trunc('century', dt) AS c, date_trunc('millennium', ts) AS m, COUNT(*) FROM hostile GROUP BY 1, 2, 3 ORDER BY 1, 2, 3;
+SELECT COUNT(*) FROM hostile WHERE starts_with(s, NULL) IS NULL;
