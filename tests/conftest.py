@@ -57,6 +57,10 @@ def pytest_configure(config):
         config.pluginmanager.register(_GroupsInNodeIds(), "bamql-xdist-groups")
     if not config.getoption("hypothesis_profile", None):
         settings.load_profile("full" if selects_slow(config) else "quick")
+    if selects_slow(config):  # the slow matrix runs every CPU kernel with numba's parallel loops
+        from bamql.kernels import cpu_loops
+
+        cpu_loops.PARALLEL_ROWS = 0
 
 
 def _named(config) -> list[str]:

@@ -104,8 +104,9 @@ class Matches:
         sent = {name: c.sentinel for name, c in store.columns.items()}
         scales = {name: c.scale for name, c in store.columns.items()}
         self.filters = [(s, ir.columns_of(s.predicate)) for s in plan.stages]
+        self.parallel = kcpu.parallel_for(store.rows)
         self.kernels = [None if ir.size(s.predicate) > WIDE_FILTER_NODES
-                        else kcpu.filter_kernel(s.predicate, cols, sent, scales)
+                        else kcpu.filter_kernel(s.predicate, cols, sent, scales, self.parallel)
                         for s, cols in self.filters]
         self.paths = {a.column: a.path for a in plan.access}
         self.zst = {a.column: a.compressed for a in plan.access}  # streamed from the zstd copy
@@ -244,7 +245,8 @@ def run_cpu(plan: PhysicalPlan, store: PageStore, stats: QueryStats) -> dict[str
             if c not in agg_cols:
                 agg_cols.append(c)
     under_mask = masked(plan)
-    akern, aparams = kcpu.agg_kernel(q.keys, plan.key_domains, q.aggs, agg_cols, sent, scales)
+    akern, aparams = kcpu.agg_kernel(q.keys, plan.key_domains, q.aggs, agg_cols, sent, scales,
+                                     matches.parallel)
     groups = accumulate.n_groups(plan.key_domains)
     nch = max(1, min(4 * (os.cpu_count() or 1), (1 << 26) // max(groups * max(len(q.aggs), 1), 1)))
     # numba compiles lazily on first call; warm both kernels on empty input to time it apart
@@ -282,7 +284,8 @@ def run_cpu_hashed(plan: PhysicalPlan, store: PageStore, stats: QueryStats, take
     matches = Matches(plan, store, stats)
     agg_cols = list(dict.fromkeys(c for e in (*q.keys, *q.aggs) for c in ir.columns_of(e)))
     under_mask = masked(plan)
-    akern, aparams = kcpu.agg_kernel(q.keys, slots, q.aggs, agg_cols, sent, scales)
+    akern, aparams = kcpu.agg_kernel(q.keys, slots, q.aggs, agg_cols, sent, scales,
+                                     matches.parallel)
     cols = [np.empty(0, store.column(c).np_dtype) for c in agg_cols] + [kcpu.EVERY_ROW]
 
     def tables(nch: int, s) -> dict[str, np.ndarray]:

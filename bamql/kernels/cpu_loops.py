@@ -28,11 +28,19 @@ KERNEL_LOCK = PARALLEL_LOCK
 _PARAMS = ", ".join(PARAM_ARGS)
 #: A filter over fewer rows runs on the calling thread, not in parallel
 SERIAL_ROWS = 1 << 14
+#: A store of fewer rows runs its kernels on one thread, compiled without numba's parallel
+#: loops: they compile several times faster, and a few hundred thousand rows take
+#: milliseconds on one core. The chunks (and so every answer) are the same either way.
+PARALLEL_ROWS = 1 << 20
 #: Kernels already called once on empty input (``warm``)
 _warm: weakref.WeakSet = weakref.WeakSet()
 
 
-def _compile(src: str, name: str):
+def _compile(src: str, name: str, parallel: bool = True):
+    """The compiled kernel of ``src``: with numba's parallel loops, or (``parallel`` False)
+    the same loops on one thread (``PARALLEL_ROWS``)."""
+    if not parallel:
+        src = src.replace("numba.prange(", "range(")
     with _cache_lock:
         fn = _cache.get(src)
         if fn is None:
@@ -40,9 +48,14 @@ def _compile(src: str, name: str):
             # on disk, signed, and the next process loads it instead of compiling
             # (``kernels.diskcache``, which checks every file before it is loaded)
             py, on_disk = diskcache.load(src, name)
-            fn = diskcache.jit(py, on_disk, parallel=True, nogil=True, error_model="numpy")
+            fn = diskcache.jit(py, on_disk, parallel=parallel, nogil=True, error_model="numpy")
             _cache.put(src, fn)
         return fn
+
+
+def parallel_for(rows: int) -> bool:
+    """Whether kernels over a store of ``rows`` rows use numba's parallel loops."""
+    return rows >= PARALLEL_ROWS
 
 
 def warm(kern, *args) -> None:
@@ -95,11 +108,11 @@ def filter_source(pred: ir.Expr, columns: Sequence[str], sentinels: dict,
 
 
 def filter_kernel(pred: ir.Expr, columns: Sequence[str], sentinels: dict,
-                  scales: dict | None = None):
+                  scales: dict | None = None, parallel: bool = True):
     """``(compiled filter, its constants' arrays)`` for ``pred`` over aligned arrays of
     ``columns``: call it as ``kern(n, *columns, *params, out, err)``."""
     src, params = filter_source(pred, columns, sentinels, scales)
-    return _compile(src, "kern"), params.arrays()
+    return _compile(src, "kern", parallel), params.arrays()
 
 
 ACC_ARRAYS = ("C", "SF", "SI", "MNF", "MXF", "MNI", "MXI", "VS", "VF")
@@ -250,9 +263,9 @@ def _hash_slot(ec: ExprCompiler, keys: Sequence[ir.Expr], slots: HashSlots) -> N
 EVERY_ROW = np.empty(0, bool)
 
 
-def agg_kernel(keys, domains, aggs, columns, sentinels, scales=None):
+def agg_kernel(keys, domains, aggs, columns, sentinels, scales=None, parallel: bool = True):
     """``(compiled grouped aggregation, its constants' arrays)`` over aligned arrays of
     ``columns``: call it as ``kern(n, nch, *columns, mask, *params, *accumulators)``, the
     mask ``EVERY_ROW`` or one boolean per row (``agg_source``)."""
     src, params = agg_source(keys, domains, aggs, columns, sentinels, scales)
-    return _compile(src, "kern"), params.arrays()
+    return _compile(src, "kern", parallel), params.arrays()

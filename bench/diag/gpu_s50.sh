@@ -7,8 +7,9 @@
 #                                           tree's operators on the three backends, a 4-page
 #                                           cache, 8 threads)
 #   bash bench/diag/gpu_s50.sh corpus B S   after start: the analyst, window, rows, join and
-#                                           distinct files on backend B (host, gpu or file), a
-#                                           4-page and the default cache, time-boxed to S s
+#                                           distinct files (or those named by $Q) on backend B
+#                                           (host, gpu or file), a 4-page and the default cache,
+#                                           time-boxed to S s
 set -uo pipefail
 what=${1:?start or corpus}; shift
 out=${OUT:-/tmp/out}; mkdir -p "$out"
@@ -28,7 +29,7 @@ case $what in
     b=${1:?backend}; s=${2:?seconds}
     cd /tmp/src && export PYTHONPATH=/tmp/site:/tmp/src
     timeout $(( s + 40 )) python -m tests.sql.corpus --device gpu --backends "$b" \
-      --caches 4,default --queries analyst,analyst_hostile,windows_hostile,rows,rows_hostile,joins,distinct \
+      --caches 4,default --queries "${Q:-analyst,analyst_hostile,windows_hostile,rows,rows_hostile,joins,distinct}" \
       --shapes base --datasets sample,hostile,gen-0.01 --spread 2 --workdir /tmp/corpus-c \
       --budget-s "$s" --log "$out/corpus-gpu-s50-$b.jsonl" --quiet 2>&1 | tail -2 \
       | tee "$out/corpus-gpu-s50-$b.log"

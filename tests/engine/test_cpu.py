@@ -54,10 +54,13 @@ def store(tmp_path_factory):
     return d / "db"
 
 
+@pytest.mark.parametrize("parallel", [False, True], ids=["one-thread", "parallel"])
 @pytest.mark.parametrize("share", [
     0.0, pytest.param(2.0, marks=pytest.mark.slow)], ids=["masked-where-it-may", "compacted"])
 @pytest.mark.parametrize("sql", QUERIES)
-def test_masked_and_compacted_morsels_answer_as_duckdb(store, sql, share, monkeypatch):
+def test_masked_and_compacted_morsels_answer_as_duckdb(store, sql, share, parallel, monkeypatch):
+    # a small store's kernels run on one thread; PARALLEL_ROWS 0 compiles numba's parallel loops
+    monkeypatch.setattr(kcpu, "PARALLEL_ROWS", 0 if parallel else kcpu.PARALLEL_ROWS)
     monkeypatch.setattr(cpu, "MASKED_SHARE", share)
     monkeypatch.setattr(cpu, "MORSEL_ROWS", 2048)
     with bamql.connect(store, device="cpu") as con:
