@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -48,11 +49,22 @@ def selects_slow(config) -> bool:
     return bool(expr) and Expression.compile(expr).evaluate(lambda name, **kw: name == "slow" and not kw)
 
 
+#: The kernel cache directory this process made for the run (removed when the run ends)
+_OWN_CACHE = pytest.StashKey[str]()
+
+
+def pytest_unconfigure(config):
+    made = config.stash.get(_OWN_CACHE, None)
+    if made is not None:
+        shutil.rmtree(made, ignore_errors=True)
+
+
 def pytest_configure(config):
     # generated kernels' disk cache (kernels.diskcache): one per test run, never the user's;
     # subprocesses started by tests share it
     if "BAMQL_CACHE_DIR" not in os.environ:
         os.environ["BAMQL_CACHE_DIR"] = tempfile.mkdtemp(prefix="bamql-test-cache-")
+        config.stash[_OWN_CACHE] = os.environ["BAMQL_CACHE_DIR"]
     if getattr(config.option, "loadgroup", False):  # a pytest-xdist worker
         config.pluginmanager.register(_GroupsInNodeIds(), "bamql-xdist-groups")
     if not config.getoption("hypothesis_profile", None):

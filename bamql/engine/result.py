@@ -7,6 +7,7 @@ server imports them without the engine); they are named here too.
 from __future__ import annotations
 
 from decimal import Decimal
+from functools import singledispatch
 
 import numpy as np
 import pyarrow as pa
@@ -17,7 +18,7 @@ from bamql.errors import OutOfRangeError
 from bamql.intmath import fits_int64
 from bamql.planner import ir
 from bamql.planner.evaluate import evaluate
-from bamql.planner.expressions import date_valued
+from bamql.planner.expressions import case_results, date_valued
 from bamql.storage.arrownp import from_numpy
 from bamql.storage.format import ColumnMeta
 
@@ -65,17 +66,28 @@ def is_date(e: ir.Expr, q: ir.Query | None, cols) -> bool:
     """Whether timestamp output ``e`` is a DATE (``storage.sqltypes.DATE``, its midnight's
     microseconds), as DuckDB types it (``planner.expressions.date_valued``): a group key or
     an aggregate of the query read as what it refers to."""
-    if cols is None:
-        return False
-    if isinstance(e, ir.KeyRef) and q is not None:
-        return is_date(q.keys[e.index], q, cols)
-    if isinstance(e, ir.AggRef) and q is not None:
-        return date_valued(q.aggs[e.index], cols)
-    if isinstance(e, ir.Case):  # over group keys and aggregates
-        values = [v for _, v in e.whens] + ([e.default] if e.default is not None else [])
-        values = [v for v in values if v.kind != "null"]
-        return bool(values) and all(is_date(v, q, cols) for v in values)
+    return cols is not None and _is_date(e, q, cols)
+
+
+@singledispatch
+def _is_date(e: ir.Expr, q: ir.Query | None, cols) -> bool:
     return date_valued(e, cols)
+
+
+@_is_date.register
+def _(e: ir.KeyRef, q: ir.Query | None, cols) -> bool:
+    return is_date(q.keys[e.index], q, cols) if q is not None else date_valued(e, cols)
+
+
+@_is_date.register
+def _(e: ir.AggRef, q: ir.Query | None, cols) -> bool:
+    return date_valued(q.aggs[e.index], cols) if q is not None else date_valued(e, cols)
+
+
+@_is_date.register
+def _(e: ir.Case, q: ir.Query | None, cols) -> bool:  # over group keys and aggregates
+    values = [v for v in case_results(e) if v.kind != "null"]
+    return bool(values) and all(is_date(v, q, cols) for v in values)
 
 
 def exact_value(e: ir.Expr) -> ir.Expr:

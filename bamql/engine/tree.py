@@ -7,6 +7,7 @@ own kernels; EXPLAIN shows the tree and, under each fused leaf, its kernel's pla
 
 from __future__ import annotations
 
+from functools import singledispatch
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -241,46 +242,93 @@ def _sql(e: exp.Expression) -> str:
     return e.sql(dialect="duckdb")
 
 
+@singledispatch
 def _label(node: n.Node) -> str:
-    if isinstance(node, n.Fused):
-        return f"FusedKernel [GPU or CPU, as the session runs]: {node.sql}"
-    if isinstance(node, n.FusedJoin):
-        return ("FusedKernel [GPU or CPU, as the session runs], the rows below joined by key "
-                f"inside it: {node.sql}")
-    if isinstance(node, n.Scan):
-        where = f" WHERE {' AND '.join(_sql(p) for p in node.predicate)}" if node.predicate else ""
-        return f"Scan {node.table} AS {node.qual} [{', '.join(node.columns)}]{where} (kernel)"
-    if isinstance(node, n.Values):
-        return f"Values {node.label} ({node.table.num_rows} rows) AS {node.qual}"
-    if isinstance(node, n.Alias):
-        return f"Alias {node.qual}" + (f" ({', '.join(node.names)})" if node.names else "")
-    if isinstance(node, n.Filter):
-        return f"Filter {_sql(node.condition)} (CPU)"
-    if isinstance(node, n.Project):
-        return "Project " + ", ".join(
-            f"{_sql(e)} AS {nm}" if _sql(e) != nm else nm
-            for e, nm in zip(node.exprs, node.names, strict=True)) + " (CPU)"
-    if isinstance(node, n.Aggregate):
-        keys = ", ".join(_sql(k) for k in node.keys) or "()"
-        sets = f" sets {list(node.sets)}" if node.sets is not None else ""
-        return f"HashAggregate by {keys}{sets}: {', '.join(_sql(a) for a in node.aggs)} (CPU)"
-    if isinstance(node, n.Window):
-        keep = (f"; only the rows that can rank at most {node.keep}: where its scan's PARTITION BY "
-                "and first ORDER BY columns have few values, a GROUP BY of the two counts their "
-                "rows first and the scan reads only those rows") if node.keep is not None else ""
-        return "Window " + ", ".join(_sql(w) for w in node.funcs) + f" (CPU{keep})"
-    if isinstance(node, n.Join):
-        on = f" ON {_sql(node.on)}" if node.on is not None else ""
-        return f"HashJoin {node.kind.name}{on} (CPU)"
-    if isinstance(node, n.Sort):
-        return "Sort " + ", ".join(f"#{i + 1}{' DESC' if d else ''}{' NULLS FIRST' if nf else ''}"
-                                   for i, d, nf in node.keys) + " (CPU)"
-    if isinstance(node, n.Limit):
-        return f"Limit {node.limit} OFFSET {node.offset}"
-    if isinstance(node, n.SetOp):
-        return f"{node.kind.value}{'' if node.distinct else ' ALL'} (CPU)"
-    if isinstance(node, n.Distinct):
-        return "Distinct (CPU)"
-    if isinstance(node, n.Select):
-        return f"Keep the first {node.n} columns"
+    """The line EXPLAIN shows for ``node`` (one rule per node class)."""
     return type(node).__name__
+
+
+@_label.register
+def _(node: n.Fused) -> str:
+    return f"FusedKernel [GPU or CPU, as the session runs]: {node.sql}"
+
+
+@_label.register
+def _(node: n.FusedJoin) -> str:
+    return ("FusedKernel [GPU or CPU, as the session runs], the rows below joined by key "
+            f"inside it: {node.sql}")
+
+
+@_label.register
+def _(node: n.Scan) -> str:
+    where = f" WHERE {' AND '.join(_sql(p) for p in node.predicate)}" if node.predicate else ""
+    return f"Scan {node.table} AS {node.qual} [{', '.join(node.columns)}]{where} (kernel)"
+
+
+@_label.register
+def _(node: n.Values) -> str:
+    return f"Values {node.label} ({node.table.num_rows} rows) AS {node.qual}"
+
+
+@_label.register
+def _(node: n.Alias) -> str:
+    return f"Alias {node.qual}" + (f" ({', '.join(node.names)})" if node.names else "")
+
+
+@_label.register
+def _(node: n.Filter) -> str:
+    return f"Filter {_sql(node.condition)} (CPU)"
+
+
+@_label.register
+def _(node: n.Project) -> str:
+    return "Project " + ", ".join(
+        f"{_sql(e)} AS {nm}" if _sql(e) != nm else nm
+        for e, nm in zip(node.exprs, node.names, strict=True)) + " (CPU)"
+
+
+@_label.register
+def _(node: n.Aggregate) -> str:
+    keys = ", ".join(_sql(k) for k in node.keys) or "()"
+    sets = f" sets {list(node.sets)}" if node.sets is not None else ""
+    return f"HashAggregate by {keys}{sets}: {', '.join(_sql(a) for a in node.aggs)} (CPU)"
+
+
+@_label.register
+def _(node: n.Window) -> str:
+    keep = (f"; only the rows that can rank at most {node.keep}: where its scan's PARTITION BY "
+            "and first ORDER BY columns have few values, a GROUP BY of the two counts their "
+            "rows first and the scan reads only those rows") if node.keep is not None else ""
+    return "Window " + ", ".join(_sql(w) for w in node.funcs) + f" (CPU{keep})"
+
+
+@_label.register
+def _(node: n.Join) -> str:
+    on = f" ON {_sql(node.on)}" if node.on is not None else ""
+    return f"HashJoin {node.kind.name}{on} (CPU)"
+
+
+@_label.register
+def _(node: n.Sort) -> str:
+    return "Sort " + ", ".join(f"#{i + 1}{' DESC' if d else ''}{' NULLS FIRST' if nf else ''}"
+                               for i, d, nf in node.keys) + " (CPU)"
+
+
+@_label.register
+def _(node: n.Limit) -> str:
+    return f"Limit {node.limit} OFFSET {node.offset}"
+
+
+@_label.register
+def _(node: n.SetOp) -> str:
+    return f"{node.kind.value}{'' if node.distinct else ' ALL'} (CPU)"
+
+
+@_label.register
+def _(node: n.Distinct) -> str:
+    return "Distinct (CPU)"
+
+
+@_label.register
+def _(node: n.Select) -> str:
+    return f"Keep the first {node.n} columns"

@@ -16,6 +16,8 @@ NumPy interpreter instead (``engine.cpu``).
 
 from __future__ import annotations
 
+from functools import singledispatch
+
 import numpy as np
 
 from bamql.kernels.codegen import Params, in_values
@@ -75,35 +77,54 @@ def encode(e: ir.Expr, slots: dict[str, int], params: Params) -> tuple[int, int]
     return off, len(prog)
 
 
+@singledispatch
 def _leaf(x: ir.Expr, slots: dict[str, int], params: Params):
-    if isinstance(x, ir.Lit):
-        return (CONST, int(bool(x.value)), int(x.value is not None), 0)
-    if isinstance(x, ir.IsNull) and isinstance(x.arg, ir.Col):
-        return (IS_NULL, slots[x.arg.name], 0, int(x.negated))
-    if isinstance(x, ir.InList) and isinstance(x.arg, ir.Col):
-        nums = in_values(x)
-        flags = (IN_FLOAT * (nums.dtype.kind == "f")
-                 | IN_NULL * any(v.value is None for v in x.values)
-                 | IN_NAN * any(v.value is not None and v.value != v.value for v in x.values)
-                 | IN_NOT * x.negated)
-        return (IN_LIST, slots[x.arg.name], params.add_list(nums), flags)
-    if isinstance(x, ir.Cmp) and isinstance(x.left, ir.Col) and isinstance(x.right, ir.Lit):
-        v, s, op = x.right.value, slots[x.left.name], _OPS[x.op]
-        if v is None:  # a comparison with NULL is NULL
-            return (CONST, 0, 0, 0)
-        if isinstance(v, bool | np.bool_):
-            return None
-        if x.left.kind == "float":  # a float against any number: as doubles, as numba does
-            params.floats.append(float(v))
-            return (CMP_F, s, len(params.floats) - 1, op)
-        if isinstance(v, int | np.integer):
-            if not -(1 << 63) <= v < (1 << 63):
-                return None
-            params.ints.append(int(v))
-            return (CMP_I, s, len(params.ints) - 1, op)
-        params.floats.append(float(v))
-        return (CMP_IF, s, len(params.floats) - 1, op)
+    """The instruction of one leaf of a condition (one rule per node class); None where
+    the program has none for it."""
     return None
+
+
+@_leaf.register
+def _(x: ir.Lit, slots: dict[str, int], params: Params):
+    return (CONST, int(bool(x.value)), int(x.value is not None), 0)
+
+
+@_leaf.register
+def _(x: ir.IsNull, slots: dict[str, int], params: Params):
+    return (IS_NULL, slots[x.arg.name], 0, int(x.negated)) if isinstance(x.arg, ir.Col) else None
+
+
+@_leaf.register
+def _(x: ir.InList, slots: dict[str, int], params: Params):
+    if not isinstance(x.arg, ir.Col):
+        return None
+    nums = in_values(x)
+    flags = (IN_FLOAT * (nums.dtype.kind == "f")
+             | IN_NULL * any(v.value is None for v in x.values)
+             | IN_NAN * any(v.value is not None and v.value != v.value for v in x.values)
+             | IN_NOT * x.negated)
+    return (IN_LIST, slots[x.arg.name], params.add_list(nums), flags)
+
+
+@_leaf.register
+def _(x: ir.Cmp, slots: dict[str, int], params: Params):
+    if not (isinstance(x.left, ir.Col) and isinstance(x.right, ir.Lit)):
+        return None
+    v, s, op = x.right.value, slots[x.left.name], _OPS[x.op]
+    if v is None:  # a comparison with NULL is NULL
+        return (CONST, 0, 0, 0)
+    if isinstance(v, bool | np.bool_):
+        return None
+    if x.left.kind == "float":  # a float against any number: as doubles, as numba does
+        params.floats.append(float(v))
+        return (CMP_F, s, len(params.floats) - 1, op)
+    if isinstance(v, int | np.integer):
+        if not -(1 << 63) <= v < (1 << 63):
+            return None
+        params.ints.append(int(v))
+        return (CMP_I, s, len(params.ints) - 1, op)
+    params.floats.append(float(v))
+    return (CMP_IF, s, len(params.floats) - 1, op)
 
 
 def run(PI, off, n, PF, LI, LF, fv, iv, okv, sv, sok):  # noqa: N803 - the kernels' names

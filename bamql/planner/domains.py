@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import singledispatch
 
 import numpy as np
 
@@ -81,58 +82,89 @@ def _year(us: int) -> int:
     return int(np.datetime64(int(us), "us").astype("datetime64[Y]").astype(np.int64)) + 1970
 
 
-def value_range(e: ir.Expr, cols: Mapping[str, ColumnMeta]) -> tuple[int, int] | None:
+Range = tuple[int, int] | None
+
+
+@singledispatch
+def value_range(e: ir.Expr, cols: Mapping[str, ColumnMeta]) -> Range:
     """``(lo, hi)``: integers that bound every non-NULL value of ``e``, each value an
-    integer; None where no such bound follows from the metadata (or a value may be NaN)."""
-    if isinstance(e, ir.Col):
-        c = cols.get(e.name)
-        if c is None:
-            return None
-        if c.kind == "string":
-            return 0, max(len(c.dictionary or ()), 1) - 1
-        if c.kind != "int":
-            return None
-        return _NO_VALUES if c.min is None else (int(c.min), int(c.max))
-    if isinstance(e, ir.Lit):
-        return (e.value, e.value) if e.kind == "int" and isinstance(e.value, int) else None
-    if e.kind == "bool" and isinstance(e, ir.Cmp | ir.And | ir.Or | ir.Not | ir.IsNull | ir.InList):
-        return 0, 1  # FALSE, TRUE
-    if isinstance(e, ir.Extract):
-        size = ir.EXTRACT_PARTS[e.part]
-        if size is not None:
-            return 0, size - 1
-        span = _stamp_range(e.arg, cols)
-        if span is None:
-            return None
-        if span is _NO_VALUES:
-            return _NO_VALUES
-        lo, hi = _year(span[0]), _year(span[1])
-        return (lo - 1, hi + 1) if e.part == "isoyear" else (lo, hi)
-    if isinstance(e, ir.Math):
-        if e.func == ir.MathFunc.ABS:
-            r = value_range(e.arg, cols) if e.arg.kind == "int" else None
-            if r is None:
-                return None
-            lo, hi = r
-            return (0 if lo <= 0 <= hi else min(abs(lo), abs(hi))), max(abs(lo), abs(hi))
-        if e.digits:
-            return None
-        return _integral_bounds(e.arg, cols)
-    if isinstance(e, ir.Cast) and e.to != ir.CastTo.DOUBLE:
-        return _integral_bounds(e.arg, cols)
-    if isinstance(e, ir.Arith) and e.kind == "int" and e.op in ("+", "-", "*"):
-        a, b = value_range(e.left, cols), value_range(e.right, cols)
-        if a is None or b is None:
-            return None
-        if e.op == "+":
-            return a[0] + b[0], a[1] + b[1]
-        if e.op == "-":
-            return a[0] - b[1], a[1] - b[0]
-        if not (isinstance(e.left, ir.Lit) or isinstance(e.right, ir.Lit)):
-            return None  # a product of two keys: its range is rarely dense
-        ends = [x * y for x in a for y in b]
-        return min(ends), max(ends)
+    integer; None where no such bound follows from the metadata (or a value may be NaN).
+    One rule per node class."""
     return None
+
+
+@value_range.register
+def _(e: ir.Col, cols: Mapping[str, ColumnMeta]) -> Range:
+    c = cols.get(e.name)
+    if c is None:
+        return None
+    if c.kind == "string":
+        return 0, max(len(c.dictionary or ()), 1) - 1
+    if c.kind != "int":
+        return None
+    return _NO_VALUES if c.min is None else (int(c.min), int(c.max))
+
+
+@value_range.register
+def _(e: ir.Lit, cols: Mapping[str, ColumnMeta]) -> Range:
+    return (e.value, e.value) if e.kind == "int" and isinstance(e.value, int) else None
+
+
+def _condition(e: ir.Expr, cols: Mapping[str, ColumnMeta]) -> Range:
+    return (0, 1) if e.kind == "bool" else None  # FALSE, TRUE
+
+
+for _kind in (ir.Cmp, ir.And, ir.Or, ir.Not, ir.IsNull, ir.InList):
+    value_range.register(_kind, _condition)
+
+
+@value_range.register
+def _(e: ir.Extract, cols: Mapping[str, ColumnMeta]) -> Range:
+    size = ir.EXTRACT_PARTS[e.part]
+    if size is not None:
+        return 0, size - 1
+    span = _stamp_range(e.arg, cols)
+    if span is None:
+        return None
+    if span is _NO_VALUES:
+        return _NO_VALUES
+    lo, hi = _year(span[0]), _year(span[1])
+    return (lo - 1, hi + 1) if e.part == "isoyear" else (lo, hi)
+
+
+@value_range.register
+def _(e: ir.Math, cols: Mapping[str, ColumnMeta]) -> Range:
+    if e.func == ir.MathFunc.ABS:
+        r = value_range(e.arg, cols) if e.arg.kind == "int" else None
+        if r is None:
+            return None
+        lo, hi = r
+        return (0 if lo <= 0 <= hi else min(abs(lo), abs(hi))), max(abs(lo), abs(hi))
+    if e.digits:
+        return None
+    return _integral_bounds(e.arg, cols)
+
+
+@value_range.register
+def _(e: ir.Cast, cols: Mapping[str, ColumnMeta]) -> Range:
+    return _integral_bounds(e.arg, cols) if e.to != ir.CastTo.DOUBLE else None
+
+
+@value_range.register
+def _(e: ir.Arith, cols: Mapping[str, ColumnMeta]) -> Range:
+    if not (e.kind == "int" and e.op in ("+", "-", "*")):
+        return None
+    a, b = value_range(e.left, cols), value_range(e.right, cols)
+    if a is None or b is None:
+        return None
+    if e.op == "+":
+        return a[0] + b[0], a[1] + b[1]
+    if e.op == "-":
+        return a[0] - b[1], a[1] - b[0]
+    if not (isinstance(e.left, ir.Lit) or isinstance(e.right, ir.Lit)):
+        return None  # a product of two keys: its range is rarely dense
+    ends = [x * y for x in a for y in b]
+    return min(ends), max(ends)
 
 
 def _stamp_range(e: ir.Expr, cols: Mapping[str, ColumnMeta]) -> tuple[int, int] | None:

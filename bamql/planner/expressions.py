@@ -9,7 +9,7 @@ import bisect
 import difflib
 from collections.abc import Mapping
 from fractions import Fraction
-from functools import singledispatchmethod
+from functools import singledispatch, singledispatchmethod
 from typing import Self
 
 import numpy as np
@@ -584,19 +584,38 @@ def date_valued(e: ir.Expr, cols: Mapping[str, ColumnMeta]) -> bool:
     (COALESCE, NULLIF) whose results are all DATEs. Whatever else is computed of a DATE as a
     timestamp (``date_trunc``, ``+ INTERVAL``, a CASE that mixes in a TIMESTAMP) is the
     TIMESTAMP DuckDB promotes it to."""
-    if e.kind != "timestamp":
-        return False
-    if isinstance(e, ir.Lit):
-        return e.date
-    if isinstance(e, ir.Col):
-        return e.name in cols and cols[e.name].sql_type == DATE
-    if isinstance(e, ir.Agg):
-        return e.func in VALUE_AGGS and e.arg is not None and date_valued(e.arg, cols)
-    if isinstance(e, ir.Case):
-        values = [v for _, v in e.whens] + ([e.default] if e.default is not None else [])
-        values = [v for v in values if v.kind != "null"]
-        return bool(values) and all(date_valued(v, cols) for v in values)
+    return e.kind == "timestamp" and _date_valued(e, cols)
+
+
+@singledispatch
+def _date_valued(e: ir.Expr, cols: Mapping[str, ColumnMeta]) -> bool:
     return False
+
+
+@_date_valued.register
+def _(e: ir.Lit, cols: Mapping[str, ColumnMeta]) -> bool:
+    return e.date
+
+
+@_date_valued.register
+def _(e: ir.Col, cols: Mapping[str, ColumnMeta]) -> bool:
+    return e.name in cols and cols[e.name].sql_type == DATE
+
+
+@_date_valued.register
+def _(e: ir.Agg, cols: Mapping[str, ColumnMeta]) -> bool:
+    return e.func in VALUE_AGGS and e.arg is not None and date_valued(e.arg, cols)
+
+
+@_date_valued.register
+def _(e: ir.Case, cols: Mapping[str, ColumnMeta]) -> bool:
+    values = [v for v in case_results(e) if v.kind != "null"]
+    return bool(values) and all(date_valued(v, cols) for v in values)
+
+
+def case_results(e: ir.Case) -> list[ir.Expr]:
+    """The results a CASE can give: each WHEN's, then the ELSE's where it has one."""
+    return [v for _, v in e.whens] + ([e.default] if e.default is not None else [])
 
 
 def column_value(name: str, meta: ColumnMeta) -> ir.Expr:
@@ -616,17 +635,26 @@ def column_value(name: str, meta: ColumnMeta) -> ir.Expr:
 _SQL_ARITH = {"+": "addition", "-": "subtraction", "*": "multiplication", "/": "division"}
 
 
+@singledispatch
 def decimal_valued(e: ir.Expr) -> bool:
     """Whether ``e`` is a DECIMAL in SQL (DuckDB keeps it exact) that is computed from one
     as a double here: a DECIMAL itself, or a FLOOR, CEIL, ROUND or CASE of one."""
-    if isinstance(e, ir.Dec):
-        return True
-    if isinstance(e, ir.Math):
-        return decimal_valued(e.arg)
-    if isinstance(e, ir.Case):
-        return any(decimal_valued(v) for _, v in e.whens) or (
-            e.default is not None and decimal_valued(e.default))
     return False
+
+
+@decimal_valued.register
+def _(e: ir.Dec) -> bool:
+    return True
+
+
+@decimal_valued.register
+def _(e: ir.Math) -> bool:
+    return decimal_valued(e.arg)
+
+
+@decimal_valued.register
+def _(e: ir.Case) -> bool:
+    return any(decimal_valued(v) for v in case_results(e))
 
 
 def decimal_source(e: ir.Expr) -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from functools import singledispatch
 
 import numpy as np
 
@@ -85,59 +86,100 @@ class PhysicalPlan:
 
 
 # -- zone maps ---------------------------------------------------------------------------
-def _page_mask(e: ir.Expr, store: PageStore) -> tuple[str, np.ndarray] | None:
-    """(column, pages that may match) for a single-column conjunct over constants."""
-    if isinstance(e, ir.And | ir.Or):
-        parts = [_page_mask(a, store) for a in e.args]
-        if any(p is None for p in parts) or len({p[0] for p in parts}) != 1:
-            return None
-        masks = [p[1] for p in parts]
-        combine = np.logical_and if isinstance(e, ir.And) else np.logical_or
-        return parts[0][0], combine.reduce(masks)
-    if isinstance(e, ir.Cmp) and isinstance(e.left, ir.Col) and isinstance(e.right, ir.Lit):
-        col, v = e.left.name, e.right.value
-        if v is None:
-            return col, np.zeros(store.column(col).n_pages, bool)
-        if isinstance(v, float) and not np.isfinite(v):
-            return None  # a page's max is +inf for a NaN too, which is above +inf: no pruning
-    elif isinstance(e, ir.InList) and isinstance(e.arg, ir.Col) and not e.negated:
-        col, v = e.arg.name, None
-    elif isinstance(e, ir.IsNull) and isinstance(e.arg, ir.Col):
-        col, v = e.arg.name, None
-    else:
+Pages = tuple[str, np.ndarray] | None
+
+
+@singledispatch
+def _page_mask(e: ir.Expr, store: PageStore) -> Pages:
+    """(column, pages that may match) for a single-column conjunct over constants (one
+    rule per node class); None where the zone maps cannot tell."""
+    return None
+
+
+def _combined(e: ir.And | ir.Or, store: PageStore, combine) -> Pages:
+    parts = [_page_mask(a, store) for a in e.args]
+    if any(p is None for p in parts) or len({p[0] for p in parts}) != 1:
         return None
+    return parts[0][0], combine.reduce([p[1] for p in parts])
+
+
+@_page_mask.register
+def _(e: ir.And, store: PageStore) -> Pages:
+    return _combined(e, store, np.logical_and)
+
+
+@_page_mask.register
+def _(e: ir.Or, store: PageStore) -> Pages:
+    return _combined(e, store, np.logical_or)
+
+
+def _zones(store: PageStore, col: str):
+    """Column ``col``'s meta and the slice of its pages in the store's zone maps."""
     c = store.column(col)
-    ids = slice(c.first_page, c.first_page + c.n_pages)
-    lo, hi, nulls = store.pages.zmin[ids], store.pages.zmax[ids], store.pages.nulls[ids]
-    if c.np_dtype.kind == "i" and c.kind != "float" and not isinstance(e, ir.IsNull):
-        # integers (ints, timestamps, dictionary codes): exact int64 zone maps, never floats,
-        # which round from 2**53 on
+    return c, slice(c.first_page, c.first_page + c.n_pages)
+
+
+def _integer_zones(c) -> bool:
+    """Whether column ``c`` has integer zone maps (ints, timestamps, dictionary codes):
+    exact int64 ones, never floats, which round from 2**53 on."""
+    return c.np_dtype.kind == "i" and c.kind != "float"
+
+
+@_page_mask.register
+def _(e: ir.Cmp, store: PageStore) -> Pages:
+    if not (isinstance(e.left, ir.Col) and isinstance(e.right, ir.Lit)):
+        return None
+    col, v = e.left.name, e.right.value
+    if v is None:
+        return col, np.zeros(store.column(col).n_pages, bool)
+    if isinstance(v, float) and not np.isfinite(v):
+        return None  # a page's max is +inf for a NaN too, which is above +inf: no pruning
+    c, ids = _zones(store, col)
+    if _integer_zones(c):
         zones = _int_zones(store, c, ids)
         if zones is None:
             return None
         m = _int_mask(e, *zones)
-        if isinstance(e, ir.InList) or e.op == "=":
-            m = _with_value_sets(m, store, col, [x.value for x in e.values]
-                                 if isinstance(e, ir.InList) else [v])
-        return col, m
-    if isinstance(e, ir.IsNull):
-        in_page = np.full(c.n_pages, c.rows_per_page)
-        if c.n_pages:  # the last page holds the rest (an empty table has no page)
-            in_page[-1] = store.rows - (c.n_pages - 1) * c.rows_per_page
-        return col, (nulls < in_page) if e.negated else (nulls > 0)
-    if isinstance(e, ir.InList):
-        vals = np.array([float(x.value) for x in e.values if x.value is not None], np.float64)
-        if np.isnan(vals).any():
-            return None  # a page holding NaN has no bound that NaN lies within
-        m = _any_within(np.unique(vals), lo, hi)
-        return col, _with_value_sets(m, store, col, [lit.value for lit in e.values])
-    op = e.op
-    if op == "=":
+        return col, _with_value_sets(m, store, col, [v]) if e.op == "=" else m
+    lo, hi = store.pages.zmin[ids], store.pages.zmax[ids]
+    if e.op == "=":
         return col, _with_value_sets((lo <= v) & (v <= hi), store, col, [v])
     return col, {
         "<": lo < v, "<=": lo <= v, ">": hi > v, ">=": hi >= v,
         "<>": ~((lo == v) & (hi == v)),
-    }[op]
+    }[e.op]
+
+
+@_page_mask.register
+def _(e: ir.InList, store: PageStore) -> Pages:
+    if not isinstance(e.arg, ir.Col) or e.negated:
+        return None
+    col = e.arg.name
+    c, ids = _zones(store, col)
+    values = [x.value for x in e.values]
+    if _integer_zones(c):
+        zones = _int_zones(store, c, ids)
+        if zones is None:
+            return None
+        return col, _with_value_sets(_int_mask(e, *zones), store, col, values)
+    lo, hi = store.pages.zmin[ids], store.pages.zmax[ids]
+    vals = np.array([float(x) for x in values if x is not None], np.float64)
+    if np.isnan(vals).any():
+        return None  # a page holding NaN has no bound that NaN lies within
+    return col, _with_value_sets(_any_within(np.unique(vals), lo, hi), store, col, values)
+
+
+@_page_mask.register
+def _(e: ir.IsNull, store: PageStore) -> Pages:
+    if not isinstance(e.arg, ir.Col):
+        return None
+    col = e.arg.name
+    c, ids = _zones(store, col)
+    nulls = store.pages.nulls[ids]
+    in_page = np.full(c.n_pages, c.rows_per_page)
+    if c.n_pages:  # the last page holds the rest (an empty table has no page)
+        in_page[-1] = store.rows - (c.n_pages - 1) * c.rows_per_page
+    return col, (nulls < in_page) if e.negated else (nulls > 0)
 
 
 def _int_zones(store: PageStore, c, ids: slice) -> tuple[np.ndarray, np.ndarray] | None:
