@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 from sqlglot import exp
 
-from bamql.errors import PlanError
+from bamql.errors import TREE_ONLY, PlanError
 from bamql.planner import ir
 from bamql.planner.domains import key_domain, n_slots, strides
 from bamql.planner.domains import slots as group_slots
@@ -322,8 +322,8 @@ class JoinTranslator(Translator):
         if not isinstance(on, exp.EQ):
             what = "OR" if isinstance(on, exp.Or) else "AND" if isinstance(on, exp.And) else \
                 type(on).__name__.upper()
-            raise self.fail(f"JOIN ... ON must be one equality <fact column> = {alias}.<key>, "
-                            f"not {what}", on)
+            raise self.fail(f"JOIN ... ON {what} (not one equality <fact column> = "
+                            f"{alias}.<key>) {TREE_ONLY}", on)
         sides = [x.this if isinstance(x, exp.Paren) else x for x in (on.this, on.expression)]
         if not all(isinstance(x, exp.Column) for x in sides):
             raise self.fail("JOIN ... ON must compare two columns", on)
@@ -336,8 +336,7 @@ class JoinTranslator(Translator):
         fm, dm = self.fact_cols[fact_key], dim.metas[dim_key]
         if fm.kind != "int" or fm.scale or fm.sql_type is not None:
             what = fm.sql_type or f"{fm.kind} column"
-            raise self.fail(f"join key {fact_key!r} is a {what}; bamql joins on an "
-                            "integer column", on)
+            raise self.fail(f"a join key that is a {what} ({fact_key!r}) {TREE_ONLY}", on)
         if dm.kind != "int":
             raise self.fail(f"join key {alias}.{dim_key} is a {dm.kind} column; bamql joins on "
                             "an integer key", on)

@@ -217,3 +217,9 @@ SELECT * RENAME (fare_amount AS f) FROM trips WHERE total_amount > 200 ORDER BY 
 SELECT f, COUNT(*) FROM (SELECT * RENAME (fare_amount AS f) FROM trips) GROUP BY f ORDER BY 2 DESC, 1 LIMIT 5;
 SELECT DISTINCT ON (vendor_id) *, fare_amount AS f FROM trips ORDER BY 1, 2, 3, f;
 SELECT DISTINCT ON (1) * FROM trips ORDER BY 1, pickup_datetime, dropoff_datetime, fare_amount, trip_distance;
+-- joins of the stored trips with zones on OR, inequalities, AND of two keys and a DOUBLE key (the plan tree's join)
+SELECT COUNT(*) FROM trips t JOIN zones z ON t.pickup_location_id = z.LocationID OR t.dropoff_location_id = z.LocationID;
+SELECT COUNT(*) FROM trips t JOIN zones z ON t.pickup_location_id > z.LocationID;
+SELECT COUNT(*) FROM trips t JOIN zones z ON t.trip_distance = z.LocationID;
+SELECT z.Borough, COUNT(*), SUM(t.fare_amount) FROM trips t LEFT JOIN zones z ON t.trip_distance = z.LocationID GROUP BY 1 ORDER BY 1 NULLS FIRST;
+SELECT z.Borough, COUNT(*) FROM trips t JOIN zones z ON t.pickup_location_id = z.LocationID AND t.dropoff_location_id = z.LocationID GROUP BY 1 ORDER BY 1;

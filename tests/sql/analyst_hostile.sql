@@ -47,3 +47,6 @@ SELECT k, AVG(ts), AVG(dt), AVG(nul_ts) FROM hostile GROUP BY k ORDER BY k;
 SELECT AVG(ts) FILTER (WHERE ts < '1970-01-01'), AVG(DISTINCT dt) FROM hostile;
 SELECT date_trunc('decade', ts) AS d, date_trunc('century', dt) AS c, date_trunc('millennium', ts) AS m, COUNT(*) FROM hostile GROUP BY 1, 2, 3 ORDER BY 1, 2, 3;
 SELECT COUNT(*) FROM hostile WHERE starts_with(s, NULL) IS NULL;
+-- joins on DOUBLE keys over NaN, -0.0 and NULL; an inequality join
+SELECT COUNT(*), COUNT(a.fx) FROM hostile a JOIN hostile b ON a.fx = b.fx;
+SELECT a.k, COUNT(*) FROM hostile a JOIN hostile b ON a.k = b.k AND a.fx > b.fx GROUP BY a.k ORDER BY a.k;

@@ -32,9 +32,6 @@ SELECT COUNT(*) FROM trips WHERE pickup_datetime > TIMESTAMP 'not a time';
 -- select-list aliases inside a HAVING comparison (DuckDB resolves them; bamql refuses)
 SELECT AVG(fare_amount) FROM trips WHERE '' IN;
 ;
-SELECT COUNT(*) FROM trips t JOIN zones z ON t.pickup_location_id = z.LocationID OR t.dropoff_location_id = z.LocationID;
-SELECT COUNT(*) FROM trips t JOIN zones z ON t.pickup_location_id > z.LocationID;
-SELECT COUNT(*) FROM trips t JOIN zones z ON t.trip_distance = z.LocationID;
 SELECT z.Zone, COUNT(*) FROM trips t JOIN zones z ON t.pickup_location_id = z.LocationID GROUP BY z.Borough;
 SELECT COUNT(*) FROM zones
 SELECT SUM(CASE WHEN vendor_id = 1 THEN 'a' ELSE 'b' END) FROM trips;
