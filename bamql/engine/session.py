@@ -358,7 +358,11 @@ class Session:
             return None
         from bamql.storage.filecache import cached_table
 
-        store = cached_table(dim.table.select(list(dim.metas)), self.config.file_cache_dir)
+        try:
+            store = cached_table(dim.table.select(list(dim.metas)), self.config.file_cache_dir)
+        except StoreError:  # values a store cannot hold (the smallest BIGINT, its NULL mark):
+            return None  # the plan tree reads the registered table as it is
+
         table = f"mem_{store.name.removeprefix('mem-')}"
         with self._lock:
             if table not in self._files:

@@ -273,9 +273,8 @@ class JoinTranslator(Translator):
 
     def unknown_table(self, t: exp.Table) -> PlanError:
         if self._dim(t.name) is not None:
-            return self.fail(f"table {t.name!r} is a registered dimension table: it can only be "
-                             f"joined to a stored table (FROM trips t JOIN {t.name} d ON "
-                             "t.<column> = d.<key>)", t)
+            return self.fail(f"the registered table {t.name!r} in FROM, which no store serves, "
+                             f"{TREE_ONLY}", t)
         return super().unknown_table(t)
 
     def bind(self, s: exp.Select) -> None:

@@ -136,3 +136,16 @@ def test_review_findings_are_one_line_errors(sql, words):
         c.register("v", V)
         with pytest.raises(PlanError, match=words):
             c.sql(sql)
+
+
+def test_a_registered_table_a_store_cannot_hold_is_read_by_the_tree():
+    """The smallest BIGINT is a store's NULL mark: a registered table holding it is read as
+    it is by the plan tree, as DuckDB reads it."""
+    t = pa.table({"x": pa.array([-2**63, 1, None, 2**63 - 1, -5], pa.int64()),
+                  "g": [1, 1, 2, 2, 1], "s": ["a", None, "b", "c", "a"]})
+    with bamql.connect(":memory:") as c:
+        c.register("v", t)
+        for sql in ("SELECT g, COUNT(*), MIN(x), MAX(x), COUNT(x) FROM v GROUP BY g ORDER BY g",
+                    "SELECT s, x FROM v WHERE x = -9223372036854775808 OR x IS NULL ORDER BY s",
+                    "SELECT SUM(x), COUNT(*) FROM v WHERE x > 0"):
+            assert_same_rows(c.sql(sql).rows(), duck_tables(sql, {"v": t}), ordered="ORDER BY" in sql)
