@@ -19,6 +19,7 @@ import pytest
 from bamql.engine.session import Session
 from bamql.errors import PlanError
 from bamql.storage.ingest import ingest
+from tests.reference import assert_same_rows, duck_tables
 
 DAYS = [dt.date(2019, 1, 5), None, dt.date(1969, 12, 31), dt.date(2019, 1, 1), dt.date(2024, 2, 29),
         dt.date(1900, 3, 1), dt.date(2019, 1, 5), None, dt.date(2100, 12, 31), dt.date(1970, 1, 1)]
@@ -170,14 +171,18 @@ def test_dates_and_timestamps_of_files_unite_as_timestamps(session, duck, tmp_pa
     _same(session.sql(sql).to_arrow(), duckdb.sql(sql).to_arrow_table())
 
 
-def test_a_date_join_key_is_refused_in_one_line(tmp_path, d):
-    """A registered table joined on a DATE: refused in one line, as on a TIMESTAMP."""
+def test_a_date_join_key_joins_in_the_plan_tree(tmp_path, d):
+    """A registered table joined on a DATE: the kernels' joins take integer keys only, so
+    the plan tree's join answers, as DuckDB."""
     ingest([str(d / "d.parquet")], tmp_path / "db" / "t")
     s = Session(tmp_path / "db", device="cpu")
     try:
         s.register("r", _table())
-        with pytest.raises(PlanError, match="DATE"):
-            s.sql("SELECT t.x FROM t JOIN r ON t.d = r.d")
+        sql = "SELECT t.x, r.d FROM t JOIN r ON t.d = r.d"
+        ours = s.sql(sql).rows()
+        assert ours
+        assert_same_rows(ours, duck_tables(sql, {"t": pq.read_table(d / "d.parquet"),
+                                                               "r": _table()}), ordered=False)
     finally:
         s.close()
 
