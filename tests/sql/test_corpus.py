@@ -46,7 +46,7 @@ from tests.sql.corpus import (
 
 QUERIES = load_queries()
 #: a multiple of 3: the sample's queries are among the third of the corpus that the slow
-#: run's matrix (``PLAN``) checks (90: about 15 queries of each schema on each data set of
+#: run's matrix (``PLAN``) checks (87: about 15 queries of each schema on each data set of
 #: the two main ones, and at least one on every other, in the default run's time)
 SAMPLE_EVERY = 87
 REFUSED = load_queries(include_refused=True)
