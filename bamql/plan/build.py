@@ -338,6 +338,9 @@ class Builder:
         lim, off = _arg(s, "limit"), _arg(s, "offset")
         if lim is None and off is None:
             return node
+        if lim is not None and lim.args.get("limit_options") is not None and \
+                lim.args["limit_options"].args.get("percent"):
+            raise PlanError("LIMIT ... % (a share of the rows) is not supported")
         return n.Limit(node, self._count(lim, "LIMIT"), self._count(off, "OFFSET") or 0)
 
     @staticmethod
@@ -373,6 +376,9 @@ class Builder:
             drop = {c.name.lower() for c in star.args.get("except_") or ()}
             swap = {a.alias.lower(): a for a in star.args.get("replace") or ()}
             renamed = {a.this.name.lower(): a.alias for a in star.args.get("rename") or ()}
+            if set(renamed) & set(swap):
+                raise PlanError(f"{x.sql(dialect=D)}: a column cannot be both replaced and "
+                                "renamed")
             hit = [(q, nm) for q, nm in cols if not nm.startswith("__")
                    and (not star_q or (q or "").lower() == star_q.lower())]
             missing = sorted((drop | set(swap) | set(renamed)) - {nm.lower() for _, nm in hit})

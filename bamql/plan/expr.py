@@ -69,8 +69,6 @@ def resolve(cols: tuple[ColName, ...], c: exp.Column) -> int | None:
     """The index of the column ``c`` names in ``cols``; None where it names none; an
     ambiguous name is an error."""
     hits = find(cols, c.name, c.table or None)
-    if len(hits) > 1 and cols[hits[0]][0] is not None and len({cols[i][0] for i in hits}) == 1:
-        return hits[0]  # a name twice in one table (t(a, b) renamed onto another): the first
     if len(hits) > 1:
         raise PlanError(f"column reference {c.sql(dialect='duckdb')!r} is ambiguous")
     return hits[0] if hits else None
@@ -595,8 +593,15 @@ def _intdiv(ev: Evaluator, e) -> Value:
         xv = x.fill_null(0).to_numpy(zero_copy_only=False)
         yv = y.fill_null(1).to_numpy(zero_copy_only=False).copy()
         yv[yv == 0] = 1
-        q = (np.abs(xv) // np.abs(yv)) * np.sign(xv) * np.sign(yv)  # truncated, as DuckDB
-        return pa.array(q, pa.int64(), mask=~ok.to_numpy(zero_copy_only=False))
+        okv = ok.to_numpy(zero_copy_only=False)
+        if np.any(okv & (xv == np.iinfo(np.int64).min) & (yv == -1)):
+            from bamql.errors import OutOfRangeError
+
+            raise OutOfRangeError(f"Overflow in division: {e.sql(dialect='duckdb')[:80]}")
+        with np.errstate(over="ignore"):
+            q = xv // yv  # floored; truncated toward zero, as DuckDB, where the signs differ
+            q = q + ((xv % yv != 0) & ((xv < 0) != (yv < 0)))
+        return pa.array(q, pa.int64(), mask=~okv)
     # DuckDB: // of doubles divides
     return pc.divide(a.cast(pa.float64(), safe=False), b.cast(pa.float64(), safe=False))
 
@@ -846,6 +851,11 @@ def _like(ev: Evaluator, e, ignore_case: bool) -> Value:
     return pc.match_like(s, pat, ignore_case=ignore_case)
 
 
+def _negated(e, v: Value) -> Value:
+    """``v``, the value of ``e``, negated where ``e`` is a NOT LIKE (NULL stays NULL)."""
+    return pc.invert(v) if e.args.get("negate") else v
+
+
 def _like_regex(pattern: str, ignore_case: bool) -> re.Pattern:
     """A LIKE pattern (``%`` any string, ``_`` one character, no escape) as a regex."""
     body = "".join(".*" if ch == "%" else "." if ch == "_" else re.escape(ch) for ch in pattern)
@@ -868,12 +878,12 @@ def _like_rows(s: Value, p: pa.Array, ignore_case: bool) -> pa.Array:
 
 @handles(exp.Like)
 def _like_h(ev, e):
-    return _like(ev, e, False)
+    return _negated(e, _like(ev, e, False))
 
 
 @handles(exp.ILike)
 def _ilike_h(ev, e):
-    return _like(ev, e, True)
+    return _negated(e, _like(ev, e, True))
 
 
 # -- conditionals ------------------------------------------------------------------------
@@ -1390,7 +1400,12 @@ def _trunc(unit: str, v: Value) -> Value:
     if unit == "week":
         return pc.floor_temporal(v, unit="week", week_starts_monday=True)
     if unit in _YEARS:  # DuckDB: the year rounded down to a multiple of the unit's years
-        return pc.floor_temporal(v, multiple=_YEARS[unit], unit="year", calendar_based_origin=True)
+        out = pc.floor_temporal(v, multiple=_YEARS[unit], unit="year", calendar_based_origin=True)
+        first = pc.min(pc.year(out)).as_py() if len(out) else None
+        if first is not None and first < 1:
+            raise PlanError(f"date_trunc({unit!r}) of a year before {_YEARS[unit]} is year 0 "
+                            "(1 BC), which is not supported")
+        return out
     if unit not in ("microsecond", "millisecond", "second", "minute", "hour", "day", "month",
                     "quarter", "year"):
         raise PlanError(f"date_trunc({unit!r}) is not supported")

@@ -192,8 +192,20 @@ class Alias(Node):
 
     @property
     def cols(self) -> tuple[ColName, ...]:
-        # t(a, b) renames the first columns by position; the others keep their names
+        # t(a, b) renames the first columns by position; the others keep their names, but
+        # a name met again (any case) becomes name_1, name_2, ... as in DuckDB
         names = self.names + tuple(n for _, n in self.child.cols[len(self.names):])
+        if self.names:
+            seen: set[str] = set()
+            out = []
+            for name in names:
+                new, k = name, 0
+                while new.lower() in seen:
+                    k += 1
+                    new = f"{name}_{k}"
+                seen.add(new.lower())
+                out.append(new)
+            names = tuple(out)
         return tuple((self.qual, n) for n in names)
 
 

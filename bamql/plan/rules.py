@@ -298,10 +298,8 @@ def prune_scans(node: n.Node, mentioned: frozenset[str] | None) -> n.Node:
     every column, for a ``*``)."""
     if mentioned is None:
         return node
-    if isinstance(node, n.Alias) and node.names:  # t(a, b): a name means a column below
-        below = node.child.cols
-        mentioned = mentioned | {below[i][1].lower() for i, name in enumerate(node.names)
-                                 if name.lower() in mentioned}
+    if isinstance(node, n.Alias) and node.names:  # t(a, b) names columns by position:
+        return node  # every column below stays
     kids = tuple(prune_scans(c, mentioned) for c in node.children)
     if kids:
         node = node.with_children(*kids)

@@ -103,6 +103,9 @@ def clause_count(t: Translator, s: exp.Select, arg: str) -> int | None:
     if node is None:
         return None
     n = node.expression
+    options = node.args.get("limit_options")
+    if options is not None and options.args.get("percent"):
+        raise t.fail(f"{arg.upper()} ... % (a share of the rows) is not supported", node)
     if not isinstance(n, exp.Literal) and not any(n.find_all(exp.Column, exp.Select)):
         raise t.fail(f"{arg.upper()} of an expression {TREE_ONLY}", node)
     if not (isinstance(n, exp.Literal) and not n.is_string and n.this.isdigit()):

@@ -15,7 +15,7 @@ from typing import Protocol
 
 from sqlglot import exp
 
-from bamql.errors import PlanError
+from bamql.errors import TREE_ONLY, PlanError
 from bamql.planner import ir
 from bamql.storage.format import ColumnMeta
 from bamql.storage.sqltypes import parse_decimal
@@ -75,6 +75,8 @@ def scalar(t: ExprTranslator, node: exp.Expression, sub: Sub) -> ir.Expr:
     if isinstance(node, exp.TimestampTrunc):
         unit = node.args.get("unit")
         name = (unit.name if unit is not None else "").lower()
+        if name in ("decade", "century", "millennium"):  # the plan tree's
+            raise t.fail(f"date_trunc('{name}', ...) {TREE_ONLY}", node)
         if name not in tuple(ir.TruncUnit):
             raise t.fail(f"date_trunc('{name}', ...) is not supported (units: "
                          f"{', '.join(ir.TruncUnit)})", node)

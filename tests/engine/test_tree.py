@@ -149,3 +149,44 @@ def test_a_registered_table_a_store_cannot_hold_is_read_by_the_tree():
                     "SELECT s, x FROM v WHERE x = -9223372036854775808 OR x IS NULL ORDER BY s",
                     "SELECT SUM(x), COUNT(*) FROM v WHERE x > 0"):
             assert_same_rows(c.sql(sql).rows(), duck_tables(sql, {"v": t}), ordered="ORDER BY" in sql)
+
+
+T4 = pa.table({"a": pa.array([1, 2], pa.int64()), "b": [1.5, 2.5], "c": ["x", "y"],
+               "d": pa.array([10, 20], pa.int64())})
+L = pa.table({"s": ["abc", "xyz", None, "a.c"], "p": ["a%", "a%", "a%", "a_c"]})
+M = pa.table({"v": pa.array([-2**63, -5, 7, -7, 6], pa.int64())})
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT s, s NOT LIKE p, s NOT ILIKE p FROM l",  # a review's findings, each a wrong answer
+    "SELECT s FROM l WHERE s NOT LIKE 'a' || '%'",
+    "SELECT * FROM t s(c)",  # a renamed column's name met again is c_1
+    "SELECT * FROM t s(d, c)",
+    "SELECT * FROM t s(x, x)",
+    "SELECT * FROM (SELECT a, d FROM t) s(d)",
+    "WITH c(d) AS (SELECT a, d FROM t) SELECT * FROM c",
+    "SELECT SUM(z) FROM t s(z, b2, c2, d2) WHERE d2 > 15",  # names by position, none pruned
+    "SELECT a FROM t s(a, a2)",
+    "SELECT v // 2, v // 3, v // -2 FROM m",  # the smallest BIGINT, truncated toward zero
+])
+def test_review_findings_of_session_50_answer_as_duckdb(sql):
+    with bamql.connect(":memory:") as c:
+        for name, tbl in (("t", T4), ("l", L), ("m", M)):
+            c.register(name, tbl)
+        r = c.sql(sql)
+        assert_same_rows(r.rows(), duck_tables(sql, {"t": T4, "l": L, "m": M}), ordered=False)
+        if sql.startswith("SELECT * FROM t s(c)"):
+            assert r.table.column_names == ["c", "b", "c_1", "d"]
+
+
+@pytest.mark.parametrize("sql, words", [
+    ("SELECT a FROM t LIMIT 10 %", "a share of the rows"),
+    ("SELECT v // -1 FROM m", "Overflow in division"),
+    ("SELECT * REPLACE (a * 2 AS a) RENAME (a AS aa) FROM t", "both replaced and renamed"),
+])
+def test_review_findings_of_session_50_are_one_line_errors(sql, words):
+    with bamql.connect(":memory:") as c:
+        c.register("t", T4)
+        c.register("m", M)
+        with pytest.raises(bamql.BamqlError, match=words):
+            c.sql(sql)
