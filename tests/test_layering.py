@@ -19,8 +19,8 @@ ROOT = Path(bamql.__file__).parent
 #: Modules that import nothing of bamql but each other.
 BASE = {"bamql.config", "bamql.errors", "bamql.lru"}
 #: Small helpers every layer may use: they import only the base.
-HELPERS = {"bamql.exactfloat", "bamql.intmath", "bamql.lazyjit", "bamql.lazynames", "bamql.parallel",
-           "bamql.progress", "bamql.queries", "bamql.secretkey"}
+HELPERS = {"bamql.exactfloat", "bamql.intmath", "bamql.lazyjit", "bamql.lazynames", "bamql.likes",
+           "bamql.parallel", "bamql.progress", "bamql.queries", "bamql.secretkey"}
 
 #: What each layer may import (besides itself).
 MAY_IMPORT = {

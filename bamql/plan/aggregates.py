@@ -14,7 +14,7 @@ from sqlglot import exp
 
 from bamql.errors import PlanError
 from bamql.plan import nodes as n
-from bamql.plan.expr import Evaluator, Rel, canonical
+from bamql.plan.expr import Evaluator, Rel, canonical, is_number_type
 from bamql.plan.interpolate import decimal_between_one
 
 D = "duckdb"
@@ -42,7 +42,7 @@ def _numeric(v: pa.Array, what: str) -> pa.Array:
     t = v.type
     if pa.types.is_boolean(t) or pa.types.is_null(t):
         return v.cast(pa.int64()) if pa.types.is_boolean(t) else v.cast(pa.float64())
-    if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)):
+    if not is_number_type(t):
         raise PlanError(f"{what}() needs numbers, got {t}")
     return v
 
@@ -103,7 +103,7 @@ def spec(a: exp.Expression, ev: Evaluator) -> Spec:
               exp.First: "first", exp.AnyValue: "first", exp.LogicalAnd: "all",
               exp.LogicalOr: "any"}
     if isinstance(a, exp.Avg) and (pa.types.is_timestamp(v.type) or pa.types.is_date(v.type)):
-        # DuckDB: the exact mean of the instants, truncated toward zero to the unit; a DATE's
+        # DuckDB: the exact mean of the instants in whole ticks (``_instant_mean``); a DATE's
         # as a TIMESTAMP of its midnight
         t = v.type if pa.types.is_timestamp(v.type) else pa.timestamp("us")
         ticks = v.cast(t).cast(pa.int64()).cast(pa.decimal256(40, 0))

@@ -8,7 +8,6 @@ qualified name of each column). Values are Arrow arrays, or scalars that broadca
 from __future__ import annotations
 
 import datetime as dt
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -18,6 +17,7 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from bamql.errors import PlanError
+from bamql.likes import like_matcher
 from bamql.plan.types import CAST_TYPES
 
 Value = pa.Array | pa.Scalar
@@ -248,7 +248,7 @@ class Evaluator:
         if not pa.types.is_boolean(v.type):
             if pa.types.is_null(v.type):
                 return pa.array(np.zeros(len(v), bool))
-            if not _numeric_type(v.type):
+            if not is_number_type(v.type):
                 raise PlanError(f"a condition must be true or false, not a {_tname(v.type)}: "
                                 f"{e.sql(dialect='duckdb')}")
             v = truth(v)
@@ -554,10 +554,15 @@ def _decimal_sum(op: str, a: Value, b: Value, e) -> Value:
                               "of more than 38 digits") from None
 
 
+def is_number_type(t: pa.DataType) -> bool:
+    """Whether ``t`` is a SQL number: an integer, a float or a DECIMAL."""
+    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
+
+
 def _check_numbers(a: Value, b: Value, e) -> None:
     for v in (a, b):
         t = v.type
-        if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)):
+        if not is_number_type(t):
             raise PlanError(f"arithmetic needs numbers, got a {_tname(t)} value in "
                             f"{e.sql(dialect='duckdb')[:80]}")
 
@@ -718,21 +723,16 @@ _HANDLERS[exp.LT] = _cmp("less")
 _HANDLERS[exp.LTE] = _cmp("less_equal")
 
 
-def _numeric_type(t: pa.DataType) -> bool:
-    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
-
-
 def truth(v: Value) -> Value:
     """A number as the condition DuckDB casts it to: true where it is not zero (NaN is
     true, -0.0 false), NULL where it is NULL."""
-    return pc.not_equal(v, pa.scalar(0, v.type) if not pa.types.is_decimal(v.type) else
-                        pa.scalar(0).cast(v.type))
+    return pc.not_equal(v, pa.scalar(0).cast(v.type))
 
 
 def _bool_arg(v: Value, e) -> Value:
     if pa.types.is_null(v.type):
         return pa.scalar(None, pa.bool_()) if isinstance(v, pa.Scalar) else v.cast(pa.bool_())
-    if _numeric_type(v.type):
+    if is_number_type(v.type):
         return truth(v)
     if not pa.types.is_boolean(v.type):
         raise PlanError(f"AND, OR and NOT take conditions, not a {_tname(v.type)}: "
@@ -856,23 +856,18 @@ def _negated(e, v: Value) -> Value:
     return pc.invert(v) if e.args.get("negate") else v
 
 
-def _like_regex(pattern: str, ignore_case: bool) -> re.Pattern:
-    """A LIKE pattern (``%`` any string, ``_`` one character, no escape) as a regex."""
-    body = "".join(".*" if ch == "%" else "." if ch == "_" else re.escape(ch) for ch in pattern)
-    return re.compile(body, re.DOTALL | (re.IGNORECASE if ignore_case else 0))
-
-
 def _like_rows(s: Value, p: pa.Array, ignore_case: bool) -> pa.Array:
     """``s LIKE p`` row by row, where each row has its own pattern."""
     texts = broadcast(s, len(p)).to_pylist()
-    seen: dict[str, re.Pattern] = {}
+    tests: dict[str, Callable[[str], bool]] = {}
     out = []
     for x, pat in zip(texts, p.to_pylist(), strict=True):
         if x is None or pat is None:
             out.append(None)
             continue
-        rx = seen.get(pat) or seen.setdefault(pat, _like_regex(pat, ignore_case))
-        out.append(rx.fullmatch(x) is not None)
+        if pat not in tests:
+            tests[pat] = like_matcher(pat, None, ignore_case)
+        out.append(tests[pat](x))
     return pa.array(out, pa.bool_())
 
 
@@ -1401,7 +1396,8 @@ def _trunc(unit: str, v: Value) -> Value:
         return pc.floor_temporal(v, unit="week", week_starts_monday=True)
     if unit in _YEARS:  # DuckDB: the year rounded down to a multiple of the unit's years
         out = pc.floor_temporal(v, multiple=_YEARS[unit], unit="year", calendar_based_origin=True)
-        first = pc.min(pc.year(out)).as_py() if len(out) else None
+        years = pc.year(out)
+        first = (years if isinstance(years, pa.Scalar) else pc.min(years)).as_py()
         if first is not None and first < 1:
             raise PlanError(f"date_trunc({unit!r}) of a year before {_YEARS[unit]} is year 0 "
                             "(1 BC), which is not supported")

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from bamql.lazyjit import njit
-from bamql.plan.expr import canonical
+from bamql.plan.expr import canonical, is_number_type
 
 #: The most partitions times ``k`` whose thresholds are kept (doubles): past it the window
 #: runs over every row.
@@ -64,7 +64,7 @@ def order_code(a: pa.Array, desc: bool, nulls_first: bool) -> np.ndarray | None:
         a = a.cast(pa.int8())
     elif pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t):
         a = pc.rank(a, sort_keys="ascending", tiebreaker="dense")
-    elif not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)):
+    elif not is_number_type(t):
         return None
     x = pc.cast(a, pa.float64(), safe=False).fill_null(0.0).to_numpy(zero_copy_only=False)
     x = np.where(np.isnan(x), np.inf, x)  # NaN above every number: tied with +inf

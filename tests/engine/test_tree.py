@@ -168,6 +168,7 @@ M = pa.table({"v": pa.array([-2**63, -5, 7, -7, 6], pa.int64())})
     "SELECT SUM(z) FROM t s(z, b2, c2, d2) WHERE d2 > 15",  # names by position, none pruned
     "SELECT a FROM t s(a, a2)",
     "SELECT v // 2, v // 3, v // -2 FROM m",  # the smallest BIGINT, truncated toward zero
+    "SELECT date_trunc('decade', TIMESTAMP '2019-05-01 10:00'), s ILIKE upper(p) FROM l",
 ])
 def test_review_findings_of_session_50_answer_as_duckdb(sql):
     with bamql.connect(":memory:") as c:

@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 
 from bamql.errors import PlanError
+from bamql.likes import fold, like_matcher
 from bamql.planner import ir
 from bamql.planner.evaluate import evaluate
-from bamql.planner.strings import codes_condition, fold, like_matcher
+from bamql.planner.strings import codes_condition
 from bamql.planner.translate import translate
 from bamql.storage.format import ColumnMeta
 
