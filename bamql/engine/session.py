@@ -173,6 +173,8 @@ class Session:
         #: table: ``_bind_files`` leaves them as they are without parsing them again
         self._plain: LRU = LRU(256)
         self._registered_gen = 0  # counts register() and unregister() calls (``_plain``)
+        #: registered tables no store can hold, as (name, register() count): read by the tree
+        self._unstorable: set[tuple[str, int]] = set()
         #: small stored tables read whole to be joined as dimension tables (``_dims_for``)
         self._stored_dims: dict[str, Dimension] = {}
         self._plans: LRU = LRU(256)  # (IR, medium) -> plan of the table's first partition
@@ -358,10 +360,14 @@ class Session:
             return None
         from bamql.storage.filecache import cached_table
 
+        key = (name, self._registered_gen)
+        if key in self._unstorable:
+            return None
         try:
             store = cached_table(dim.table.select(list(dim.metas)), self.config.file_cache_dir)
         except StoreError:  # values a store cannot hold (the smallest BIGINT, its NULL mark):
-            return None  # the plan tree reads the registered table as it is
+            self._unstorable.add(key)  # the plan tree reads the registered table as it is
+            return None
 
         table = f"mem_{store.name.removeprefix('mem-')}"
         with self._lock:
