@@ -16,14 +16,14 @@ from bamql.errors import BamqlError, DeviceError, IngestError, PlanError, StoreE
 from bamql.lazynames import lazy_names
 
 if TYPE_CHECKING:
-    from bamql.engine import Session, col, connect, count
+    from bamql.api import Session, col, connect, count
 
 __version__ = "0.1.0"
 __all__ = ["BamqlError", "DeviceError", "IngestError", "PlanError", "Session", "StoreError",
            "col", "connect", "count"]
 
 #: the public names loaded on first use, by the module that defines them
-_LAZY = {"Session": "bamql.engine.session", "connect": "bamql.engine.connection",
-         "col": "bamql.engine.frame", "count": "bamql.engine.frame"}
+_LAZY = {"Session": "bamql.api.session", "connect": "bamql.api.connection",
+         "col": "bamql.api.frame", "count": "bamql.api.frame"}
 
 __getattr__, __dir__ = lazy_names(__name__, _LAZY, __all__, subpackages=True)

@@ -114,7 +114,7 @@ class Backend(_Choice):
 
 
 class Medium(_Choice):
-    """The storage the cost model plans for (its figures: ``planner.cost.MEDIA``)."""
+    """The storage the cost model plans for (its figures: ``physical.cost.MEDIA``)."""
 
     FILE = "file"  # a disk read by the CPU engine, slow at random reads
     QUEUE = "queue"  # the same disk with thousands of reads in flight (GPU file backend)

@@ -1,7 +1,7 @@
 """Exact numbers as their nearest doubles: Arrow decimals and integers to float64, correctly
 rounded (Arrow's own cast of a decimal is off by an ulp for about one value in seven). The
 store's scaled-integer encoding (``storage.decimals``), the plan tree's arithmetic
-(``plan.expr``) and registered tables' joins (``planner.joins``) read decimals through it."""
+(``plan.expr``) and registered tables' joins (``sql.joins``) read decimals through it."""
 
 from __future__ import annotations
 

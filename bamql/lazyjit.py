@@ -2,7 +2,7 @@
 
 numba takes a third of a second to import and more to load a cached function, so a module
 that only defines compiled helpers beside plain ones (``storage.packing``'s page sizes,
-``planner.ranges``' row ranges) would make every command that touches it pay for numba,
+``physical.ranges``' row ranges) would make every command that touches it pay for numba,
 even one that never runs a helper (``bamql sql ... "SELECT count(*) ..."``, answered from
 the table's metadata). Decorated with :func:`njit` from here instead, a function is a
 :class:`LazyJit` until its first call (or first look at a dispatcher attribute), which

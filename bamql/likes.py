@@ -1,6 +1,6 @@
 """LIKE patterns as DuckDB matches them: ``%`` any string, ``_`` one code point, an optional
 escape character; ILIKE lowers each code point as DuckDB does. Used where strings are tested
-one by one: a dictionary's entries (``planner.strings``) and rows that each have their own
+one by one: a dictionary's entries (``sql.strings``) and rows that each have their own
 pattern (``plan.expr``)."""
 
 from __future__ import annotations

@@ -170,8 +170,8 @@ def session(tmp_path):
     modules that query a store define their own ``session``. On a GPU machine
     ``BAMQL_TEST_DEVICE=gpu`` (and ``BAMQL_TEST_BACKEND``) runs the same tests on the GPU
     engine."""
+    from bamql.api.session import Session
     from bamql.config import Config
-    from bamql.engine.session import Session
 
     s = Session(config=Config(device=os.environ.get("BAMQL_TEST_DEVICE", "cpu"),
                               backend=os.environ.get("BAMQL_TEST_BACKEND") or None,

@@ -107,8 +107,8 @@ def test_names_are_their_strings():
 
 
 def test_the_cost_model_media_are_the_medium_names():
-    from bamql.planner.cost import MEDIA
-    from bamql.planner.cost import Medium as Figures
+    from bamql.physical.cost import MEDIA
+    from bamql.physical.cost import Medium as Figures
 
     assert list(MEDIA) == list(Medium) and all(isinstance(k, Medium) for k in MEDIA)
     assert Figures("file", 1.0, 1.0).name is Medium.FILE
@@ -117,7 +117,7 @@ def test_the_cost_model_media_are_the_medium_names():
 
 
 def test_plans_use_the_enums(taxi_store):
-    from bamql.planner.physical import DISK_MEDIA
+    from bamql.physical.planning import DISK_MEDIA
 
     assert DISK_MEDIA == (Medium.FILE, Medium.QUEUE, Medium.NVCOMP)
     with bamql.connect(taxi_store, device="cpu") as con:
@@ -277,7 +277,7 @@ def test_connect_checks_every_setting(taxi_store):
 
 
 def test_a_session_takes_a_config_or_keywords(taxi_store):
-    from bamql.engine.session import Session
+    from bamql.api.session import Session
 
     with Session(taxi_store, config=Config(device="cpu", medium="cached")) as s:
         assert s.device is Device.CPU and s._medium() is Medium.CACHED
@@ -286,7 +286,7 @@ def test_a_session_takes_a_config_or_keywords(taxi_store):
 
 
 def test_the_cli_reads_sizes_the_same_way():
-    from bamql.cli import build_parser
+    from bamql.cli.main import build_parser
 
     p = build_parser()
     for text, want in (("4KiB", 4096), ("4096", 4096), ("512", 512), ("1MiB", 1 << 20)):
@@ -301,7 +301,7 @@ def test_the_cli_reads_sizes_the_same_way():
 ])
 def test_the_clis_floats_and_compress_are_the_enums_names(capsys, command, option, bad, good,
                                                           choices):
-    from bamql.cli import build_parser
+    from bamql.cli.main import build_parser
 
     p = build_parser()
     with pytest.raises(SystemExit):
@@ -314,7 +314,7 @@ def test_the_clis_floats_and_compress_are_the_enums_names(capsys, command, optio
 
 
 def test_a_bad_variable_is_one_line_from_the_cli(clean_env, capsys, tmp_path):
-    from bamql.cli import main
+    from bamql.cli.main import main
 
     clean_env.setenv("BAMQL_GPU_PREPARED", "sometimes")
     assert main(["verify", str(tmp_path / "none")]) == 1

@@ -39,22 +39,21 @@ def test_import_bamql_loads_no_heavy_package():
 
 
 def test_the_cli_parser_loads_no_heavy_package():
-    mods = loaded("import bamql.cli\nbamql.cli.build_parser().parse_args(['sql', 'SELECT 1'])")
+    mods = loaded("import bamql.cli.main\nbamql.cli.main.build_parser().parse_args(['sql', 'SELECT 1'])")
     assert heavy(mods) == set()
-    assert "bamql.engine.session" not in mods and "bamql.engine.server" not in mods
+    assert "bamql.api.session" not in mods and "bamql.server.flight" not in mods
 
 
 def test_lazy_names_are_the_engines_own():
     from bamql import Session, col, connect, count
-    from bamql.engine import connection, frame, session
-
+    from bamql.api import connection, frame, session
     assert (Session, connect) == (session.Session, connection.connect)
-    assert bamql.engine.connect is connect
+    assert bamql.api.connect is connect
     assert (col, count) == (frame.col, frame.count)
-    assert (bamql.engine.Session, bamql.engine.col) == (Session, col)
+    assert (bamql.api.Session, bamql.api.col) == (Session, col)
     assert set(bamql.__all__) <= set(dir(bamql))
-    assert bamql.planner.__name__ == "bamql.planner"  # a subpackage, as after its import
-    for module in (bamql, bamql.engine):
+    assert bamql.sql.__name__ == "bamql.sql"  # a subpackage, as after its import
+    for module in (bamql, bamql.api):
         with pytest.raises(AttributeError, match="no attribute 'nope'"):
             module.nope  # noqa: B018
 
@@ -62,20 +61,20 @@ def test_lazy_names_are_the_engines_own():
 def test_a_cpu_query_over_a_store_loads_only_what_it_uses(sample_store):
     where = "passenger_count > 2 AND fare_amount < 10"
     query = f"SELECT count(*) FROM trips WHERE {where}"
-    mods = loaded("from bamql.cli import main\n"
+    mods = loaded("from bamql.cli.main import main\n"
                   f"assert main(['sql', '--device', 'cpu', '--format', 'csv', {str(sample_store)!r}, "
                   f"{query!r}]) == 0\n")
     # the query ran: numba's kernels, pyarrow's result and sqlglot's parse are there ...
     assert {"numba", "pyarrow", "sqlglot"} <= mods
     # ... but nothing of the GPU, files in place, progress bars or the server, nor pandas
     # (which pyarrow's conversions between NumPy and Arrow would load: storage.arrownp)
-    for m in ("numba.cuda", "pyarrow.dataset", "pyarrow.flight", "rich", "bamql.engine.server",
+    for m in ("numba.cuda", "pyarrow.dataset", "pyarrow.flight", "rich", "bamql.server.flight",
               "pandas"):
         assert m not in mods, m
 
 
 def test_a_cpu_query_over_a_store_answers_as_duckdb(sample_store, capsys):
-    from bamql.cli import main
+    from bamql.cli.main import main
 
     where = "passenger_count > 2 AND fare_amount < 10"
     select = "count(*) AS n, sum(passenger_count) AS p, max(fare_amount) AS f"
@@ -93,20 +92,20 @@ KERNELS = {"numba", "llvmlite"}
 
 def test_a_count_over_a_store_loads_no_kernel_and_no_pandas(sample_store):
     # COUNT(*) and COUNT(column) of a whole table come from its metadata: no kernel runs
-    mods = loaded("from bamql.cli import main\n"
+    mods = loaded("from bamql.cli.main import main\n"
                   f"assert main(['sql', {str(sample_store)!r}, "
                   "'SELECT count(*), count(congestion_surcharge) FROM trips']) == 0\n")
     assert {"pyarrow", "sqlglot"} <= mods
     assert {m.split(".")[0] for m in mods} & (KERNELS | {"pandas"}) == set()
     for m in ("bamql.plan.build", "bamql.plan.rules", "bamql.plan.operators",
-              "bamql.engine.fileplan", "bamql.storage.inplace",
+              "bamql.exec.fileplan", "bamql.storage.inplace",
               "bamql.storage.ingest", "bamql.storage.nativeio", "pyarrow.parquet"):
         assert m not in mods, m
 
 
 def test_storage_and_the_session_import_without_numba():
-    mods = loaded("import bamql.engine.session, bamql.storage.store, bamql.storage.writer\n"
-                  "import bamql.planner.ranges, bamql.engine.leaves")
+    mods = loaded("import bamql.api.session, bamql.storage.store, bamql.storage.writer\n"
+                  "import bamql.physical.ranges, bamql.exec.leaves")
     assert {m.split(".")[0] for m in mods} & KERNELS == set()
 
 
@@ -156,14 +155,14 @@ ENGINE = {"numba", "llvmlite", "sqlglot", "pandas"}
 
 
 def test_the_thin_client_imports_flight_and_the_result_types_only():
-    mods = loaded("import bamql\nbamql.connect\nimport bamql.engine.remote_session")
+    mods = loaded("import bamql\nbamql.connect\nimport bamql.api.remote_session")
     assert "pyarrow.flight" in mods
     assert {m.split(".")[0] for m in mods} & ENGINE == set()
     ours = {m for m in mods if m.startswith("bamql.")}
-    assert ours <= {"bamql.errors", "bamql.config", "bamql.lazynames", "bamql.engine",
-                    "bamql.engine.connection",
-                    "bamql.engine.remote_session", "bamql.engine.wire", "bamql.engine.resultset",
-                    "bamql.engine.stats"}, ours
+    assert ours <= {"bamql.errors", "bamql.config", "bamql.lazynames", "bamql.api",
+                    "bamql.api.connection", "bamql.api.remote_session", "bamql.api.wire",
+                    "bamql.exec", "bamql.exec.resultset",  # the package's docstring alone
+                    "bamql.storage", "bamql.storage.iostats"}, ours  # its names load lazily
 
 
 def test_sql_with_a_server_loads_no_engine(sample_store, tmp_path):
@@ -182,7 +181,7 @@ def test_sql_with_a_server_loads_no_engine(sample_store, tmp_path):
     try:
         query = "SELECT count(*) AS n, max(fare_amount) AS f FROM trips"
         # as the command runs: main() with its own argv
-        code = ("import sys\nfrom bamql.cli import main\n"
+        code = ("import sys\nfrom bamql.cli.main import main\n"
                 f"sys.argv = ['bamql', 'sql', '--server', {url!r}, {query!r}, '--format', 'csv']\n"
                 "assert main() == 0\n")
         for _ in range(300):  # until the server answers
@@ -196,7 +195,7 @@ def test_sql_with_a_server_loads_no_engine(sample_store, tmp_path):
         mods = loaded(code)
         assert "pyarrow.flight" in mods
         assert {m.split(".")[0] for m in mods} & ENGINE == set()
-        assert "bamql.engine.session" not in mods and "bamql.engine.result" not in mods
+        assert "bamql.api.session" not in mods and "bamql.exec.result" not in mods
     finally:
         server.terminate()
         server.wait(timeout=60)
@@ -206,7 +205,7 @@ def test_bamql_sql_over_a_csv_loads_no_pandas():
     # pyarrow would import pandas to look for pandas objects among the values it converts;
     # the command holds none (arrownp.without_pandas)
     csv = SAMPLES[0]
-    code = ("import sys\nfrom bamql.cli import main\n"
+    code = ("import sys\nfrom bamql.cli.main import main\n"
             f"sys.argv = ['bamql', 'sql', \"SELECT avg(trip_distance) FROM '{csv}' "
             "WHERE passenger_count > 2\"]\nassert main() == 0\n")
     mods = loaded(code)
@@ -214,16 +213,16 @@ def test_bamql_sql_over_a_csv_loads_no_pandas():
 
 
 def test_the_version_is_looked_up_only_when_asked(monkeypatch, capsys):
-    import bamql.cli
+    import bamql.cli.main
 
     def looked_up():
         raise AssertionError("the version was looked up")
 
-    monkeypatch.setattr(bamql.cli, "_version", looked_up)
-    bamql.cli.build_parser().parse_args(["sql", "SELECT 1"])
-    monkeypatch.setattr(bamql.cli, "_version", lambda: "9.9")
+    monkeypatch.setattr(bamql.cli.main, "_version", looked_up)
+    bamql.cli.main.build_parser().parse_args(["sql", "SELECT 1"])
+    monkeypatch.setattr(bamql.cli.main, "_version", lambda: "9.9")
     with pytest.raises(SystemExit) as e:
-        bamql.cli.build_parser().parse_args(["--version"])
+        bamql.cli.main.build_parser().parse_args(["--version"])
     assert e.value.code == 0 and capsys.readouterr().out == "bamql 9.9\n"
 
 

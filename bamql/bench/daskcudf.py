@@ -10,7 +10,7 @@ each partition's first ``k`` rows, sorted again on the client.
 from __future__ import annotations
 
 from bamql.bench import rapids
-from bamql.planner import ir
+from bamql.fused import ir
 
 #: dask's reduction of each aggregate an ungrouped query computes
 _REDUCE = {"count": "count", "sum": "sum", "avg": "mean", "min": "min", "max": "max"}

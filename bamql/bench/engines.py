@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bamql.planner import ir
+from bamql.fused import ir
 
 
 @dataclass
@@ -73,12 +73,12 @@ class BamqlEngine(Engine):
     def unavailable(self):
         if self.device == "cpu":
             return None
-        from bamql.engine.session import gpu_unavailable_reason
+        from bamql.api.session import gpu_unavailable_reason
 
         return gpu_unavailable_reason()
 
     def open(self, data, page_size):
-        from bamql.engine.connection import connect
+        from bamql.api.connection import connect
 
         super().open(data, page_size)
         self.close()

@@ -31,10 +31,10 @@ from bamql.config import ClusterOrder, Compression, FloatEncoding
 from bamql.datasets.generator import GenParams
 from bamql.datasets.orc import generate_orc
 from bamql.errors import BamqlError
-from bamql.planner import ir
-from bamql.planner.translate import translate
+from bamql.fused import ir
 from bamql.progress import ingest_progress, progress_bar
 from bamql.queries import TAXI_QUERIES, load
+from bamql.sql.translate import translate
 from bamql.storage.cluster import Clustering, arrow_values, check_keys, describe, zorder_permutation
 from bamql.storage.format import FORMAT_VERSION, MANIFEST, PAGES_META
 from bamql.storage.ingest import ingest
@@ -83,7 +83,7 @@ def machine() -> dict:
             info[mod] = __import__(mod).__version__
         except Exception:
             pass
-    from bamql.engine.session import gpu_unavailable_reason
+    from bamql.api.session import gpu_unavailable_reason
 
     if gpu_unavailable_reason() is None:
         from numba import cuda

@@ -4,7 +4,7 @@ A page-granular reader must read, of every column the query uses, each page that
 matching row's value, and needs nothing else: a page of the predicate column without a match
 can be skipped by an index that knows it (page value sets do, storage.valuesets); an engine
 without one reads every page of its predicate columns and shows it as amplification. The rows
-come from the NumPy interpreter (``planner.evaluate``) over the ORC the store was made
+come from the NumPy interpreter (``fused.evaluate``) over the ORC the store was made
 from, so a claim of "within 1.2x of the page-granular minimum" is checked against an
 answer the engine did not compute.
 """
@@ -18,8 +18,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.orc as paorc
 
-from bamql.planner import ir
-from bamql.planner.evaluate import predicate_mask
+from bamql.fused import ir
+from bamql.fused.evaluate import predicate_mask
 from bamql.storage.format import ColumnMeta
 
 

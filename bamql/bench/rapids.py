@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bamql.planner import ir
+from bamql.fused import ir
 
 
 def _series(e: ir.Expr, df):
@@ -122,8 +122,8 @@ def agg_spec(q: ir.Query) -> dict[str, str]:
 def finish_grouped(out, q: ir.Query) -> list[tuple]:
     """The groups (a cuDF frame of ``k*`` and ``a*`` columns, few rows) through the select
     list, HAVING, ORDER BY and LIMIT on the host, as bamql finishes its groups."""
-    from bamql.engine.accumulate import Grouped
-    from bamql.engine.result import assemble
+    from bamql.exec.result import assemble
+    from bamql.kernels.accumulate import Grouped
 
     keys = [_host(out[f"k{i}"]) for i in range(len(q.keys))]
     aggs = [_host(out[f"a{j}"]) for j in range(len(q.aggs))]
@@ -133,7 +133,7 @@ def finish_grouped(out, q: ir.Query) -> list[tuple]:
 def run_grouped(df, q: ir.Query) -> list[tuple]:
     """A GROUP BY as a cuDF user writes it: key and argument columns, ``groupby(...,
     dropna=False).agg``; the groups (few) come to the host for the select list, HAVING,
-    ORDER BY and LIMIT (``engine.result.assemble``, as bamql finishes its groups)."""
+    ORDER BY and LIMIT (``exec.result.assemble``, as bamql finishes its groups)."""
     out = grouped_frame(df, q).groupby([f"k{i}" for i in range(len(q.keys))], dropna=False,
                                        sort=False).agg(agg_spec(q)).reset_index()
     return finish_grouped(out, q)
@@ -181,7 +181,7 @@ def run_rows(df, q: ir.RowQuery) -> list[tuple]:
 
 def scalar_row(q: ir.Query, values: list) -> list[tuple]:
     """An ungrouped query's one row from its aggregates' values (None: NULL)."""
-    from bamql.planner.evaluate import evaluate
+    from bamql.fused.evaluate import evaluate
 
     env = {("agg", j): (np.array([v if v is not None else 0.0]), np.array([v is not None]))
            for j, v in enumerate(values)}

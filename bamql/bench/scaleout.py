@@ -145,7 +145,7 @@ def run_scaleout(rows: int, gpus: Sequence[int], queries: Sequence[str], reps: i
     import distributed
     import duckdb
 
-    from bamql.engine.distributed import connect_cluster, local_gpu_cluster
+    from bamql.exec.distributed import connect_cluster, local_gpu_cluster
 
     client = connect_cluster(cluster) if cluster is not None else None
     with client if client is not None else contextlib.nullcontext():  # closed however it ends
@@ -238,7 +238,7 @@ def _time_dask_cudf(n: int, parquet: str, d: Path, queries: Sequence[str], reps:
         return
     from bamql.bench import daskcudf
     from bamql.bench.engines import needed_columns
-    from bamql.planner.translate import translate
+    from bamql.sql.translate import translate
 
     cat = _catalog(d)
     for qn in queries:
@@ -324,7 +324,7 @@ def _catalog(d: Path) -> dict:
 
 
 def _session(client, d: Path, device: str, backend: str, dispatch: str):
-    from bamql.engine.session import Session
+    from bamql.api.session import Session
 
     return Session(d, config=Config.from_env(
         device=device, backend=backend if device == "gpu" else None, cluster=client,
@@ -344,7 +344,7 @@ def _time_queries(counts: dict, queries: Sequence[str], reps: int, want: dict, r
     """Time each query ``reps`` times on each GPU count's ``(client, session)``, the counts
     taking turns in each repetition (first to last, then last to first); the GPU page
     caches emptied before each run, and cold the OS page cache dropped too."""
-    from bamql.engine.dask_worker import clear_caches
+    from bamql.exec.dask_worker import clear_caches
 
     order = list(counts)
     for q in queries:
@@ -386,7 +386,7 @@ def _time_queries(counts: dict, queries: Sequence[str], reps: int, want: dict, r
 def _busiest(seconds: list[float], workers: int) -> float:
     """The most time one worker spent. Partition ``i`` runs on worker ``i mod workers``, and
     the statistics come back worker by worker, each worker's in its partitions' order
-    (``engine.distributed.DaskRunner.run``)."""
+    (``exec.distributed.DaskRunner.run``)."""
     sizes = [len(range(w, len(seconds), workers)) for w in range(workers)]
     starts = [sum(sizes[:w]) for w in range(workers)]
     return max(sum(seconds[a : a + k]) for a, k in zip(starts, sizes, strict=True))

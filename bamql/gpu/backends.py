@@ -32,8 +32,8 @@ import numpy as np
 from bamql.config import AccessPath, Backend, Medium
 from bamql.gpu import kernel
 from bamql.gpu.device import fill, host_view, typed
-from bamql.planner import cost
-from bamql.planner.physical import PhysicalPlan
+from bamql.physical import cost
+from bamql.physical.planning import PhysicalPlan
 from bamql.storage.store import PageStore
 
 #: the slot views the kernel reads a cached page through, one per column type

@@ -15,17 +15,17 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bamql.config import AccessPath, Backend, Config, Role
-from bamql.engine import accumulate
-from bamql.engine.stats import QueryStats
 from bamql.errors import DeviceError, StoreError
+from bamql.fused import ir
+from bamql.fused.domains import HashSlots
 from bamql.gpu import hashgroup, kernel
 from bamql.gpu.backends import BACKENDS, GpuBackend, PageCache
 from bamql.gpu.device import out_of_memory, small_grid_ok, typed
 from bamql.gpu.launch import Launch, pack
+from bamql.kernels import accumulate
 from bamql.lru import LRU
-from bamql.planner import ir
-from bamql.planner.domains import HashSlots
-from bamql.planner.physical import PhysicalPlan
+from bamql.physical.planning import PhysicalPlan
+from bamql.storage.iostats import QueryStats
 from bamql.storage.store import PageStore
 
 

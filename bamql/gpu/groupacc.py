@@ -7,8 +7,8 @@ warp with shuffles into the block's copy (``gpu.kernel`` emits the lines these r
 
 from __future__ import annotations
 
+from bamql.fused import ir
 from bamql.gpu.device import SIMULATOR
-from bamql.planner import ir
 
 #: Bytes of shared memory a block's private group accumulators may take: below the 48 KiB a
 #: block may hold statically, so that several blocks share an SM.

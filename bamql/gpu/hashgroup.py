@@ -1,8 +1,8 @@
 """The GPU kernel's hash table of groups: a GROUP BY whose keys have no dense range (a
-float, a timestamp, a large range: ``planner.domains``) aggregated inside the fused kernel.
+float, a timestamp, a large range: ``fused.domains``) aggregated inside the fused kernel.
 
 A row's keys become their canonical bits as the CPU's hash aggregation makes them
-(``engine.partials.canonical_keys``: NULL 0 with its validity bit clear, every NaN the one
+(``exec.partials.canonical_keys``: NULL 0 with its validity bit clear, every NaN the one
 quiet NaN, -0.0 as 0.0). The global table has ``capacity`` slots (a power of two, open
 addressing with linear probing) and its accumulators are the dense template's, indexed by
 slot, in global memory.
@@ -23,7 +23,7 @@ slot, in global memory.
 
 Where more than half the global slots are taken, or a row finds none, ``HN[1]`` counts it:
 the run's answer is discarded and the partition runs again with a larger table
-(``engine.hashagg.gpu_kernel_partial``), so a full table never gives a wrong answer. Once
+(``exec.hashagg.gpu_kernel_partial``), so a full table never gives a wrong answer. Once
 ``HN[1]`` is set, later rows no longer probe the global table: a run bound to be repeated
 does not walk a full table row after row.
 """
@@ -32,10 +32,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from bamql.fused import ir
+from bamql.fused.domains import HashSlots
 from bamql.gpu import groupacc
 from bamql.kernels import codegen
-from bamql.planner import ir
-from bamql.planner.domains import HashSlots
 
 #: A one-key slot's bits before a key claims it (a signalling NaN's, which no canonical
 #: float key is; an integer key with these bits has a slot of its own)
@@ -246,7 +246,7 @@ def retry(acc: dict[str, np.ndarray]) -> bool:
 def present(acc: dict[str, np.ndarray], keys: tuple[ir.Expr, ...],
             slots: HashSlots) -> tuple[np.ndarray, np.ndarray]:
     """The groups (accumulator slots with rows) of a run's reduced accumulators, and their
-    keys as ``engine.partials``' (groups, 2 * keys) matrix of (valid, canonical bits)."""
+    keys as ``exec.partials``' (groups, 2 * keys) matrix of (valid, canonical bits)."""
     c, w = slots.capacity, slots.capacity + 2
     at = np.flatnonzero(acc["R"].reshape(-1) > 0)
     h, gd = at % w, at // w

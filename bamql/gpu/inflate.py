@@ -11,8 +11,8 @@ kernel unshuffles them into place. The column lands in
 GPU memory, where the query's kernel reads it (and later queries, if it stays resident).
 
 The disk then delivers compressed bytes and the host's threads only read and check them:
-the host's zstd decompression (``planner.cost.DECOMPRESS_BYTES_PER_S``) is off the path.
-A query whose chunks are too few to repay the call (``planner.cost.inflates_on_gpu``: a
+the host's zstd decompression (``physical.cost.DECOMPRESS_BYTES_PER_S``) is off the path.
+A query whose chunks are too few to repay the call (``physical.cost.inflates_on_gpu``: a
 clustered plan's pruned reads) is left to the host by the file backend.
 Where nvCOMP is missing (or in numba's CUDA simulator) the backend decompresses on the
 host as before (``make`` returns None).

@@ -9,7 +9,7 @@ atomic per warp and accumulator. Grouped queries add into per-group accumulators
 block's own copy in shared memory where every group's fits, merged into global memory once
 per block (with the fewest groups, each thread's own first: ``gpu.groupacc``), else
 straight into global memory with atomics. The accumulator layout is the CPU template's
-(``engine.accumulate``).
+(``kernels.accumulate``).
 """
 
 from __future__ import annotations
@@ -18,15 +18,15 @@ import threading
 
 import numpy as np
 
-from bamql.engine.accumulate import NO_SHIFT
+from bamql.fused import ir
+from bamql.fused.domains import HashSlots
+from bamql.fused.domains import n_slots as group_slots
 from bamql.gpu import groupacc, hashgroup
 from bamql.gpu.device import SIMULATOR
 from bamql.kernels import diskcache, wide
+from bamql.kernels.accumulate import NO_SHIFT
 from bamql.kernels.codegen import PARAM_ARGS, ExprCompiler, Params, safe_name
 from bamql.lru import LRU
-from bamql.planner import ir
-from bamql.planner.domains import HashSlots
-from bamql.planner.domains import n_slots as group_slots
 
 if SIMULATOR:  # the generated kernels' shared arrays and atomics, as on a GPU
     from bamql.gpu.device import fix_simulator

@@ -20,8 +20,8 @@ from functools import singledispatchmethod
 
 import numpy as np
 
-from bamql.planner import ir
-from bamql.planner.domains import FIXED_UNITS, MONTHS
+from bamql.fused import ir
+from bamql.fused.domains import FIXED_UNITS, MONTHS
 
 _CMP = {"=": "==", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 
@@ -579,7 +579,7 @@ class ExprCompiler:
 
     def key_bits(self, k: ir.Expr, b: str) -> str:
         """Emit ``b``, the canonical bits of group key ``k`` as the hash aggregations keep
-        them (``engine.partials.canonical_keys``: NULL 0, every NaN the one quiet NaN, -0.0
+        them (``exec.partials.canonical_keys``: NULL 0, every NaN the one quiet NaN, -0.0
         as 0.0); return the key's validity variable."""
         v, ok = self.compile(k)
         if k.kind == "float":

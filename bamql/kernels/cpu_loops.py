@@ -12,12 +12,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from bamql.fused import ir
+from bamql.fused.domains import Domain, HashSlots
 from bamql.kernels import codegen, diskcache
 from bamql.kernels.codegen import PARAM_ARGS, ExprCompiler, Params, safe_name
 from bamql.lru import LRU
 from bamql.parallel import PARALLEL_LOCK
-from bamql.planner import ir
-from bamql.planner.domains import Domain, HashSlots
 
 #: Compiled kernels by source. Constants are arguments (``codegen.Params``), so a source
 #: stands for a query shape, not a query; the least recently used go past the bound.
@@ -210,9 +210,9 @@ def hash_arrays(nch: int, slots: HashSlots) -> dict[str, np.ndarray]:
 
 
 def _hash_slot(ec: ExprCompiler, keys: Sequence[ir.Expr], slots: HashSlots) -> None:
-    """Emit ``g``, the row's group in its chunk's table (``planner.domains.HashSlots``):
+    """Emit ``g``, the row's group in its chunk's table (``fused.domains.HashSlots``):
     the dense keys' slot times the table's width plus the hashed keys' slot, found by
-    linear probing on their canonical bits (``engine.partials.canonical_keys``); a table
+    linear probing on their canonical bits (``exec.partials.canonical_keys``); a table
     more than half full, or full, counts in ``HN[ch, 1]`` (the caller runs again with a
     larger one), and the chunk's later rows are skipped, so that a run bound to be
     repeated does not probe a full table row after row."""

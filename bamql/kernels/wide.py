@@ -11,7 +11,7 @@ DuckDB's NaN order (NaN equals NaN and is above every number), ``IN`` lists sear
 sorted arrays.
 
 The GPU template uses it (``gpu.kernel``); the CPU engine evaluates wide filters with the
-NumPy interpreter instead (``engine.cpu``).
+NumPy interpreter instead (``exec.cpu``).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from functools import singledispatch
 
 import numpy as np
 
+from bamql.fused import ir
 from bamql.kernels.codegen import Params, in_values
-from bamql.planner import ir
 
 #: A predicate of more nodes than this runs as a program (where it can be encoded).
 WIDE_NODES = 48

@@ -1,5 +1,5 @@
 """DuckDB's linear interpolation between a quantile's two neighbours, for doubles and for a
-DECIMAL's integers: one definition for the fused quantiles (``engine.quantiles``) and the
+DECIMAL's integers: one definition for the fused quantiles (``exec.quantiles``) and the
 plan tree's (``plan.aggregates``)."""
 
 from __future__ import annotations

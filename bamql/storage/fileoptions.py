@@ -1,5 +1,5 @@
 """The options of ``read_csv(...)``, ``read_parquet(...)`` and ``read_orc(...)`` as DuckDB
-names them, bound from the SQL by ``planner.file_refs`` and applied by the readers
+names them, bound from the SQL by ``sql.file_refs`` and applied by the readers
 (``storage.sources``: pyarrow's CSV reader options; ``storage.files``: the ``filename``
 column). Plain values, hashable: a file set's table is keyed by them."""
 

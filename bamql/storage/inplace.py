@@ -3,7 +3,7 @@ groups whose statistics can hold a row its WHERE keeps, read into a page store m
 the query (``read_in_place``).
 
 The pushed filter (:func:`pushed_filter`) is built from the WHERE's conjuncts that compare
-one column with literals (``planner.file_refs.partition_filters``). It keeps a SUPERSET of the
+one column with literals (``sql.file_refs.partition_filters``). It keeps a SUPERSET of the
 rows the WHERE keeps, with DuckDB's semantics: the query then runs unchanged, its exact
 WHERE included, over the rows read. A conjunct is pushed only where pyarrow compares as
 DuckDB does; any other is left out (reading more, never less):

@@ -1,6 +1,6 @@
 """What the OS page cache holds of a store, asked of the kernel without reading anything.
 
-A query over a store on disk plans for the disk (``planner.cost``): gathers pay a random
+A query over a store on disk plans for the disk (``physical.cost``): gathers pay a random
 read per page, streams read compressed copies. Pages the OS page cache already holds cost a
 memory copy instead, which changes the cheaper path. ``mincore(2)`` on a mapping of a file
 says, per OS page, whether the page cache holds it, and neither reads nor starts a read

@@ -21,7 +21,7 @@ does: ``gpu.inflate``). Bit-packed columns are not shuffled: their codes do not 
 boundaries.
 
 The planner streams from the copy only where the cost model finds it quicker
-(``planner.cost.compressed_time``); what the copies save is in docs/measurements.md.
+(``physical.cost.compressed_time``); what the copies save is in docs/measurements.md.
 """
 
 from __future__ import annotations

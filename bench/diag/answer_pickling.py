@@ -13,8 +13,8 @@ import time
 import bamql
 from bamql import queries
 from bamql.config import Backend, Device
-from bamql.engine import accumulate
-from bamql.engine.runner import LocalRunner
+from bamql.exec.runner import LocalRunner
+from bamql.kernels import accumulate
 
 
 def _us(f, n: int = 500) -> float:

@@ -16,7 +16,7 @@ import sys
 from dataclasses import replace
 
 from bamql.config import Medium
-from bamql.planner import cost
+from bamql.physical import cost
 
 if __name__ == "__main__":  # ingest's worker processes import this file again
     args = sys.argv[1:]

@@ -37,9 +37,9 @@ def main(argv: list[str] | None = None) -> int:
 
     import distributed
 
+    from bamql.api.session import Session
     from bamql.bench.scaleout import prepare_partitions, query_columns
     from bamql.config import Config
-    from bamql.engine.session import Session
     from bamql.queries import load
 
     queries = a.queries.split(",")
@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
                                            dashboard_address=":0")
         client = distributed.Client(cluster, direct_to_workers=True)
     else:
-        from bamql.engine.distributed import connect_cluster
+        from bamql.exec.distributed import connect_cluster
 
         client = connect_cluster(a.cluster)
     config = Config.from_env(device=a.device, backend="host" if a.device == "gpu" else None,

@@ -2,7 +2,7 @@
 one nvCOMP call, alternating in one process, DuckDB beside them.
 
 The file backend leaves a query's chunks to host threads where they hold fewer pages than
-repay the GPU's call (``planner.cost.inflates_on_gpu``); ``gpu`` here forces the call and
+repay the GPU's call (``physical.cost.inflates_on_gpu``); ``gpu`` here forces the call and
 ``host`` the host threads, the plan the same (the planner does not ask). OS page cache
 dropped and GPU cache emptied before every run; answers checked against DuckDB.
 
@@ -19,7 +19,7 @@ import time
 
 import bamql
 from bamql.bench.harness import drop_os_cache, same_rows
-from bamql.planner import cost
+from bamql.physical import cost
 from bamql.queries import load
 
 

@@ -312,8 +312,8 @@ t1 = time.perf_counter()
 import sqlglot
 from sqlglot.dialects import duckdb
 t2 = time.perf_counter()
-import bamql, bamql.engine.session
-from bamql.engine.output import render
+import bamql, bamql.api.session
+from bamql.cli.output import render
 t3 = time.perf_counter()
 import numba
 t4 = time.perf_counter()

@@ -17,13 +17,13 @@ case $what in
   verify)
     bash bench/diag/gpu_checks.sh prep "$rows" > /dev/null
     { echo "# GPU tests, $tag, $gpu"
-      echo "## pytest -m gpu tests/gpu/test_hashgroup_sim.py tests/gpu/test_grouped.py tests/engine/test_exact_decimals.py"
+      echo "## pytest -m gpu tests/gpu/test_hashgroup_sim.py tests/gpu/test_grouped.py tests/api/test_exact_decimals.py"
       timeout 200 python -m pytest -q -m gpu tests/gpu/test_hashgroup_sim.py tests/gpu/test_grouped.py \
-        tests/engine/test_exact_decimals.py -n 4 --dist load -p no:cacheprovider
+        tests/api/test_exact_decimals.py -n 4 --dist load -p no:cacheprovider
       for b in host gpu file; do
-        echo "## BAMQL_TEST_DEVICE=gpu BAMQL_TEST_BACKEND=$b pytest tests/engine/test_timestamptz.py tests/engine/test_exact_decimals.py"
+        echo "## BAMQL_TEST_DEVICE=gpu BAMQL_TEST_BACKEND=$b pytest tests/api/test_timestamptz.py tests/api/test_exact_decimals.py"
         BAMQL_TEST_DEVICE=gpu BAMQL_TEST_BACKEND=$b timeout 120 python -m pytest -q \
-          tests/engine/test_timestamptz.py tests/engine/test_exact_decimals.py -n 4 -p no:cacheprovider 2>&1 | tail -4
+          tests/api/test_timestamptz.py tests/api/test_exact_decimals.py -n 4 -p no:cacheprovider 2>&1 | tail -4
       done; } > "$out/gpu-tests-$tag.log" 2>&1
     grep -E "^##|passed|failed|error" "$out/gpu-tests-$tag.log" | tail -12
     timeout 230 python -m tests.sql.corpus --device gpu --backends host,gpu,file --caches 4,default \

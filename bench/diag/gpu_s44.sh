@@ -32,10 +32,10 @@ case $what in
     echo "# session 44, $gpu ($(nvidia-smi -L | wc -l) GPUs), at $(cat .git-head 2>/dev/null)"
     # three groups side by side, each writing as it goes (a time-out still shows how far it got)
     timeout $((t + 30)) python -m pytest -v -p no:cacheprovider -m gpu tests/gpu/test_grouped.py \
-      tests/gpu/test_hashgroup_sim.py tests/engine/test_exact_decimals.py \
-      tests/engine/test_distributed.py > "$out/gpu-tests-s44.log" 2>&1 &
+      tests/gpu/test_hashgroup_sim.py tests/api/test_exact_decimals.py \
+      tests/exec/test_distributed.py > "$out/gpu-tests-s44.log" 2>&1 &
     BAMQL_TEST_DEVICE=gpu BAMQL_TEST_BACKEND=gpu timeout $((t + 30)) python -m pytest -v \
-      -p no:cacheprovider -n 3 tests/engine/test_dates.py tests/engine/test_hashagg.py \
+      -p no:cacheprovider -n 3 tests/api/test_dates.py tests/exec/test_hashagg.py \
       > "$out/gpu-engine-tests-s44.log" 2>&1 &
     timeout $((t + 30)) python -m tests.sql.corpus --device gpu --backends host,gpu,file \
       --caches 4,default --queries hostile_dates,analyst,timestamps --shapes base \
@@ -55,7 +55,7 @@ PY
     PYTHONFAULTHANDLER=1 timeout -s ABRT "${1:?seconds}" python -c "$(cat /tmp/hg.py)" 200000 1024 \
       host,gpu,file,parts,blocks > "$out/hashgroup-s44.log" 2>&1 &
     timeout $(( $1 + 20 )) python -m pytest -v -p no:cacheprovider -n 1 -m gpu \
-      tests/engine/test_exact_decimals.py tests/engine/test_distributed.py > "$out/gpu-tests-s44-b.log" 2>&1
+      tests/api/test_exact_decimals.py tests/exec/test_distributed.py > "$out/gpu-tests-s44-b.log" 2>&1
     wait; tail -40 "$out/hashgroup-s44.log"; grep -E "PASSED|FAILED|passed|failed" "$out/gpu-tests-s44-b.log" | tail -8 ;;
   keep) keep ;;
   rapids) keep; bash .devstage/install.sh rapids ;;
@@ -68,8 +68,8 @@ PY
     gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
     { echo "# session 44, $gpu: the engine's DATE, TIMESTAMP WITH TIME ZONE and fetch tests on the gpu backend"
       BAMQL_TEST_DEVICE=gpu BAMQL_TEST_BACKEND=gpu timeout "${2:?seconds}" python -m pytest -q \
-        -p no:cacheprovider -n 3 tests/engine/test_dates.py tests/engine/test_timestamptz.py \
-        tests/engine/test_fetch.py 2>&1 | tail -4; } > "$out/gpu-tests-s44-c.log" 2>&1 &
+        -p no:cacheprovider -n 3 tests/api/test_dates.py tests/api/test_timestamptz.py \
+        tests/exec/test_fetch.py 2>&1 | tail -4; } > "$out/gpu-tests-s44-c.log" 2>&1 &
     timeout $(( $2 + 30 )) python -m tests.sql.corpus --device gpu --backends host,gpu,file \
       --caches 4,default --queries hostile_dates,timestamps,groupby_expr,groupby_expr_hostile \
       --shapes base --datasets sample,hostile,gen-0.01 --spread 2 --workdir /tmp/corpus-c \

@@ -47,8 +47,8 @@ case $what in
   tests)
     cd /tmp/src && export PYTHONPATH=/tmp/site:/tmp/src
     gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1); n=$(nvidia-smi -L | wc -l)
-    { echo "# Dask GPU tests, session 45, $n x $gpu: pytest -m gpu tests/engine/test_distributed.py tests/engine/test_runner.py"
-      timeout 300 python -m pytest -q -m gpu tests/engine/test_distributed.py tests/engine/test_runner.py \
+    { echo "# Dask GPU tests, session 45, $n x $gpu: pytest -m gpu tests/exec/test_distributed.py tests/exec/test_runner.py"
+      timeout 300 python -m pytest -q -m gpu tests/exec/test_distributed.py tests/exec/test_runner.py \
         -p no:cacheprovider -W ignore --durations=5 2>&1; } > "$out/gpu-tests-dask-s45.log" 2>&1
     tail -12 "$out/gpu-tests-dask-s45.log" ;;
   *) echo "first, extra, keep, rapids, run or tests" >&2; exit 2 ;;

@@ -18,8 +18,8 @@ import pyarrow.parquet as pq
 
 import bamql
 from bamql.storage.ingest import ingest
-from tests.engine.test_lookups import DERIVED, MIXED, RANKED, RATES, REGISTERED, _trips
-from tests.engine.test_quantiles import COUNTED, counted_table
+from tests.api.test_lookups import DERIVED, MIXED, RANKED, RATES, REGISTERED, _trips
+from tests.exec.test_quantiles import COUNTED, counted_table
 from tests.reference import assert_same_rows, duck_tables
 
 #: the session-49 shapes: distinct values inside SUM/AVG/STDDEV, DISTINCT ON

@@ -17,8 +17,8 @@ queries=q01,q02,q03,q04,q05,q06,t01,t02,t03,t04,k01
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1); n=$(nvidia-smi -L | wc -l)
 case $what in
   tests)
-    { echo "# Dask GPU tests, $n x $gpu: pytest -m gpu tests/engine/test_distributed.py tests/engine/test_runner.py"
-      timeout 400 python -m pytest -q -m gpu tests/engine/test_distributed.py tests/engine/test_runner.py \
+    { echo "# Dask GPU tests, $n x $gpu: pytest -m gpu tests/exec/test_distributed.py tests/exec/test_runner.py"
+      timeout 400 python -m pytest -q -m gpu tests/exec/test_distributed.py tests/exec/test_runner.py \
         -p no:cacheprovider -W ignore --durations=5 2>&1 | grep -v PytestBenchmarkWarning; } \
       > "$out/gpu-tests-dask.log" 2>&1
     tail -12 "$out/gpu-tests-dask.log" ;;

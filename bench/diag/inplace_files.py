@@ -49,7 +49,7 @@ if mode == "duckdb":
         out.append({"first_s": first, "warm_s": warm})
 else:
     from bamql.config import Config
-    from bamql.engine.session import Session
+    from bamql.api.session import Session
     s = Session(config=Config(device=device, file_cache=Path(cache), cache_files=mode == "cache"))
     for sql in sqls:
         t0 = time.perf_counter(); r = s.sql(sql); first = time.perf_counter() - t0

@@ -31,8 +31,8 @@ import distributed
 
 import bamql
 from bamql import queries
-from bamql.engine import distributed as dist
-from bamql.engine.dask_worker import bamql_partitions, clear_caches
+from bamql.exec import distributed as dist
+from bamql.exec.dask_worker import bamql_partitions, clear_caches
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from bamql.bench.rapids import dnf_filters, run_query
-from bamql.planner.translate import translate
 from bamql.queries import TAXI_QUERIES, load
+from bamql.sql.translate import translate
 from bamql.storage.store import PageStore
 from tests.conftest import read_orc
 from tests.reference import assert_same_rows, duck
@@ -165,7 +165,7 @@ def test_a_cold_scaleout_drops_the_os_cache_before_every_timed_run(tmp_path, mon
 def test_scaleout_bench_prepares_only_then_reuses_the_table(tmp_path, capsys):
     pytest.importorskip("distributed")
     pytest.importorskip("duckdb")
-    from bamql.cli import main
+    from bamql.cli.main import main
 
     args = ["bench-scaleout", "--rows", "50000", "--gpus", "1,2", "--queries", "q01",
             "--device", "cpu", "--reps", "1", "--workdir", str(tmp_path / "w")]
@@ -205,8 +205,8 @@ def test_scaleout_bench_on_an_existing_cluster(tmp_path):
 def test_scaleout_bench_interleaves_the_gpu_counts(tmp_path, monkeypatch):
     pytest.importorskip("distributed")
     pytest.importorskip("duckdb")
+    from bamql.api.session import Session
     from bamql.bench import scaleout
-    from bamql.engine.session import Session
 
     turns: list[int] = []  # the worker count of each timed query, in order
     real = Session.sql

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from bamql.bench.minimum import matching_rows, page_minimum
-from bamql.planner.translate import translate
 from bamql.queries import load
+from bamql.sql.translate import translate
 from bamql.storage.store import PageStore
 from tests.conftest import read_orc
 from tests.reference import duck

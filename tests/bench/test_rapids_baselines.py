@@ -18,8 +18,8 @@ import pytest
 from bamql.bench.harness import same_rows
 from bamql.datasets.generator import GenParams
 from bamql.datasets.orc import generate_orc
-from bamql.planner.translate import translate
 from bamql.queries import load
+from bamql.sql.translate import translate
 from bamql.storage.ingest import ingest
 from bamql.storage.store import PageStore
 

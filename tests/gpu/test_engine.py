@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import bamql
-from bamql.engine.session import gpu_unavailable_reason
+from bamql.api.session import gpu_unavailable_reason
 from bamql.queries import all_queries, load
 from tests.reference import assert_same_rows
 
@@ -297,7 +297,7 @@ def test_cache_survives_between_queries_and_clear_empties_it(stores):
 def test_row_group_gathers_match_the_cpu_engine(tmp_path, taxi_orc, cpu_answers, monkeypatch, backend):
     """Gathers through row groups (file backend: GPU-initiated reads of the groups' pages);
     the host backend holds no group pages and must read the columns' own pages instead."""
-    from bamql.planner.cost import MEDIA, Medium
+    from bamql.physical.cost import MEDIA, Medium
     from bamql.storage.ingest import ingest
 
     ingest(taxi_orc, tmp_path / "trips", page_size=512, groups="auto")
@@ -419,8 +419,7 @@ def zstd_store(request, tmp_path_factory, taxi_orc):
 
 def test_few_chunks_decompress_on_the_host_though_nvcomp_is_installed(zstd_store, cpu_answers,
                                                                       monkeypatch):
-    from bamql.planner import cost
-
+    from bamql.physical import cost
     pytest.importorskip("nvidia.nvcomp")
     # host decompression taken as free: every copy's chunks are "too few" for the GPU's call
     monkeypatch.setattr(cost, "DECOMPRESS_BYTES_PER_S", 1e12)
@@ -446,7 +445,7 @@ def test_zstd_copies_decompressed_on_the_gpu_match_the_cpu_engine(zstd_store, cp
 
     from bamql.config import Medium
     from bamql.errors import StoreError
-    from bamql.planner import cost
+    from bamql.physical import cost
     from bamql.storage.store import PageStore
 
     pytest.importorskip("nvidia.nvcomp")

@@ -103,7 +103,7 @@ SCRIPT = textwrap.dedent("""
     # row groups: gathers of several columns through their interleaved copies (slow streams
     # make the planner gather on this tiny table, as it does at 200 M rows); the file backend
     # reads the groups' pages through the queue, the host backend the columns' own pages
-    from bamql.planner.cost import MEDIA, Medium
+    from bamql.physical.cost import MEDIA, Medium
     from bamql.queries import TAXI_QUERIES
 
     ingest([d / "t.orc"], d / "grouped" / "trips", page_size=512, groups="auto")

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from bamql.api.session import gpu_unavailable_reason
 from bamql.datasets.generator import GenParams, generate_chunk
 from bamql.datasets.orc import write_orc
-from bamql.engine.session import gpu_unavailable_reason
 from bamql.storage.ingest import ingest
 
 pytest.importorskip("numba.cuda")

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import bamql
-from bamql.engine.session import gpu_unavailable_reason
+from bamql.api.session import gpu_unavailable_reason
 from bamql.queries import load
 from tests.reference import assert_same_rows
 

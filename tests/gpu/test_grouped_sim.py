@@ -86,9 +86,8 @@ def test_grouped_kernels_in_the_simulator(backend):
 
 
 def test_few_groups_take_shared_memory_and_many_do_not():
+    from bamql.fused import ir
     from bamql.gpu import groupacc
-    from bamql.planner import ir
-
     cnt = ir.Agg("count", None, "int")
     s = ir.Agg("sum", ir.Col("x", "float"), "float")
     assert groupacc.fits_shared(3, (cnt, s)) and groupacc.fits_threads(3, (cnt, s))

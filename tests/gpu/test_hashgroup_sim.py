@@ -24,7 +24,7 @@ SCRIPT = textwrap.dedent("""
     import pyarrow.parquet as pq
     import bamql
     from bamql.gpu import hashgroup
-    from bamql.planner import domains
+    from bamql.fused import domains
     from bamql.gpu.device import SIMULATOR as simulated
     from bamql.gpu import kernel as kgpu
     from bamql.storage.ingest import ingest
@@ -107,7 +107,7 @@ def _run(env: dict, rows: int, first: int, backends: tuple[str, ...] = ALL) -> N
 
 
 @pytest.mark.slow  # in CI's slow run; the default run hashes groups in the simulator in
-def test_hashed_groups_in_the_simulator():  # tests/engine/test_runner.py's GPU workers
+def test_hashed_groups_in_the_simulator():  # tests/exec/test_runner.py's GPU workers
     """The host backend; the kernels are the same on every backend, which differ in how
     pages reach the card (the other two, partitions and blocks' tables: the slow run)."""
     _run(dict(os.environ, NUMBA_ENABLE_CUDASIM="1"), 500, 16, ("host",))
@@ -126,7 +126,7 @@ def test_hashed_groups_on_the_gpu_and_file_backends_in_the_simulator():
 @pytest.mark.gpu
 def test_hashed_groups_on_the_gpu():
     """The same on a GPU: 200,000 rows, the float key's groups past the first tables."""
-    from bamql.engine.session import gpu_unavailable_reason
+    from bamql.api.session import gpu_unavailable_reason
 
     if gpu_unavailable_reason() is not None:
         pytest.skip(f"no GPU: {gpu_unavailable_reason()}")

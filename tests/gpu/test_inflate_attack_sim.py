@@ -34,8 +34,8 @@ SCRIPT = textwrap.dedent("""
     from bamql.config import Medium
     from bamql.errors import StoreError
     from bamql.gpu import backends, inflate
-    from bamql.planner import cost
-    from bamql.planner.ranges import RowRanges
+    from bamql.physical import cost
+    from bamql.physical.ranges import RowRanges
     from bamql.storage import residency
     from bamql.storage.ingest import ingest
     from bamql.storage.store import PageStore

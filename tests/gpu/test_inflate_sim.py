@@ -51,7 +51,7 @@ SCRIPT = textwrap.dedent("""
     inflate.make = lambda cuda: inflate.GpuInflater(cuda, Counting())
     from dataclasses import replace
     from bamql.config import Medium
-    from bamql.planner import cost
+    from bamql.physical import cost
     # "host": the GPU's call costs what it does and the host decompresses quickly, so the
     # few pages of this table stream from the copy decompressed by host threads, the
     # inflater idle; else a table this small streams plain where the GPU's fixed call

@@ -12,9 +12,9 @@ import textwrap
 import pytest
 
 import bamql
+from bamql.fused import ir
 from bamql.gpu import kernel as kgpu
 from bamql.kernels import cpu_loops as kcpu
-from bamql.planner import ir
 
 PAIRS = [
     ("SELECT COUNT(*), AVG(trip_distance) FROM trips WHERE pickup_location_id IN (255, 256)",

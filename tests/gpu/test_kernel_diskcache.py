@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from bamql.engine.session import gpu_unavailable_reason
+from bamql.api.session import gpu_unavailable_reason
 from tests.reference import assert_same_rows
 
 REASON = gpu_unavailable_reason()

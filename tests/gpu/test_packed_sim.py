@@ -64,7 +64,7 @@ SCRIPT = textwrap.dedent("""
                 assert_same_rows(con.sql(q).rows(), want, ordered=False)
         # the file read in place: each query's read is a table on the GPU until the session
         # drops it (it keeps the last IN_PLACE_KEPT), and its GPU table goes with it
-        from bamql.engine.session import IN_PLACE_KEPT
+        from bamql.api.session import IN_PLACE_KEPT
         for q, want in zip(queries, cpu):
             got = con.sql(q.replace("FROM trips", f"FROM '{d / 't.parquet'}'")).rows()
             assert_same_rows(got, want, ordered=False)
@@ -74,7 +74,7 @@ SCRIPT = textwrap.dedent("""
 
 
 # in CI's slow run; the default run checks packed pages on the
-# CPU engine (tests/engine/test_fetch.py)
+# CPU engine (tests/exec/test_fetch.py)
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", ["host", "file", "gpu"])
 def test_packed_pages_in_the_simulated_gpu_kernel(backend):

@@ -9,8 +9,8 @@ import datetime as dt
 import numba
 import numpy as np
 
+from bamql.fused import ir
 from bamql.kernels.codegen import ExprCompiler, floor_div, floor_mod
-from bamql.planner import ir
 
 EDGES = np.array([-(1 << 63), -(1 << 63) + 1, -86400000001, -86400000000, -86399999999, -1, 0, 1,
                   86399999999, 86400000000, (1 << 63) - 1, -3600000000, 3599999999], np.int64)

@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from bamql.fused import ir
 from bamql.kernels import cpu_loops as kcpu
 from bamql.kernels.codegen import N_ERRORS
-from bamql.planner import ir
 
 SENTINEL = np.iinfo(np.int64).min
 
@@ -37,8 +37,8 @@ def test_a_full_hash_table_stops_its_chunk():
     """A chunk whose table passes half full is flagged and takes no more rows: the run is
     repeated with a larger table, so probing a full table row after row would only waste
     time."""
-    from bamql.engine import accumulate
-    from bamql.planner.domains import HashSlots
+    from bamql.fused.domains import HashSlots
+    from bamql.kernels import accumulate
 
     n = 20_000
     x = np.arange(n, dtype=np.int64) * 7919  # every row a group of its own
@@ -58,8 +58,8 @@ def test_one_thread_kernels_give_the_parallel_ones_every_bit():
     """Grouped sums, minima, variances and exact integer sums over chunks: the kernel
     compiled for one thread fills every chunk's accumulators exactly as the parallel one
     (the chunks, not the threads, fix the order of the additions)."""
-    from bamql.engine import accumulate
-    from bamql.planner.domains import Domain
+    from bamql.fused.domains import Domain
+    from bamql.kernels import accumulate
 
     rng = np.random.default_rng(7)
     n, nch = 50_000, 16

@@ -1,5 +1,5 @@
 """Wide predicates as programs (``kernels.wide``): the interpreter agrees with the NumPy
-reference (``planner.evaluate``) row by row, on NULLs, NaN, +-inf, -0.0 and int64 extremes;
+reference (``fused.evaluate``) row by row, on NULLs, NaN, +-inf, -0.0 and int64 extremes;
 and the GPU template runs them (numba's CUDA simulator) with DuckDB's answers."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import textwrap
 import numpy as np
 import pytest
 
+from bamql.fused import ir
+from bamql.fused.evaluate import evaluate
 from bamql.kernels import wide
 from bamql.kernels.codegen import Params
-from bamql.planner import ir
-from bamql.planner.evaluate import evaluate
 
 N = 97
 I64 = np.iinfo(np.int64)

@@ -9,10 +9,10 @@ import pytest
 
 import bamql
 from bamql.errors import IngestError, StoreError
-from bamql.planner.cost import MEDIA, Medium
-from bamql.planner.physical import plan_query
-from bamql.planner.translate import translate
+from bamql.physical.cost import MEDIA, Medium
+from bamql.physical.planning import plan_query
 from bamql.queries import ROW_QUERIES, TREE_QUERIES, all_queries, load
+from bamql.sql.translate import translate
 from bamql.storage.format import OS_PAGE
 from bamql.storage.groups import auto_groups
 from bamql.storage.ingest import ingest

@@ -16,10 +16,10 @@ import pyarrow.parquet as pq
 import pytest
 
 import bamql
+from bamql.api.session import Session
 from bamql.config import Config
-from bamql.engine.session import Session
 from bamql.errors import IngestError, PlanError
-from bamql.planner.file_refs import bind_files
+from bamql.sql.file_refs import bind_files
 from bamql.storage.files import FileSet
 from bamql.storage.inplace import ReadSpec, pushed_filter, read_in_place
 from bamql.storage.partitioned import open_table

@@ -12,9 +12,9 @@ import pyarrow.orc as paorc
 import pyarrow.parquet as pq
 import pytest
 
-from bamql.planner import ir
-from bamql.planner.physical import prune
-from bamql.planner.translate import translate
+from bamql.fused import ir
+from bamql.physical.planning import prune
+from bamql.sql.translate import translate
 from bamql.storage.ingest import ingest
 from bamql.storage.store import PageStore
 

@@ -19,8 +19,8 @@ import pyarrow.orc as paorc
 import pyarrow.parquet as pq
 import pytest
 
+from bamql.api.session import Session
 from bamql.config import Config
-from bamql.engine.session import Session
 from bamql.errors import BamqlError, IngestError
 from bamql.storage import filecache, remote
 from bamql.storage.files import FileSet, expand

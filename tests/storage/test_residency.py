@@ -11,13 +11,13 @@ import duckdb
 import numpy as np
 import pytest
 
+from bamql.api.connection import connect
 from bamql.config import AccessPath, Medium
-from bamql.engine.connection import connect
-from bamql.engine.partition import page_cache
-from bamql.planner import cost
-from bamql.planner.physical import explain_text, plan_query, read_key
-from bamql.planner.translate import translate
+from bamql.exec.partition import page_cache
+from bamql.physical import cost
+from bamql.physical.planning import explain_text, plan_query, read_key
 from bamql.queries import load
+from bamql.sql.translate import translate
 from bamql.storage import residency
 from bamql.storage.ingest import ingest
 from bamql.storage.store import PageStore

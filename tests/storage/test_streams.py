@@ -82,8 +82,7 @@ def test_damage_to_the_copy_is_one_clear_error(tmp_path, taxi_orc):
 
 
 def test_disk_streams_read_the_copy_and_memory_does_not(small_pages, taxi_orc, monkeypatch):
-    from bamql.planner import cost
-
+    from bamql.physical import cost
     # decompressing on 8 threads, as on the 16-core GPU machine (this machine may have 2)
     monkeypatch.setattr(cost, "decompress_rate", lambda: 8 * cost.DECOMPRESS_BYTES_PER_S)
     sql = load("q06")
@@ -136,8 +135,7 @@ def test_chunk_hash_sees_every_byte_at_any_alignment_and_length():
 
 
 def test_a_gpu_that_decompresses_streams_compressed_copies_of_large_columns(small_pages):
-    from bamql.planner import cost
-
+    from bamql.physical import cost
     with PageStore(small_pages / "trips") as s:
         c = s.column("trip_distance")
         ratio = c.n_pages * s.page_size / s.stream_bytes[c.name]
@@ -247,8 +245,7 @@ def test_chunks_are_shuffled_by_their_values_width_and_read_back(widths):
 
 
 def test_the_engine_streams_shuffled_copies_and_answers_as_duckdb(widths, monkeypatch):
-    from bamql.planner import cost
-
+    from bamql.physical import cost
     d, t = widths
     monkeypatch.setattr(cost, "decompress_rate", lambda: 1e15)  # the copy always wins
     queries = [
@@ -403,7 +400,7 @@ def test_hostile_shapes_stream_from_the_copy_and_answer_as_duckdb(shape, tmp_pat
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from bamql.planner import cost
+    from bamql.physical import cost
     from bamql.storage.ingest import append
 
     monkeypatch.setattr(cost, "decompress_rate", lambda: 1e15)  # the copy always wins
@@ -439,7 +436,7 @@ def test_hostile_shapes_stream_from_the_copy_and_answer_as_duckdb(shape, tmp_pat
 
 def test_the_real_samples_stream_from_their_shuffled_copy_and_answer_as_duckdb(tmp_path,
                                                                                 monkeypatch):
-    from bamql.planner import cost
+    from bamql.physical import cost
     from tests.conftest import SAMPLES
 
     ingest(SAMPLES, tmp_path / "z" / "trips", page_size=512, compress="zstd")

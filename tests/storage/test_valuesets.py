@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bamql.planner import ir
-from bamql.planner.physical import prune
-from bamql.planner.translate import translate
+from bamql.fused import ir
+from bamql.physical.planning import prune
 from bamql.queries import load
+from bamql.sql.translate import translate
 from bamql.storage.ingest import ingest
 from bamql.storage.store import PageStore
 from bamql.storage.valuesets import ValueSets, max_domain
