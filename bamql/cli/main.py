@@ -471,7 +471,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="skip the PNG of times and speed-ups (<out>-time.png)")
     so.set_defaults(func=cmd_bench_scaleout)
 
-    from bamql.cli.sql import add_serve_command, add_sql_commands
+    from bamql.cli.serve import add_serve_command
+    from bamql.cli.sql import add_sql_commands
 
     add_sql_commands(sub)
     add_serve_command(sub)

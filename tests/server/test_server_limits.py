@@ -20,7 +20,9 @@ from bamql.cli.main import main
 from bamql.config import Config
 from bamql.errors import PlanError, ServerError, UsageError
 from bamql.server import flight as server_module
-from bamql.server.flight import BamqlServer, FileRoots, json_nesting, loopback, sql_nesting
+from bamql.server.flight import BamqlServer, loopback
+from bamql.server.limits import json_nesting, sql_nesting
+from bamql.server.roots import FileRoots
 
 INSTALL = str(Path(bamql.__file__).resolve().parent)
 
