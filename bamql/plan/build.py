@@ -19,8 +19,23 @@ from sqlglot import exp
 from bamql.errors import PlanError
 from bamql.plan import nodes as n
 from bamql.plan.expr import Evaluator, Rel, find, resolve
-
-D = "duckdb"
+from bamql.plan.sqlast import (
+    D,
+    _arg,
+    _distinct_on,
+    _is_star,
+    _parents,
+    _transform,
+    _unalias,
+    col,
+    collect_aggs,
+    collect_windows,
+    is_agg,
+    out_name,
+    position,
+    replace,
+)
+from bamql.plan.subplans import SubqueryPlanner
 
 
 @dataclass
@@ -36,111 +51,7 @@ class Catalog:
     ctes: list[dict[str, n.Node]] = field(default_factory=list)
 
 
-def _arg(e: exp.Expression, key: str):
-    return e.args.get(key) if e.args.get(key) is not None else e.args.get(key + "_")
-
-
-def is_agg(e: exp.Expression) -> bool:
-    """An aggregate call (with its FILTER or IGNORE NULLS), not a window's function."""
-    if isinstance(e, exp.Filter | exp.IgnoreNulls | exp.WithinGroup):
-        return is_agg(e.this)
-    if isinstance(e, exp.Anonymous):
-        return e.name.lower() in ("arbitrary", "any_value")
-    return isinstance(e, exp.AggFunc)
-
-
-def collect_aggs(e: exp.Expression, out: list[exp.Expression]) -> None:
-    """The aggregate calls of ``e`` (outside subqueries; inside a window's arguments)."""
-    if isinstance(e, exp.Subquery | exp.Select | n.SubRef | exp.Exists):
-        return
-    if isinstance(e, exp.Window):
-        for c in e.this.iter_expressions():
-            collect_aggs(c, out)
-        for key in ("partition_by",):
-            for c in e.args.get(key) or []:
-                collect_aggs(c, out)
-        if e.args.get("order"):
-            collect_aggs(e.args["order"], out)
-        return
-    if is_agg(e):
-        if not any(e == o for o in out):
-            out.append(e)
-        return
-    for c in e.iter_expressions():
-        collect_aggs(c, out)
-
-
-def collect_windows(e: exp.Expression, out: list[exp.Window]) -> None:
-    if isinstance(e, exp.Subquery | exp.Select | n.SubRef):
-        return
-    if isinstance(e, exp.Window):
-        if not any(e == o for o in out):
-            out.append(e)
-        return
-    for c in e.iter_expressions():
-        collect_windows(c, out)
-
-
-def replace(e: exp.Expression, pairs: list[tuple[exp.Expression, exp.Expression]],
-            norm: Callable[[exp.Expression], exp.Expression] | None = None) -> exp.Expression:
-    """``e`` with each subtree equal to a pair's first item replaced by its second."""
-    keys = [(norm(k) if norm else k, v) for k, v in pairs]
-
-    def fn(node):
-        if isinstance(node, exp.Subquery | exp.Select):
-            return _KEEP
-        probe = norm(node) if norm else node
-        for k, v in keys:
-            if probe == k:
-                return v.copy()
-        return node
-
-    return _transform(e.copy(), fn)
-
-
-_KEEP = object()
-
-
-def _transform(e: exp.Expression, fn) -> exp.Expression:
-    """``e`` with ``fn`` applied top-down: a node it replaces is not descended into, nor
-    one it answers ``_KEEP`` for."""
-    new = fn(e)
-    if new is _KEEP:
-        return e
-    if new is not e:
-        return new
-    if isinstance(e, n.SubRef):
-        return e
-    for key, val in list(e.args.items()):
-        if isinstance(val, exp.Expression):
-            e.set(key, _transform(val, fn))
-        elif isinstance(val, list):
-            e.set(key, [_transform(v, fn) if isinstance(v, exp.Expression) else v for v in val])
-    return e
-
-
-def col(name: str) -> exp.Column:
-    return exp.Column(this=exp.to_identifier(name, quoted=True))
-
-
-def out_name(e: exp.Expression) -> str:
-    """A select item's output name: its alias, its column's name, else its SQL."""
-    if isinstance(e, exp.Alias):
-        return e.alias
-    if isinstance(e, exp.Column) and not isinstance(e.this, exp.Star):
-        return e.name
-    return e.sql(dialect=D)
-
-
-def _unalias(e: exp.Expression) -> exp.Expression:
-    return e.this if isinstance(e, exp.Alias) else e
-
-
-def columns_in(e: exp.Expression) -> list[exp.Column]:
-    return [c for c in e.find_all(exp.Column) if not isinstance(c.this, exp.Star)]
-
-
-class Builder:
+class Builder(SubqueryPlanner):
     """Translates one statement; ``catalog`` names what it may read."""
 
     def __init__(self, catalog: Catalog) -> None:
@@ -649,211 +560,12 @@ class Builder:
             node = n.Sort(node, tuple(keys))
         return self.limit(e, node)
 
-    # -- subqueries in expressions ----------------------------------------------------------------
-    def subqueries(self, e: exp.Expression, cols: tuple[n.ColName, ...], base: int = 0
-                   ) -> tuple[exp.Expression, tuple[n.SubPlan, ...]]:
-        """``e`` with each subquery as a SubRef to a SubPlan (indices from ``base``)."""
-        subs: list[n.SubPlan] = []
-
-        def fn(node):
-            if isinstance(node, exp.Exists):
-                sp = self.subplan(node.this, n.SubKind.EXISTS, cols)
-                subs.append(sp)
-                return n.SubRef(this=exp.Literal.number(base + len(subs) - 1))
-            if isinstance(node, exp.Not) and isinstance(node.this, exp.Exists):
-                sp = self.subplan(node.this.this, n.SubKind.EXISTS, cols)
-                subs.append(sp)
-                return n.SubRef(this=exp.Literal.number(base + len(subs) - 1), negated=True)
-            if isinstance(node, exp.In) and node.args.get("query") is not None:
-                q = node.args["query"]
-                sp = self.subplan(q.this if isinstance(q, exp.Subquery) else q, n.SubKind.IN, cols)
-                subs.append(sp)
-                left = _transform(node.this.copy(), fn)
-                return n.SubRef(this=exp.Literal.number(base + len(subs) - 1), expression=left)
-            if isinstance(node, exp.Subquery):
-                sp = self.subplan(node.this, n.SubKind.SCALAR, cols)
-                subs.append(sp)
-                return n.SubRef(this=exp.Literal.number(base + len(subs) - 1))
-            return node
-
-        if not any(isinstance(x, exp.Subquery | exp.Exists) or (
-                isinstance(x, exp.In) and x.args.get("query") is not None) for x in e.walk()):
-            return e, ()
-        out = _transform(e.copy(), fn)
-        return out, tuple(subs)
-
-    def subplan(self, q: exp.Expression, kind: n.SubKind, outer: tuple[n.ColName, ...]) -> n.SubPlan:
-        """A subquery's plan; a correlated one (it names the outer row's columns in
-        equalities of its WHERE) as a plan keyed by the inner sides of those equalities."""
-        if not isinstance(q, exp.Select):
-            if kind == n.SubKind.SCALAR or not self._outer_refs(q, outer):
-                return n.SubPlan(kind, self.query(q))
-            raise PlanError("a correlated subquery must be a SELECT")
-        inner_cols = self.from_(q).cols if _arg(q, "from") is not None else ()
-        refs = self._outer_refs(q, outer, inner_cols)
-        if not refs:
-            return n.SubPlan(kind, self.query(q))
-        if kind == n.SubKind.IN:
-            raise PlanError("a correlated IN (subquery) is not supported; write it as EXISTS")
-        where = _arg(q, "where")
-        conj = list(_conjuncts(where.this)) if where is not None else []
-        keep, inner_keys, outer_keys = [], [], []
-        for c in conj:
-            outer_side = self._outer_refs(c, outer, inner_cols)
-            if not outer_side:
-                keep.append(c)
-                continue
-            if isinstance(c, exp.EQ):
-                lo = self._outer_refs(c.left, outer, inner_cols)
-                ro = self._outer_refs(c.right, outer, inner_cols)
-                if lo and not ro and all(self._is_outer(x, outer, inner_cols) for x in columns_in(c.left)):
-                    outer_keys.append(c.left)
-                    inner_keys.append(c.right)
-                    continue
-                if ro and not lo and all(self._is_outer(x, outer, inner_cols) for x in columns_in(c.right)):
-                    outer_keys.append(c.right)
-                    inner_keys.append(c.left)
-                    continue
-            raise PlanError("a correlated subquery may compare the outer query's columns only "
-                            f"by equality in its WHERE: {c.sql(dialect=D)[:80]}")
-        if any(self._outer_refs(x, outer, inner_cols) for x in q.expressions) or (
-                _arg(q, "having") is not None and self._outer_refs(_arg(q, "having"), outer, inner_cols)):
-            raise PlanError("a correlated subquery may name the outer query's columns only in "
-                            "its WHERE")
-        inner = q.copy()
-        inner.set("where", exp.Where(this=exp.and_(*keep)) if keep else None)
-        inner.set("where_", None) if "where_" in inner.args else None
-        key_items = [exp.Alias(this=k.copy(), alias=exp.to_identifier(f"__ck{i}", quoted=True))
-                     for i, k in enumerate(inner_keys)]
-        count = False
-        if any(_arg(q, k) is not None for k in ("group", "having", "limit", "offset", "qualify")):
-            raise PlanError("a correlated subquery with GROUP BY, HAVING, LIMIT or OFFSET is not "
-                            "supported")
-        if kind == n.SubKind.EXISTS:
-            aggs0: list[exp.Expression] = []
-            for x in q.expressions:
-                collect_aggs(x, aggs0)
-            if aggs0:
-                raise PlanError("a correlated EXISTS over an aggregate is not supported")
-            inner.set("expressions", key_items)
-            inner.set("distinct", exp.Distinct())
-            inner.set("order", None)
-            inner.set("limit", None)
-        else:
-            if len(q.expressions) != 1:
-                raise PlanError("a scalar subquery must return one column")
-            aggs: list[exp.Expression] = []
-            collect_aggs(q.expressions[0], aggs)
-            item = _unalias(q.expressions[0])
-            if not is_agg(item):
-                raise PlanError("a correlated scalar subquery must return one aggregate "
-                                "(SELECT AVG(...) ... WHERE inner.key = outer.key)")
-            base = item
-            while isinstance(base, exp.Filter | exp.IgnoreNulls):
-                base = base.this
-            count = isinstance(base, exp.Count | exp.CountIf)
-            inner.set("expressions", [*key_items, item.copy()])
-            inner.set("group", exp.Group(expressions=[k.copy() for k in inner_keys]))
-        plan = self.query(inner)
-        return n.SubPlan(kind, plan, tuple(outer_keys), count)
-
-    def _is_outer(self, c: exp.Column, outer, inner_cols) -> bool:
-        if c.table:
-            in_inner = bool(find(inner_cols, c.name, c.table))
-            return not in_inner and bool(find(outer, c.name, c.table))
-        return not find(inner_cols, c.name, None) and bool(find(outer, c.name, None))
-
-    def _outer_refs(self, e: exp.Expression, outer, inner_cols=None) -> list[exp.Column]:
-        if not outer:
-            return []
-        if inner_cols is None:
-            inner_cols = ()
-        out = []
-        for c in columns_in(e):
-            if self._is_outer(c, outer, inner_cols):
-                out.append(c)
-        return out
-
-
 def _renamed(node: n.Node, alias: str, names: tuple[str, ...]) -> n.Alias:
     """``node`` as ``alias(names...)``: its first columns renamed, by position."""
     if len(names) > len(node.cols):
         raise PlanError(f"table {alias} has {len(node.cols)} columns available but "
                         f"{len(names)} columns specified")
     return n.Alias(node, alias, names)
-
-
-def position(lit: exp.Literal, what: str) -> int:
-    """A numeric constant in ORDER BY or GROUP BY as the position it names (1-based)."""
-    if not lit.is_int:
-        raise PlanError(f"{what} {lit.sql(dialect=D)}: a position is a whole number")
-    return int(lit.this)
-
-
-def _distinct_on(s: exp.Select) -> exp.Select:
-    """``SELECT DISTINCT ON (k) ... ORDER BY o`` as DuckDB answers it: each k's first row
-    in the order o, i.e. ``QUALIFY ROW_NUMBER() OVER (PARTITION BY k ORDER BY o) = 1``. In
-    k and o, a select alias (any case) and a position name the select list's expression."""
-    on = s.args["distinct"].args["on"]
-    keys = on.expressions if isinstance(on, exp.Tuple) else [on]
-    if not keys:
-        raise PlanError("DISTINCT ON needs at least one expression")
-    if s.args.get("qualify") is not None:
-        raise PlanError("DISTINCT ON with QUALIFY is not supported")
-    aliases = {e.alias.lower(): e.this for e in s.expressions if isinstance(e, exp.Alias)}
-    items = [e.this if isinstance(e, exp.Alias) else e for e in s.expressions]
-    star = any(_is_star(e) for e in items)
-
-    def expand(x: exp.Expression, what: str) -> exp.Expression:
-        if isinstance(x, exp.Column) and not x.table and x.name.lower() in aliases:
-            return aliases[x.name.lower()].copy()
-        lit = x.this if isinstance(x, exp.Neg) else x
-        if isinstance(lit, exp.Literal) and not lit.is_string:
-            if star:
-                raise PlanError(f"{what} by position over SELECT * is not supported with "
-                                "DISTINCT ON; name the column")
-            i = position(lit, what) if isinstance(x, exp.Literal) else 0
-            if not 1 <= i <= len(items):
-                raise PlanError(f"{what} {x.sql(dialect=D)}: the select list has {len(items)} "
-                                "items")
-            return items[i - 1].copy()
-        return x.copy()
-
-    order = s.args.get("order")
-    ordered = [exp.Ordered(this=expand(o.this, "ORDER BY"), desc=o.args.get("desc"),
-                           nulls_first=o.args.get("nulls_first"))
-               for o in (order.expressions if order is not None else [])]
-    win = exp.Window(this=exp.RowNumber(), partition_by=[expand(k, "DISTINCT ON") for k in keys],
-                     order=exp.Order(expressions=ordered) if ordered else None)
-    out = s.copy()
-    out.set("distinct", None)
-    out.set("qualify", exp.Qualify(this=exp.EQ(this=win, expression=exp.Literal.number(1))))
-    return out
-
-
-def _is_star(e: exp.Expression) -> bool:
-    """Whether ``e`` is ``*`` or ``t.*``."""
-    return isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star))
-
-
-def _parents(x: exp.Expression):
-    p = x.parent
-    while p is not None:
-        yield p
-        p = p.parent
-
-
-def _conjuncts(e: exp.Expression):
-    if isinstance(e, exp.And):
-        yield from _conjuncts(e.left)
-        yield from _conjuncts(e.right)
-    elif isinstance(e, exp.Paren) and isinstance(e.this, exp.And):
-        yield from _conjuncts(e.this)
-    else:
-        yield e
-
-
-conjuncts = _conjuncts
 
 
 def build(tree: exp.Expression, catalog: Catalog) -> n.Node:

@@ -13,8 +13,8 @@ from sqlglot import exp
 
 from bamql.errors import PlanError
 from bamql.plan import nodes as n
-from bamql.plan.build import columns_in, conjuncts
 from bamql.plan.expr import Evaluator, Rel, _coerce, canonical, find
+from bamql.plan.sqlast import columns_in, conjuncts
 
 #: The most rows a join without equality keys may produce.
 MAX_CROSS = 50_000_000

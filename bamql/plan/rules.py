@@ -15,8 +15,9 @@ from sqlglot import exp
 
 from bamql.errors import PlanError
 from bamql.plan import nodes as n
-from bamql.plan.build import Catalog, columns_in, conjuncts, is_agg
+from bamql.plan.build import Catalog
 from bamql.plan.expr import find, resolve
+from bamql.plan.sqlast import columns_in, conjuncts, is_agg
 
 D = "duckdb"
 Rule = Callable[[n.Node, Catalog], n.Node]
