@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
-import itertools
 import logging
 import os
 import re
-import shutil
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from bamql.api.file_tables import FileTables
+from bamql.api.zones import Deferred, zones_dimension
 from bamql.config import Backend, Config, Device, Medium
 from bamql.errors import DeviceError, PlanError, StoreError, UsageError
 from bamql.exec.leaves import KernelAggregate, Leaf, lower
@@ -35,7 +34,6 @@ from bamql.storage.partitioned import PartitionedTable, is_table, open_table
 
 if TYPE_CHECKING:  # files named in FROM, the plan tree: imported where a query needs them
     from bamql.storage.filecache import ProgressFactory
-    from bamql.storage.files import FileSet
     from bamql.storage.inplace import ReadPlan
 
 _EXPLAIN = re.compile(r"^\s*explain\s+(analyze\s+)?", re.IGNORECASE)
@@ -44,43 +42,6 @@ _ONE_ROW = "bamql_one_row"
 #: A stored table of at most this many rows joined to another is read once into memory and
 #: joined as a dimension table: the join then runs inside the fact table's fused kernel.
 STORED_DIMENSION_ROWS = 1_000_000
-#: stores of files read in place that a session keeps (the most recently used), so that a
-#: query repeated over unchanged files reads them once
-IN_PLACE_KEPT = 4
-_in_place_ids = itertools.count()
-#: the name of a directory of files read in place: ``<pid>-<n>``, made by process ``pid``
-_IN_PLACE_DIR = re.compile(r"([0-9]+)-[0-9]+")
-
-#: The TLC's 265-zone lookup shipped with the package (a data file: the engine does not
-#: import ``bamql.datasets``), registered as ``zones`` under the TLC's column names.
-_ZONES_CSV = Path(__file__).resolve().parents[1] / "datasets" / "taxi_zone_lookup.csv"
-ZONE_COLUMNS = ("LocationID", "Borough", "Zone", "service_zone")
-
-
-@functools.lru_cache(maxsize=1)
-def _zones() -> Dimension:
-    import pyarrow.csv as pacsv
-
-    return dimension("zones", pacsv.read_csv(_ZONES_CSV).rename_columns(list(ZONE_COLUMNS)))
-
-
-class _Deferred:
-    """A dimension table made on first use of any of its attributes but its name: the
-    zones, whose CSV and ``pyarrow.compute`` a query that names no zone does not need."""
-
-    def __init__(self, name: str, make) -> None:
-        self.name, self._make = name, make
-
-    def __getattr__(self, attr: str):
-        return getattr(self._make(), attr)
-
-
-def zones_table() -> pa.Table:
-    """The taxi zone lookup every session registers as ``zones`` (columns LocationID,
-    Borough, Zone, service_zone)."""
-    return _zones().table
-
-
 def gpu_unavailable_reason() -> str | None:
     """None if the GPU engine can run here, else why not (one line)."""
     from bamql.gpu.device import gpu_available
@@ -88,36 +49,7 @@ def gpu_unavailable_reason() -> str | None:
     return gpu_available()
 
 
-def _alive(pid: int) -> bool:
-    """Whether process ``pid`` may exist: only a ``ProcessLookupError`` says it does not
-    (another user's process cannot be signalled, yet is alive)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError, OSError):
-        return True  # alive, or a pid this system cannot name: left alone either way
-    return True
-
-
-def _remove_dead_in_place(root: Path) -> None:
-    """Remove the directories of files read in place under ``root`` (``<pid>-<n>``) whose
-    process no longer exists: a process killed mid-query leaves its own behind. Another
-    live process's directories, this process's, and names of any other form stay."""
-    try:
-        entries = list(os.scandir(root))
-    except OSError:
-        return
-    for e in entries:
-        m = _IN_PLACE_DIR.fullmatch(e.name)
-        if m is None or not e.is_dir(follow_symlinks=False):
-            continue
-        pid = int(m.group(1))
-        if pid > 0 and pid != os.getpid() and not _alive(pid):
-            shutil.rmtree(e.path, ignore_errors=True)
-
-
-class Session:
+class Session(FileTables):
     """A connection to a directory of tables (or one table directory), or to none: files
     named in FROM are served either way.
 
@@ -161,7 +93,7 @@ class Session:
             self.stores = self._open_tables(config.page_size)
         #: registered dimension tables by name (``register``): a stored table's name wins
         self.dimensions: dict[str, Dimension] = (
-            {} if "zones" in self.stores else {"zones": _Deferred("zones", _zones)})
+            {} if "zones" in self.stores else {"zones": Deferred("zones", zones_dimension)})
         self.cluster = None
         self._dask: Runner | None = None
         # a client this session made (from an address or "local-gpus") is closed with it
@@ -335,136 +267,6 @@ class Session:
 
     def catalog(self) -> dict:
         return {name: s.columns for name, s in (*self._files.items(), *self.stores.items())}
-
-    def _bind_files(self, text: str) -> str:
-        """``text`` with the files it names in FROM replaced by the tables that serve them
-        (page stores made on demand and cached: ``storage.filecache``)."""
-        from bamql.sql.file_refs import bind_files
-
-        key = (text, frozenset(self.stores))
-        if self._plain.get(key) is not None:
-            return text
-        registered = self._registered_gen
-        out = bind_files(text, self.stores, self._file_table, self._registered_table)
-        with self._lock:  # not if a table was registered or dropped meanwhile
-            if out is text and registered == self._registered_gen:
-                self._plain.put(key, True)
-        return out
-
-    def _registered_table(self, name: str) -> str | None:
-        """The name of the table that serves the registered table ``name`` queried as a
-        table (its rows ingested into a store in the file cache, keyed by their content),
-        or None where ``name`` is not registered."""
-        dim = self.dimensions.get(name)
-        if dim is None:
-            return None
-        from bamql.storage.filecache import cached_table
-
-        key = (name, self._registered_gen)
-        if key in self._unstorable:
-            return None
-        try:
-            store = cached_table(dim.table.select(list(dim.metas)), self.config.file_cache_dir)
-        except StoreError:  # values a store cannot hold (the smallest BIGINT, its NULL mark):
-            self._unstorable.add(key)  # the plan tree reads the registered table as it is
-            return None
-
-        table = f"mem_{store.name.removeprefix('mem-')}"
-        with self._lock:
-            if table not in self._files:
-                self._files[table] = open_table(store)
-                self._file_notes[table] = f"registered table {name!r}, read through a store " \
-                                          f"cached at {store}"
-                self._file_labels[table] = repr(name)
-        return table
-
-    def _file_table(self, ref) -> str:
-        """The name of the table that serves the files of ``ref`` (a ``FileRef``), opened
-        in this session; the versions of the same files made stale by a change are dropped
-        (their stores close once no query holds them)."""
-        from bamql.storage.filecache import cached_store
-        from bamql.storage.files import FileSet
-
-        files = FileSet.resolve(ref.specs, ref.format, ref.hive, ref.filters, ref.options)
-        if not self.config.cache_files:
-            return self._in_place_table(files, ref)
-        cached = cached_store(files, self.config.file_cache_dir, self.file_progress)
-        name = files.table_name
-        with self._lock:
-            if name not in self._files:
-                table = open_table(cached.store)
-                stale = [n for n in self._files if n.startswith(f"files_{files.names_key}_")]
-                for n in stale:
-                    self._off_gpu(self._files.pop(n))
-                    del self._file_notes[n], self._file_labels[n]
-                self._files[name] = table
-                self._file_notes[name] = cached.describe()
-                self._file_labels[name] = ", ".join(f"'{x}'" for x in ref.specs)
-        return name
-
-    def _in_place_table(self, files: FileSet, ref) -> str:
-        """The name of a table of what the query of ``ref`` reads of ``files`` (its columns,
-        the row groups and rows its pushed filter keeps: ``storage.inplace``), made in a
-        hidden directory of the file cache; the session keeps the last ``IN_PLACE_KEPT``
-        and removes the others' directories (and all of them when it closes)."""
-        from bamql.storage.inplace import ReadSpec, read_in_place
-
-        spec = ReadSpec(ref.names, ref.filters)
-        key = (files.names_key, files.version_key, spec.key)
-        hit = self._in_place_hit(files, ref)
-        if hit is not None:
-            return hit
-        root = self.config.file_cache_dir / ".inplace"
-        try:
-            root.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise StoreError(f"cannot make the file cache {root}: {e.strerror} (set "
-                             f"BAMQL_FILE_CACHE to a writable directory)") from None
-        if not self._in_place_swept:
-            self._in_place_swept = True
-            _remove_dead_in_place(root)
-        out = root / f"{os.getpid()}-{next(_in_place_ids)}"
-        shutil.rmtree(out, ignore_errors=True)  # a dead process's of the same pid
-        made = read_in_place(files, spec, out)
-        name = f"inplace_{out.name.replace('-', '_')}"
-        with self._lock:
-            self._files[name] = open_table(out)
-            self._file_notes[name] = made.describe()
-            self._file_labels[name] = ", ".join(f"'{x}'" for x in ref.specs)
-            self._in_place[key] = (name, out)
-            while len(self._in_place) > IN_PLACE_KEPT:
-                self._drop_in_place(next(iter(self._in_place)))
-        return name
-
-    def _in_place_hit(self, files: FileSet, ref) -> str | None:
-        """The name of the table of what the query of ``ref`` reads of ``files`` where this
-        session read it already (now its most recent), else None."""
-        from bamql.storage.inplace import ReadSpec
-
-        key = (files.names_key, files.version_key, ReadSpec(ref.names, ref.filters).key)
-        with self._lock:
-            hit = self._in_place.pop(key, None)
-            if hit is None:
-                return None
-            self._in_place[key] = hit
-            return hit[0]
-
-    def _drop_in_place(self, key: tuple) -> None:
-        """Forget a table read in place and remove its directory (a query still reading it
-        keeps its open files)."""
-        name, out = self._in_place.pop(key)
-        table = self._files.pop(name, None)
-        self._file_notes.pop(name, None)
-        self._file_labels.pop(name, None)
-        if table is not None:
-            self._off_gpu(table)
-        shutil.rmtree(out, ignore_errors=True)
-
-    def _off_gpu(self, table: PartitionedTable) -> None:
-        """Release a table this session no longer serves from the GPU (its page caches)."""
-        if self.gpu is not None:
-            for part in table.parts:
-                self.gpu.drop(part)
 
     # -- queries -------------------------------------------------------------------------
     def plan(self, q: ir.Query, resident: Resident | None = None) -> PhysicalPlan:

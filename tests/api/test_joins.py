@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import bamql
-from bamql.api.session import zones_table
+from bamql.api.zones import zones_table
 from bamql.datasets.generator import GenParams, generate_chunk
 from bamql.errors import PlanError, UsageError
 from bamql.storage.ingest import ingest
@@ -244,7 +244,7 @@ SIM_SCRIPT = textwrap.dedent("""
     import sys, tempfile
     from pathlib import Path
     import bamql
-    from bamql.api.session import zones_table
+    from bamql.api.zones import zones_table
     from bamql.storage.ingest import ingest
     import pyarrow.parquet as pq
     from tests.api.test_joins import QUERIES, _trips

@@ -9,7 +9,7 @@ import pytest
 
 import bamql.exec.partition as partition
 from bamql.api.connection import connect
-from bamql.api.session import zones_table
+from bamql.api.zones import zones_table
 from bamql.queries import load
 from bamql.storage.residency import COPY
 from tests.conftest import SAMPLES

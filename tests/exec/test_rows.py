@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import bamql
-from bamql.api.session import zones_table
+from bamql.api.zones import zones_table
 from bamql.errors import PlanError
 from bamql.exec import cpu
 from bamql.storage.ingest import ingest

@@ -205,7 +205,7 @@ def test_the_dask_path_uses_only_public_dask_api():
     # no private attribute of a Dask object, no import from Dask's internal modules
     private = re.compile(r"\b(?:distributed|dask|client|self\.client|cluster)(?:\.\w+)*\._\w")
     internal = re.compile(r"^\s*(?:from|import)\s+(?:distributed|dask)\.\w", re.MULTILINE)
-    for path in (ROOT / "engine" / "distributed.py", ROOT / "engine" / "dask_worker.py",
+    for path in (ROOT / "exec" / "distributed.py", ROOT / "exec" / "dask_worker.py",
                  ROOT / "bench" / "scaleout.py"):
         text = path.read_text()
         assert not private.findall(text), (path.name, private.findall(text))

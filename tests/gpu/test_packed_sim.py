@@ -64,7 +64,7 @@ SCRIPT = textwrap.dedent("""
                 assert_same_rows(con.sql(q).rows(), want, ordered=False)
         # the file read in place: each query's read is a table on the GPU until the session
         # drops it (it keeps the last IN_PLACE_KEPT), and its GPU table goes with it
-        from bamql.api.session import IN_PLACE_KEPT
+        from bamql.api.file_tables import IN_PLACE_KEPT
         for q, want in zip(queries, cpu):
             got = con.sql(q.replace("FROM trips", f"FROM '{d / 't.parquet'}'")).rows()
             assert_same_rows(got, want, ordered=False)

@@ -471,7 +471,7 @@ def store(ds: Dataset, shape: Shape, workdir: Path) -> Path:
 def duck_rows(sql: str, ds: Dataset) -> list[tuple]:
     """DuckDB's answer over the data set's Arrow table, registered under its schema name,
     and the zone lookup that every bamql session registers as ``zones``."""
-    from bamql.api.session import zones_table
+    from bamql.api.zones import zones_table
     from tests.reference import duck_tables
 
     return duck_tables(sql, {ds.schema: ds.reference, "zones": zones_table()})
