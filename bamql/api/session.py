@@ -25,9 +25,10 @@ from bamql.fused import ir
 from bamql.lru import LRU
 from bamql.physical.cost import reads_page_cache
 from bamql.physical.planning import PhysicalPlan
+from bamql.sql.dimensions import Dimension, dimension
 from bamql.sql.distinct import split_distinct
 from bamql.sql.grouping import check_hashed, hashed
-from bamql.sql.joins import Dimension, JoinQuery, dimension, translate_joins
+from bamql.sql.joins import JoinQuery, translate_joins
 from bamql.sql.params import Params, bind
 from bamql.sql.statements import catalog_query
 from bamql.storage.partitioned import PartitionedTable, is_table, open_table

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from bamql.sql.joins import Dimension, dimension
+from bamql.sql.dimensions import Dimension, dimension
 
 #: The TLC's 265-zone lookup shipped with the package (a data file: the engine does not
 #: import ``bamql.datasets``), registered as ``zones`` under the TLC's column names.

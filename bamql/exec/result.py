@@ -18,7 +18,7 @@ from bamql.fused import ir
 from bamql.fused.evaluate import evaluate
 from bamql.intmath import fits_int64
 from bamql.kernels.accumulate import Grouped
-from bamql.sql.expressions import case_results, date_valued
+from bamql.sql.valuetypes import case_results, date_valued
 from bamql.storage.arrownp import from_numpy
 from bamql.storage.format import ColumnMeta
 
@@ -64,7 +64,7 @@ def time_zone(e: ir.Expr, q: ir.Query | None, cols) -> str | None:
 
 def is_date(e: ir.Expr, q: ir.Query | None, cols) -> bool:
     """Whether timestamp output ``e`` is a DATE (``storage.sqltypes.DATE``, its midnight's
-    microseconds), as DuckDB types it (``sql.expressions.date_valued``): a group key or
+    microseconds), as DuckDB types it (``sql.valuetypes.date_valued``): a group key or
     an aggregate of the query read as what it refers to."""
     return cols is not None and _is_date(e, q, cols)
 

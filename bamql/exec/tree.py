@@ -17,7 +17,7 @@ from sqlglot import exp
 from bamql.errors import TREE_ONLY, BamqlError, PlanError
 from bamql.exec.result import Result
 from bamql.plan import nodes as n
-from bamql.sql.expressions import WIDE_WORDS
+from bamql.sql.valuetypes import WIDE_WORDS
 
 if TYPE_CHECKING:  # the tree's modules load where a statement is not one fused leaf
     from bamql.plan.build import Catalog

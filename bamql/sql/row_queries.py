@@ -9,7 +9,7 @@ from sqlglot import exp
 from bamql.errors import TREE_ONLY
 from bamql.fused import ir
 from bamql.sql.expressions import ExprTranslator as Translator
-from bamql.sql.expressions import column_value
+from bamql.sql.valuetypes import column_value
 
 #: sqlglot's nodes of the quantile aggregates -> ``ir.QUANTILES`` name
 QUANTILE_NODES = {exp.Median: "median", exp.PercentileCont: "quantile_cont",

@@ -22,7 +22,7 @@ from bamql.sql.expressions import ExprTranslator
 
 
 class Dimension(Protocol):
-    """What of ``sql.joins.Dimension`` (a registered table) a subquery reads."""
+    """What of ``sql.dimensions.Dimension`` (a registered table) a subquery reads."""
 
     name: str
     values: Mapping[str, tuple[np.ndarray, np.ndarray]]

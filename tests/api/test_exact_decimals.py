@@ -204,7 +204,7 @@ def test_a_computed_decimal_beside_a_constant_a_double_cannot_hold_is_refused(tm
 
 
 def test_a_wide_decimal_of_a_registered_table_is_refused_in_a_join(tmp_path):
-    from bamql.sql.joins import dimension
+    from bamql.sql.dimensions import dimension
 
     dim = dimension("prices", pa.table({"id": [1, 2], "p": WIDE["d"].slice(0, 2)}))
     assert dim.decimals == {"p": ("DECIMAL(18,4)", True)}

@@ -11,7 +11,8 @@ import pytest
 from bamql.errors import PlanError
 from bamql.fused import ir
 from bamql.fused.domains import Domain
-from bamql.sql.joins import JoinQuery, dimension, translate_joins
+from bamql.sql.dimensions import dimension
+from bamql.sql.joins import JoinQuery, translate_joins
 from bamql.sql.translate import translate
 from bamql.storage.format import ColumnMeta
 

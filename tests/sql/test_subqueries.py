@@ -10,7 +10,8 @@ import pytest
 import bamql
 from bamql.errors import PlanError
 from bamql.fused import ir
-from bamql.sql.joins import dimension, translate_joins
+from bamql.sql.dimensions import dimension
+from bamql.sql.joins import translate_joins
 from bamql.storage.format import ColumnMeta
 from tests.conftest import read_orc
 
