@@ -2,62 +2,116 @@
 
 from __future__ import annotations
 
+from functools import singledispatch
+
 import numpy as np
 
 from bamql.fused import ir
 
 
+@singledispatch
 def _series(e: ir.Expr, df):
     """A cuDF Series (or scalar) for an expression; NULLs follow cuDF's own semantics."""
-    if isinstance(e, ir.Col):
-        return df[e.name]
-    if isinstance(e, ir.Lit):
-        if e.kind == "timestamp":
-            return np.datetime64(int(e.value), "us")
-        return e.value
-    if isinstance(e, ir.Arith):
-        a, b = _series(e.left, df), _series(e.right, df)
-        if e.op == "/":
-            return a.astype("float64") / b if hasattr(a, "astype") else a / b
-        return _arith(e.op, a, b)
-    if isinstance(e, ir.Neg):
-        return -_series(e.arg, df)
-    if isinstance(e, ir.Cmp):
-        a, b = _series(e.left, df), _series(e.right, df)
-        return {"=": lambda: a == b, "<>": lambda: a != b, "<": lambda: a < b,
-                "<=": lambda: a <= b, ">": lambda: a > b, ">=": lambda: a >= b}[e.op]()
-    if isinstance(e, ir.And | ir.Or):
-        out = _series(e.args[0], df)
-        for a in e.args[1:]:
-            out = (out & _series(a, df)) if isinstance(e, ir.And) else (out | _series(a, df))
-        return out
-    if isinstance(e, ir.Not):
-        return ~_series(e.arg, df)
-    if isinstance(e, ir.IsNull):
-        s = _series(e.arg, df)
-        return s.notna() if e.negated else s.isna()
-    if isinstance(e, ir.InList):
-        s = _series(e.arg, df).isin([v.value for v in e.values if v.value is not None])
-        return ~s if e.negated else s
-    if isinstance(e, ir.Extract):
-        s = _series(e.arg, df)
-        parts = {"year": lambda: s.dt.year.astype("int64"), "month": lambda: s.dt.month,
-                 "day": lambda: s.dt.day, "hour": lambda: s.dt.hour, "minute": lambda: s.dt.minute,
-                 "dow": lambda: (s.dt.dayofweek + 1) % 7}
-        if e.part not in parts:
-            raise NotImplementedError(f"EXTRACT({e.part})")
-        return parts[e.part]()
-    if isinstance(e, ir.Trunc):
-        freq = {"day": "D", "hour": "h", "minute": "min", "second": "s"}.get(e.unit)
-        if freq is None:
-            raise NotImplementedError(f"date_trunc('{e.unit}')")
-        return _series(e.arg, df).dt.floor(freq)
-    if isinstance(e, ir.Math) and e.func == ir.MathFunc.ROUND:
-        # DuckDB rounds halves away from zero: libcudf's HALF_UP
-        return _series(e.arg, df).round(e.digits, how="half_up")
-    if isinstance(e, ir.Cast) and e.to != ir.CastTo.DOUBLE:
-        return _series(e.arg, df).round(0, how="half_even").astype("int64")
     raise NotImplementedError(type(e).__name__)
+
+
+@_series.register
+def _(e: ir.Col, df):
+    return df[e.name]
+
+
+@_series.register
+def _(e: ir.Lit, df):
+    if e.kind == "timestamp":
+        return np.datetime64(int(e.value), "us")
+    return e.value
+
+
+@_series.register
+def _(e: ir.Arith, df):
+    a, b = _series(e.left, df), _series(e.right, df)
+    if e.op == "/":
+        return a.astype("float64") / b if hasattr(a, "astype") else a / b
+    return _arith(e.op, a, b)
+
+
+@_series.register
+def _(e: ir.Neg, df):
+    return -_series(e.arg, df)
+
+
+@_series.register
+def _(e: ir.Cmp, df):
+    a, b = _series(e.left, df), _series(e.right, df)
+    return {"=": lambda: a == b, "<>": lambda: a != b, "<": lambda: a < b,
+            "<=": lambda: a <= b, ">": lambda: a > b, ">=": lambda: a >= b}[e.op]()
+
+
+@_series.register
+def _(e: ir.And, df):
+    out = _series(e.args[0], df)
+    for a in e.args[1:]:
+        out = out & _series(a, df)
+    return out
+
+
+@_series.register
+def _(e: ir.Or, df):
+    out = _series(e.args[0], df)
+    for a in e.args[1:]:
+        out = out | _series(a, df)
+    return out
+
+
+@_series.register
+def _(e: ir.Not, df):
+    return ~_series(e.arg, df)
+
+
+@_series.register
+def _(e: ir.IsNull, df):
+    s = _series(e.arg, df)
+    return s.notna() if e.negated else s.isna()
+
+
+@_series.register
+def _(e: ir.InList, df):
+    s = _series(e.arg, df).isin([v.value for v in e.values if v.value is not None])
+    return ~s if e.negated else s
+
+
+@_series.register
+def _(e: ir.Extract, df):
+    s = _series(e.arg, df)
+    parts = {"year": lambda: s.dt.year.astype("int64"), "month": lambda: s.dt.month,
+             "day": lambda: s.dt.day, "hour": lambda: s.dt.hour, "minute": lambda: s.dt.minute,
+             "dow": lambda: (s.dt.dayofweek + 1) % 7}
+    if e.part not in parts:
+        raise NotImplementedError(f"EXTRACT({e.part})")
+    return parts[e.part]()
+
+
+@_series.register
+def _(e: ir.Trunc, df):
+    freq = {"day": "D", "hour": "h", "minute": "min", "second": "s"}.get(e.unit)
+    if freq is None:
+        raise NotImplementedError(f"date_trunc('{e.unit}')")
+    return _series(e.arg, df).dt.floor(freq)
+
+
+@_series.register
+def _(e: ir.Math, df):
+    if e.func != ir.MathFunc.ROUND:
+        raise NotImplementedError(f"{e.func}")
+    # DuckDB rounds halves away from zero: libcudf's HALF_UP
+    return _series(e.arg, df).round(e.digits, how="half_up")
+
+
+@_series.register
+def _(e: ir.Cast, df):
+    if e.to == ir.CastTo.DOUBLE:
+        raise NotImplementedError("CAST AS DOUBLE")
+    return _series(e.arg, df).round(0, how="half_even").astype("int64")
 
 
 def _arith(op, a, b):
