@@ -138,3 +138,19 @@ def test_html_is_escaped_and_cut(con):
     page = many._repr_html_(max_rows=10)
     assert page.count("<tr>") == 11  # the header and ten rows
     assert f"… {len(many) - 10:,} more rows ({len(many):,} in all)" in page
+
+
+def test_duckdbs_names_for_the_conversions(con, duck, capsys):
+    res = con.sql(SQL)
+    assert res.arrow().equals(res.to_arrow())
+    want = duck.sql(SQL).fetchall()
+    assert_same_rows([tuple(r.values()) for r in res.arrow().to_pylist()], want, ordered=True)
+    df = res.df()  # pandas, as DuckDB's .df()
+    assert list(df.columns) == res.arrow().column_names and len(df) == len(want)
+    assert df["n"].tolist() == [r[1] for r in want]
+    res.show()  # prints the table, as DuckDB's .show()
+    out = capsys.readouterr().out
+    assert out.strip() == str(res).strip() and "payment_type" in out
+    pl = pytest.importorskip("polars")
+    frame = res.pl()
+    assert isinstance(frame, pl.DataFrame) and frame.rows() == res.rows()
