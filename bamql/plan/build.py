@@ -10,6 +10,8 @@ what they can back into the kernel. Subqueries in expressions become ``SubPlan``
 
 from __future__ import annotations
 
+import decimal
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -256,19 +258,33 @@ class Builder(SubqueryPlanner):
 
     @staticmethod
     def _count(e, what: str) -> int | None:
-        """LIMIT's or OFFSET's count: a constant integer expression, not negative."""
+        """LIMIT's or OFFSET's count: a constant expression cast to BIGINT as DuckDB casts it
+        (a fraction rounded half away from zero, a string read as a number), not negative."""
         if e is None:
             return None
         v = e.expression if isinstance(e, exp.Limit | exp.Offset) else e
-        if not (isinstance(v, exp.Literal) and not v.is_string and v.this.isdigit()):
-            if isinstance(v, exp.Literal) or any(v.find_all(exp.Column, exp.Subquery, exp.Select)):
-                raise PlanError(f"{what} takes a non-negative integer constant")
-            x = Evaluator(Rel.of([pa.array([0])], ((None, "__one"),))).eval(v)
-            if not (isinstance(x, pa.Scalar) and pa.types.is_integer(x.type) and x.is_valid
-                    and x.as_py() >= 0):
-                raise PlanError(f"{what} takes a non-negative integer constant")
-            return x.as_py()
-        return int(v.this)
+        if isinstance(v, exp.Literal) and not v.is_string and v.this.isdigit():
+            return int(v.this)
+        if any(v.find_all(exp.Column, exp.Subquery, exp.Select)):
+            raise PlanError(f"{what} takes a non-negative integer constant")
+        x = Evaluator(Rel.of([pa.array([0])], ((None, "__one"),))).eval(v)
+        if isinstance(x, pa.Array) and len(x) == 1:
+            x = x[0]
+        value = x.as_py() if isinstance(x, pa.Scalar) and x.is_valid else None
+        if isinstance(value, str):
+            try:
+                value = float(value) if any(ch in value for ch in ".eE") else int(value)
+            except ValueError:
+                value = None
+        if isinstance(value, bool) or not isinstance(value, int | float | decimal.Decimal) or (
+                isinstance(value, float) and not math.isfinite(value)):
+            raise PlanError(f"{what} takes a non-negative integer constant")
+        if not isinstance(value, int):  # BIGINT's cast: half away from zero
+            d = decimal.Decimal(value)
+            value = int(d.to_integral_value(rounding=decimal.ROUND_HALF_UP))
+        if value < 0:
+            raise PlanError(f"{what} takes a non-negative integer constant")
+        return value
 
     def expand(self, items: list[exp.Expression], cols: tuple[n.ColName, ...]) -> list[exp.Expression]:
         """The select list with ``*`` and ``t.*`` as the columns they name."""

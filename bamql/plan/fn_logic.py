@@ -77,6 +77,23 @@ _HANDLERS[exp.LT] = _cmp("less")
 _HANDLERS[exp.LTE] = _cmp("less_equal")
 
 
+def _not_distinct(negate: bool):
+    """``a IS [NOT] DISTINCT FROM b``: equal (NaN equals NaN) or both NULL; never NULL."""
+    def fn(ev: Evaluator, e: exp.Binary) -> Value:
+        n = ev.rel.rows
+        a, b = broadcast(ev.eval(e.left), n), broadcast(ev.eval(e.right), n)
+        eq = broadcast(_cmp("equal")(ev, exp.EQ(this=e.left, expression=e.right)), n)
+        an, bn = a.is_null(), b.is_null()
+        same = pc.or_(pc.and_(an, bn),
+                      pc.and_(pc.and_(pc.invert(an), pc.invert(bn)), eq.fill_null(False)))
+        return pc.invert(same) if negate else same
+    return fn
+
+
+_HANDLERS[exp.NullSafeEQ] = _not_distinct(False)
+_HANDLERS[exp.NullSafeNEQ] = _not_distinct(True)
+
+
 def _bool_arg(v: Value, e) -> Value:
     if pa.types.is_null(v.type):
         return pa.scalar(None, pa.bool_()) if isinstance(v, pa.Scalar) else v.cast(pa.bool_())

@@ -15,7 +15,7 @@ from typing import Self
 import numpy as np
 from sqlglot import exp
 
-from bamql.errors import PlanError
+from bamql.errors import TREE_ONLY, PlanError
 from bamql.fused import ir
 from bamql.intmath import I64_MAX, fits_int64
 from bamql.sql import lists, scalars, strings
@@ -110,7 +110,9 @@ class ExprTranslator:
         casts it to BOOLEAN (true where it is not zero: NaN is true); ``e`` otherwise."""
         if self.boolean_column(e):
             return ir.Cmp("<>", e, ir.Lit(0, "int"))
-        if e.kind in ("int", "float") and not isinstance(e, ir.Lit):
+        if e.kind in ("int", "float") and isinstance(e, ir.Lit):  # WHERE 1: a constant truth
+            return ir.Lit(bool(e.value != 0), "bool")
+        if e.kind in ("int", "float"):
             return self.compare("<>", e, ir.Lit(0, "int"), node)
         return e
 
@@ -325,6 +327,36 @@ class ExprTranslator:
         return ir.Not(self.bool_expr(inner))
 
     @_expr.register
+    def _(self, node: exp.NullSafeEQ) -> ir.Expr:
+        return self.not_distinct(node)
+
+    @_expr.register
+    def _(self, node: exp.NullSafeNEQ) -> ir.Expr:
+        return ir.Not(self.not_distinct(node))
+
+    def not_distinct(self, node) -> ir.Expr:
+        """``a IS NOT DISTINCT FROM b``: equal (NaN equals NaN), or both NULL; never NULL."""
+        a, b = self.expr(node.this), self.expr(node.expression)
+
+        def null(e: ir.Expr) -> ir.Expr | None:  # e IS NULL; None where it never is
+            if e.kind == "null":
+                return ir.Lit(True, "bool")
+            if e.kind == "strlit" or isinstance(e, ir.Lit):
+                return None
+            return ir.IsNull(e)
+
+        na, nb = null(a), null(b)
+        if a.kind == "null" or b.kind == "null":  # the other operand IS NULL
+            other = nb if a.kind == "null" else na
+            return ir.Lit(False, "bool") if other is None else other
+        eq = self.compare("=", a, b, node)
+        known = tuple(ir.IsNull(x.arg, True) for x in (na, nb) if x is not None)
+        equal = ir.And((*known, eq)) if known else eq
+        if na is None or nb is None:
+            return equal
+        return ir.Or((ir.And((na, nb)), equal))
+
+    @_expr.register
     def _(self, node: exp.Is) -> ir.Expr:
         return self.is_null(node, negated=False)
 
@@ -521,7 +553,8 @@ class ExprTranslator:
         numeric = {"int", "float"}
         ok = (ka in numeric and kb in numeric) or ka == kb or "null" in (ka, kb)
         if ka == "string" and kb == "string" and not (isinstance(b, ir.Lit) or a == b):
-            ok = False
+            # two string columns: their dictionaries differ; the plan tree compares the text
+            raise self.fail(f"a comparison of two string columns {TREE_ONLY}", node)
         if not ok:
             raise self.fail(f"cannot compare {ka} with {kb}", node)
         if ka == "int" and kb in numeric and isinstance(b, ir.Lit):

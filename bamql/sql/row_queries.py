@@ -106,9 +106,10 @@ def clause_count(t: Translator, s: exp.Select, arg: str) -> int | None:
     options = node.args.get("limit_options")
     if options is not None and options.args.get("percent"):
         raise t.fail(f"{arg.upper()} ... % (a share of the rows) is not supported", node)
-    if not isinstance(n, exp.Literal) and not any(n.find_all(exp.Column, exp.Select)):
+    whole = isinstance(n, exp.Literal) and not n.is_string and n.this.isdigit()
+    if not whole and not any(n.find_all(exp.Column, exp.Select)):  # 7 // 2, 3.0, '3'
         raise t.fail(f"{arg.upper()} of an expression {TREE_ONLY}", node)
-    if not (isinstance(n, exp.Literal) and not n.is_string and n.this.isdigit()):
+    if not whole:
         raise t.fail(f"{arg.upper()} needs a non-negative integer", node)
     return int(n.this)
 

@@ -149,8 +149,8 @@ class Translator(ExprTranslator):
         having = None
         if s.args.get("having") is not None:
             having = self.outer(s.args["having"].this, keys, aggs, names=names, exprs=exprs)
-            if having.kind in ("int", "float") and not isinstance(having, ir.Lit):
-                having = self.compare("<>", having, ir.Lit(0, "int"), s.args["having"])
+            if having.kind in ("int", "float"):  # a number as DuckDB casts it to BOOLEAN
+                having = self.as_condition(having, s.args["having"])
             if having.kind != "bool":
                 raise self.fail("HAVING needs a condition", s.args["having"])
         if not aggs and not keys:

@@ -1,5 +1,5 @@
 -- schema: hostile
--- queries that return rows (engine.rows) and exact quantiles, on NULLs, NaN, +-inf, -0.0, extremes
+-- queries that return rows (exec.rows) and exact quantiles, on NULLs, NaN, +-inf, -0.0, extremes
 SELECT * FROM hostile ORDER BY id;
 SELECT * FROM hostile WHERE k = 3 ORDER BY id DESC LIMIT 7;
 SELECT id, fx FROM hostile ORDER BY fx, id LIMIT 40;
@@ -49,3 +49,7 @@ SELECT id, big FROM hostile ORDER BY big, id LIMIT 1;
 SELECT id, dec FROM hostile ORDER BY dec DESC, id LIMIT 11;
 SELECT id, nul_i, k FROM hostile ORDER BY nul_i DESC, id LIMIT 4;
 SELECT id, w FROM hostile ORDER BY w DESC, id LIMIT 2000;
+-- LIMIT and OFFSET of any constant, cast to BIGINT as DuckDB casts them
+SELECT id FROM hostile ORDER BY id LIMIT 7 // 2;
+SELECT id FROM hostile ORDER BY id LIMIT 2.5 OFFSET 1.0;
+SELECT id FROM hostile ORDER BY id LIMIT '3';

@@ -167,5 +167,5 @@ def test_bad_parameters_are_one_line_errors(con, sql, params, message):
 
 
 def test_a_value_the_query_cannot_use_is_the_translators_error(con):
-    with pytest.raises(bamql.PlanError, match="LIMIT needs a non-negative integer"):
+    with pytest.raises(bamql.PlanError, match="LIMIT takes a non-negative integer"):
         con.sql("SELECT COUNT(*) FROM trips LIMIT ?", ["ten"])
