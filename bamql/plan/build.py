@@ -158,7 +158,7 @@ class Builder(SubqueryPlanner):
             pa.table({"__one": pa.array([0], pa.int8())}), ("__one",), None, "one row")
         where = _arg(s, "where")
         if where is not None:
-            cond, subs = self.subqueries(where.this, src.cols)
+            cond, subs = self.subqueries(where.this, src.cols, filtered=True)
             if any(is_agg(x) for x in cond.walk()):
                 raise PlanError("aggregate functions are not allowed in WHERE")
             src = n.Filter(src, cond, subs)

@@ -9,18 +9,36 @@ from sqlglot import exp
 from bamql.errors import PlanError
 from bamql.plan import nodes as n
 from bamql.plan.expr import find
-from bamql.plan.sqlast import D, _arg, _conjuncts, _transform, _unalias, collect_aggs, columns_in, is_agg
+from bamql.plan.sqlast import (
+    D,
+    _arg,
+    _conjuncts,
+    _is_star,
+    _transform,
+    _unalias,
+    collect_aggs,
+    columns_in,
+    is_agg,
+)
 
 
 class SubqueryPlanner:
     """The subquery methods of the plan builder; ``query`` and ``from_`` are the builder's."""
 
-    def subqueries(self, e: exp.Expression, cols: tuple[n.ColName, ...], base: int = 0
-                   ) -> tuple[exp.Expression, tuple[n.SubPlan, ...]]:
-        """``e`` with each subquery as a SubRef to a SubPlan (indices from ``base``)."""
+    def subqueries(self, e: exp.Expression, cols: tuple[n.ColName, ...], base: int = 0,
+                   filtered: bool = False) -> tuple[exp.Expression, tuple[n.SubPlan, ...]]:
+        """``e`` with each subquery as a SubRef to a SubPlan (indices from ``base``).
+        ``filtered``: ``e`` is a condition that keeps only the rows where it is TRUE (WHERE,
+        HAVING, QUALIFY), where a NULL is as good as FALSE."""
         subs: list[n.SubPlan] = []
 
         def fn(node):
+            if (filtered and isinstance(node, exp.In) and node.args.get("query") is not None
+                    and _conjunct(node)):
+                exists = self._in_as_exists(node, cols)
+                if exists is not None:
+                    subs.append(self.subplan(exists, n.SubKind.EXISTS, cols))
+                    return n.SubRef(this=exp.Literal.number(base + len(subs) - 1))
             if isinstance(node, exp.Exists):
                 sp = self.subplan(node.this, n.SubKind.EXISTS, cols)
                 subs.append(sp)
@@ -122,6 +140,31 @@ class SubqueryPlanner:
         plan = self.query(inner)
         return n.SubPlan(kind, plan, tuple(outer_keys), count)
 
+    def _in_as_exists(self, node: exp.In, outer: tuple[n.ColName, ...]) -> exp.Select | None:
+        """A correlated ``x IN (SELECT y FROM ... WHERE ...)`` that only filters rows, as
+        ``EXISTS (SELECT 1 FROM ... WHERE ... AND y = x)``: TRUE for the same rows, NULL
+        (no match beside a NULL) and FALSE alike dropped. None where the subquery is not
+        correlated (it runs once, as an IN list) or ``x`` names a column of the subquery."""
+        q = node.args["query"]
+        q = q.this if isinstance(q, exp.Subquery) else q
+        if not isinstance(q, exp.Select) or len(q.expressions) != 1 or _is_star(q.expressions[0]):
+            return None
+        inner_cols = self.from_(q).cols if _arg(q, "from") is not None else ()
+        if not self._outer_refs(q, outer, inner_cols):
+            return None
+        x = node.this
+        if not all(self._is_outer(c, outer, inner_cols) for c in columns_in(x)):
+            return None
+        match = exp.EQ(this=_unalias(q.expressions[0]).copy(), expression=x.copy())
+        where = _arg(q, "where")
+        out = q.copy()
+        out.set("where", exp.Where(this=exp.and_(where.this.copy(), match) if where is not None
+                                   else match))
+        if "where_" in out.args:
+            out.set("where_", None)
+        out.set("expressions", [exp.Literal.number(1)])
+        return out
+
     def _is_outer(self, c: exp.Column, outer, inner_cols) -> bool:
         if c.table:
             in_inner = bool(find(inner_cols, c.name, c.table))
@@ -138,3 +181,13 @@ class SubqueryPlanner:
             if self._is_outer(c, outer, inner_cols):
                 out.append(c)
         return out
+
+
+def _conjunct(node: exp.Expression) -> bool:
+    """Whether ``node`` is the whole condition or one of its top-level ANDed terms."""
+    p = node.parent
+    while p is not None:
+        if not isinstance(p, exp.And | exp.Paren):
+            return False
+        p = p.parent
+    return True

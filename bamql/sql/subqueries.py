@@ -16,6 +16,7 @@ from typing import Protocol
 import numpy as np
 from sqlglot import exp
 
+from bamql.errors import TREE_ONLY
 from bamql.fused import ir
 from bamql.fused.evaluate import evaluate
 from bamql.sql.expressions import ExprTranslator
@@ -71,8 +72,10 @@ def in_subquery(t: ExprTranslator, node: exp.In, dims: Mapping[str, Dimension]) 
         known = ", ".join(sorted(dims)) or "none"
         raise t.fail(f"unknown table {table.name!r} in IN (subquery) (registered tables: "
                      f"{known})", table)
-    if len(s.expressions) != 1 or not isinstance(s.expressions[0].unalias(), exp.Column):
+    if len(s.expressions) != 1:
         raise t.fail("IN (subquery) selects exactly one column of the registered table", q)
+    if not isinstance(s.expressions[0].unalias(), exp.Column):  # the plan tree computes it
+        raise t.fail(f"IN (subquery) of an expression {TREE_ONLY}", q)
 
     inner = table.alias_or_name.lower()
     for c in s.find_all(exp.Column):

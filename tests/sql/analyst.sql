@@ -223,3 +223,8 @@ SELECT COUNT(*) FROM trips t JOIN zones z ON t.pickup_location_id > z.LocationID
 SELECT COUNT(*) FROM trips t JOIN zones z ON t.trip_distance = z.LocationID;
 SELECT z.Borough, COUNT(*), SUM(t.fare_amount) FROM trips t LEFT JOIN zones z ON t.trip_distance = z.LocationID GROUP BY 1 ORDER BY 1 NULLS FIRST;
 SELECT z.Borough, COUNT(*) FROM trips t JOIN zones z ON t.pickup_location_id = z.LocationID AND t.dropoff_location_id = z.LocationID GROUP BY 1 ORDER BY 1;
+-- a correlated IN (subquery) that filters rows: as EXISTS with the IN's equality
+SELECT COUNT(*) FROM trips WHERE vendor_id IN (SELECT LocationID FROM zones WHERE LocationID = trips.vendor_id);
+SELECT COUNT(*) FROM trips t WHERE t.dropoff_location_id IN (SELECT LocationID FROM zones z WHERE z.LocationID = t.pickup_location_id);
+SELECT payment_type, COUNT(*) FROM trips t WHERE t.pickup_location_id IN (SELECT LocationID FROM zones z WHERE z.Borough = 'Manhattan' AND z.LocationID = t.dropoff_location_id) AND t.fare_amount > 0 GROUP BY 1 ORDER BY 1;
+SELECT COUNT(*) FROM trips t WHERE t.pickup_location_id IN (SELECT LocationID + 0 FROM zones z WHERE z.Borough = 'Queens');

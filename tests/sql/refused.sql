@@ -7,7 +7,6 @@ SELECT vendor_id, COUNT(*) FROM trips GROUP BY vendor_id ORDER BY passenger_coun
 SELECT COUNT(*) FROM trips WHERE store_and_fwd_flag LIKE 'Y!' ESCAPE '!';
 SELECT COUNT(*) FROM trips WHERE store_and_fwd_flag LIKE 'Y' ESCAPE '!!';
 SELECT COUNT(*) FROM trips WHERE vendor_id LIKE '1%';
-SELECT COUNT(*) FROM trips WHERE vendor_id IN (SELECT LocationID FROM zones WHERE LocationID = trips.vendor_id);
 SELECT COUNT(*) FROM trips WHERE vendor_id IN (SELECT LocationID, Zone FROM zones);
 SHOW ALL TABLES;
 DESCRIBE nothing_here;
