@@ -1,5 +1,8 @@
 """Answers to the catalog statements of ``sql.statements``, shaped as DuckDB's:
-SHOW TABLES gives ``name``; DESCRIBE gives ``column_name``, ``column_type`` (DuckDB's
+SHOW TABLES gives ``name``; SHOW ALL TABLES ``database``, ``schema``, ``name``,
+``column_names``, ``column_types`` and ``temporary`` (a registered table is a temporary one
+of database ``temp``, as in DuckDB; a stored one is of the database named as the session's
+directory); DESCRIBE gives ``column_name``, ``column_type`` (DuckDB's
 type names), ``null``, ``key``, ``default`` and ``extra``."""
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ class Session(Protocol):
     """What of ``api.session.Session`` the answers read."""
 
     dimensions: Mapping
+    path: object
 
     def tables(self) -> list[str]: ...
 
@@ -50,6 +54,8 @@ def describe(s: Session, cq: CatalogQuery, params=None) -> Result:
     if cq.what is Statement.SHOW_TABLES:
         names = sorted(set(s.tables()) | set(s.dimensions))
         return _result(pa.table({"name": pa.array(names, pa.string())}), cq.what.value)
+    if cq.what is Statement.SHOW_ALL_TABLES:
+        return _result(_all_tables(s), cq.what.value)
     if cq.what is Statement.DESCRIBE_QUERY:
         schema = s.sql(cq.query, params).to_arrow().schema
     else:
@@ -61,6 +67,26 @@ def describe(s: Session, cq: CatalogQuery, params=None) -> Result:
         "column_type": pa.array([duckdb_type(f.type) for f in schema], pa.string()),
         "null": pa.array(["YES"] * n, pa.string()),
         "key": none, "default": none, "extra": none}), cq.what.value)
+
+
+def _all_tables(s: Session) -> pa.Table:
+    """SHOW ALL TABLES: each table's database, schema, name, columns and their types."""
+    rows = []
+    stored = sorted(s.tables())
+    db = getattr(s.path, "name", None) or "memory"
+    for name in sorted(set(stored) | set(s.dimensions)):
+        schema = _table_schema(s, name)
+        temporary = name not in stored
+        rows.append(("temp" if temporary else db, "main", name, schema.names,
+                     [duckdb_type(f.type) for f in schema], temporary))
+    cols = list(zip(*rows, strict=True)) if rows else [[]] * 6
+    strings = pa.list_(pa.string())
+    return pa.table({"database": pa.array(cols[0], pa.string()),
+                     "schema": pa.array(cols[1], pa.string()),
+                     "name": pa.array(cols[2], pa.string()),
+                     "column_names": pa.array(cols[3], strings),
+                     "column_types": pa.array(cols[4], strings),
+                     "temporary": pa.array(cols[5], pa.bool_())})
 
 
 def _table_schema(s: Session, name: str) -> pa.Schema:

@@ -16,6 +16,7 @@ class Statement(Enum):
     """The catalog statements bamql answers."""
 
     SHOW_TABLES = "SHOW TABLES"
+    SHOW_ALL_TABLES = "SHOW ALL TABLES"
     DESCRIBE_TABLE = "DESCRIBE"
     DESCRIBE_QUERY = "DESCRIBE SELECT"
 
@@ -45,6 +46,8 @@ def catalog_query(text: str) -> CatalogQuery | None:
     verb, rest = m.group(1).upper(), text[m.end():].strip()
     if verb == "SHOW" and re.fullmatch(r"tables\s*;?", rest, re.IGNORECASE):
         return CatalogQuery(Statement.SHOW_TABLES)
+    if verb == "SHOW" and re.fullmatch(r"all\s+tables\s*;?", rest, re.IGNORECASE):
+        return CatalogQuery(Statement.SHOW_ALL_TABLES)
     if verb != "SHOW" and _QUERY.match(rest):
         return CatalogQuery(Statement.DESCRIBE_QUERY, query=rest)
     t = _TABLE.match(rest)
@@ -52,5 +55,5 @@ def catalog_query(text: str) -> CatalogQuery | None:
         return CatalogQuery(Statement.DESCRIBE_TABLE, table=(t[1] or "").replace('""', '"') or t[2])
     first = rest.split(None, 1)[0] if rest else ""
     raise PlanError(f"{verb} {first}{' ...' if first else ''} is not supported (bamql answers "
-                    "SHOW TABLES, DESCRIBE <table>, SHOW COLUMNS FROM <table> and "
+                    "SHOW [ALL] TABLES, DESCRIBE <table>, SHOW COLUMNS FROM <table> and "
                     "DESCRIBE <query>)".replace("  ", " "))

@@ -32,6 +32,20 @@ def test_show_tables_lists_stored_and_registered_tables(con):
     assert _rows(res) == [("d",), ("trips",), ("zones",)]
 
 
+def test_show_all_tables_as_duckdb_does(con):
+    ref = duckdb.connect()
+    ref.register("d", D)
+    want = ref.execute("SHOW ALL TABLES")
+    res = con.sql("SHOW ALL TABLES;")
+    assert res.to_arrow().column_names == [c[0] for c in want.description]
+    rows = {r[2]: r for r in _rows(res)}
+    assert rows["d"] == want.fetchall()[0]  # a registered table: temporary, as in DuckDB
+    trips = rows["trips"]
+    schema = con.schema("trips")
+    assert trips[1:] == ("main", "trips", schema.names, [duckdb_type(f.type) for f in schema], False)
+    assert sorted(rows) == ["d", "trips", "zones"]
+
+
 def test_describe_a_registered_table_as_duckdb_does(con):
     ref = duckdb.connect()
     ref.register("d", D)

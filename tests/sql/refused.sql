@@ -8,7 +8,6 @@ SELECT COUNT(*) FROM trips WHERE store_and_fwd_flag LIKE 'Y!' ESCAPE '!';
 SELECT COUNT(*) FROM trips WHERE store_and_fwd_flag LIKE 'Y' ESCAPE '!!';
 SELECT COUNT(*) FROM trips WHERE vendor_id LIKE '1%';
 SELECT COUNT(*) FROM trips WHERE vendor_id IN (SELECT LocationID, Zone FROM zones);
-SHOW ALL TABLES;
 DESCRIBE nothing_here;
 SELECT COUNT(*) FROM trips WHERE store_and_fwd_flag = 1;
 SELECT COUNT(*) FROM trips WHERE store_and_fwd_flag = payment_type;

@@ -16,6 +16,7 @@ from bamql.sql.statements import CatalogQuery, Statement, catalog_query
     ("desc trips;", CatalogQuery(Statement.DESCRIBE_TABLE, table="trips")),
     ("SHOW trips", CatalogQuery(Statement.DESCRIBE_TABLE, table="trips")),
     ("SHOW COLUMNS FROM trips", CatalogQuery(Statement.DESCRIBE_TABLE, table="trips")),
+    ("show all  tables;", CatalogQuery(Statement.SHOW_ALL_TABLES)),
     ('DESCRIBE "my ""t"""', CatalogQuery(Statement.DESCRIBE_TABLE, table='my "t"')),
     ("DESCRIBE SELECT COUNT(*) FROM trips", CatalogQuery(Statement.DESCRIBE_QUERY,
                                                          query="SELECT COUNT(*) FROM trips")),
@@ -32,7 +33,7 @@ def test_queries_are_not_catalog_statements(text):
     assert catalog_query(text) is None
 
 
-@pytest.mark.parametrize("text", ["SHOW ALL TABLES", "SHOW DATABASES x", "DESCRIBE", "SHOW",
+@pytest.mark.parametrize("text", ["SHOW ALL TABLES x", "SHOW DATABASES x", "DESCRIBE", "SHOW",
                                   "DESCRIBE a b"])
 def test_other_describe_and_show_forms_are_refused_with_one_line(text):
     with pytest.raises(PlanError) as e:
