@@ -266,6 +266,17 @@ def _(node: n.Scan) -> str:
 
 
 @_label.register
+def _(node: n.Recursive) -> str:
+    how = "UNION" if node.distinct else "UNION ALL"
+    return f"RecursiveCTE {node.name} ({how}: the second part round after round) (CPU)"
+
+
+@_label.register
+def _(node: n.WorkTable) -> str:
+    return f"WorkTable {node.name} (the rows the last round added)"
+
+
+@_label.register
 def _(node: n.Values) -> str:
     return f"Values {node.label} ({node.table.num_rows} rows) AS {node.qual}"
 

@@ -84,16 +84,37 @@ class Builder(SubqueryPlanner):
         raise PlanError(f"only SELECT queries are supported, not {e.key.upper()}")
 
     def _push_ctes(self, with_: exp.With, outer) -> None:
-        if with_.args.get("recursive") and any(  # RECURSIVE over CTEs that do not recur: WITH
-                t.name.lower() == cte.alias.lower()
-                for cte in with_.expressions for t in cte.this.find_all(exp.Table)):
-            raise PlanError("WITH RECURSIVE over a CTE that reads itself is not supported")
         scope: dict[str, n.Node] = {}
         self.scopes.append(scope)
         for cte in with_.expressions:
-            node = self.query(cte.this, outer)
             names = tuple(c.name for c in (cte.args["alias"].columns or []))
+            if with_.args.get("recursive") and any(t.name.lower() == cte.alias.lower()
+                                                   for t in cte.this.find_all(exp.Table)):
+                scope[cte.alias.lower()] = self._recursive(cte, names, scope, outer)
+                continue
+            node = self.query(cte.this, outer)
             scope[cte.alias.lower()] = _renamed(node, cte.alias, names) if names else node
+
+    def _recursive(self, cte: exp.CTE, names: tuple[str, ...], scope: dict[str, n.Node],
+                   outer) -> n.Recursive:
+        """A CTE of WITH RECURSIVE that reads itself: ``first UNION [ALL] step``, the step
+        reading the rows the last round added."""
+        body, name = cte.this, cte.alias
+        if not isinstance(body, exp.Union) or any(
+                t.name.lower() == name.lower() for t in body.this.find_all(exp.Table)):
+            raise PlanError(f"WITH RECURSIVE {name}: a CTE that reads itself is <query> UNION "
+                            "[ALL] <query reading it>, its first part not reading it")
+        first = self.query(body.this, outer)
+        if len(names) > len(first.cols):
+            raise PlanError(f"table {name} has {len(first.cols)} columns available but "
+                            f"{len(names)} columns specified")
+        cols = names + tuple(c for _, c in first.cols[len(names):])
+        scope[name.lower()] = n.WorkTable(name, cols)
+        step = self.query(body.expression, outer)
+        if len(step.cols) != len(cols):
+            raise PlanError(f"WITH RECURSIVE {name}: its parts return {len(cols)} and "
+                            f"{len(step.cols)} columns")
+        return n.Recursive(first, step, name, cols, bool(body.args.get("distinct")))
 
     def _cte(self, name: str) -> n.Node | None:
         for scope in reversed(self.scopes):

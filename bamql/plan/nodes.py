@@ -305,6 +305,35 @@ class SetOp(Node):
 
 
 @dataclass(frozen=True, eq=False)
+class WorkTable(Node):
+    """What a recursive CTE's step reads of the CTE itself: the rows its last round added."""
+
+    name: str
+    names: tuple[str, ...]
+
+    @property
+    def cols(self) -> tuple[ColName, ...]:
+        return tuple((None, n) for n in self.names)
+
+
+@dataclass(frozen=True, eq=False)
+class Recursive(Node):
+    """``WITH RECURSIVE name AS (left UNION [ALL] right)``: ``left`` once, then ``right``
+    round after round over the rows the last round added (its ``WorkTable`` ``name``),
+    until a round adds none; ``distinct`` (UNION) keeps only rows not seen before."""
+
+    left: Node
+    right: Node
+    name: str
+    names: tuple[str, ...]
+    distinct: bool
+
+    @property
+    def cols(self) -> tuple[ColName, ...]:
+        return tuple((None, n) for n in self.names)
+
+
+@dataclass(frozen=True, eq=False)
 class Select(Node):
     """Keeps the first ``n`` columns of the child (drops ORDER BY's hidden columns)."""
 

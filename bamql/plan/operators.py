@@ -44,6 +44,8 @@ class Context:
         self.run_joined = run_joined
         self.values_bound = values_bound
         self.leaves: list = []
+        #: per recursive CTE being run, the rows its last round added (``WorkTable``)
+        self.work: dict[str, pa.Table] = {}
 
     def fused(self, sql: str, tables: dict[str, pa.Table] | None = None) -> pa.Table:
         """The Arrow table of a SELECT through the fused kernel; ``tables``: dimension
@@ -327,6 +329,84 @@ def _setop(node: n.SetOp, ctx: Context) -> Rel:
     if node.kind == n.SetKind.EXCEPT:
         keep = [not k for k in keep]
     return Rel(ta.filter(pa.array(keep, pa.bool_())), node.cols)
+
+
+#: Rounds a recursive CTE may run before it is taken for one that never ends
+MAX_ROUNDS = 100_000
+
+
+@execute.register
+def _work_table(node: n.WorkTable, ctx: Context) -> Rel:
+    return Rel(ctx.work[node.name], node.cols)
+
+
+@execute.register
+def _recursive(node: n.Recursive, ctx: Context) -> Rel:
+    first = execute(node.left, ctx)
+    names = [f"c{i}" for i in range(len(node.names))]
+    parts = [pa.Table.from_arrays([first.column(i) for i in range(len(names))], names=names)]
+    if node.distinct:
+        parts[0] = distinct_table(parts[0])
+    seen = _row_set(parts[0]) if node.distinct else None
+    work = parts[0]
+    outer = ctx.work.get(node.name)
+    try:
+        for _ in range(MAX_ROUNDS):
+            ctx.work[node.name] = work
+            step = execute(node.right, ctx)
+            if len(step.cols) != len(names):
+                raise PlanError(f"WITH RECURSIVE {node.name}: the recursive part returns "
+                                f"{len(step.cols)} columns, the first part {len(names)}")
+            try:  # each round in the first part's types, as DuckDB casts it
+                new = pa.Table.from_arrays(
+                    [_fitted(step.column(i), parts[0].schema.field(i).type)
+                     for i in range(len(names))], names=names)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+                raise PlanError(f"WITH RECURSIVE {node.name}: a value of its recursive part does "
+                                f"not fit the type of its first part ({str(e).splitlines()[0]})"
+                                ) from None
+            if seen is not None:  # UNION: rows not met before, once each
+                new = distinct_table(new)
+                keep = [r not in seen for r in _row_keys(new)]
+                new = new.filter(pa.array(keep, pa.bool_()))
+                seen.update(_row_keys(new))
+            if not new.num_rows:
+                break
+            parts.append(new)
+            work = new
+        else:
+            raise PlanError(f"WITH RECURSIVE {node.name} ran {MAX_ROUNDS:,} rounds without "
+                            "ending; give its recursive part a condition that stops it")
+    finally:
+        if outer is None:
+            ctx.work.pop(node.name, None)
+        else:
+            ctx.work[node.name] = outer
+    table = pa.concat_tables(parts)
+    return Rel(table, node.cols)
+
+
+def _fitted(a: pa.Array, t: pa.DataType) -> pa.Array:
+    """``a`` cast to ``t``; a DECIMAL whose digits ``t`` cannot hold is an error (Arrow's
+    cast keeps them)."""
+    out = a.cast(t)
+    if pa.types.is_decimal(t) and out.null_count < len(out):
+        bound = pa.scalar(10 ** (t.precision - t.scale), pa.decimal128(38, 0))
+        if pc.any(pc.greater_equal(pc.abs(out.cast(pa.decimal128(38, t.scale))), bound)).as_py():
+            raise pa.ArrowInvalid(f"a value has more digits than DECIMAL({t.precision},{t.scale})")
+    return out
+
+
+def _row_keys(t: pa.Table) -> list[tuple]:
+    """The rows of ``t`` as tuples that compare as SQL sets do (NaN equal to NaN, -0.0 to
+    0.0)."""
+    t = pa.Table.from_arrays([canonical(c.combine_chunks()) for c in t.columns], names=t.column_names)
+    return [tuple("NaN" if isinstance(x, float) and x != x else x for x in r.values())
+            for r in t.to_pylist()]
+
+
+def _row_set(t: pa.Table) -> set[tuple]:
+    return set(_row_keys(t))
 
 
 @execute.register

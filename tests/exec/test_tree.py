@@ -125,7 +125,7 @@ def test_review_findings_answer_as_duckdb(sql):
     ("SELECT * FROM v AS t(a, b, c, d, e)", "has 3 columns available but 5 columns specified"),
     ("SELECT COUNT(*) FROM v LIMIT 1 - 2", "LIMIT takes a non-negative integer"),
     ("SELECT COUNT(*) FROM v WHERE g", "expected a condition, got a string"),
-    ("WITH RECURSIVE r AS (SELECT 1 AS n UNION ALL SELECT n + 1 FROM r) SELECT * FROM r",
+    ("WITH RECURSIVE r AS (SELECT n + 1 AS n FROM r UNION ALL SELECT 1) SELECT * FROM r",
      "a CTE that reads itself"),
     ("SELECT * EXCLUDE (nope) FROM v", "no column 'nope'"),
     ("SELECT SUM(DISTINCT g) FROM v", "needs numbers, got string"),
@@ -191,3 +191,34 @@ def test_review_findings_of_session_50_are_one_line_errors(sql, words):
         c.register("m", M)
         with pytest.raises(bamql.BamqlError, match=words):
             c.sql(sql)
+
+
+RECURSIVE = [
+    "WITH RECURSIVE t AS (SELECT 1 AS x UNION ALL SELECT x + 1 FROM t WHERE x < 5) "
+    "SELECT SUM(x), COUNT(*) FROM t",
+    "WITH RECURSIVE t(n, f) AS (SELECT 1, 1::BIGINT UNION ALL SELECT n + 1, f * (n + 1) FROM t "
+    "WHERE n < 12) SELECT n, f FROM t ORDER BY n",
+    # UNION: a round adds only rows not met before, so a cycle ends
+    "WITH RECURSIVE t AS (SELECT 1 AS x UNION SELECT x % 4 + 1 FROM t) SELECT x FROM t ORDER BY x",
+    "WITH RECURSIVE d(day) AS (SELECT DATE '2019-01-30' UNION ALL SELECT day + 1 FROM d "
+    "WHERE day < DATE '2019-02-02') SELECT day FROM d ORDER BY day",
+    "WITH RECURSIVE h(h) AS (SELECT 0 UNION ALL SELECT h + 1 FROM h WHERE h < 23) "
+    "SELECT h.h, COUNT(t.pickup_datetime) FROM h LEFT JOIN trips t "
+    "ON EXTRACT(hour FROM t.pickup_datetime) = h.h GROUP BY 1 ORDER BY 1",
+]
+
+
+@pytest.mark.parametrize("sql", RECURSIVE)
+def test_recursive_ctes_answer_as_duckdb(con, sample, sql):
+    assert_same_rows(con.sql(sql).rows(), duck(sql, sample), ordered=True)
+    assert "RecursiveCTE" in con.explain(sql) and "WorkTable" in con.explain(sql)
+
+
+def test_a_recursion_that_never_ends_is_one_line(con, monkeypatch):
+    from bamql.plan import operators
+
+    monkeypatch.setattr(operators, "MAX_ROUNDS", 50)
+    with pytest.raises(PlanError, match=r"^WITH RECURSIVE t ran 50 rounds without ending"):
+        con.sql("WITH RECURSIVE t AS (SELECT 1 AS x UNION ALL SELECT x + 1 FROM t) SELECT * FROM t")
+    with pytest.raises(PlanError, match="parts return 1 and 2 columns"):
+        con.sql("WITH RECURSIVE t AS (SELECT 1 AS x UNION ALL SELECT x, x FROM t) SELECT * FROM t")

@@ -228,3 +228,7 @@ SELECT COUNT(*) FROM trips WHERE vendor_id IN (SELECT LocationID FROM zones WHER
 SELECT COUNT(*) FROM trips t WHERE t.dropoff_location_id IN (SELECT LocationID FROM zones z WHERE z.LocationID = t.pickup_location_id);
 SELECT payment_type, COUNT(*) FROM trips t WHERE t.pickup_location_id IN (SELECT LocationID FROM zones z WHERE z.Borough = 'Manhattan' AND z.LocationID = t.dropoff_location_id) AND t.fare_amount > 0 GROUP BY 1 ORDER BY 1;
 SELECT COUNT(*) FROM trips t WHERE t.pickup_location_id IN (SELECT LocationID + 0 FROM zones z WHERE z.Borough = 'Queens');
+-- WITH RECURSIVE: a series to fill the gaps of a GROUP BY, a running product
+WITH RECURSIVE hours(h) AS (SELECT 0 UNION ALL SELECT h + 1 FROM hours WHERE h < 23) SELECT hours.h, COUNT(t.pickup_datetime) AS trips FROM hours LEFT JOIN trips t ON EXTRACT(hour FROM t.pickup_datetime) = hours.h GROUP BY 1 ORDER BY 1;
+WITH RECURSIVE p(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM p WHERE n < 6) SELECT p.n, COUNT(*) AS trips FROM p JOIN trips t ON t.passenger_count = p.n GROUP BY 1 ORDER BY 1;
+WITH RECURSIVE t AS (SELECT 1 AS x UNION SELECT x % 5 + 1 FROM t) SELECT SUM(x), COUNT(*) FROM t;

@@ -45,7 +45,7 @@ SELECT COUNT(DISTINCT vendor_id, payment_type) FROM trips;
 ;
 ;
 SELECT * FROM trips t(a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t2, u, v);
-WITH RECURSIVE t AS (SELECT 1 AS x UNION ALL SELECT x + 1 FROM t WHERE x < 3) SELECT COUNT(*) FROM t;
+WITH RECURSIVE t AS (SELECT x + 1 AS x FROM t UNION ALL SELECT 1) SELECT COUNT(*) FROM t;
 SELECT COUNT(*) FROM trips LIMIT 1 - 2;
 SELECT COUNT(*) FROM trips WHERE pickup_datetime;
 SELECT SUM(pickup_datetime) FROM trips;
