@@ -280,29 +280,44 @@ class Builder(SubqueryPlanner):
     @staticmethod
     def _count(e, what: str) -> int | None:
         """LIMIT's or OFFSET's count: a constant expression cast to BIGINT as DuckDB casts it
-        (a fraction rounded half away from zero, a string read as a number), not negative."""
+        (a DOUBLE rounded half to even, a DECIMAL half away from zero, text read as a whole
+        number), not negative."""
         if e is None:
             return None
         v = e.expression if isinstance(e, exp.Limit | exp.Offset) else e
-        if isinstance(v, exp.Literal) and not v.is_string and v.this.isdigit():
+        if isinstance(v, exp.Literal) and not v.is_string and v.this.isdigit() \
+                and int(v.this) < 2**63:
             return int(v.this)
         if any(v.find_all(exp.Column, exp.Subquery, exp.Select)):
             raise PlanError(f"{what} takes a non-negative integer constant")
-        x = Evaluator(Rel.of([pa.array([0])], ((None, "__one"),))).eval(v)
-        if isinstance(x, pa.Array) and len(x) == 1:
-            x = x[0]
-        value = x.as_py() if isinstance(x, pa.Scalar) and x.is_valid else None
-        if isinstance(value, str):
+        lit = v.this if isinstance(v, exp.Neg) else v
+        if isinstance(lit, exp.Literal) and not lit.is_string and not any(c in lit.this for c in "eE"):
+            value = decimal.Decimal(lit.this) * (-1 if lit is not v else 1)  # a DECIMAL literal
+        else:
+            x = Evaluator(Rel.of([pa.array([0])], ((None, "__one"),))).eval(v)
+            if isinstance(x, pa.Array) and len(x) == 1:
+                x = x[0]
+            if isinstance(x, pa.Scalar) and not x.is_valid:
+                return None  # LIMIT NULL: no limit (OFFSET NULL: none), as in DuckDB
+            value = x.as_py() if isinstance(x, pa.Scalar) else None
+            if isinstance(value, bool):  # TRUE is 1
+                value = int(value)
+        if isinstance(value, str):  # text cast to BIGINT: a number, rounded as a DECIMAL
             try:
-                value = float(value) if any(ch in value for ch in ".eE") else int(value)
-            except ValueError:
+                value = decimal.Decimal(value.strip())
+            except decimal.InvalidOperation:
+                value = None
+            if value is not None and not value.is_finite():
                 value = None
         if isinstance(value, bool) or not isinstance(value, int | float | decimal.Decimal) or (
                 isinstance(value, float) and not math.isfinite(value)):
             raise PlanError(f"{what} takes a non-negative integer constant")
-        if not isinstance(value, int):  # BIGINT's cast: half away from zero
-            d = decimal.Decimal(value)
-            value = int(d.to_integral_value(rounding=decimal.ROUND_HALF_UP))
+        if isinstance(value, float):  # a DOUBLE's cast to BIGINT: half to even
+            value = round(value)
+        elif isinstance(value, decimal.Decimal):  # a DECIMAL's: half away from zero
+            value = int(value.to_integral_value(rounding=decimal.ROUND_HALF_UP))
+        if value >= 2**63:
+            raise PlanError(f"{what} {value} is out of range for BIGINT")
         if value < 0:
             raise PlanError(f"{what} takes a non-negative integer constant")
         return value

@@ -152,10 +152,17 @@ class SubqueryPlanner:
         inner_cols = self.from_(q).cols if _arg(q, "from") is not None else ()
         if not self._outer_refs(q, outer, inner_cols):
             return None
-        x = node.this
-        if not all(self._is_outer(c, outer, inner_cols) for c in columns_in(x)):
-            return None
-        match = exp.EQ(this=_unalias(q.expressions[0]).copy(), expression=x.copy())
+        x = node.this.copy()  # the outer query's: its columns qualified to stay so inside
+        for c in columns_in(x):
+            hits = find(outer, c.name, c.table or None)
+            if len(hits) != 1:
+                return None
+            qual, name = outer[hits[0]]
+            if qual is None or find(inner_cols, name, qual):
+                return None
+            c.set("table", exp.to_identifier(qual, quoted=True))
+            c.set("this", exp.to_identifier(name, quoted=True))
+        match = exp.EQ(this=_unalias(q.expressions[0]).copy(), expression=x)
         where = _arg(q, "where")
         out = q.copy()
         out.set("where", exp.Where(this=exp.and_(where.this.copy(), match) if where is not None

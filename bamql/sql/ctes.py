@@ -87,6 +87,10 @@ def _inline(s: exp.Select, bodies: dict[str, exp.Select], fail: Fail) -> exp.Sel
         raise fail("a JOIN of a CTE is not supported; join the table itself", s.args["joins"][0])
     body = bodies[t.name]
     outs, star = _outputs(body)
+    for item in s.expressions:  # * over a CTE that computes or drops columns: its own list
+        if (isinstance(item, exp.Star) or (isinstance(item, exp.Column)
+                                           and isinstance(item.this, exp.Star))) and (outs or not star):
+            raise fail(f"SELECT * over a CTE that names its columns {TREE_ONLY}", item)
     qualifier = t.alias_or_name
     aliases = {i.alias for i in s.expressions if isinstance(i, exp.Alias)}
     s = s.copy()
@@ -112,9 +116,24 @@ def _inline(s: exp.Select, bodies: dict[str, exp.Select], fail: Fail) -> exp.Sel
     s.set("from_", exp.From(this=src))
     if body.args.get("where") is not None:
         cond = body.args["where"].this.copy()
-        for c in cond.find_all(exp.Column):
-            c.set("table", None)
+        own = {x.lower() for x in (body.args["from_"].this.name,
+                                   body.args["from_"].this.alias_or_name)}
+        for c in list(cond.find_all(exp.Column)):
+            if not _nested(c, cond):
+                c.set("table", None)
+            elif c.table and c.table.lower() in own:  # a subquery that reads the CTE's row
+                raise fail(f"a correlated subquery in a CTE {TREE_ONLY}", c)
         w = s.args.get("where")
         both = cond if w is None else exp.and_(exp.paren(cond), exp.paren(w.this))
         s.set("where", exp.Where(this=both))
     return s
+
+
+def _nested(c: exp.Expression, top: exp.Expression) -> bool:
+    """Whether ``c`` lies in a subquery of ``top`` (its names are the subquery's own)."""
+    p = c.parent
+    while p is not None and p is not top:
+        if isinstance(p, exp.Select | exp.Subquery):
+            return True
+        p = p.parent
+    return False

@@ -111,6 +111,8 @@ def clause_count(t: Translator, s: exp.Select, arg: str) -> int | None:
         raise t.fail(f"{arg.upper()} of an expression {TREE_ONLY}", node)
     if not whole:
         raise t.fail(f"{arg.upper()} needs a non-negative integer", node)
+    if int(n.this) >= 2**63:
+        raise t.fail(f"{arg.upper()} {n.this} is out of range for BIGINT", node)
     return int(n.this)
 
 

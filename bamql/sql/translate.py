@@ -295,11 +295,11 @@ class Translator(ExprTranslator):
                     self.check_decimal_literal(b, a, node)
                     return ir.Cmp(op, a, b)
             if isinstance(node, exp.And | exp.Or):
-                parts = (self.outer(node.this, keys, aggs, names, exprs),
-                         self.outer(node.expression, keys, aggs, names, exprs))
+                parts = (self.outer_condition(node.this, keys, aggs, names, exprs),
+                         self.outer_condition(node.expression, keys, aggs, names, exprs))
                 return ir.And(parts) if isinstance(node, exp.And) else ir.Or(parts)
             if isinstance(node, exp.Not):
-                return ir.Not(self.outer(node.this, keys, aggs, names, exprs))
+                return ir.Not(self.outer_condition(node.this, keys, aggs, names, exprs))
             if isinstance(node, exp.Neg):
                 a = self.outer(node.this, keys, aggs, names, exprs)
                 if isinstance(a, ir.Dec):
@@ -321,6 +321,19 @@ class Translator(ExprTranslator):
         if cols:
             raise self.fail(f"column {cols[0]!r} must appear in GROUP BY or inside an aggregate", node)
         raise self.fail("expression is not supported in the select list", node)
+
+    def outer_condition(self, node, keys, aggs, names=None, exprs=None) -> ir.Expr:
+        """An operand of AND, OR or NOT over the groups: a condition, or a number as DuckDB
+        casts it to BOOLEAN (true where it is not zero); anything else is refused."""
+        e = self.outer(node, keys, aggs, names, exprs)
+        if e.kind == "bool":
+            return e
+        if isinstance(e, ir.Dec):  # a DECIMAL is zero where its integer is
+            return ir.Cmp("<>", e.left, ir.Lit(0, "int"))
+        if e.kind in ("int", "float"):
+            return ir.Cmp("<>", e, ir.Lit(0, "int"))
+        what = {"string": "string", "strlit": "string", "null": "NULL"}.get(e.kind, e.kind)
+        raise self.fail(f"AND, OR and NOT take conditions, not a {what}", node)
 
     def over_aggregates(self, node, names) -> bool:
         """Whether ``node`` reads an aggregate or a select-list alias (HAVING and ORDER BY may

@@ -108,6 +108,19 @@ U = pa.table({"g": [1, 1, 1], "x": pa.array([2**63 - 1, 2**63 - 2, 2**63 - 3], p
     "SELECT x FROM v AS t(x) ORDER BY 1",  # a renamed column hides the one of its name
     "SELECT COUNT(*) FROM v WHERE x OR NOT y LIMIT 2 * 1",  # numbers as conditions
     "SELECT g FROM v WHERE g LIKE g || '%' ORDER BY 1",  # LIKE a column
+    # session 51's review: a CTE's own columns under *, a correlated IN inside a CTE,
+    # numbers under AND/OR/NOT in HAVING, LIMIT cast as DuckDB casts it
+    "WITH c AS (SELECT x FROM v) SELECT * FROM c ORDER BY 1",
+    "WITH c AS (SELECT x, y + 1 AS z FROM v WHERE x > 1) SELECT * FROM c ORDER BY 1",
+    "WITH c AS (SELECT * FROM v WHERE x > 2) SELECT * FROM c ORDER BY x",
+    "WITH c AS (SELECT x FROM v WHERE y IN (SELECT y FROM v w WHERE w.g = v.g AND w.x > 1)) "
+    "SELECT COUNT(*) FROM c",
+    "SELECT g FROM v GROUP BY g HAVING SUM(x) - 6 AND COUNT(*) > 0 ORDER BY 1",
+    "SELECT g FROM v GROUP BY g HAVING NOT (SUM(x) - 6) ORDER BY 1",
+    "SELECT x FROM v ORDER BY x LIMIT 5 / 2",  # a DOUBLE: half to even
+    "SELECT x FROM v ORDER BY x LIMIT 2.5",  # a DECIMAL: half away from zero
+    "SELECT x FROM v ORDER BY x LIMIT 1 / 2 OFFSET '1'",
+    "SELECT x FROM v ORDER BY x LIMIT NULL OFFSET TRUE",
 ])
 def test_review_findings_answer_as_duckdb(sql):
     with bamql.connect(":memory:") as c:
@@ -130,6 +143,8 @@ def test_review_findings_answer_as_duckdb(sql):
     ("SELECT * EXCLUDE (nope) FROM v", "no column 'nope'"),
     ("SELECT SUM(DISTINCT g) FROM v", "needs numbers, got string"),
     ("SELECT DISTINCT ON (nope) g FROM v", "unknown column 'nope'"),
+    ("SELECT x FROM v GROUP BY x HAVING MAX(g) AND COUNT(*) > 0", "take conditions, not a string"),
+    ("SELECT x FROM v LIMIT 9223372036854775808", "out of range for BIGINT"),
 ])
 def test_review_findings_are_one_line_errors(sql, words):
     with bamql.connect(":memory:") as c:
