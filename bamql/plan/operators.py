@@ -318,14 +318,9 @@ def _setop(node: n.SetOp, ctx: Context) -> Rel:
         return Rel(distinct_table(t) if node.distinct else t, node.cols)
     if not node.distinct:
         raise PlanError(f"{node.kind.value} ALL is not supported")
-    def rows(t: pa.Table) -> list[tuple]:  # NaN equal to NaN, -0.0 to 0.0, as SQL sets
-        t = pa.Table.from_arrays([canonical(c.combine_chunks()) for c in t.columns], names=t.column_names)
-        return [tuple("NaN" if isinstance(x, float) and x != x else x for x in r.values())
-                for r in t.to_pylist()]
-
-    other = set(rows(tb))
+    other = _row_set(tb)
     ta = distinct_table(ta)
-    keep = [r in other for r in rows(ta)]
+    keep = [r in other for r in _row_keys(ta)]
     if node.kind == n.SetKind.EXCEPT:
         keep = [not k for k in keep]
     return Rel(ta.filter(pa.array(keep, pa.bool_())), node.cols)
