@@ -58,10 +58,12 @@ def test_string_values_become_dictionary_codes():
     ("pickup_location_id IN (SELECT k FROM d x WHERE k = trips.pickup_location_id)", "correlated"),
     ("pickup_location_id IN (SELECT k FROM nope)", "unknown table 'nope'"),
     ("pickup_location_id IN (SELECT k, f FROM d)", "exactly one column"),
-    ("pickup_location_id IN (SELECT k + 1 FROM d)", "of an expression is not supported by the fused kernels"),
+    ("pickup_location_id IN (SELECT k + 1 FROM d)",
+     "of an expression is not supported by the fused kernels"),
     ("pickup_location_id IN (SELECT k FROM d ORDER BY k LIMIT 2)", "ORDER BY"),
     ("pickup_location_id IN (SELECT k FROM d WHERE k IN (SELECT k FROM d))", "registered tables only"),
-    ("pickup_location_id IN (SELECT MAX(k) FROM d)", "of an expression is not supported by the fused kernels"),
+    ("pickup_location_id IN (SELECT MAX(k) FROM d)",
+     "of an expression is not supported by the fused kernels"),
     ("pickup_location_id = (SELECT MAX(k) FROM d)", "SUBQUERY is not supported"),
 ])
 def test_what_subqueries_refuse(where, text):
