@@ -32,18 +32,22 @@ from bamql.plan.fn_text import _str
 
 def _cmp(op: str):
     def fn(ev: Evaluator, e: exp.Binary) -> Value:
-        a, b = ev.eval(e.left), ev.eval(e.right)
-        if _is_null_type(a) or _is_null_type(b):
-            return pa.scalar(None, pa.bool_())
-        a = exact_literal(e.left, b) or a  # a DECIMAL beside a decimal constant: exactly
-        b = exact_literal(e.right, a) or b
-        a, b = _coerce(a, b)
-        if pa.types.is_floating(a.type):  # NaN equals NaN and is above every number (DuckDB)
-            return _float_cmp(op, a, b, ev.rel.rows)
-        if pa.types.is_decimal(a.type) and pa.types.is_decimal(b.type):
-            a, b = _comparable_decimals(a, b)
-        return getattr(pc, op)(a, b)
+        return _compare(op, ev, e, ev.eval(e.left), ev.eval(e.right))
     return fn
+
+
+def _compare(op: str, ev: Evaluator, e: exp.Binary, a: Value, b: Value) -> Value:
+    """``a op b`` for the operands ``a`` and ``b`` of ``e``, with DuckDB's semantics."""
+    if _is_null_type(a) or _is_null_type(b):
+        return pa.scalar(None, pa.bool_())
+    a = exact_literal(e.left, b) or a  # a DECIMAL beside a decimal constant: exactly
+    b = exact_literal(e.right, a) or b
+    a, b = _coerce(a, b)
+    if pa.types.is_floating(a.type):  # NaN equals NaN and is above every number (DuckDB)
+        return _float_cmp(op, a, b, ev.rel.rows)
+    if pa.types.is_decimal(a.type) and pa.types.is_decimal(b.type):
+        a, b = _comparable_decimals(a, b)
+    return getattr(pc, op)(a, b)
 
 
 def _comparable_decimals(a: Value, b: Value) -> tuple[Value, Value]:
@@ -81,8 +85,9 @@ def _not_distinct(negate: bool):
     """``a IS [NOT] DISTINCT FROM b``: equal (NaN equals NaN) or both NULL; never NULL."""
     def fn(ev: Evaluator, e: exp.Binary) -> Value:
         n = ev.rel.rows
-        a, b = broadcast(ev.eval(e.left), n), broadcast(ev.eval(e.right), n)
-        eq = broadcast(_cmp("equal")(ev, exp.EQ(this=e.left, expression=e.right)), n)
+        x, y = ev.eval(e.left), ev.eval(e.right)  # each operand evaluated once
+        a, b = broadcast(x, n), broadcast(y, n)
+        eq = broadcast(_compare("equal", ev, e, x, y), n)
         an, bn = a.is_null(), b.is_null()
         same = pc.or_(pc.and_(an, bn),
                       pc.and_(pc.and_(pc.invert(an), pc.invert(bn)), eq.fill_null(False)))
