@@ -232,3 +232,7 @@ SELECT COUNT(*) FROM trips t WHERE t.pickup_location_id IN (SELECT LocationID + 
 WITH RECURSIVE hours(h) AS (SELECT 0 UNION ALL SELECT h + 1 FROM hours WHERE h < 23) SELECT hours.h, COUNT(t.pickup_datetime) AS trips FROM hours LEFT JOIN trips t ON EXTRACT(hour FROM t.pickup_datetime) = hours.h GROUP BY 1 ORDER BY 1;
 WITH RECURSIVE p(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM p WHERE n < 6) SELECT p.n, COUNT(*) AS trips FROM p JOIN trips t ON t.passenger_count = p.n GROUP BY 1 ORDER BY 1;
 WITH RECURSIVE t AS (SELECT 1 AS x UNION SELECT x % 5 + 1 FROM t) SELECT SUM(x), COUNT(*) FROM t;
+-- IS [NOT] DISTINCT FROM over the real NULLs; a number as a condition; LIMIT of a computed constant
+SELECT COUNT(*) FROM trips WHERE congestion_surcharge IS DISTINCT FROM 0;
+SELECT payment_type, COUNT(*) FROM trips WHERE passenger_count IS NOT DISTINCT FROM NULL OR 0 GROUP BY 1 ORDER BY 1;
+SELECT vendor_id, COUNT(*) FROM trips WHERE 1 GROUP BY 1 HAVING COUNT(*) - 1 ORDER BY 1 LIMIT 5 / 2;
