@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Session 52's device runs. Runs ON the device from the project root; the code is the archive
+# .devstage/src.tgz (git archive of HEAD), unpacked into /tmp/src.
+#   bash bench/diag/gpu_s52.sh start N     install the base packages, unpack the code, prepare N trips
+#                                          (plain pages of 512 B) in the background
+#   bash bench/diag/gpu_s52.sh oneshot     after start: the one-shot `bamql sql --device gpu` over the
+#                                          prepared store (bench/diag/gpu_first_query.py, file backend),
+#                                          its phases timed in one process (bench/diag/gpu_one_shot.py)
+#                                          and a cProfile of the CLI
+#   bash bench/diag/gpu_s52.sh check       the GPU tests of the grouped kernels and
+#                                          bench/diag/gpu_s49_check.py (the tree's operators on the three
+#                                          backends, a 4-page cache, 8 threads)
+set -uo pipefail
+what=${1:?start, oneshot or check}; shift
+out=${OUT:-/tmp/out}; mkdir -p "$out"
+export BAMQL_CACHE_DIR=/tmp/bamql-cache
+py=/tmp/site:/tmp/src
+wait_prep() {
+  for _ in $(seq 240); do grep -q "results:" /tmp/prep.log 2>/dev/null && break; sleep 2; done
+  tail -2 /tmp/prep.log
+}
+case $what in
+  start)
+    bash .devstage/install.sh base > /dev/null && echo "installed"
+    rm -rf /tmp/src && mkdir -p /tmp/src && tar xzf .devstage/src.tgz -C /tmp/src
+    cd /tmp/src && export PYTHONPATH=$py
+    (setsid nohup python -m bamql.cli bench --rows "${1:?rows}" --engines bamql-cpu --queries t01 \
+      --reps 1 --modes warm --page-sizes 512 --selectivity 0.0005 --workdir /tmp/bench-data --no-plots \
+      --out /tmp/prep-bench > /tmp/prep.log 2>&1 < /dev/null &)
+    echo "# session 52, $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1), $(cat /tmp/src/.rev)" \
+      | tee "$out/gpu-s52.log" ;;
+  oneshot)
+    cd /tmp/src && export PYTHONPATH=$py
+    wait_prep
+    d=$(ls -d /tmp/bench-data/*/data-512 | head -1)
+    echo "store: $d" | tee -a "$out/gpu-s52.log"
+    timeout 200 python bench/diag/gpu_one_shot.py "$d" 2>&1 | tee -a "$out/gpu-s52.log"
+    timeout 200 python bench/diag/gpu_first_query.py --data "$d" --backend file --reps "${REPS:-2}" \
+      --out "$out/gpu-first-query-s52.json" 2>&1 | tail -5 | tee -a "$out/gpu-s52.log"
+    python -m cProfile -s cumtime -m bamql.cli sql "$d" \
+      "SELECT payment_type, COUNT(*), AVG(fare_amount), SUM(tip_amount) FROM trips WHERE trip_distance > 3 AND pickup_location_id IN (236, 161) GROUP BY 1" \
+      --device gpu 2>&1 | grep -v "frozen importlib" | head -90 > "$out/gpu-one-shot-cprofile-s52.log"
+    head -60 "$out/gpu-one-shot-cprofile-s52.log" ;;
+  check)
+    cd /tmp/src && export PYTHONPATH=$py
+    timeout 200 python -m pytest -q -m gpu tests/gpu/test_grouped.py -p no:cacheprovider 2>&1 \
+      | tail -5 | tee -a "$out/gpu-s52.log"
+    timeout 240 python bench/diag/gpu_s49_check.py 2>&1 | grep -v '^$' | tail -400 \
+      | tee -a "$out/gpu-s52.log" | tail -12 ;;
+  *) echo "start, oneshot or check" >&2; exit 2 ;;
+esac
