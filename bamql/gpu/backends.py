@@ -10,7 +10,9 @@
   staging page and post a completion, and the warp copies staging into the cache slot.
   Columns the plan streams (stage-1 predicates, and dependent columns where the cost model
   finds a sequential read cheaper than random reads) are read by the host in large
-  sequential reads into pinned mapped buffers that the kernel reads directly.
+  sequential reads, each through a thread's pinned staging into the column's buffer in GPU
+  memory, where a kernel checks every page (``gpu.pagecheck``) and the query's kernel reads
+  them; where GPU memory has no room, into a pinned mapped buffer the kernel reads over PCIe.
 
 A backend makes a table's *source* (``load``) and answers, for the engine, which columns a
 plan reads directly, where a directly read column's pages are, and what the kernel's I/O
@@ -30,8 +32,8 @@ from typing import ClassVar, NamedTuple
 import numpy as np
 
 from bamql.config import AccessPath, Backend, Medium
-from bamql.gpu import kernel
-from bamql.gpu.device import fill, host_view, typed
+from bamql.gpu import kernel, pagecheck
+from bamql.gpu.device import fill, host_view, out_of_memory, typed
 from bamql.physical import cost
 from bamql.physical.planning import PhysicalPlan
 from bamql.storage.store import PageStore
@@ -104,6 +106,7 @@ class FileSource:
     warp_seq: object  # each staging page's sequence number
     staged: tuple  # what each staging page holds, and the row-group layout
     colbufs: dict = field(default_factory=dict)  # column -> pinned mapped buffer
+    devcols: dict = field(default_factory=dict)  # column -> its pages' buffer in GPU memory
     devbuf: object = None  # GPU memory the compressed copies are decompressed into
     ready: dict = field(default_factory=dict)  # column -> its ColumnRead of the last prefetch
     devsums: dict = field(default_factory=dict)  # column -> its page checksums on the GPU
@@ -287,6 +290,7 @@ class FileBackend(GpuBackend):
         # one staging page per warp in flight (at most ``CHUNK`` bytes of them)
         self.max_warps = sms * 8 * kernel.BLOCK // 32
         self._pool: ThreadPoolExecutor | None = None  # the streams' sequential reads
+        self._staging = pagecheck.Staging(cuda, STREAM_READ)  # each reading thread's
         from bamql.gpu import inflate
 
         #: decompresses compressed copies on the GPU (None: on host threads)
@@ -348,17 +352,21 @@ class FileBackend(GpuBackend):
                     source.ready, source.devbuf = batch, keep
             if rd is not None:
                 return rd
-        buf = source.colbufs.get(c.name)
-        if buf is None:
-            buf = self.cuda.mapped_array(max(c.n_pages, 1) * ps, dtype=np.uint8)
-            source.colbufs[c.name] = buf
-        view = host_view(buf)[: c.n_pages * ps].reshape(c.n_pages, ps)
         runs = zip(*(r.tolist() for r in ranges.page_runs(rpp)), strict=True)
         step = max(1, STREAM_READ // ps)
         if compressed:  # jobs of whole chunks: no chunk read or decompressed twice
             cp = store.manifest.streams.chunk_pages
             step = max(cp, step // cp * cp)
         jobs = [(i, min(i + step, p1)) for p0, p1 in runs for i in range(p0, p1, step)]
+        if not compressed:
+            dev = self._device_column(source, c, ps)
+            if dev is not None:
+                return self._to_gpu(source, store, c, dev, jobs)
+        buf = source.colbufs.get(c.name)
+        if buf is None:
+            buf = self.cuda.mapped_array(max(c.n_pages, 1) * ps, dtype=np.uint8)
+            source.colbufs[c.name] = buf
+        view = host_view(buf)[: c.n_pages * ps].reshape(c.n_pages, ps)
         if compressed:
             read = lambda j: store.read_stream(c.name, j[0], j[1], view[j[0] : j[1]])  # noqa: E731
         else:
@@ -366,6 +374,52 @@ class FileBackend(GpuBackend):
                 np.arange(c.first_page + j[0], c.first_page + j[1]), view[j[0] : j[1]])
         nbytes = sum(self._pool.map(read, jobs))
         return ColumnRead(buf, 0, sum(b - a for a, b in jobs), nbytes)
+
+    def _device_column(self, source: FileSource, c, ps: int):
+        """The GPU buffer of ``c``'s pages (made on its first read), or None where GPU memory
+        has no room for it beside half of what is free (then the column is read into a
+        pinned mapped buffer that the kernel reads over PCIe)."""
+        buf = source.devcols.get(c.name)
+        if buf is not None:
+            return buf
+        size = max(c.n_pages, 1) * ps
+        try:
+            free = self.cuda.current_context().get_memory_info()[0]
+        except Exception:  # the simulator: no memory figures
+            free = size * 2
+        if 2 * size > free:
+            return None
+        try:
+            buf = self.cuda.device_array(size, dtype=np.uint8)
+        except Exception as e:
+            if out_of_memory(e):
+                return None
+            raise
+        source.devcols[c.name] = buf
+        return buf
+
+    def _to_gpu(self, source: FileSource, store: PageStore, c, dev, jobs: list) -> ColumnRead:
+        """Read pages ``[a, b)`` of ``c`` for each job ``(a, b)`` into ``dev`` at their place:
+        each job on a pool thread, through that thread's pinned staging and one copy to the
+        GPU; then every page read is checked there against its checksum (``gpu.pagecheck``),
+        so the host neither holds the column nor hashes its pages."""
+        ps = store.page_size
+
+        def read(job: tuple[int, int]) -> int:
+            a, b = job
+            n = (b - a) * ps
+            staging = self._staging.get(n)
+            got = store.read_pages(np.arange(c.first_page + a, c.first_page + b),
+                                   staging[:n].reshape(b - a, ps), verify=False)
+            dev[a * ps : b * ps].copy_to_device(staging[:n])
+            return got
+
+        nbytes = sum(self._pool.map(read, jobs))
+        if jobs:
+            need = np.concatenate([np.arange(a, b) for a, b in jobs])
+            words = typed(dev, np.uint64, 0, c.n_pages * ps // 8)
+            pagecheck.verify(self.cuda, store, c, words, need, 1, source.devsums)
+        return ColumnRead(dev, 0, sum(b - a for a, b in jobs), nbytes, on_gpu=True)
 
     def prefetch(self, source: FileSource, store: PageStore, cols: list, ranges) -> None:
         """Where the GPU decompresses: read the compressed copies of ``cols`` (the pages
@@ -433,6 +487,7 @@ class FileBackend(GpuBackend):
     def close(self, source: FileSource) -> None:
         source.queue.stop()
         source.devbuf = None  # GPU memory goes with the table
+        source.devcols.clear()
         source.ready.clear()
         source.devsums.clear()
 

@@ -20,7 +20,6 @@ host as before (``make`` returns None).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
@@ -30,8 +29,8 @@ import numpy as np
 from numba import cuda
 
 from bamql.errors import StoreError
+from bamql.gpu import pagecheck
 from bamql.gpu.device import typed
-from bamql.storage.pagemath import page_hash
 from bamql.storage.store import PageStore
 from bamql.storage.streams import chunk_hash
 
@@ -163,7 +162,9 @@ class GpuInflater:
     def __init__(self, cuda, decoder: Decoder) -> None:
         self.cuda = cuda
         self.decoder = decoder
-        self._local = threading.local()  # per reading thread: its pinned staging bytes
+        # per reading thread: its pinned staging bytes (a read lands there and goes on to
+        # the GPU from there, so no buffer the size of a whole query is pinned)
+        self._staging = pagecheck.Staging(cuda, READ_BYTES + (64 << 10))
         self._comp = None  # device bytes the chunks are copied to, grown as needed
         self._scratch = None  # device bytes shuffled chunks decompress into, grown as needed
 
@@ -171,15 +172,6 @@ class GpuInflater:
         if self._comp is None or self._comp.size < n:
             self._comp = self.cuda.device_array(max(n, 1 << 20), np.uint8)
         return self._comp
-
-    def _staging(self, n: int) -> np.ndarray:
-        """The calling thread's pinned staging, at least ``n`` bytes: a read lands there and
-        goes on to the GPU from there, so no buffer the size of a whole query is pinned."""
-        buf = getattr(self._local, "buf", None)
-        if buf is None or buf.size < n:
-            buf = self._local.buf = self.cuda.pinned_array(max(n, READ_BYTES + (64 << 10)),
-                                                           np.uint8)
-        return buf
 
     def read(self, store: PageStore, items: Sequence[tuple], out, pool: ThreadPoolExecutor,
              sums: dict, needs: Sequence[np.ndarray] | None = None) -> list[int]:
@@ -230,7 +222,7 @@ class GpuInflater:
             to = pos[s0 + i : s0 + j]
             at = int(to[0])
             span = int(to[-1]) + int(lens[ks[-1]]) - at
-            staging = self._staging(span)
+            staging = self._staging.get(span)
             store.read_compressed(a, staging[span - (b - a) : span])
             bad = place_chunks(staging, offs[ks] - a + (span - (b - a)), to - at, lens[ks],
                                zsums[ks])
@@ -247,7 +239,8 @@ class GpuInflater:
         self._decode(store, cols, comp, pos, in_len, out, out_off, out_len)
         for c, need, *_, base in cols:
             if len(need):
-                self._verify(store, c, need, out, base, sums)
+                words = typed(out, np.uint64, base, c.n_pages * store.page_size // 8)
+                pagecheck.verify(self.cuda, store, c, words, need, cp, sums)
         return [int(lens[need].sum()) for _, need, _, lens, *_ in cols]
 
     def _decode(self, store: PageStore, cols: list[tuple], comp, in_offs: np.ndarray,
@@ -278,28 +271,6 @@ class GpuInflater:
                                     cuda.to_device(np.asarray(out_lens, np.int64)),
                                     cuda.to_device(width))
 
-    def _verify(self, store: PageStore, c, need: np.ndarray, out, base: int, sums: dict) -> None:
-        """Every page of chunks ``need`` of column ``c`` (at byte ``base`` of ``out``)
-        against its page checksum (a kernel)."""
-        cuda, ps, cp = self.cuda, store.page_size, store.manifest.streams.chunk_pages
-        want = sums.get(c.name)
-        if want is None:
-            want = cuda.to_device(store.pages.checksum[c.first_page : c.first_page + c.n_pages])
-            sums[c.name] = want
-        bad = cuda.to_device(np.array([c.n_pages], np.int64))
-        words = typed(out, np.uint64, base, c.n_pages * ps // 8)
-        n = len(need) * cp
-        threads = 128
-        _check[max(1, -(-n // threads)), threads](
-            words, ps // 8, cuda.to_device(need), cp, c.n_pages, c.first_page, want, bad)
-        first_bad = int(bad.copy_to_host()[0])
-        if first_bad < c.n_pages:
-            raise store.checksum_error(c.first_page + first_bad)
-
-
-_page_hash = cuda.jit(device=True)(page_hash.py_func)
-
-
 @cuda.jit(cache=True)
 def _unshuffle(src, src_offs, dst, dst16, dst32, dst64, dst_offs, lens, widths):
     """Block ``k`` writes chunk ``k`` (``lens[k]`` bytes at ``src[src_offs[k]:]``) to
@@ -326,18 +297,3 @@ def _unshuffle(src, src_offs, dst, dst16, dst32, dst64, dst_offs, lens, widths):
             dst16[d0 // 2 + i] = np.uint16(src[s0 + i]) | np.uint16(src[s0 + n + i]) << np.uint16(8)
         else:
             dst[d0 + i] = src[s0 + i]
-
-
-@cuda.jit(cache=True)
-def _check(words, wpp, need, cp, n_pages, first_page, want, bad):
-    """Thread ``t`` checks page ``need[t // cp] * cp + t % cp`` of a column (``words``: its
-    pages as uint64, ``wpp`` words a page) against ``want``; the first bad page's index
-    lands in ``bad[0]`` (an atomic min)."""
-    t = cuda.grid(1)
-    if t >= need.shape[0] * cp:
-        return
-    p = need[t // cp] * cp + t % cp
-    if p >= n_pages:
-        return
-    if _page_hash(words[p * wpp : (p + 1) * wpp], first_page + p) != want[p]:
-        cuda.atomic.min(bad, 0, p)

@@ -195,7 +195,29 @@ def cuda_jit(py, on_disk: bool, **options):
         from numba.cuda.serialize import dumps
 
         _enable_signed(fn, caching, dumps)
+        _cuda_fast_loads(fn)
     return fn
+
+
+def _cuda_fast_loads(fn) -> None:
+    """Have numba-cuda dispatcher ``fn`` load its cached kernels without refreshing the CUDA
+    target context first: a cached kernel is rebuilt from its payload alone (its cubin and
+    launch settings), and the refresh, which imports and registers every lowering numba-cuda
+    has, took most of a one-shot query's kernel load. A kernel compiled later refreshes the
+    context itself (numba-cuda's compiler does); a load that fails takes numba-cuda's way."""
+    cache = fn._cache
+    inner = getattr(cache, "_load_overload", None)
+    if inner is None:  # no cache, or a numba-cuda that loads otherwise
+        return
+    checked = cache.load_overload
+
+    def load_overload(sig, target_context):
+        try:
+            return inner(sig, target_context)
+        except Exception:
+            return checked(sig, target_context)
+
+    cache.load_overload = load_overload
 
 
 def _enable_signed(fn, caching, dumps) -> None:

@@ -7,6 +7,9 @@
 #                                          prepared store (bench/diag/gpu_first_query.py, file backend),
 #                                          its phases timed in one process (bench/diag/gpu_one_shot.py)
 #                                          and a cProfile of the CLI
+#   bash bench/diag/gpu_s52.sh compare     after start: bench/diag/gpu_one_shot.py over the prepared store for
+#                                          the trees .devstage/src-before.tgz and .devstage/src.tgz, taking
+#                                          turns, every module's bytecode compiled first (as pip installs it)
 #   bash bench/diag/gpu_s52.sh check       the GPU tests of the grouped kernels and
 #                                          bench/diag/gpu_s49_check.py (the tree's operators on the three
 #                                          backends, a 4-page cache, 8 threads)
@@ -41,9 +44,21 @@ case $what in
       "SELECT payment_type, COUNT(*), AVG(fare_amount), SUM(tip_amount) FROM trips WHERE trip_distance > 3 AND pickup_location_id IN (236, 161) GROUP BY 1" \
       --device gpu 2>&1 | grep -v "frozen importlib" | head -90 > "$out/gpu-one-shot-cprofile-s52.log"
     head -60 "$out/gpu-one-shot-cprofile-s52.log" ;;
+  compare)
+    wait_prep
+    d=$(ls -d /tmp/bench-data/*/data-512* | head -1)
+    rm -rf /tmp/src-before && mkdir -p /tmp/src-before && tar xzf .devstage/src-before.tgz -C /tmp/src-before
+    python -m compileall -q -j 16 /tmp/site /tmp/src/bamql /tmp/src-before/bamql > /dev/null 2>&1
+    for rep in 1 2; do for tree in before after; do
+      src=/tmp/src; [ $tree = before ] && src=/tmp/src-before
+      echo "## $tree ($(cat $src/.rev)), round $rep" | tee -a "$out/gpu-s52.log"
+      (cd $src && PYTHONPATH=/tmp/site:$src timeout 150 python /tmp/src/bench/diag/gpu_one_shot.py "$d" --reps 3 2>&1 \
+        | grep -v "^ \{3,\}[0-9]" | tee -a "$out/gpu-s52.log" | head -14)
+    done; done ;;
   check)
     cd /tmp/src && export PYTHONPATH=$py
-    timeout 200 python -m pytest -q -m gpu tests/gpu/test_grouped.py -p no:cacheprovider 2>&1 \
+    timeout 300 python -m pytest -q -m "gpu or not gpu" tests/gpu/test_grouped.py tests/gpu/test_engine.py \
+      tests/gpu/test_kernel_diskcache.py tests/gpu/test_memory_info.py -p no:cacheprovider 2>&1 \
       | tail -5 | tee -a "$out/gpu-s52.log"
     timeout 240 python bench/diag/gpu_s49_check.py 2>&1 | grep -v '^$' | tail -400 \
       | tee -a "$out/gpu-s52.log" | tail -12 ;;
