@@ -8,7 +8,7 @@
 #                                          its phases timed in one process (bench/diag/gpu_one_shot.py)
 #                                          and a cProfile of the CLI
 #   bash bench/diag/gpu_s52.sh compare     after start: bench/diag/gpu_one_shot.py over the prepared store for
-#                                          the trees .devstage/src-before.tgz and .devstage/src.tgz, taking
+#                                          the tree .devstage/src.tgz and that tree with .devstage/before.patch applied, taking
 #                                          turns, every module's bytecode compiled first (as pip installs it)
 #   bash bench/diag/gpu_s52.sh check       the GPU tests of the grouped kernels and
 #                                          bench/diag/gpu_s49_check.py (the tree's operators on the three
@@ -47,7 +47,8 @@ case $what in
   compare)
     wait_prep
     d=$(ls -d /tmp/bench-data/*/data-512* | head -1)
-    rm -rf /tmp/src-before && mkdir -p /tmp/src-before && tar xzf .devstage/src-before.tgz -C /tmp/src-before
+    rm -rf /tmp/src-before && cp -r /tmp/src /tmp/src-before && echo "before ($(cat .devstage/before.rev))" > /tmp/src-before/.rev
+    (cd /tmp/src-before && patch -s -p1 < "$OLDPWD/.devstage/before.patch")
     python -m compileall -q -j 16 /tmp/site /tmp/src/bamql /tmp/src-before/bamql > /dev/null 2>&1
     for rep in 1 2; do for tree in before after; do
       src=/tmp/src; [ $tree = before ] && src=/tmp/src-before
