@@ -90,11 +90,11 @@ class Session(FileTables):
         self.config = config
         self.path = Path(path) if path is not None else None
         self.medium = config.medium  # the cost model's medium; None: the backend's
-        if self.path is not None:
+        opening = None
+        if self.path is not None and config.device == Device.CPU:
             self.stores = self._open_tables(config.page_size)
-        #: registered dimension tables by name (``register``): a stored table's name wins
-        self.dimensions: dict[str, Dimension] = (
-            {} if "zones" in self.stores else {"zones": Deferred("zones", zones_dimension)})
+        elif self.path is not None:  # opened beside the CUDA start (``_Opening``)
+            opening = _Opening(self._open_tables, config.page_size)
         self.cluster = None
         self._dask: Runner | None = None
         # a client this session made (from an address or "local-gpus") is closed with it
@@ -113,7 +113,21 @@ class Session(FileTables):
         self._plans: LRU = LRU(256)  # (IR, medium) -> plan of the table's first partition
         self._explained: LRU = LRU(256)
         self.note = ""
-        self.gpu = self._gpu_engine(config)
+        self.gpu = None
+        try:
+            self.gpu = self._gpu_engine(config)
+        finally:
+            if opening is not None:
+                try:  # a table's error first, as where the tables open before the GPU
+                    self.stores = opening.result()
+                except BaseException:
+                    if self.gpu is not None:
+                        self.gpu.close()
+                        self.gpu = None
+                    raise
+        #: registered dimension tables by name (``register``): a stored table's name wins
+        self.dimensions: dict[str, Dimension] = (
+            {} if "zones" in self.stores else {"zones": Deferred("zones", zones_dimension)})
         self.device = Device.GPU if self.gpu is not None else Device.CPU
         if self.note:  # the CLI prints it; a program sees it through logging
             logging.getLogger("bamql").info(self.note)
@@ -561,6 +575,32 @@ class Session(FileTables):
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class _Opening:
+    """A session's tables opened on a thread of their own while the GPU engine starts: the
+    store's metadata is read and its digest checked (I/O and hashing, which release the GIL)
+    while numba-cuda imports and the CUDA context is made, the two longest steps of a GPU
+    session's start. ``result`` waits and returns the tables or raises what opening raised."""
+
+    def __init__(self, fn, *args) -> None:
+        self._out: tuple = (None, None)
+
+        def run() -> None:
+            try:
+                self._out = (fn(*args), None)
+            except BaseException as e:  # handed to ``result``'s caller
+                self._out = (None, e)
+
+        self._thread = threading.Thread(target=run, name="bamql-open", daemon=True)
+        self._thread.start()
+
+    def result(self):
+        self._thread.join()
+        value, err = self._out
+        if err is not None:
+            raise err
+        return value
 
 
 def _quantiles_alone(q):

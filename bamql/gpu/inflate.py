@@ -31,6 +31,7 @@ from numba import cuda
 from bamql.errors import StoreError
 from bamql.gpu import pagecheck
 from bamql.gpu.device import typed
+from bamql.kernels.diskcache import cuda_fast_loads
 from bamql.storage.store import PageStore
 from bamql.storage.streams import chunk_hash
 
@@ -271,6 +272,7 @@ class GpuInflater:
                                     cuda.to_device(np.asarray(out_lens, np.int64)),
                                     cuda.to_device(width))
 
+@cuda_fast_loads
 @cuda.jit(cache=True)
 def _unshuffle(src, src_offs, dst, dst16, dst32, dst64, dst_offs, lens, widths):
     """Block ``k`` writes chunk ``k`` (``lens[k]`` bytes at ``src[src_offs[k]:]``) to

@@ -15,6 +15,7 @@ import threading
 import numpy as np
 from numba import cuda
 
+from bamql.kernels.diskcache import cuda_fast_loads
 from bamql.storage.pagemath import page_hash
 from bamql.storage.store import PageStore
 
@@ -45,6 +46,7 @@ class Staging:
 _page_hash = cuda.jit(device=True)(page_hash.py_func)
 
 
+@cuda_fast_loads
 @cuda.jit(cache=True)
 def _check(words, wpp, need, cp, n_pages, first_page, want, bad):
     """Thread ``t`` checks page ``need[t // cp] * cp + t % cp`` of a column (``words``: its

@@ -195,20 +195,21 @@ def cuda_jit(py, on_disk: bool, **options):
         from numba.cuda.serialize import dumps
 
         _enable_signed(fn, caching, dumps)
-        _cuda_fast_loads(fn)
+        cuda_fast_loads(fn)
     return fn
 
 
-def _cuda_fast_loads(fn) -> None:
-    """Have numba-cuda dispatcher ``fn`` load its cached kernels without refreshing the CUDA
-    target context first: a cached kernel is rebuilt from its payload alone (its cubin and
-    launch settings), and the refresh, which imports and registers every lowering numba-cuda
-    has, took most of a one-shot query's kernel load. A kernel compiled later refreshes the
-    context itself (numba-cuda's compiler does); a load that fails takes numba-cuda's way."""
-    cache = fn._cache
+def cuda_fast_loads(fn):
+    """Have numba-cuda dispatcher ``fn`` (a kernel caching on disk) load its cached kernels
+    without refreshing the CUDA target context first, and return it: a cached kernel is
+    rebuilt from its payload alone (its cubin and launch settings), and the refresh, which
+    imports and registers every lowering numba-cuda has, took most of a one-shot query's
+    kernel load. A kernel compiled later refreshes the context itself (numba-cuda's compiler
+    does); a load that fails takes numba-cuda's way. The simulator's kernels pass as they are."""
+    cache = getattr(fn, "_cache", None)
     inner = getattr(cache, "_load_overload", None)
     if inner is None:  # no cache, or a numba-cuda that loads otherwise
-        return
+        return fn
     checked = cache.load_overload
 
     def load_overload(sig, target_context):
@@ -218,6 +219,7 @@ def _cuda_fast_loads(fn) -> None:
             return checked(sig, target_context)
 
     cache.load_overload = load_overload
+    return fn
 
 
 def _enable_signed(fn, caching, dumps) -> None:

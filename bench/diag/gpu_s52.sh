@@ -10,6 +10,9 @@
 #   bash bench/diag/gpu_s52.sh compare     after start: bench/diag/gpu_one_shot.py over the prepared store for
 #                                          the tree .devstage/src.tgz and that tree with .devstage/before.patch applied, taking
 #                                          turns, every module's bytecode compiled first (as pip installs it)
+#   bash bench/diag/gpu_s52.sh final N     start N, then bench/diag/gpu_s49_check.py while the trips are prepared,
+#                                          then bench/diag/gpu_one_shot.py over them (bytecode compiled first),
+#                                          its profiles kept in gpu-one-shot-s52-final.log
 #   bash bench/diag/gpu_s52.sh check       the GPU tests of the grouped kernels and
 #                                          bench/diag/gpu_s49_check.py (the tree's operators on the three
 #                                          backends, a 4-page cache, 8 threads)
@@ -56,6 +59,17 @@ case $what in
       (cd $src && PYTHONPATH=/tmp/site:$src timeout 150 python /tmp/src/bench/diag/gpu_one_shot.py "$d" --reps 3 2>&1 \
         | grep -v "^ \{3,\}[0-9]" | tee -a "$out/gpu-s52.log" | head -14)
     done; done ;;
+  final)
+    bash "$0" start "${1:?rows}"
+    cd /tmp/src && export PYTHONPATH=$py
+    timeout 240 python bench/diag/gpu_s49_check.py 2>&1 | grep -v '^$' | tail -400 \
+      | tee -a "$out/gpu-s52.log" | tail -3
+    wait_prep
+    d=$(ls -d /tmp/bench-data/*/data-512* | head -1)
+    python -m compileall -q -j 16 /tmp/site /tmp/src/bamql > /dev/null 2>&1
+    echo "## one-shot at $(cat /tmp/src/.rev)" >> "$out/gpu-s52.log"
+    timeout 150 python bench/diag/gpu_one_shot.py "$d" --reps 3 2>&1 | tee "$out/gpu-one-shot-s52-final.log" \
+      | grep -v "^ \{3,\}[0-9]" | tee -a "$out/gpu-s52.log" | head -16 ;;
   check)
     cd /tmp/src && export PYTHONPATH=$py
     timeout 300 python -m pytest -q -m "gpu or not gpu" tests/gpu/test_grouped.py tests/gpu/test_engine.py \
