@@ -70,6 +70,21 @@ case $what in
     echo "## one-shot at $(cat /tmp/src/.rev)" >> "$out/gpu-s52.log"
     timeout 150 python bench/diag/gpu_one_shot.py "$d" --reps 3 2>&1 | tee "$out/gpu-one-shot-s52-final.log" \
       | grep -v "^ \{3,\}[0-9]" | tee -a "$out/gpu-s52.log" | head -16 ;;
+  misses)  # which numba functions a warm one-shot still compiles: numba's cache log (NUMBA_DEBUG_CACHE)
+    bash .devstage/install.sh base > /dev/null
+    rm -rf /tmp/src && mkdir -p /tmp/src && tar xzf .devstage/src.tgz -C /tmp/src
+    cd /tmp/src && export PYTHONPATH=$py
+    python -c "
+from pathlib import Path
+from bamql.datasets.generator import GenParams
+from bamql.datasets.orc import generate_orc
+from bamql.storage.ingest import ingest
+r = generate_orc(Path('/tmp/m/orc'), GenParams(rows=2_000_000, seed=5), workers=8)
+ingest(r.files, Path('/tmp/m/data/trips'), page_size=512)"
+    q="SELECT payment_type, COUNT(*), AVG(fare_amount), SUM(tip_amount) FROM trips WHERE trip_distance > 3 AND pickup_location_id IN (236, 161) GROUP BY 1"
+    python -m bamql.cli sql /tmp/m/data "$q" --device gpu > /dev/null
+    NUMBA_DEBUG_CACHE=1 python -m bamql.cli sql /tmp/m/data "$q" --device gpu 2>&1 | grep -v "^|\|^+\|rows)" \
+      | sed 's#/tmp/src/##' | sort | uniq -c | sort -rn | head -60 | tee "$out/numba-cache-s52.log" ;;
   check)
     cd /tmp/src && export PYTHONPATH=$py
     timeout 300 python -m pytest -q -m "gpu or not gpu" tests/gpu/test_grouped.py tests/gpu/test_engine.py \
