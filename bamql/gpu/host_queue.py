@@ -28,11 +28,10 @@ import sys
 import threading
 
 import numpy as np
-from numba import njit
 
 from bamql.errors import StoreError
 from bamql.gpu.device import host_view
-from bamql.lazyjit import compiled
+from bamql.lazyjit import compiled, njit
 from bamql.storage import pagemath
 from bamql.storage.nativeio import (
     futex_wait,
@@ -64,7 +63,7 @@ _PARK_TIMEOUT = np.array([0, 100_000_000], np.int64)  # struct timespec: 100 ms
 _STOP, _BAD_PAGE, _BAD_KIND, _ACTIVE = 0, 1, 2, 3
 
 
-@njit(nogil=True, cache=True)  # libc by name (nativeio): cacheable
+@njit(nogil=True, cache=True)  # libc by name (nativeio): cacheable; loaded on first call
 def _serve(t, n_workers, qsize, turn, sq_page, sq_staging, sq_seq, done, staging, words,
            fds, n_volumes, total_pages, page_size, g_first, g_pages, g_block,
            checksum, verify, ctl, served, peak, park):

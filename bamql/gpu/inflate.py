@@ -24,7 +24,6 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
-import numba
 import numpy as np
 from numba import cuda
 
@@ -32,6 +31,7 @@ from bamql.errors import StoreError
 from bamql.gpu import pagecheck
 from bamql.gpu.device import typed
 from bamql.kernels.diskcache import cuda_fast_loads
+from bamql.lazyjit import njit
 from bamql.storage.store import PageStore
 from bamql.storage.streams import chunk_hash
 
@@ -113,7 +113,7 @@ def batches(chunks: np.ndarray, lens: np.ndarray, max_bytes: int) -> list[tuple[
     return list(zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True))
 
 
-@numba.njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True)
 def _batch_cuts(chunks: np.ndarray, lens: np.ndarray, max_bytes: int) -> np.ndarray:
     """``batches``' runs as their bounds ``0 = c[0] < c[1] < ... = len(chunks)``."""
     out = np.empty(len(chunks) + 1, np.int64)
@@ -132,7 +132,7 @@ def _batch_cuts(chunks: np.ndarray, lens: np.ndarray, max_bytes: int) -> np.ndar
     return out[:m]
 
 
-@numba.njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True)
 def place_chunks(buf: np.ndarray, src: np.ndarray, dst: np.ndarray, lens: np.ndarray,
                  sums: np.ndarray) -> int:
     """Check chunk ``k`` at ``buf[src[k]:][:lens[k]]`` against ``sums[k]`` and move it down
