@@ -233,6 +233,10 @@ def _cast(t: ExprTranslator, node: exp.Cast, sub: Sub) -> ir.Expr:
                                                                  ir.Lit(0.0, "float"), "float"), "float")
         return ir.Case(((a, ir.Lit(1, "int")),), ir.Case(((ir.IsNull(a), ir.Lit(None, "null")),),
                                                          ir.Lit(0, "int"), "int"), "int")
+    if isinstance(a, ir.Lit) and a.kind == "null":  # NULL::INT: a NULL of the type
+        if to == ir.CastTo.DOUBLE:
+            return ir.Lit(None, "float")
+        return ir.Lit(None, "int") if to == ir.CastTo.BIGINT else ir.Cast(ir.Lit(None, "int"), to, "int")
     _number(t, a, "CAST", node)
     if to != ir.CastTo.DOUBLE and a.kind == "float":
         exact, _ = decimal_digits(t, node.this)

@@ -79,3 +79,21 @@ def test_case_evaluates_a_branch_only_on_the_rows_that_take_it():
     assert out.tolist() == [0, 12] and ok.all()
     with pytest.raises(OutOfRangeError):
         evaluate(times, env, 2)
+
+
+def test_a_cast_null_is_a_null_of_the_type_as_in_duckdb(session):
+    import pyarrow as pa
+
+    t = pa.table({"a": [1, 2, None, 4], "b": [1.5, None, 2.5, 3.5]})
+    session.register("t", t)
+    con = duckdb.connect()
+    con.register("t", t)
+    for sql in ("SELECT CAST(NULL AS DOUBLE) AS x", "SELECT NULL::BIGINT AS x",
+                "SELECT a + NULL::DOUBLE AS x FROM t",
+                "SELECT SUM(NULL::BIGINT) AS s, COUNT(NULL::DOUBLE) AS c, MAX(a) + NULL::INTEGER AS m "
+                "FROM t",
+                "SELECT COUNT(*) AS n FROM t WHERE a > NULL::INTEGER OR b IS NULL"):
+        got = session.sql(sql).table
+        want = con.sql(sql).to_arrow_table()
+        assert got.to_pylist() == want.to_pylist(), sql
+        assert got.schema.types == want.schema.types, sql
