@@ -27,16 +27,18 @@ def _side(e: exp.Expression, cols) -> bool:
 
 def join_rel(left: Rel, right: Rel, node: n.Join, ev_of: Callable[[Rel], Evaluator]) -> Rel:
     cols = (*left.cols, *right.cols)
-    lkeys, rkeys, rest = [], [], []
+    lkeys, rkeys, safe, rest = [], [], [], []
     for c in (conjuncts(node.on) if node.on is not None else ()):
-        if isinstance(c, exp.EQ):
+        if isinstance(c, exp.EQ | exp.NullSafeEQ):
             if _side(c.left, left.cols) and _side(c.right, right.cols):
                 lkeys.append(c.left)
                 rkeys.append(c.right)
+                safe.append(isinstance(c, exp.NullSafeEQ))
                 continue
             if _side(c.right, left.cols) and _side(c.left, right.cols):
                 lkeys.append(c.right)
                 rkeys.append(c.left)
+                safe.append(isinstance(c, exp.NullSafeEQ))
                 continue
         rest.append(c)
     if rest and node.kind not in (n.JoinType.INNER, n.JoinType.CROSS):
@@ -63,10 +65,15 @@ def join_rel(left: Rel, right: Rel, node: n.Join, ev_of: Callable[[Rel], Evaluat
     else:
         lev, rev = ev_of(left), ev_of(right)
         lk, rk = [], []
-        for a, b in zip(lkeys, rkeys, strict=True):
+        for a, b, nullsafe in zip(lkeys, rkeys, safe, strict=True):
             x, y = _coerce(lev.array(a), rev.array(b))
-            lk.append(canonical(x))
-            rk.append(canonical(y))
+            x, y = canonical(x), canonical(y)
+            if nullsafe:  # IS NOT DISTINCT FROM: NULL matches NULL
+                for keys, v in ((lk, x), (rk, y)):
+                    keys.extend(_null_safe(v, _any_value(x, y)))
+                continue
+            lk.append(x)
+            rk.append(y)
         kind = n.JoinType.INNER if node.kind == n.JoinType.CROSS else node.kind
         found = _lookup(lk, rk, kind)
         if found is not None:
@@ -79,6 +86,23 @@ def join_rel(left: Rel, right: Rel, node: n.Join, ev_of: Callable[[Rel], Evaluat
         out = _combine(left, right, j.column("__l").combine_chunks(),
                        j.column("__r").combine_chunks(), cols)
     return _finish(out, rest, ev_of, cols)
+
+
+def _any_value(x, y) -> pa.Scalar | None:
+    """A valid value of ``x`` or ``y`` (None where both are all NULL)."""
+    for v in (x, y):
+        got = pc.drop_null(v)
+        if len(got):
+            return got[0]
+    return None
+
+
+def _null_safe(v, fill: pa.Scalar | None) -> list:
+    """The hash-join keys of ``v`` for an IS NOT DISTINCT FROM: whether each value is NULL,
+    and the value with its NULLs set to ``fill`` (one value both sides use), so that equal
+    keys are two equal values or two NULLs."""
+    isnull = pc.is_null(v)
+    return [isnull] if fill is None else [isnull, pc.fill_null(v, fill)]
 
 
 def _finish(out: Rel, rest: list[exp.Expression], ev_of: Callable[[Rel], Evaluator], cols) -> Rel:

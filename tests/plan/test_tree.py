@@ -152,3 +152,29 @@ def test_a_tree_query_over_an_unknown_column_is_one_line(con, trips):
     with pytest.raises(PlanError, match="unknown column 'nosuch'") as e:
         con.sql(f"SELECT nosuch FROM (SELECT vendor_id FROM '{trips[0]}')")
     assert "\n" not in str(e.value)
+
+
+_NS_T = pa.table({"k": [1, 2, None, 4, None, 2], "v": [1.5, None, float("nan"), 3.5, 9.0, None],
+                  "s": ["a", None, "b", None, "c", "a"]})
+_NS_R = pa.table({"id": [1, None, 4, 2], "w": [float("nan"), None, 3.5, -0.0],
+                  "s2": ["a", "n", None, None], "name": ["A", "N", "D", "B"]})
+
+
+@pytest.mark.parametrize("kind", ["LEFT", "RIGHT", "FULL", "INNER"])
+@pytest.mark.parametrize("on", [
+    "t.k IS NOT DISTINCT FROM r.id", "t.s IS NOT DISTINCT FROM r.s2",
+    "t.v IS NOT DISTINCT FROM r.w", "t.k IS NOT DISTINCT FROM r.id AND t.s = r.s2",
+    "t.k = r.id AND r.s2 IS NOT DISTINCT FROM t.s", "t.k + 0 IS NOT DISTINCT FROM r.id",
+])
+def test_joins_on_is_not_distinct_from_match_null_to_null_as_duckdb(con, kind, on):
+    """IS NOT DISTINCT FROM in ON is a join key whose NULLs match each other (an outer join
+    refused it), over integers, strings and doubles with NaN, beside plain equalities."""
+    con.register("t", _NS_T)
+    con.register("r", _NS_R)
+    try:
+        sql = f"SELECT t.k, t.v, t.s, r.name FROM t {kind} JOIN r ON {on}"
+        assert_same_rows(con.sql(sql).rows(), duck_tables(sql, {"t": _NS_T, "r": _NS_R}),
+                         ordered=False)
+    finally:
+        con.unregister("t")
+        con.unregister("r")

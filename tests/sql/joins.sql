@@ -29,3 +29,6 @@ SELECT COUNT(*) FROM trips t JOIN zones z ON t.pickup_location_id = z.LocationID
 SELECT COUNT(*), SUM(t.fare_amount) FROM trips t JOIN zones z ON t.pickup_location_id = z.LocationID WHERE t.dropoff_location_id < z.LocationID;
 SELECT t.vendor_id, COUNT(*), SUM(z.LocationID - t.dropoff_location_id), MAX(z.LocationID) FROM trips t LEFT JOIN zones z ON t.pickup_location_id = z.LocationID GROUP BY 1 ORDER BY 1;
 SELECT t.dropoff_location_id > z.LocationID AS later, COUNT(*) FROM trips t JOIN zones z ON t.pickup_location_id = z.LocationID GROUP BY 1 ORDER BY 1
+;
+SELECT z.Borough, COUNT(*), SUM(t.fare_amount) FROM trips t LEFT JOIN zones z ON t.pickup_location_id IS NOT DISTINCT FROM z.LocationID GROUP BY 1 ORDER BY 1 NULLS FIRST;
+SELECT COUNT(*), COUNT(z.Zone) FROM trips t FULL JOIN zones z ON t.dropoff_location_id IS NOT DISTINCT FROM z.LocationID;
