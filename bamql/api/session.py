@@ -116,15 +116,19 @@ class Session(FileTables):
         self.gpu = None
         try:
             self.gpu = self._gpu_engine(config)
-        finally:
-            if opening is not None:
-                try:  # a table's error first, as where the tables open before the GPU
-                    self.stores = opening.result()
-                except BaseException:
-                    if self.gpu is not None:
-                        self.gpu.close()
-                        self.gpu = None
-                    raise
+        except BaseException:
+            if opening is not None:  # a table's error first, as where the tables open first
+                for table in opening.result().values():
+                    table.close()
+            raise
+        if opening is not None:
+            try:
+                self.stores = opening.result()
+            except BaseException:
+                if self.gpu is not None:
+                    self.gpu.close()
+                    self.gpu = None
+                raise
         #: registered dimension tables by name (``register``): a stored table's name wins
         self.dimensions: dict[str, Dimension] = (
             {} if "zones" in self.stores else {"zones": Deferred("zones", zones_dimension)})

@@ -205,6 +205,11 @@ class GpuBackend(ABC):
         """Forget what ``source`` holds beyond the page cache."""
         return None  # nothing beyond the memory the source holds
 
+    def release(self, source, name: str) -> None:
+        """Forget the backend's own buffer of column ``name``, which a copy in GPU memory
+        now holds for the table (``GpuEngine._keep``)."""
+        return None  # the source holds no column buffer of its own
+
     def close(self, source) -> None:
         """Release ``source``."""
         return None  # nothing beyond the memory the source holds
@@ -376,18 +381,20 @@ class FileBackend(GpuBackend):
         return ColumnRead(buf, 0, sum(b - a for a, b in jobs), nbytes)
 
     def _device_column(self, source: FileSource, c, ps: int):
-        """The GPU buffer of ``c``'s pages (made on its first read), or None where GPU memory
-        has no room for it beside half of what is free (then the column is read into a
-        pinned mapped buffer that the kernel reads over PCIe)."""
+        """The GPU buffer of ``c``'s pages (made on its first read), or None where the
+        source's column buffers with it would take more than half of the GPU memory free
+        besides them (then the column is read into a pinned mapped buffer that the kernel
+        reads over PCIe)."""
         buf = source.devcols.get(c.name)
         if buf is not None:
             return buf
         size = max(c.n_pages, 1) * ps
+        used = sum(b.nbytes for b in source.devcols.values())
         try:
             free = self.cuda.current_context().get_memory_info()[0]
         except Exception:  # the simulator: no memory figures
-            free = size * 2
-        if 2 * size > free:
+            free = 2 * size
+        if 2 * (used + size) > free + used:  # the buffers take at most half of what they may
             return None
         try:
             buf = self.cuda.device_array(size, dtype=np.uint8)
@@ -483,6 +490,10 @@ class FileBackend(GpuBackend):
 
     def clear(self, source: FileSource) -> None:
         fill(source.staged[0], -1)  # what the staging pages hold counts as cached too
+        source.devcols.clear()
+
+    def release(self, source: FileSource, name: str) -> None:
+        source.devcols.pop(name, None)
 
     def close(self, source: FileSource) -> None:
         source.queue.stop()

@@ -483,10 +483,11 @@ class GpuEngine:
         return view, ref, 0, moved
 
     def _keep(self, t: Table, store: PageStore, name: str, view, full: bool):
-        """A column the backend decompressed into its (reused) GPU buffer: after a full
-        scan, within the table's GPU budget, a copy in GPU memory of its own (the spare
-        one, if a clear left it) stays resident, as a written-through copy would; the array
-        the kernel reads."""
+        """A column the backend read into GPU memory (its buffer of decompressed pages, or
+        of the column's streamed pages): after a full scan, within the table's GPU budget,
+        a copy in GPU memory of its own (the spare one, if a clear left it) stays resident,
+        as a written-through copy would, and the backend forgets its buffer of the column;
+        the array the kernel reads."""
         if not full or t.resident_bytes + view.nbytes > t.cache.n_slots * store.page_size:
             return view
         d = t.spare.pop(name, None)
@@ -499,6 +500,9 @@ class GpuEngine:
         d.copy_to_device(view)
         t.resident[name] = d
         t.resident_bytes += d.nbytes
+        # the backend's buffer of the column is no longer read: its memory goes
+        self.backend.release(t.source, name)
+        t.col_views.pop(name, None)
         return d
 
     @staticmethod
