@@ -28,6 +28,7 @@ def _side(e: exp.Expression, cols) -> bool:
 def join_rel(left: Rel, right: Rel, node: n.Join, ev_of: Callable[[Rel], Evaluator]) -> Rel:
     cols = (*left.cols, *right.cols)
     lkeys, rkeys, safe, rest = [], [], [], []
+    lmatch = rmatch = None  # per row of a side: whether its ON conditions hold (None: all)
     for c in (conjuncts(node.on) if node.on is not None else ()):
         if isinstance(c, exp.EQ | exp.NullSafeEQ):
             if _side(c.left, left.cols) and _side(c.right, right.cols):
@@ -50,9 +51,15 @@ def join_rel(left: Rel, right: Rel, node: n.Join, ev_of: Callable[[Rel], Evaluat
         elif node.kind == n.JoinType.RIGHT and len(only_left) == len(rest):
             mask = ev_of(left).condition(exp.and_(*rest))
             left, rest = Rel(left.table.filter(mask), left.cols), []
+        elif lkeys and len(only_left) + len(only_right) == len(rest):
+            # a condition on a kept side: its rows where it is not TRUE match no row and
+            # stay, unmatched (a key of the condition's truth against TRUE on the other side)
+            one_sided = (left, only_left), (right, only_right)
+            lmatch, rmatch = (_matchable(ev_of, side, conds) for side, conds in one_sided)
+            rest = []
         else:
             raise PlanError("an outer join's ON condition must be equalities between the two "
-                            "sides (and conditions on the optional side)")
+                            "sides and conditions on one side")
     if not lkeys:
         if node.kind not in (n.JoinType.INNER, n.JoinType.CROSS):
             raise PlanError("an outer join needs an equality between the two sides in ON")
@@ -74,6 +81,9 @@ def join_rel(left: Rel, right: Rel, node: n.Join, ev_of: Callable[[Rel], Evaluat
                 continue
             lk.append(x)
             rk.append(y)
+        if lmatch is not None or rmatch is not None:
+            lk.append(lmatch if lmatch is not None else pa.array(np.ones(left.rows, np.int8)))
+            rk.append(rmatch if rmatch is not None else pa.array(np.ones(right.rows, np.int8)))
         kind = n.JoinType.INNER if node.kind == n.JoinType.CROSS else node.kind
         found = _lookup(lk, rk, kind)
         if found is not None:
@@ -86,6 +96,17 @@ def join_rel(left: Rel, right: Rel, node: n.Join, ev_of: Callable[[Rel], Evaluat
         out = _combine(left, right, j.column("__l").combine_chunks(),
                        j.column("__r").combine_chunks(), cols)
     return _finish(out, rest, ev_of, cols)
+
+
+def _matchable(ev_of: Callable[[Rel], Evaluator], side: Rel,
+               conds: list[exp.Expression]) -> pa.Array | None:
+    """1 where the conditions ``conds`` on ``side``'s columns are TRUE, else NULL, which
+    matches nothing (a join key matched against 1 or the other side's own); None where
+    there is none."""
+    if not conds:
+        return None
+    ok = ev_of(side).condition(exp.and_(*conds)).to_numpy(zero_copy_only=False)
+    return pa.array(np.ones(len(ok), np.int8), mask=~ok.astype(bool))
 
 
 def _any_value(x, y) -> pa.Scalar | None:

@@ -178,3 +178,35 @@ def test_joins_on_is_not_distinct_from_match_null_to_null_as_duckdb(con, kind, o
     finally:
         con.unregister("t")
         con.unregister("r")
+
+
+def test_outer_joins_with_conditions_on_either_side_match_duckdb(con):
+    """An outer join's ON conditions on one side (the kept side's too): rows where they are
+    not TRUE match nothing and stay unmatched; with equality and IS NOT DISTINCT FROM keys,
+    over random small tables with NULLs (some empty), against DuckDB."""
+    import random
+
+    rng = random.Random(11)
+
+    def table(n: int, names: tuple[str, ...]) -> pa.Table:
+        return pa.table({nm: pa.array([rng.choice([None, 0, 1, 2, 3]) for _ in range(n)],
+                                      pa.int64()) for nm in names})
+
+    for _ in range(12):
+        t, r = table(rng.randint(0, 12), ("k", "p", "x")), table(rng.randint(0, 12), ("id", "q", "y"))
+        con.register("t", t)
+        con.register("r", r)
+        try:
+            for _ in range(6):
+                kind = rng.choice(["LEFT", "RIGHT", "FULL", "INNER"])
+                eq = rng.choice(["t.k = r.id", "t.k IS NOT DISTINCT FROM r.id",
+                                 "t.k = r.id AND t.x = r.y"])
+                conds = rng.sample(["t.p = 1", "t.p IS NULL", "r.q > 1", "r.q IS NOT NULL",
+                                    "t.x + 1 > 2", "r.y <> 0"], rng.randint(1, 3))
+                sql = (f"SELECT t.k, t.p, t.x, r.id, r.q, r.y FROM t {kind} JOIN r "
+                       f"ON {eq} AND {' AND '.join(conds)}")
+                assert_same_rows(con.sql(sql).rows(), duck_tables(sql, {"t": t, "r": r}),
+                                 ordered=False)
+        finally:
+            con.unregister("t")
+            con.unregister("r")

@@ -32,3 +32,4 @@ SELECT t.dropoff_location_id > z.LocationID AS later, COUNT(*) FROM trips t JOIN
 ;
 SELECT z.Borough, COUNT(*), SUM(t.fare_amount) FROM trips t LEFT JOIN zones z ON t.pickup_location_id IS NOT DISTINCT FROM z.LocationID GROUP BY 1 ORDER BY 1 NULLS FIRST;
 SELECT COUNT(*), COUNT(z.Zone) FROM trips t FULL JOIN zones z ON t.dropoff_location_id IS NOT DISTINCT FROM z.LocationID;
+SELECT COUNT(*), COUNT(z.Zone), SUM(t.fare_amount) FROM trips t FULL JOIN zones z ON t.dropoff_location_id = z.LocationID AND t.payment_type = 1 AND z.Borough <> 'Queens';
