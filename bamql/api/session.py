@@ -7,6 +7,7 @@ import logging
 import os
 import re
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -93,8 +94,13 @@ class Session(FileTables):
         opening = None
         if self.path is not None and config.device == Device.CPU:
             self.stores = self._open_tables(config.page_size)
-        elif self.path is not None:  # opened beside the CUDA start (``_Opening``)
-            opening = _Opening(self._open_tables, config.page_size)
+        elif self.path is not None:
+            # on a thread beside the CUDA start: the store's metadata read and its digest
+            # checked (I/O and hashing, which release the GIL) while numba-cuda imports and
+            # the CUDA context is made, the two longest steps of a GPU session's start
+            pool = ThreadPoolExecutor(1, thread_name_prefix="bamql-open")
+            opening = pool.submit(self._open_tables, config.page_size)
+            pool.shutdown(wait=False)
         self.cluster = None
         self._dask: Runner | None = None
         # a client this session made (from an address or "local-gpus") is closed with it
@@ -579,32 +585,6 @@ class Session(FileTables):
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-class _Opening:
-    """A session's tables opened on a thread of their own while the GPU engine starts: the
-    store's metadata is read and its digest checked (I/O and hashing, which release the GIL)
-    while numba-cuda imports and the CUDA context is made, the two longest steps of a GPU
-    session's start. ``result`` waits and returns the tables or raises what opening raised."""
-
-    def __init__(self, fn, *args) -> None:
-        self._out: tuple = (None, None)
-
-        def run() -> None:
-            try:
-                self._out = (fn(*args), None)
-            except BaseException as e:  # handed to ``result``'s caller
-                self._out = (None, e)
-
-        self._thread = threading.Thread(target=run, name="bamql-open", daemon=True)
-        self._thread.start()
-
-    def result(self):
-        self._thread.join()
-        value, err = self._out
-        if err is not None:
-            raise err
-        return value
 
 
 def _quantiles_alone(q):

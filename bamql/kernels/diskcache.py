@@ -202,10 +202,10 @@ def cuda_jit(py, on_disk: bool, **options):
 def cuda_fast_loads(fn):
     """Have numba-cuda dispatcher ``fn`` (a kernel caching on disk) load its cached kernels
     without refreshing the CUDA target context first, and return it: a cached kernel is
-    rebuilt from its payload alone (its cubin and launch settings), and the refresh, which
-    imports and registers every lowering numba-cuda has, took most of a one-shot query's
-    kernel load. A kernel compiled later refreshes the context itself (numba-cuda's compiler
-    does); a load that fails takes numba-cuda's way. The simulator's kernels pass as they are."""
+    rebuilt from its payload alone (its cubin and launch settings), and the refresh imports
+    and registers every lowering numba-cuda has, most of a cached kernel's load. A kernel
+    compiled later refreshes the context itself (numba-cuda's compiler does); a load that
+    fails takes numba-cuda's way. The simulator's kernels pass as they are."""
     cache = getattr(fn, "_cache", None)
     inner = getattr(cache, "_load_overload", None)
     if inner is None:  # no cache, or a numba-cuda that loads otherwise

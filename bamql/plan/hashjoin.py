@@ -76,8 +76,9 @@ def join_rel(left: Rel, right: Rel, node: n.Join, ev_of: Callable[[Rel], Evaluat
             x, y = _coerce(lev.array(a), rev.array(b))
             x, y = canonical(x), canonical(y)
             if nullsafe:  # IS NOT DISTINCT FROM: NULL matches NULL
-                for keys, v in ((lk, x), (rk, y)):
-                    keys.extend(_null_safe(v, _any_value(x, y)))
+                fill = _any_value(x, y)
+                lk.extend(_null_safe(x, fill))
+                rk.extend(_null_safe(y, fill))
                 continue
             lk.append(x)
             rk.append(y)
